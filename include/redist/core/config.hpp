@@ -1,0 +1,19 @@
+// redist/core/config.hpp -- fixed capacities of the constexpr model.
+#pragma once
+
+#include <cstdint>
+
+namespace redist {
+
+/// Axes a mesh may declare.
+inline constexpr int max_axes = 16;
+/// Prime sub-axes of a whole mesh (a mesh of 2^k devices has k of them).
+inline constexpr int max_subaxes = 64;
+/// Dimensions of a distributed array.
+inline constexpr int max_dims = 12;
+/// Characters in an axis name.
+inline constexpr int max_name = 31;
+/// Distinct primes among a mesh's sub-axes.
+inline constexpr int max_primes = 16;
+
+}  // namespace redist

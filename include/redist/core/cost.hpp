@@ -1,0 +1,56 @@
+// redist/core/cost.hpp -- the collectives and their cost model (paper Fig. 11, App. B).
+//
+// Costs are elements sent per device (the paper factors out the device count); multiply
+// by the element size for bytes:
+//   allgather  = localsize(after)     each member receives the other n-1 tiles of size
+//                                      localsize(before) = localsize(after)/n; (n-1)/n ~ 1
+//   alltoall   = localsize(before)    each member sends n-1 of its n chunks
+//   allpermute = localsize             every tile moves once
+//   dynslice   = 0                     local
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace redist {
+
+/// The collectives of a program.
+enum class op : std::uint8_t { allgather, alltoall, dynslice, allpermute, allreduce, reducescatter };
+
+inline constexpr op all_ops[] = {op::allgather, op::alltoall, op::dynslice, op::allpermute, op::allreduce, op::reducescatter};
+
+constexpr std::string_view op_name(op o) {
+  switch (o) {
+    case op::allgather: return "allgather";
+    case op::alltoall: return "alltoall";
+    case op::dynslice: return "dynslice";
+    case op::allpermute: return "allpermute";
+    case op::allreduce: return "allreduce";
+    case op::reducescatter: return "reducescatter";
+  }
+  return "?";
+}
+
+/// Parse an op name; returns false if unknown.
+constexpr bool op_from_name(std::string_view s, op& out) {
+  for (op o : all_ops)
+    if (op_name(o) == s) { out = o; return true; }
+  return false;
+}
+
+/// Cost of one collective in elements per device (Fig. 11).
+constexpr std::uint64_t cost_elements(op o, std::uint64_t local_before, std::uint64_t local_after) {
+  switch (o) {
+    case op::allgather: return local_after;
+    case op::alltoall: return local_before;
+    case op::dynslice: return 0;
+    case op::allpermute: return local_before;
+    // Extensions (partial sums): a ring all-reduce sends 2(n-1)/n ~ 2 tiles, a
+    // reduce-scatter sends (n-1)/n ~ 1 tile.
+    case op::allreduce: return 2 * local_before;
+    case op::reducescatter: return local_before;
+  }
+  return 0;
+}
+
+}  // namespace redist

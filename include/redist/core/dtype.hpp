@@ -1,0 +1,318 @@
+// redist/core/dtype.hpp -- distributed array types (paper Fig. 6), their
+// well-formedness (Fig. 7b), parsing and printing of the paper syntax.
+//
+// A type is a list of dimensions `tile{a1, a2, ...}global`. Inside braces the axes are
+// listed minor-to-major (Fig. 7a). Internally every axis is stored as its prime
+// sub-axes (ids of `mesh::sub`), also minor-to-major; a user axis `x` of size 4 is the
+// list [x:(2)2, x:(1)2].
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "redist/core/config.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/lex.hpp"
+#include "redist/core/mesh.hpp"
+
+namespace redist {
+
+/// One distributed dimension: global size and its partitioning sub-axes (minor-to-major).
+struct dim {
+  std::uint64_t global = 1;
+  int n = 0;
+  std::uint8_t axes[max_subaxes]{};
+  constexpr bool operator==(const dim& o) const {
+    if (global != o.global || n != o.n) return false;
+    for (int i = 0; i < n; ++i)
+      if (axes[i] != o.axes[i]) return false;
+    return true;
+  }
+};
+
+/// A distributed array type over a mesh (the mesh is kept alongside, not inside).
+struct dtype {
+  int rank = 0;
+  dim dims[max_dims]{};
+  constexpr bool operator==(const dtype& o) const {
+    if (rank != o.rank) return false;
+    for (int d = 0; d < rank; ++d)
+      if (!(dims[d] == o.dims[d])) return false;
+    return true;
+  }
+};
+
+/// Number of tiles dimension d is split into (product of its axis sizes).
+constexpr std::uint64_t parts(const mesh& m, const dim& d) {
+  std::uint64_t p = 1;
+  for (int i = 0; i < d.n; ++i) p *= m.sub[d.axes[i]].size;
+  return p;
+}
+/// Tile size of a dimension (its local size).
+constexpr std::uint64_t tile(const mesh& m, const dim& d) { return d.global / parts(m, d); }
+
+/// localsize(t): elements of one device's tile.
+constexpr std::uint64_t local_size(const mesh& m, const dtype& t) {
+  std::uint64_t s = 1;
+  for (int d = 0; d < t.rank; ++d) s *= tile(m, t.dims[d]);
+  return s;
+}
+/// globalsize(t): elements of the global array.
+constexpr std::uint64_t global_size(const dtype& t) {
+  std::uint64_t s = 1;
+  for (int d = 0; d < t.rank; ++d) s *= t.dims[d].global;
+  return s;
+}
+/// Bit k set iff sub-axis k partitions some dimension.
+constexpr std::uint64_t used_mask(const dtype& t) {
+  std::uint64_t u = 0;
+  for (int d = 0; d < t.rank; ++d)
+    for (int i = 0; i < t.dims[d].n; ++i) u |= std::uint64_t{1} << t.dims[d].axes[i];
+  return u;
+}
+/// Same global shape (the validity criterion of a redistribution, Sec. 2.5).
+constexpr bool same_global(const dtype& a, const dtype& b) {
+  if (a.rank != b.rank) return false;
+  for (int d = 0; d < a.rank; ++d)
+    if (a.dims[d].global != b.dims[d].global) return false;
+  return true;
+}
+/// Same local shape (the premise of T-Permute).
+constexpr bool same_local(const mesh& m, const dtype& a, const dtype& b) {
+  if (a.rank != b.rank) return false;
+  for (int d = 0; d < a.rank; ++d)
+    if (tile(m, a.dims[d]) != tile(m, b.dims[d])) return false;
+  return true;
+}
+
+/// Well-formedness (Fig. 7b): axes exist, no axis twice, sizes divide, sizes fit.
+constexpr error check(const mesh& m, const dtype& t) {
+  if (t.rank > max_dims) return error::make(errc::capacity, "a type may have at most 12 dimensions");
+  std::uint64_t seen = 0;
+  std::uint64_t gsize = 1;
+  for (int d = 0; d < t.rank; ++d) {
+    const dim& dm = t.dims[d];
+    if (dm.global == 0) {
+      text s("dimension ");
+      s.append_int(d).append(" has global size 0");
+      error e; e.code = errc::bad_size; e.message = s; return e;
+    }
+    if (!detail::mul_ok(gsize, dm.global, gsize))
+      return error::make(errc::overflow, "the global size of the array does not fit in 64 bits");
+    std::uint64_t p = 1;
+    for (int i = 0; i < dm.n; ++i) {
+      int k = dm.axes[i];
+      if (k < 0 || k >= m.nsub) return error::make(errc::unknown_axis, "sub-axis id out of range");
+      if (seen & (std::uint64_t{1} << k)) {
+        text s("axis ");
+        s.append(subaxis_text(m, k).view()).append(" is used twice");
+        error e; e.code = errc::repeated_axis; e.message = s; return e;
+      }
+      seen |= std::uint64_t{1} << k;
+      p *= m.sub[k].size;
+    }
+    if (dm.global % p != 0) {
+      text s("dimension ");
+      s.append_int(d).append(" of size ").append_uint(dm.global).append(" cannot be split into ").append_uint(p).append(" tiles");
+      error e; e.code = errc::not_divisible; e.message = s; return e;
+    }
+  }
+  return {};
+}
+
+namespace detail {
+/// Resolve an axis reference at the scanner position: `x` or `x:(pre)size`.
+/// Appends the referenced prime sub-axes, minor-to-major, to `out`.
+constexpr bool parse_axis_ref(scanner& sc, const mesh& m, dim& out, std::uint64_t& seen) {
+  sc.skip();
+  int col = sc.pos;
+  std::string_view n;
+  if (!sc.name(n)) return false;
+  int a = m.find(n);
+  if (a < 0) {
+    text t("unknown axis '");
+    t.append(n).append("' (the mesh declares ");
+    for (int i = 0; i < m.naxes; ++i) {
+      if (i) t.append(", ");
+      t.append(m.names[i].view());
+    }
+    if (m.naxes == 0) t.append("no axes");
+    t.append(")");
+    sc.err.code = errc::unknown_axis; sc.err.column = col; sc.err.message = t;
+    return false;
+  }
+  int lo = m.sub_begin[a], hi = m.sub_begin[a] + m.sub_count[a];  // sub-axis ids [lo, hi)
+  if (sc.accept(':')) {
+    std::uint64_t pre = 0, size = 0;
+    if (!sc.expect('(', "'(' of a sub-axis x:(pre)size")) return false;
+    if (!sc.integer(pre)) return false;
+    if (!sc.expect(')', "')' of a sub-axis x:(pre)size")) return false;
+    if (!sc.integer(size)) return false;
+    // Find the run of prime sub-axes that starts at `pre` and multiplies to `size`.
+    int b = lo;
+    while (b < hi && m.sub[b].pre < pre) ++b;
+    int e = b;
+    std::uint64_t prod = 1;
+    while (e < hi && prod < size) prod *= m.sub[e++].size;
+    if (b >= hi || m.sub[b].pre != pre || prod != size || size < 2) {
+      text t("sub-axis ");
+      t.append(n).append(":(").append_uint(pre).append(")").append_uint(size)
+          .append(" does not match the prime decomposition of axis ").append(n)
+          .append(" of size ").append_uint(m.sizes[a]);
+      sc.err.code = errc::unknown_axis; sc.err.column = col; sc.err.message = t;
+      return false;
+    }
+    lo = b; hi = e;
+  }
+  for (int k = hi - 1; k >= lo; --k) {  // minor-to-major
+    if (seen & (std::uint64_t{1} << k)) {
+      text t("axis '");
+      t.append(sc.s.substr(static_cast<std::size_t>(col), static_cast<std::size_t>(sc.pos - col)))
+          .append("' is used twice in the type");
+      sc.err.code = errc::repeated_axis; sc.err.column = col; sc.err.message = t;
+      return false;
+    }
+    seen |= std::uint64_t{1} << k;
+    out.axes[out.n++] = static_cast<std::uint8_t>(k);
+  }
+  return true;
+}
+}  // namespace detail
+
+/// Parse the paper syntax `[64{x}256, 1024]`, `[{x, y}256, 8]`, `[2{x:(1)2}8]`.
+/// Checks well-formedness; errors carry the 0-based column.
+constexpr result<dtype> parse_type_text(const mesh& m, std::string_view s) {
+  result<dtype> r;
+  dtype& t = r.value;
+  detail::scanner sc{s};
+  std::uint64_t seen = 0;
+  std::uint64_t gsize = 1;
+  if (!sc.expect('[', "'[' to open the type")) { r.err = sc.err; return r; }
+  if (!sc.accept(']')) {
+    do {
+      sc.skip();
+      int dcol = sc.pos;
+      if (t.rank >= max_dims) { sc.fail(errc::capacity, "a type may have at most 12 dimensions", dcol); break; }
+      dim& d = t.dims[t.rank++];
+      std::uint64_t first = 0;
+      bool has_tile = false;
+      if (detail::is_digit(sc.peek())) {
+        if (!sc.integer(first)) break;
+        has_tile = true;
+      }
+      if (sc.accept('{')) {
+        if (sc.peek() != '}') {
+          do {
+            if (!detail::parse_axis_ref(sc, m, d, seen)) break;
+          } while (sc.accept(','));
+          if (sc.failed()) break;
+        }
+        if (!sc.expect('}', "',' or '}' after an axis")) break;
+        sc.skip();
+        int gcol = sc.pos;
+        if (!sc.integer(d.global)) break;
+        if (d.global == 0) { sc.fail(errc::bad_size, "global size 0", gcol); break; }
+        std::uint64_t p = parts(m, d);
+        if (d.global % p != 0) {
+          text msg("global size ");
+          msg.append_uint(d.global).append(" of dimension ").append_int(t.rank - 1)
+              .append(" is not divisible by ").append_uint(p).append(", the product of its axis sizes");
+          sc.err.code = errc::not_divisible; sc.err.column = gcol; sc.err.message = msg;
+          break;
+        }
+        if (has_tile && first * p != d.global) {
+          std::uint64_t prod = 0;
+          text msg("tile size ");
+          msg.append_uint(first).append(" of dimension ").append_int(t.rank - 1).append(" should be ")
+              .append_uint(d.global / p).append(" (global ").append_uint(d.global).append(" / ")
+              .append_uint(p).append(" tiles)");
+          bool ovf = !detail::mul_ok(first, p, prod);
+          sc.err.code = ovf ? errc::overflow : errc::tile_mismatch; sc.err.column = dcol; sc.err.message = msg;
+          break;
+        }
+      } else {
+        if (!has_tile) { sc.fail_expected("a size or '{'"); break; }
+        if (first == 0) { sc.fail(errc::bad_size, "global size 0", dcol); break; }
+        d.global = first;
+      }
+      if (!detail::mul_ok(gsize, d.global, gsize)) {
+        sc.fail(errc::overflow, "the global size of the array does not fit in 64 bits", dcol);
+        break;
+      }
+    } while (sc.accept(','));
+    if (!sc.failed()) sc.expect(']', "',' or ']' after a dimension");
+  }
+  if (!sc.failed() && !sc.at_end()) sc.fail_expected("the end of the type");
+  r.err = sc.err;
+  return r;
+}
+
+/// Run-time parse; throws redist_error naming the column.
+inline dtype parse_type(const mesh& m, std::string_view s) { return parse_type_text(m, s).get(s); }
+
+/// Write a dimension's axes, grouping runs of sub-axes back into whole axes
+/// (`x`) or aligned sub-axes (`x:(pre)size`).
+constexpr void append_axes(text& t, const mesh& m, const dim& d) {
+  int i = 0;
+  bool first = true;
+  while (i < d.n) {
+    int k = d.axes[i];
+    int a = m.sub[k].axis;
+    int j = i + 1;  // extend the run: same axis, ids descending by one (minor-to-major)
+    while (j < d.n && d.axes[j] == d.axes[j - 1] - 1 && m.sub[d.axes[j]].axis == a) ++j;
+    int lo = d.axes[j - 1], hi = d.axes[i];  // ids [lo, hi]
+    if (!first) t.append(", ");
+    first = false;
+    const axis_name& n = m.names[a];
+    if (n.needs_quotes()) t.append('"').append(n.view()).append('"');
+    else t.append(n.view());
+    bool whole = lo == m.sub_begin[a] && hi == m.sub_begin[a] + m.sub_count[a] - 1;
+    if (!whole) {
+      std::uint64_t size = 1;
+      for (int q = lo; q <= hi; ++q) size *= m.sub[q].size;
+      t.append(":(").append_uint(m.sub[lo].pre).append(")").append_uint(size);
+    }
+    i = j;
+  }
+}
+
+/// Write a type in the paper syntax; `parse_type_text(m, type_text(m, t))` gives back `t`.
+constexpr text type_text(const mesh& m, const dtype& t) {
+  text s("[");
+  for (int d = 0; d < t.rank; ++d) {
+    if (d) s.append(", ");
+    const dim& dm = t.dims[d];
+    if (dm.n == 0) {
+      s.append_uint(dm.global);
+    } else {
+      s.append_uint(tile(m, dm)).append('{');
+      append_axes(s, m, dm);
+      s.append('}').append_uint(dm.global);
+    }
+  }
+  return s.append("]");
+}
+
+/// The global shape written as `[256, 1024]`.
+constexpr text shape_text(const std::uint64_t* shape, int rank) {
+  text s("[");
+  for (int d = 0; d < rank; ++d) {
+    if (d) s.append(", ");
+    s.append_uint(shape[d]);
+  }
+  return s.append("]");
+}
+
+/// Check that two types describe the same global array; the message names both shapes.
+constexpr error check_same_global(const dtype& a, const dtype& b) {
+  if (same_global(a, b)) return {};
+  std::uint64_t ga[max_dims]{}, gb[max_dims]{};
+  for (int d = 0; d < a.rank; ++d) ga[d] = a.dims[d].global;
+  for (int d = 0; d < b.rank; ++d) gb[d] = b.dims[d].global;
+  text s("global types differ: source is ");
+  s.append(shape_text(ga, a.rank).view()).append(", target is ").append(shape_text(gb, b.rank).view());
+  error e; e.code = errc::global_mismatch; e.message = s;
+  return e;
+}
+
+}  // namespace redist

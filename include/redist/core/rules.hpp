@@ -1,0 +1,197 @@
+// redist/core/rules.hpp -- typing rules of the collectives (paper Fig. 8), in their
+// multi-axis forms (Sec. 7.1), strong (on syntactic types) and weak (Sec. 5: on types up
+// to a permutation of devices, which a local shape identifies, Sec. 7.2).
+//
+// Strong rules, over prime sub-axes, minor-most axes first:
+//   allgather(i, n):        [.., c{x1..xn, xs}s, ..]          -> [.., (c*|x|){xs}s, ..]
+//   dynslice(i, x1..xn):    [.., (c*|x|){xs}s, ..]            -> [.., c{x1..xn, xs}s, ..]
+//                           (the x are unused and |x| divides the tile)
+//   alltoall(i, j, n):      e_i = c_i{x1..xn, xs_i}, e_j = c_j{xs_j}, |x| divides c_j
+//                           -> e_i = (c_i*|x|){xs_i}, e_j = (c_j/|x|){x1..xn, xs_j}
+//   allpermute:             any t1 -> t2 with equal local and global shapes
+//
+// Weak rules act on a shape: the number of tiles k_d of every dimension (the local
+// shape is global_d / k_d). With prime sub-axes every shape whose counts multiply to a
+// divisor of the device count is realized by some type, and all types with one shape are
+// equivalent up to a device permutation (Lemma 5.1), so the weak rules are divisibility:
+//   allgather(i, F):  F > 1, F | k_i                          k_i /= F
+//   alltoall(i, j, F): F > 1, F | k_i, F | global_j / k_j     k_i /= F, k_j *= F
+//   dynslice(i, F):   F > 1, F | global_i / k_i, F | devices / prod(k)   k_i *= F
+#pragma once
+
+#include <cstdint>
+
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+
+namespace redist {
+
+namespace detail {
+constexpr error rule_error(std::string_view rule, std::string_view why) {
+  text t(rule);
+  t.append(": ").append(why);
+  error e; e.code = errc::rule; e.message = t;
+  return e;
+}
+constexpr error check_dim(std::string_view rule, const dtype& t, int i) {
+  if (i < 0 || i >= t.rank) return rule_error(rule, "dimension out of range");
+  return {};
+}
+}  // namespace detail
+
+/// T-AllGather, multi-axis: remove the `count` minor-most axes of dimension i.
+constexpr result<dtype> rule_allgather(const mesh& m, const dtype& t, int i, int count = 1) {
+  result<dtype> r{t, detail::check_dim("allgather", t, i)};
+  if (!r.ok()) return r;
+  dim& d = r.value.dims[i];
+  if (count < 1 || count > d.n) {
+    r.err = detail::rule_error("allgather", "the dimension is not partitioned by that many axes");
+    return r;
+  }
+  for (int q = count; q < d.n; ++q) d.axes[q - count] = d.axes[q];
+  d.n -= count;
+  (void)m;
+  return r;
+}
+
+/// T-DynSlice, multi-axis: make the axes `xs[0..n)` (minor-to-major) the minor-most
+/// axes of dimension i. They must be unused and their product must divide the tile.
+constexpr result<dtype> rule_dynslice(const mesh& m, const dtype& t, int i, const std::uint8_t* xs, int n) {
+  result<dtype> r{t, detail::check_dim("dynslice", t, i)};
+  if (!r.ok()) return r;
+  dim& d = r.value.dims[i];
+  std::uint64_t used = used_mask(t), prod = 1;
+  for (int q = 0; q < n; ++q) {
+    if (xs[q] >= m.nsub) { r.err = detail::rule_error("dynslice", "unknown axis"); return r; }
+    if (used & (std::uint64_t{1} << xs[q])) {
+      r.err = detail::rule_error("dynslice", "the axis already partitions a dimension");
+      return r;
+    }
+    used |= std::uint64_t{1} << xs[q];
+    prod *= m.sub[xs[q]].size;
+  }
+  if (n < 1 || tile(m, d) % prod != 0) {
+    r.err = detail::rule_error("dynslice", "the tile size is not divisible by the axis size");
+    return r;
+  }
+  if (d.n + n > max_subaxes) { r.err = detail::rule_error("dynslice", "too many axes"); return r; }
+  for (int q = d.n - 1; q >= 0; --q) d.axes[q + n] = d.axes[q];
+  for (int q = 0; q < n; ++q) d.axes[q] = xs[q];
+  d.n += n;
+  return r;
+}
+
+/// T-AllToAll, multi-axis: move the `count` minor-most axes of dimension i to the
+/// minor-most position of dimension j; their product must divide j's tile.
+constexpr result<dtype> rule_alltoall(const mesh& m, const dtype& t, int i, int j, int count = 1) {
+  result<dtype> r{t, detail::check_dim("alltoall", t, i)};
+  if (!r.ok()) return r;
+  if (j < 0 || j >= t.rank || j == i) {
+    r.err = detail::rule_error("alltoall", "the target dimension must be another dimension");
+    return r;
+  }
+  const dim& di = t.dims[i];
+  if (count < 1 || count > di.n) {
+    r.err = detail::rule_error("alltoall", "the source dimension is not partitioned by that many axes");
+    return r;
+  }
+  std::uint8_t xs[max_subaxes]{};
+  for (int q = 0; q < count; ++q) xs[q] = di.axes[q];
+  auto g = rule_allgather(m, t, i, count);
+  auto s = rule_dynslice(m, g.value, j, xs, count);
+  if (!s.ok()) {
+    r.err = detail::rule_error("alltoall", "the tile of the target dimension is not divisible by the moved axes");
+    return r;
+  }
+  return s;
+}
+
+/// T-Permute: local and global shapes must match.
+constexpr error rule_allpermute(const mesh& m, const dtype& a, const dtype& b) {
+  if (!same_global(a, b)) return detail::rule_error("allpermute", "the global shapes differ");
+  if (!same_local(m, a, b)) return detail::rule_error("allpermute", "the local shapes differ");
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------
+// Weak rules
+
+/// A weak type: tiles per dimension (with the global shape, it fixes the local shape and
+/// identifies the equivalence class E[[t]]).
+struct shape {
+  int rank = 0;
+  std::uint64_t parts[max_dims]{};
+  constexpr bool operator==(const shape& o) const {
+    if (rank != o.rank) return false;
+    for (int d = 0; d < rank; ++d)
+      if (parts[d] != o.parts[d]) return false;
+    return true;
+  }
+  constexpr bool operator<(const shape& o) const {
+    for (int d = 0; d < rank; ++d)
+      if (parts[d] != o.parts[d]) return parts[d] < o.parts[d];
+    return false;
+  }
+};
+
+/// The fixed context of the weak rules: the global shape and the device count.
+struct weak_context {
+  int rank = 0;
+  std::uint64_t global[max_dims]{};
+  std::uint64_t devices = 1;
+
+  [[nodiscard]] constexpr std::uint64_t tile(const shape& s, int d) const { return global[d] / s.parts[d]; }
+  [[nodiscard]] constexpr std::uint64_t local_size(const shape& s) const {
+    std::uint64_t l = 1;
+    for (int d = 0; d < rank; ++d) l *= tile(s, d);
+    return l;
+  }
+  [[nodiscard]] constexpr std::uint64_t used(const shape& s) const {
+    std::uint64_t u = 1;
+    for (int d = 0; d < rank; ++d) u *= s.parts[d];
+    return u;
+  }
+  /// Product of the sizes of the sub-axes that partition nothing.
+  [[nodiscard]] constexpr std::uint64_t free(const shape& s) const { return devices / used(s); }
+};
+
+constexpr weak_context weak_context_of(const mesh& m, const dtype& t) {
+  weak_context c;
+  c.rank = t.rank;
+  for (int d = 0; d < t.rank; ++d) c.global[d] = t.dims[d].global;
+  c.devices = m.devices;
+  return c;
+}
+
+constexpr shape shape_of(const mesh& m, const dtype& t) {
+  shape s;
+  s.rank = t.rank;
+  for (int d = 0; d < t.rank; ++d) s.parts[d] = parts(m, t.dims[d]);
+  return s;
+}
+
+/// Weak allgather on dimension i by a factor f (a product of sub-axis sizes).
+constexpr bool weak_allgather(const weak_context&, const shape& s, int i, std::uint64_t f, shape& out) {
+  if (f < 2 || s.parts[i] % f != 0) return false;
+  out = s;
+  out.parts[i] /= f;
+  return true;
+}
+/// Weak alltoall moving a factor f of dimension i's partitioning to dimension j.
+constexpr bool weak_alltoall(const weak_context& c, const shape& s, int i, int j, std::uint64_t f, shape& out) {
+  if (f < 2 || i == j || s.parts[i] % f != 0 || c.tile(s, j) % f != 0) return false;
+  out = s;
+  out.parts[i] /= f;
+  out.parts[j] *= f;
+  return true;
+}
+/// Weak dynslice of dimension i by a factor f of free sub-axes.
+constexpr bool weak_dynslice(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
+  if (f < 2 || c.tile(s, i) % f != 0 || c.free(s) % f != 0) return false;
+  out = s;
+  out.parts[i] *= f;
+  return true;
+}
+
+}  // namespace redist

@@ -1,0 +1,443 @@
+// redist/lower/lower.hpp -- lowering a weak plan to a collective program with explicit
+// rank groups (paper Sec. 6, Theorem 6.4, and the permutation optimizations of Sec. 7.3).
+//
+// The physical state is, for every rank, the block index of its tile along every
+// dimension. Under the program semantics (program.hpp) each collective changes a rank's
+// block indices by a function of that rank's own blocks:
+//   allgather(i, F):     b_i <- b_i / F
+//   alltoall(i -> j, F): b_i <- b_i / F,  b_j <- F * b_j + b_i % F
+//   dynslice(i, F):      b_i <- F * b_i + s      (s: the chunk the rank keeps)
+// so the only freedom of a lowering is the chunk s every rank keeps at each dynslice
+// (which ranks form a group changes no rank's result). Choosing the device map phi' of
+// Fig. 10 amounts to choosing these chunks and the groups.
+//
+// The lowering therefore (1) solves, per rank, for the chunks that make the rank end with
+// exactly its target tile (forward over the dynslice choices or backward over the
+// gathered blocks, whichever is smaller); (2) keeps those choices where they are
+// balanced (each chunk kept by equally many replicas, so that groups exist), otherwise
+// fills in balanced ones; (3) forms groups of ranks in ascending order, which follow the
+// mesh axes when the state does; (4) if some rank would not end with its target tile,
+// inserts the single allpermute of Theorem 6.7, moved before the trailing allgathers
+// (Sec. 7.3), keeping every tile that is already in place.
+// This subsumes "bias the axis choice toward the target's axes": when a permutation-free
+// lowering exists for the weak plan and step (1) finds it, no allpermute is emitted.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/offsets.hpp"
+#include "redist/program.hpp"
+#include "redist/search/weak_graph.hpp"
+
+namespace redist {
+
+namespace detail {
+
+/// Per-rank block state: blocks[r * rank + d].
+struct block_state {
+  int rank = 0;
+  std::uint64_t devices = 0;
+  std::vector<std::uint64_t> b;
+  constexpr std::uint64_t* at(std::uint64_t r) { return b.data() + r * static_cast<std::uint64_t>(rank); }
+  constexpr const std::uint64_t* at(std::uint64_t r) const { return b.data() + r * static_cast<std::uint64_t>(rank); }
+};
+
+constexpr block_state state_of(const mesh& m, const dtype& t) {
+  block_state s{t.rank, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(t.rank))};
+  for (std::uint64_t r = 0; r < m.devices; ++r)
+    for (int d = 0; d < t.rank; ++d) s.at(r)[d] = block_index(m, t.dims[d], r);
+  return s;
+}
+
+/// Apply a weak edge to one rank's blocks; `s` is the dynslice chunk.
+constexpr void apply_edge(const weak_edge& e, std::uint64_t* b, std::uint64_t s) {
+  const std::uint64_t f = e.factor;
+  switch (e.kind) {
+    case op::allgather: b[e.from] /= f; break;
+    case op::alltoall: {
+      std::uint64_t t = b[e.from] % f;
+      b[e.from] /= f;
+      b[e.to] = b[e.to] * f + t;
+      break;
+    }
+    case op::dynslice: b[e.to] = b[e.to] * f + s; break;
+    default: break;
+  }
+}
+
+constexpr bool same_blocks(const std::uint64_t* a, const std::uint64_t* b, int n) {
+  for (int d = 0; d < n; ++d)
+    if (a[d] != b[d]) return false;
+  return true;
+}
+
+/// Step (1): the dynslice chunks that take one rank from `src` to `dst`, if any.
+/// `choice` receives one value per dynslice step (in path order).
+constexpr bool solve_rank(const std::vector<weak_step>& path, const std::uint64_t* src, const std::uint64_t* dst, int rank,
+                          std::uint64_t S, std::uint64_t G, std::vector<std::uint64_t>& choice) {
+  std::uint64_t b[max_dims]{};
+  choice.assign(choice.size(), 0);
+  if (S <= G) {  // forward over the dynslice choices
+    for (std::uint64_t c = 0; c < S; ++c) {
+      for (int d = 0; d < rank; ++d) b[d] = src[d];
+      std::uint64_t rest = c;
+      std::size_t k = 0;
+      for (const auto& st : path) {
+        std::uint64_t s = 0;
+        if (st.edge.kind == op::dynslice) {
+          s = rest % st.edge.factor;
+          rest /= st.edge.factor;
+          choice[k++] = s;
+        }
+        apply_edge(st.edge, b, s);
+      }
+      if (same_blocks(b, dst, rank)) return true;
+    }
+    return false;
+  }
+  for (std::uint64_t u = 0; u < G; ++u) {  // backward over the gathered blocks
+    for (int d = 0; d < rank; ++d) b[d] = dst[d];
+    std::uint64_t rest = u;
+    std::size_t k = choice.size();
+    for (std::size_t q = path.size(); q-- > 0;) {
+      const weak_edge& e = path[q].edge;
+      const std::uint64_t f = e.factor;
+      if (e.kind == op::allgather) {
+        b[e.from] = b[e.from] * f + rest % f;
+        rest /= f;
+      } else if (e.kind == op::alltoall) {
+        std::uint64_t t = b[e.to] % f;
+        b[e.to] /= f;
+        b[e.from] = b[e.from] * f + t;
+      } else if (e.kind == op::dynslice) {
+        choice[--k] = b[e.to] % f;
+        b[e.to] /= f;
+      }
+    }
+    if (same_blocks(b, src, rank)) return true;
+  }
+  return false;
+}
+
+/// Ranks sorted by (blocks with dimension i divided by f, blocks[i] % f, rank): equal
+/// keys are the candidates of one group, the remainder is the position in it.
+constexpr std::vector<rank_t> order_by_key(const block_state& st, int i, std::uint64_t f) {
+  std::vector<rank_t> ord(st.devices);
+  for (std::uint64_t r = 0; r < st.devices; ++r) ord[r] = static_cast<rank_t>(r);
+  std::sort(ord.begin(), ord.end(), [&](rank_t x, rank_t y) {
+    const std::uint64_t* a = st.at(x);
+    const std::uint64_t* b = st.at(y);
+    for (int d = 0; d < st.rank; ++d) {
+      std::uint64_t ka = d == i ? a[d] / f : a[d], kb = d == i ? b[d] / f : b[d];
+      if (ka != kb) return ka < kb;
+    }
+    if (i >= 0 && a[i] % f != b[i] % f) return a[i] % f < b[i] % f;
+    return x < y;
+  });
+  return ord;
+}
+
+/// Ranks ordered as by order_by_key, with the boundaries of the classes of equal keys
+/// (ranks that differ at most in blocks[i] % f): class c is ord[bounds[c], bounds[c+1]).
+struct key_classes {
+  std::vector<rank_t> ord;
+  std::vector<std::size_t> bounds;
+};
+
+constexpr key_classes classes_by_key(const block_state& st, int i, std::uint64_t f) {
+  key_classes kc{order_by_key(st, i, f), {0}};
+  auto same_key = [&](rank_t x, rank_t y) {
+    const std::uint64_t* a = st.at(x);
+    const std::uint64_t* b = st.at(y);
+    for (int d = 0; d < st.rank; ++d)
+      if ((d == i ? a[d] / f : a[d]) != (d == i ? b[d] / f : b[d])) return false;
+    return true;
+  };
+  for (std::size_t q = 1; q <= kc.ord.size(); ++q)
+    if (q == kc.ord.size() || !same_key(kc.ord[q - 1], kc.ord[q])) kc.bounds.push_back(q);
+  return kc;
+}
+
+/// Groups for an allgather or alltoall that removes a factor f from dimension i: within
+/// every class of equal keys (rho * f ranks, rho at each position), group g takes the
+/// g-th rank of each position, in position order. Empty if some class is unbalanced
+/// (then no groups exist).
+constexpr std::vector<rank_t> form_groups(const block_state& st, int i, std::uint64_t f) {
+  key_classes kc = classes_by_key(st, i, f);
+  std::vector<rank_t> members;
+  members.reserve(st.devices);
+  for (std::size_t c = 0; c + 1 < kc.bounds.size(); ++c) {
+    const std::size_t pos = kc.bounds[c], end = kc.bounds[c + 1];
+    if ((end - pos) % f != 0) return {};
+    const std::size_t rho = (end - pos) / f;
+    for (std::size_t q = pos; q < end; ++q)
+      if (st.at(kc.ord[q])[i] % f != (q - pos) / rho) return {};
+    for (std::size_t g = 0; g < rho; ++g)
+      for (std::uint64_t t = 0; t < f; ++t) members.push_back(kc.ord[pos + t * rho + g]);
+  }
+  return members;
+}
+
+/// A syntactic type whose base offsets under the default device map are exactly the
+/// state's blocks, if one exists; otherwise a representative of the weak type.
+constexpr dtype type_of_state(const mesh& m, const dtype& global, const block_state& st, bool& exact) {
+  dtype t = global;
+  for (int d = 0; d < t.rank; ++d) t.dims[d].n = 0;
+  std::uint64_t used = 0;
+  exact = true;
+  for (int d = 0; d < st.rank && exact; ++d) {
+    std::uint64_t k = 1;
+    for (std::uint64_t r = 0; r < st.devices; ++r) k = std::max(k, st.at(r)[d] + 1);
+    std::uint64_t acc = 1;
+    while (acc < k && exact) {
+      int found = -1;
+      for (int a = 0; a < m.nsub && found < 0; ++a) {
+        if (used & (std::uint64_t{1} << a) || (k / acc) % m.sub[a].size != 0) continue;
+        bool ok = true;
+        for (std::uint64_t r = 0; r < st.devices && ok; ++r) ok = (st.at(r)[d] / acc) % m.sub[a].size == m.coord(a, r);
+        if (ok) found = a;
+      }
+      if (found < 0) { exact = false; break; }
+      used |= std::uint64_t{1} << found;
+      t.dims[d].axes[t.dims[d].n++] = static_cast<std::uint8_t>(found);
+      acc *= m.sub[found].size;
+    }
+  }
+  if (exact) return t;
+  // A representative: give every dimension unused sub-axes of the right prime sizes.
+  used = 0;
+  for (int d = 0; d < t.rank; ++d) {
+    t.dims[d].n = 0;
+    std::uint64_t k = 1;
+    for (std::uint64_t r = 0; r < st.devices; ++r) k = std::max(k, st.at(r)[d] + 1);
+    for (int a = 0; a < m.nsub && k > 1; ++a) {
+      if (used & (std::uint64_t{1} << a) || k % m.sub[a].size != 0) continue;
+      used |= std::uint64_t{1} << a;
+      t.dims[d].axes[t.dims[d].n++] = static_cast<std::uint8_t>(a);
+      k /= m.sub[a].size;
+    }
+  }
+  return t;
+}
+
+}  // namespace detail
+
+/// Lower one weak path (from shape_of(a) to shape_of(b)) to a collective program.
+/// Usable in constant evaluation.
+constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype& b, const weak_problem& p,
+                                      const std::vector<weak_step>& path, std::uint64_t element_bytes = 4) {
+  using namespace detail;
+  result<program> res;
+  if (m.devices > UINT32_MAX) {
+    res.err = error::make(errc::capacity, "meshes of more than 2^32 devices cannot be lowered");
+    return res;
+  }
+  program& prog = res.value;
+  prog.m = m;
+  prog.source = a;
+  prog.target = b;
+  prog.element_bytes = element_bytes;
+  prog.memory_bound_elements = p.bound;
+  const int R = a.rank;
+  const std::uint64_t D = m.devices;
+
+  // Split off the trailing allgathers.
+  std::size_t prefix = path.size();
+  while (prefix > 0 && path[prefix - 1].edge.kind == op::allgather) --prefix;
+  std::vector<weak_step> head(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(prefix));
+
+  // (1) per-rank solutions.
+  std::uint64_t S = 1, G = 1;
+  std::size_t ndyn = 0;
+  bool budget = true;
+  for (const auto& st : path) {
+    std::uint64_t* acc = st.edge.kind == op::dynslice ? &S : st.edge.kind == op::allgather ? &G : nullptr;
+    if (acc) budget = budget && mul_ok(*acc, st.edge.factor, *acc);
+    ndyn += st.edge.kind == op::dynslice;
+  }
+  block_state src = state_of(m, a), dst = state_of(m, b);
+  std::vector<std::uint64_t> want(D * ndyn, 0);
+  std::vector<bool> solved(D, false);
+  const std::uint64_t tries = S < G ? S : G;
+  if (budget && ndyn > 0 && tries <= (std::uint64_t{1} << 22) / (D ? D : 1)) {
+    std::vector<std::uint64_t> choice(ndyn);
+    for (std::uint64_t r = 0; r < D; ++r) {
+      if (solve_rank(path, src.at(r), dst.at(r), R, S, G, choice)) {
+        solved[r] = true;
+        for (std::size_t k = 0; k < ndyn; ++k) want[r * ndyn + k] = choice[k];
+      }
+    }
+  }
+
+  // (2)-(3) walk the prefix.
+  block_state cur = src;
+  std::uint64_t local = local_size(m, a);
+  prog.peak_local_elements = local;
+  auto emit = [&](step s) {
+    s.after.rank = R;
+    for (int d = 0; d < R; ++d) {
+      std::uint64_t k = 1;
+      for (std::uint64_t r = 0; r < D; ++r) k = std::max(k, cur.at(r)[d] + 1);
+      s.after.parts[d] = k;
+    }
+    s.local_after = local;
+    s.type_after = type_of_state(m, a, cur, s.type_exact);
+    prog.cost_elements += s.cost;
+    prog.peak_local_elements = std::max(prog.peak_local_elements, local);
+    prog.steps.push_back(s);
+  };
+  auto collective = [&](const weak_edge& e) {
+    step s;
+    s.kind = e.kind;
+    s.parts = e.factor;
+    s.concat_dim = e.from;
+    s.split_dim = e.kind == op::alltoall ? e.to : -1;
+    s.members = form_groups(cur, e.from, e.factor);
+    if (s.members.size() != D) {
+      res.err = error::make(errc::rule, "internal error: no groups exist for a collective");
+      return false;
+    }
+    for (std::uint64_t r = 0; r < D; ++r) apply_edge(e, cur.at(r), 0);
+    const std::uint64_t before = local;
+    if (e.kind == op::allgather) local *= e.factor;
+    s.cost = cost_elements(e.kind, before, local);
+    emit(s);
+    return true;
+  };
+  std::size_t k = 0;
+  for (const auto& ws : head) {
+    const weak_edge& e = ws.edge;
+    if (e.kind != op::dynslice) {
+      if (!collective(e)) return res;
+      continue;
+    }
+    // Balanced dynslice choices: within every class of ranks holding the same tile, each
+    // chunk is kept by the same number of ranks; prefer the solved choice.
+    step s;
+    s.kind = op::dynslice;
+    s.split_dim = e.to;
+    s.parts = e.factor;
+    s.index.assign(D, 0);
+    key_classes kc = classes_by_key(cur, -1, 1);  // classes of ranks holding the same tile
+    const std::vector<rank_t>& ord = kc.ord;
+    for (std::size_t c = 0; c + 1 < kc.bounds.size(); ++c) {
+      const std::size_t pos = kc.bounds[c], end = kc.bounds[c + 1];
+      const std::uint64_t cap = (end - pos) / e.factor;
+      std::vector<std::uint64_t> taken(e.factor, 0);
+      std::vector<bool> set(end - pos, false);
+      for (std::size_t q = pos; q < end; ++q) {
+        rank_t r = ord[q];
+        if (!solved[r]) continue;
+        std::uint64_t v = want[r * ndyn + k];
+        if (taken[v] < cap) { s.index[r] = static_cast<rank_t>(v); ++taken[v]; set[q - pos] = true; }
+      }
+      std::uint64_t v = 0;
+      for (std::size_t q = pos; q < end; ++q) {
+        if (set[q - pos]) continue;
+        while (taken[v] >= cap) ++v;
+        s.index[ord[q]] = static_cast<rank_t>(v);
+        ++taken[v];
+      }
+    }
+    for (std::uint64_t r = 0; r < D; ++r) apply_edge(e, cur.at(r), s.index[r]);
+    local /= e.factor;
+    s.cost = 0;
+    emit(s);
+    ++k;
+  }
+
+  // (4) the final permutation, before the trailing allgathers.
+  auto after_tail = [&](const std::uint64_t* pre, std::uint64_t* out) {
+    for (int d = 0; d < R; ++d) out[d] = pre[d];
+    for (std::size_t q = prefix; q < path.size(); ++q) apply_edge(path[q].edge, out, 0);
+  };
+  std::vector<std::uint64_t> img(D * static_cast<std::uint64_t>(R));
+  bool in_place = true;
+  for (std::uint64_t r = 0; r < D; ++r) {
+    after_tail(cur.at(r), img.data() + r * static_cast<std::uint64_t>(R));
+    in_place = in_place && same_blocks(img.data() + r * static_cast<std::uint64_t>(R), dst.at(r), R);
+  }
+  if (!in_place) {
+    // Ranks sorted by the tile they need / the tile their data becomes; match equal keys,
+    // keeping tiles that are already in place.
+    step s;
+    s.kind = op::allpermute;
+    s.dest.assign(D, 0);
+    std::vector<bool> sent(D, false), got(D, false);
+    for (std::uint64_t r = 0; r < D; ++r) {
+      if (same_blocks(img.data() + r * static_cast<std::uint64_t>(R), dst.at(r), R)) {
+        s.dest[r] = static_cast<rank_t>(r);
+        sent[r] = got[r] = true;
+      }
+    }
+    auto cmp_rows = [&](const std::uint64_t* x, const std::uint64_t* y) {
+      for (int d = 0; d < R; ++d)
+        if (x[d] != y[d]) return x[d] < y[d];
+      return false;
+    };
+    std::vector<rank_t> senders, receivers;
+    for (std::uint64_t r = 0; r < D; ++r) {
+      if (!sent[r]) senders.push_back(static_cast<rank_t>(r));
+      if (!got[r]) receivers.push_back(static_cast<rank_t>(r));
+    }
+    std::stable_sort(senders.begin(), senders.end(), [&](rank_t x, rank_t y) {
+      return cmp_rows(img.data() + x * static_cast<std::uint64_t>(R), img.data() + y * static_cast<std::uint64_t>(R));
+    });
+    std::stable_sort(receivers.begin(), receivers.end(), [&](rank_t x, rank_t y) { return cmp_rows(dst.at(x), dst.at(y)); });
+    for (std::size_t q = 0; q < senders.size(); ++q) {
+      if (!same_blocks(img.data() + senders[q] * static_cast<std::uint64_t>(R), dst.at(receivers[q]), R)) {
+        res.err = error::make(errc::rule, "internal error: the final permutation does not exist");
+        return res;
+      }
+      s.dest[senders[q]] = receivers[q];
+    }
+    block_state moved = cur;
+    for (std::uint64_t r = 0; r < D; ++r)
+      for (int d = 0; d < R; ++d) moved.at(s.dest[r])[d] = cur.at(r)[d];
+    cur = moved;
+    s.cost = cost_elements(op::allpermute, local, local);
+    emit(s);
+  }
+  for (std::size_t q = prefix; q < path.size(); ++q)
+    if (!collective(path[q].edge)) return res;
+
+  for (std::uint64_t r = 0; r < D; ++r) {
+    if (!same_blocks(cur.at(r), dst.at(r), R)) {
+      res.err = error::make(errc::rule, "internal error: the lowered program does not reach the target");
+      return res;
+    }
+  }
+  return res;
+}
+
+/// Lower a weak plan: its path and every tied path it carries are lowered, and the
+/// cheapest program is kept (a permutation-free one if any; then fewer steps; then the
+/// first found). Usable in constant evaluation.
+constexpr result<program> lower(const mesh& m, const dtype& a, const dtype& b, const weak_problem& p,
+                                const weak_plan& wp, std::uint64_t element_bytes = 4) {
+  if (!wp.found) {
+    result<program> r;
+    r.err = error::make(errc::no_plan, "no redistribution exists within the memory budget");
+    return r;
+  }
+  result<program> best = lower_path(m, a, b, p, wp.steps, element_bytes);
+  if (!best.ok()) return best;
+  for (const auto& path : wp.ties) {
+    if (best.value.count(op::allpermute) == 0) break;
+    result<program> r = lower_path(m, a, b, p, path, element_bytes);
+    if (!r.ok()) continue;
+    const auto& x = r.value;
+    const auto& y = best.value;
+    if (x.cost_elements < y.cost_elements || (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size()))
+      best = r;
+  }
+  return best;
+}
+
+}  // namespace redist

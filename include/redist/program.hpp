@@ -1,0 +1,79 @@
+// redist/program.hpp -- the collective program: the lowered IR every backend interprets
+// (DESIGN.md section 4). Ranks are 0..D-1 under the default device map; every step names
+// its groups explicitly, so a backend needs no knowledge of meshes.
+//
+// Semantics (every tile a box of global indices):
+//   allgather(concat_dim, groups): member k of a group contributes its tile as the k-th
+//       block along concat_dim; every member ends with the concatenation.
+//   alltoall(concat_dim, split_dim, groups): every member splits its tile into n equal
+//       chunks along split_dim and sends chunk m to member m; member m concatenates what
+//       it received along concat_dim in member order.
+//   dynslice(split_dim, parts, index): every rank splits its tile into `parts` chunks
+//       along split_dim and keeps chunk index[rank].
+//   allpermute(dest): rank r's tile moves to rank dest[r].
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/rules.hpp"
+
+namespace redist {
+
+using rank_t = std::uint32_t;
+
+/// One collective of a program.
+struct step {
+  op kind = op::dynslice;
+  int concat_dim = -1;               ///< allgather, alltoall: dimension that grows
+  int split_dim = -1;                ///< alltoall, dynslice: dimension that shrinks
+  std::uint64_t parts = 1;           ///< dynslice: chunks; allgather/alltoall: group size
+  std::vector<rank_t> members;       ///< allgather/alltoall: groups, flattened, `parts` ranks each, in order
+  std::vector<rank_t> index;         ///< dynslice: chunk kept by each rank
+  std::vector<rank_t> dest;          ///< allpermute: rank receiving each rank's tile
+  shape after{};                     ///< tiles per dimension after the step
+  std::uint64_t local_after = 0;     ///< elements per device after the step
+  std::uint64_t cost = 0;            ///< elements per device (Fig. 11)
+  dtype type_after{};                ///< a syntactic type of the data after the step
+  bool type_exact = false;           ///< true if type_after holds under the default device map,
+                                     ///< false if only up to a device permutation
+
+  [[nodiscard]] std::size_t group_count() const { return parts ? members.size() / parts : 0; }
+  [[nodiscard]] std::span<const rank_t> group(std::size_t g) const {
+    return std::span<const rank_t>(members).subspan(g * parts, parts);
+  }
+};
+
+/// A redistribution from `source` to `target` as a sequence of collectives.
+struct program {
+  mesh m{};
+  dtype source{};
+  dtype target{};
+  std::uint64_t element_bytes = 4;
+  std::vector<step> steps;
+  std::uint64_t cost_elements = 0;          ///< sum of step costs, elements per device
+  std::uint64_t peak_local_elements = 0;    ///< max localsize over source, intermediates, target
+  std::uint64_t memory_bound_elements = 0;  ///< the bound the search kept to
+
+  [[nodiscard]] std::uint64_t cost_bytes() const { return cost_elements * element_bytes; }
+  [[nodiscard]] std::uint64_t devices() const { return m.devices; }
+  [[nodiscard]] int rank() const { return source.rank; }
+  [[nodiscard]] std::size_t count(op o) const {
+    std::size_t n = 0;
+    for (const auto& s : steps) n += s.kind == o;
+    return n;
+  }
+  /// Height (Def. 4.4): the largest local size along the program.
+  [[nodiscard]] std::uint64_t height() const { return peak_local_elements; }
+  /// Eq. (4): height <= max(localsize(source), localsize(target)).
+  [[nodiscard]] bool memory_efficient() const {
+    std::uint64_t a = local_size(m, source), b = local_size(m, target);
+    return peak_local_elements <= (a > b ? a : b);
+  }
+};
+
+}  // namespace redist

@@ -1,0 +1,213 @@
+// redist/search/weak_graph.hpp -- the weak-type graph of paper Sec. 7.2, shared by the
+// run-time (Boost.Graph) and the compile-time (constexpr) searches.
+//
+// Nodes are weak types (shapes: tiles per dimension) whose local size is within the
+// memory bound. Edges are the multi-axis weak collectives of core/rules.hpp, one per
+// factor: an edge moving a factor F is one collective over all the prime sub-axes of F,
+// so a shortest path only holds maximally merged allgathers and alltoalls. Dynslice on
+// replicated axes is an edge like any other, so over-partitioning (Fig. 12) is found.
+// Successors are generated on demand (the graph is implicit).
+//
+// Path weights are compared lexicographically on (cost, height, steps): the least data
+// moved, then the lowest peak, then the fewest collectives. (cost, height) is isotone
+// under extension, so Dijkstra finds the optimum of both; both searches therefore agree
+// on cost and height.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/rules.hpp"
+
+namespace redist {
+
+/// Options of the search.
+struct search_options {
+  /// Intermediates may hold up to this factor times max(localsize(source),
+  /// localsize(target)) elements. 1 is the paper's bound (eq. 4).
+  double memory_budget = 1.0;
+};
+
+/// A weight in the weak graph, and the length of a path.
+struct path_cost {
+  std::uint64_t cost = 0;    ///< elements per device (Fig. 11)
+  std::uint64_t height = 0;  ///< largest local size on the path
+  std::uint32_t steps = 0;   ///< collectives on the path
+
+  static constexpr path_cost infinity() { return {UINT64_MAX, UINT64_MAX, UINT32_MAX}; }
+  constexpr bool operator==(const path_cost&) const = default;
+  friend constexpr bool operator<(const path_cost& a, const path_cost& b) {
+    if (a.cost != b.cost) return a.cost < b.cost;
+    if (a.height != b.height) return a.height < b.height;
+    return a.steps < b.steps;
+  }
+  /// Extend a path by an edge (saturating).
+  friend constexpr path_cost operator+(const path_cost& a, const path_cost& w) {
+    path_cost r;
+    r.cost = a.cost > UINT64_MAX - w.cost ? UINT64_MAX : a.cost + w.cost;
+    r.height = a.height > w.height ? a.height : w.height;
+    r.steps = a.steps > UINT32_MAX - w.steps ? UINT32_MAX : a.steps + w.steps;
+    return r;
+  }
+};
+
+/// One weak collective: `from` loses a factor of its partitioning (allgather,
+/// alltoall), `to` gains one (alltoall, dynslice).
+struct weak_edge {
+  op kind = op::dynslice;
+  std::int8_t from = -1;
+  std::int8_t to = -1;
+  std::uint64_t factor = 1;
+  constexpr bool operator==(const weak_edge&) const = default;
+};
+
+/// A weak redistribution problem: the graph's context, its endpoints and its bound.
+struct weak_problem {
+  weak_context ctx{};
+  shape source{};
+  shape target{};
+  std::uint64_t bound = 0;               ///< largest local size a node may have
+  std::uint64_t primes[max_primes]{};    ///< distinct prime sub-axis sizes of the mesh
+  int nprimes = 0;
+
+  /// Apply an edge; false if its rule does not hold.
+  constexpr bool apply(const shape& s, const weak_edge& e, shape& out) const {
+    switch (e.kind) {
+      case op::allgather: return weak_allgather(ctx, s, e.from, e.factor, out);
+      case op::alltoall: return weak_alltoall(ctx, s, e.from, e.to, e.factor, out);
+      case op::dynslice: return weak_dynslice(ctx, s, e.to, e.factor, out);
+      default: return false;
+    }
+  }
+  /// Weight of an edge leaving a node of local size `local`.
+  [[nodiscard]] constexpr path_cost weight(const weak_edge& e, std::uint64_t local) const {
+    std::uint64_t after = local;
+    if (e.kind == op::allgather) after = local * e.factor;
+    if (e.kind == op::dynslice) after = local / e.factor;
+    return {cost_elements(e.kind, local, after), after, 1};
+  }
+};
+
+/// Build the weak problem of redistributing `a` to `b` over `m`; checks both types and
+/// that their global shapes agree.
+constexpr result<weak_problem> make_weak_problem(const mesh& m, const dtype& a, const dtype& b,
+                                                 search_options opt = {}) {
+  result<weak_problem> r;
+  if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
+  if (error e = check(m, b); !e.ok()) { r.err = e; return r; }
+  if (error e = check_same_global(a, b); !e.ok()) { r.err = e; return r; }
+  weak_problem& p = r.value;
+  p.ctx = weak_context_of(m, a);
+  p.source = shape_of(m, a);
+  p.target = shape_of(m, b);
+  std::uint64_t la = local_size(m, a), lb = local_size(m, b);
+  std::uint64_t mx = la > lb ? la : lb;
+  if (!(opt.memory_budget >= 1.0)) {
+    r.err = error::make(errc::bad_size, "the memory budget factor must be at least 1");
+    return r;
+  }
+  if (opt.memory_budget == 1.0) {
+    p.bound = mx;
+  } else {
+    long double bnd = static_cast<long double>(mx) * static_cast<long double>(opt.memory_budget);
+    p.bound = bnd >= 18446744073709551615.0L ? UINT64_MAX : static_cast<std::uint64_t>(bnd);
+  }
+  for (int k = 0; k < m.nsub; ++k) {
+    bool seen = false;
+    for (int q = 0; q < p.nprimes; ++q) seen = seen || p.primes[q] == m.sub[k].size;
+    if (!seen) {
+      if (p.nprimes >= max_primes) { r.err = error::make(errc::capacity, "too many distinct primes in the mesh"); return r; }
+      p.primes[p.nprimes++] = m.sub[k].size;
+    }
+  }
+  // Keep the primes sorted so that enumeration order is canonical.
+  for (int i = 1; i < p.nprimes; ++i)
+    for (int j = i; j > 0 && p.primes[j - 1] > p.primes[j]; --j) {
+      std::uint64_t t = p.primes[j]; p.primes[j] = p.primes[j - 1]; p.primes[j - 1] = t;
+    }
+  return r;
+}
+
+namespace detail {
+/// Call f(F) for every divisor F > 1 of n built from the problem's primes, in a fixed
+/// order (mixed radix over the primes, smallest prime fastest).
+template <class F>
+constexpr void for_each_divisor(const weak_problem& p, std::uint64_t n, F&& f) {
+  int exps[max_primes]{};
+  int cur[max_primes]{};
+  for (int q = 0; q < p.nprimes; ++q)
+    for (std::uint64_t v = n; v % p.primes[q] == 0; v /= p.primes[q]) ++exps[q];
+  while (true) {
+    int q = 0;
+    while (q < p.nprimes && cur[q] == exps[q]) cur[q++] = 0;
+    if (q == p.nprimes) return;
+    ++cur[q];
+    std::uint64_t d = 1;
+    for (int t = 0; t < p.nprimes; ++t)
+      for (int e = 0; e < cur[t]; ++e) d *= p.primes[t];
+    f(d);
+  }
+}
+constexpr std::uint64_t gcd(std::uint64_t a, std::uint64_t b) {
+  while (b) { std::uint64_t t = a % b; a = b; b = t; }
+  return a;
+}
+}  // namespace detail
+
+/// Call f(edge, next_shape, weight) for every edge leaving `s` whose endpoint is within
+/// the memory bound. Order: dynslices, alltoalls, allgathers; dimensions ascending.
+template <class F>
+constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) {
+  const weak_context& c = p.ctx;
+  const std::uint64_t local = c.local_size(s);
+  const std::uint64_t free = c.free(s);
+  shape next{};
+  for (int i = 0; i < c.rank; ++i) {
+    detail::for_each_divisor(p, detail::gcd(free, c.tile(s, i)), [&](std::uint64_t fac) {
+      weak_edge e{op::dynslice, -1, static_cast<std::int8_t>(i), fac};
+      if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+    });
+  }
+  for (int i = 0; i < c.rank; ++i) {
+    if (s.parts[i] == 1) continue;
+    for (int j = 0; j < c.rank; ++j) {
+      if (j == i) continue;
+      detail::for_each_divisor(p, detail::gcd(s.parts[i], c.tile(s, j)), [&](std::uint64_t fac) {
+        weak_edge e{op::alltoall, static_cast<std::int8_t>(i), static_cast<std::int8_t>(j), fac};
+        if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+      });
+    }
+  }
+  for (int i = 0; i < c.rank; ++i) {
+    if (s.parts[i] == 1) continue;
+    detail::for_each_divisor(p, s.parts[i], [&](std::uint64_t fac) {
+      if (local > p.bound / fac) return;  // beyond the memory bound
+      weak_edge e{op::allgather, static_cast<std::int8_t>(i), -1, fac};
+      if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+    });
+  }
+}
+
+/// One step of a weak plan.
+struct weak_step {
+  weak_edge edge{};
+  shape after{};
+  path_cost weight{};
+};
+
+/// A shortest path in the weak graph.
+struct weak_plan {
+  bool found = false;
+  std::vector<weak_step> steps;
+  path_cost total{};
+  std::uint64_t nodes_visited = 0;  ///< nodes the search settled (for benchmarks)
+  /// Other shortest paths of the same (cost, height, steps), for the lowering to choose
+  /// from (search/tight_paths.hpp); may be empty.
+  std::vector<std::vector<weak_step>> ties;
+};
+
+}  // namespace redist
