@@ -39,17 +39,18 @@ namespace redist {
 
 namespace detail {
 
-/// Per-rank block state: blocks[r * rank + d].
+/// Per-rank block state: blocks[r * rank + d], and the tiles per dimension.
 struct block_state {
   int rank = 0;
   std::uint64_t devices = 0;
   std::vector<std::uint64_t> b;
+  shape parts{};
   constexpr std::uint64_t* at(std::uint64_t r) { return b.data() + r * static_cast<std::uint64_t>(rank); }
   constexpr const std::uint64_t* at(std::uint64_t r) const { return b.data() + r * static_cast<std::uint64_t>(rank); }
 };
 
 constexpr block_state state_of(const mesh& m, const dtype& t) {
-  block_state s{t.rank, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(t.rank))};
+  block_state s{t.rank, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(t.rank)), shape_of(m, t)};
   for (std::uint64_t r = 0; r < m.devices; ++r)
     for (int d = 0; d < t.rank; ++d) s.at(r)[d] = block_index(m, t.dims[d], r);
   return s;
@@ -69,6 +70,13 @@ constexpr void apply_edge(const weak_edge& e, std::uint64_t* b, std::uint64_t s)
     case op::dynslice: b[e.to] = b[e.to] * f + s; break;
     default: break;
   }
+}
+
+/// Apply a weak edge to every rank; `chunks` holds the dynslice chunk of every rank.
+constexpr void apply_all(block_state& st, const weak_edge& e, const std::vector<rank_t>* chunks = nullptr) {
+  for (std::uint64_t r = 0; r < st.devices; ++r) apply_edge(e, st.at(r), chunks ? (*chunks)[r] : 0);
+  if (e.from >= 0) st.parts.parts[e.from] /= e.factor;
+  if (e.to >= 0) st.parts.parts[e.to] *= e.factor;
 }
 
 constexpr bool same_blocks(const std::uint64_t* a, const std::uint64_t* b, int n) {
@@ -125,42 +133,31 @@ constexpr bool solve_rank(const std::vector<weak_step>& path, const std::uint64_
   return false;
 }
 
-/// Ranks sorted by (blocks with dimension i divided by f, blocks[i] % f, rank): equal
-/// keys are the candidates of one group, the remainder is the position in it.
-constexpr std::vector<rank_t> order_by_key(const block_state& st, int i, std::uint64_t f) {
-  std::vector<rank_t> ord(st.devices);
-  for (std::uint64_t r = 0; r < st.devices; ++r) ord[r] = static_cast<rank_t>(r);
-  std::sort(ord.begin(), ord.end(), [&](rank_t x, rank_t y) {
-    const std::uint64_t* a = st.at(x);
-    const std::uint64_t* b = st.at(y);
-    for (int d = 0; d < st.rank; ++d) {
-      std::uint64_t ka = d == i ? a[d] / f : a[d], kb = d == i ? b[d] / f : b[d];
-      if (ka != kb) return ka < kb;
-    }
-    if (i >= 0 && a[i] % f != b[i] % f) return a[i] % f < b[i] % f;
-    return x < y;
-  });
-  return ord;
-}
-
-/// Ranks ordered as by order_by_key, with the boundaries of the classes of equal keys
-/// (ranks that differ at most in blocks[i] % f): class c is ord[bounds[c], bounds[c+1]).
+/// Ranks ordered by (blocks with blocks[i] divided by f, blocks[i] % f, rank), with the
+/// boundaries of the classes of equal keys (ranks that differ at most in blocks[i] % f):
+/// class c is ord[bounds[c], bounds[c+1]). i = -1 groups ranks holding the same tile.
+/// Keys are mixed-radix numbers below the device count, packed with the rank into one
+/// 64-bit word, so ordering is one integer sort.
 struct key_classes {
   std::vector<rank_t> ord;
   std::vector<std::size_t> bounds;
 };
 
 constexpr key_classes classes_by_key(const block_state& st, int i, std::uint64_t f) {
-  key_classes kc{order_by_key(st, i, f), {0}};
-  auto same_key = [&](rank_t x, rank_t y) {
-    const std::uint64_t* a = st.at(x);
-    const std::uint64_t* b = st.at(y);
-    for (int d = 0; d < st.rank; ++d)
-      if ((d == i ? a[d] / f : a[d]) != (d == i ? b[d] / f : b[d])) return false;
-    return true;
-  };
-  for (std::size_t q = 1; q <= kc.ord.size(); ++q)
-    if (q == kc.ord.size() || !same_key(kc.ord[q - 1], kc.ord[q])) kc.bounds.push_back(q);
+  std::vector<std::uint64_t> packed(st.devices);
+  for (std::uint64_t r = 0; r < st.devices; ++r) {
+    const std::uint64_t* b = st.at(r);
+    std::uint64_t key = 0;
+    for (int d = 0; d < st.rank; ++d) key = key * (d == i ? st.parts.parts[d] / f : st.parts.parts[d]) + (d == i ? b[d] / f : b[d]);
+    const std::uint64_t pos = i >= 0 ? b[i] % f : 0;
+    packed[r] = ((key * f + pos) << 32) | r;
+  }
+  std::sort(packed.begin(), packed.end());
+  key_classes kc{std::vector<rank_t>(st.devices), {0}};
+  for (std::uint64_t q = 0; q < st.devices; ++q) {
+    kc.ord[q] = static_cast<rank_t>(packed[q] & 0xffffffffu);
+    if (q + 1 == st.devices || (packed[q] >> 32) / f != (packed[q + 1] >> 32) / f) kc.bounds.push_back(q + 1);
+  }
   return kc;
 }
 
@@ -230,8 +227,11 @@ constexpr dtype type_of_state(const mesh& m, const dtype& global, const block_st
 
 /// Lower one weak path (from shape_of(a) to shape_of(b)) to a collective program.
 /// Usable in constant evaluation.
+/// With `annotate`, every step also records a syntactic type of its result
+/// (step::type_after, informational; O(devices * sub-axes) per step).
 constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype& b, const weak_problem& p,
-                                      const std::vector<weak_step>& path, std::uint64_t element_bytes = 4) {
+                                      const std::vector<weak_step>& path, std::uint64_t element_bytes = 4,
+                                      bool annotate = true) {
   using namespace detail;
   result<program> res;
   if (m.devices > UINT32_MAX) {
@@ -250,7 +250,6 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
   // Split off the trailing allgathers.
   std::size_t prefix = path.size();
   while (prefix > 0 && path[prefix - 1].edge.kind == op::allgather) --prefix;
-  std::vector<weak_step> head(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(prefix));
 
   // (1) per-rank solutions.
   std::uint64_t S = 1, G = 1;
@@ -280,14 +279,9 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
   std::uint64_t local = local_size(m, a);
   prog.peak_local_elements = local;
   auto emit = [&](step s) {
-    s.after.rank = R;
-    for (int d = 0; d < R; ++d) {
-      std::uint64_t k = 1;
-      for (std::uint64_t r = 0; r < D; ++r) k = std::max(k, cur.at(r)[d] + 1);
-      s.after.parts[d] = k;
-    }
+    s.after = cur.parts;
     s.local_after = local;
-    s.type_after = type_of_state(m, a, cur, s.type_exact);
+    if (annotate) s.type_after = type_of_state(m, a, cur, s.type_exact);
     prog.cost_elements += s.cost;
     prog.peak_local_elements = std::max(prog.peak_local_elements, local);
     prog.steps.push_back(s);
@@ -303,7 +297,7 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
       res.err = error::make(errc::rule, "internal error: no groups exist for a collective");
       return false;
     }
-    for (std::uint64_t r = 0; r < D; ++r) apply_edge(e, cur.at(r), 0);
+    apply_all(cur, e);
     const std::uint64_t before = local;
     if (e.kind == op::allgather) local *= e.factor;
     s.cost = cost_elements(e.kind, before, local);
@@ -311,8 +305,8 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
     return true;
   };
   std::size_t k = 0;
-  for (const auto& ws : head) {
-    const weak_edge& e = ws.edge;
+  for (std::size_t q = 0; q < prefix; ++q) {
+    const weak_edge& e = path[q].edge;
     if (e.kind != op::dynslice) {
       if (!collective(e)) return res;
       continue;
@@ -345,7 +339,7 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
         ++taken[v];
       }
     }
-    for (std::uint64_t r = 0; r < D; ++r) apply_edge(e, cur.at(r), s.index[r]);
+    apply_all(cur, e, &s.index);
     local /= e.factor;
     s.cost = 0;
     emit(s);
@@ -426,18 +420,21 @@ constexpr result<program> lower(const mesh& m, const dtype& a, const dtype& b, c
     r.err = error::make(errc::no_plan, "no redistribution exists within the memory budget");
     return r;
   }
-  result<program> best = lower_path(m, a, b, p, wp.steps, element_bytes);
+  result<program> best = lower_path(m, a, b, p, wp.steps, element_bytes, false);
   if (!best.ok()) return best;
+  const std::vector<weak_step>* chosen = &wp.steps;
   for (const auto& path : wp.ties) {
     if (best.value.count(op::allpermute) == 0) break;
-    result<program> r = lower_path(m, a, b, p, path, element_bytes);
+    result<program> r = lower_path(m, a, b, p, path, element_bytes, false);
     if (!r.ok()) continue;
     const auto& x = r.value;
     const auto& y = best.value;
-    if (x.cost_elements < y.cost_elements || (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size()))
+    if (x.cost_elements < y.cost_elements || (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size())) {
       best = r;
+      chosen = &path;
+    }
   }
-  return best;
+  return lower_path(m, a, b, p, *chosen, element_bytes, true);
 }
 
 }  // namespace redist

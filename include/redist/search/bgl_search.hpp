@@ -36,16 +36,21 @@ class weak_graph {
   struct edge {
     std::size_t src = 0, dst = 0;
     weak_edge e{};
-    path_cost w{};
+    path_cost w{};        ///< the edge's weight
+    path_cost reduced{};  ///< the weight Dijkstra sees (weak_problem::reduced)
   };
 
   explicit weak_graph(const weak_problem& p) : p_(&p) {}
 
   std::size_t intern(const shape& s) const {
     auto [it, inserted] = ids_.try_emplace(s, nodes_.size());
-    if (inserted) nodes_.push_back(s);
+    if (inserted) {
+      nodes_.push_back(s);
+      potential_.push_back(p_->potential(s));
+    }
     return it->second;
   }
+  [[nodiscard]] std::uint64_t potential(std::size_t v) const { return potential_[v]; }
   [[nodiscard]] const shape& node(std::size_t v) const { return nodes_[v]; }
   /// Id of a shape seen so far, or SIZE_MAX.
   [[nodiscard]] std::size_t find(const shape& s) const {
@@ -58,8 +63,10 @@ class weak_graph {
   const std::vector<edge>& successors(std::size_t v) const {
     buf_.clear();
     const shape s = nodes_[v];
+    const std::uint64_t h = potential_[v];
     for_each_successor(*p_, s, [&](const weak_edge& e, const shape& next, const path_cost& w) {
-      buf_.push_back(edge{v, intern(next), e, w});
+      const std::size_t u = intern(next);
+      buf_.push_back(edge{v, u, e, w, weak_problem::reduced(h, potential_[u], w)});
     });
     return buf_;
   }
@@ -67,6 +74,7 @@ class weak_graph {
  private:
   const weak_problem* p_;
   mutable std::vector<shape> nodes_;
+  mutable std::vector<std::uint64_t> potential_;
   mutable std::unordered_map<shape, std::size_t, shape_hash> ids_;
   mutable std::vector<edge> buf_;
 };
@@ -133,7 +141,8 @@ struct weak_visitor : boost::default_dijkstra_visitor {
 
 namespace redist {
 
-/// Shortest path from p.source to p.target in the weak graph (Boost.Graph Dijkstra).
+/// Shortest path from p.source to p.target in the weak graph: Boost.Graph's Dijkstra on
+/// the reduced weights (weak_problem::reduced), i.e. A* with a consistent potential.
 inline weak_plan search_bgl(const weak_problem& p) {
   using namespace detail;
   weak_plan plan;
@@ -144,7 +153,7 @@ inline weak_plan search_bgl(const weak_problem& p) {
   std::vector<weak_graph::edge> pred;
   growing_map<path_cost> dmap{&dist, path_cost::infinity()};
   put(dmap, s, path_cost{0, p.ctx.local_size(p.source), 0});
-  auto wmap = boost::make_function_property_map<weak_graph::edge>([](const weak_graph::edge& e) { return e.w; });
+  auto wmap = boost::make_function_property_map<weak_graph::edge>([](const weak_graph::edge& e) { return e.reduced; });
   weak_visitor vis;
   vis.goal = t;
   vis.pred = &pred;
@@ -159,13 +168,14 @@ inline weak_plan search_bgl(const weak_problem& p) {
   if (get(dmap, t) == path_cost::infinity()) return plan;
   plan.found = true;
   plan.total = get(dmap, t);
+  plan.total.cost += p.potential(p.source);  // undo the reduction (the target's potential is 0)
   for (std::size_t v = t; v != s; v = pred[v].src) plan.steps.push_back(weak_step{pred[v].e, g.node(v), pred[v].w});
   for (std::size_t i = 0, j = plan.steps.size(); i + 1 < j; ++i, --j) std::swap(plan.steps[i], plan.steps[j - 1]);
   plan.ties = tight_paths(
-      p, plan.total,
+      p, get(dmap, t),
       [&](const shape& x) {
         std::size_t v = g.find(x);
-        return v == SIZE_MAX ? path_cost::infinity() : get(dmap, v);
+        return v == SIZE_MAX ? node_info{} : node_info{get(dmap, v), g.potential(v)};
       },
       tie_limit(p.ctx.devices), 20000);
   return plan;

@@ -11,10 +11,12 @@
 
 namespace redist {
 
-/// Shortest path from p.source to p.target; usable in constant expressions.
+/// Shortest path from p.source to p.target (Dijkstra on the reduced weights, as the
+/// run-time search); usable in constant expressions.
 constexpr weak_plan search_constexpr(const weak_problem& p) {
   struct node {
     shape s{};
+    std::uint64_t h = 0;  // potential
     path_cost dist = path_cost::infinity();
     std::size_t pred = 0;
     weak_step via{};
@@ -43,7 +45,7 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
       h = (h + 1) & (table.size() - 1);
     }
     table[h] = nodes.size();
-    nodes.push_back(node{s});
+    nodes.push_back(node{s, p.potential(s)});
     return nodes.size() - 1;
   };
   // Binary min-heap of (dist, id); stale entries are skipped.
@@ -87,9 +89,10 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
     if (e.id == t) break;
     const shape cur = nodes[e.id].s;
     const path_cost base = nodes[e.id].dist;
+    const std::uint64_t hcur = nodes[e.id].h;
     for_each_successor(p, cur, [&](const weak_edge& edge, const shape& next, const path_cost& w) {
       std::size_t v = intern(next);
-      path_cost nd = base + w;
+      path_cost nd = base + weak_problem::reduced(hcur, nodes[v].h, w);
       if (nd < nodes[v].dist) {
         nodes[v].dist = nd;
         nodes[v].pred = e.id;
@@ -101,19 +104,21 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
   if (!nodes[t].done) return plan;
   plan.found = true;
   plan.total = nodes[t].dist;
+  plan.total.cost += p.potential(p.source);  // undo the reduction (the target's potential is 0)
+  const path_cost goal = nodes[t].dist;
   for (std::size_t v = t; v != s; v = nodes[v].pred) plan.steps.push_back(nodes[v].via);
   for (std::size_t i = 0, j = plan.steps.size(); i + 1 < j; ++i, --j) {
     weak_step tmp = plan.steps[i]; plan.steps[i] = plan.steps[j - 1]; plan.steps[j - 1] = tmp;
   }
   plan.ties = tight_paths(
-      p, plan.total,
+      p, goal,
       [&](const shape& x) {
         std::size_t h = hash(x) & (table.size() - 1);
         while (table[h] != SIZE_MAX) {
-          if (nodes[table[h]].s == x) return nodes[table[h]].dist;
+          if (nodes[table[h]].s == x) return node_info{nodes[table[h]].dist, nodes[table[h]].h};
           h = (h + 1) & (table.size() - 1);
         }
-        return path_cost::infinity();
+        return node_info{};
       },
       tie_limit(p.ctx.devices), 20000);
   return plan;

@@ -14,39 +14,48 @@
 
 namespace redist {
 
+/// What a search knows of a node: its distance (on reduced weights; infinity if never
+/// reached) and its potential.
+struct node_info {
+  path_cost dist = path_cost::infinity();
+  std::uint64_t potential = 0;
+};
+
 namespace detail {
-template <class DistOf>
-constexpr void tight_dfs(const weak_problem& p, const shape& cur, const path_cost& dcur, const path_cost& goal,
-                         DistOf& dist_of, std::vector<weak_step>& path, std::vector<std::vector<weak_step>>& out,
+template <class Lookup>
+constexpr void tight_dfs(const weak_problem& p, const shape& cur, const node_info& at, const path_cost& goal,
+                         Lookup& lookup, std::vector<weak_step>& path, std::vector<std::vector<weak_step>>& out,
                          std::size_t max_paths, std::size_t& budget) {
   if (cur == p.target) {
-    if (dcur == goal) out.push_back(path);
+    if (at.dist == goal) out.push_back(path);
     return;
   }
   for_each_successor(p, cur, [&](const weak_edge& e, const shape& next, const path_cost& w) {
     if (out.size() >= max_paths || budget == 0) return;
     --budget;
-    const path_cost dn = dcur + w;
-    if (goal < dn || !(dist_of(next) == dn)) return;
+    node_info n = lookup(next);
+    if (n.dist == path_cost::infinity()) return;
+    const path_cost dn = at.dist + weak_problem::reduced(at.potential, n.potential, w);
+    if (goal < dn || !(n.dist == dn)) return;
     if (dn == goal && !(next == p.target)) return;
     path.push_back(weak_step{e, next, w});
-    tight_dfs(p, next, dn, goal, dist_of, path, out, max_paths, budget);
+    tight_dfs(p, next, node_info{dn, n.potential}, goal, lookup, path, out, max_paths, budget);
     path.pop_back();
   });
 }
 }  // namespace detail
 
-/// Shortest paths from p.source to p.target, given the distances a search computed
-/// (`dist_of(shape)` returns the settled or tentative distance, infinity if unseen).
-/// At most `max_paths` paths, at most `max_expansions` edges examined.
-template <class DistOf>
-constexpr std::vector<std::vector<weak_step>> tight_paths(const weak_problem& p, const path_cost& goal, DistOf dist_of,
+/// Shortest paths from p.source to p.target, given what a search computed on reduced
+/// weights (weak_problem::reduced): `lookup(shape)` returns the node's node_info, and
+/// `goal` is the target's distance. At most `max_paths` paths, at most `max_expansions`
+/// edges examined.
+template <class Lookup>
+constexpr std::vector<std::vector<weak_step>> tight_paths(const weak_problem& p, const path_cost& goal, Lookup lookup,
                                                           std::size_t max_paths, std::size_t max_expansions) {
   std::vector<std::vector<weak_step>> out;
   std::vector<weak_step> path;
   std::size_t budget = max_expansions;
-  detail::tight_dfs(p, p.source, path_cost{0, p.ctx.local_size(p.source), 0}, goal, dist_of, path, out, max_paths,
-                    budget);
+  detail::tight_dfs(p, p.source, lookup(p.source), goal, lookup, path, out, max_paths, budget);
   return out;
 }
 

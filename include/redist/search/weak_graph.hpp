@@ -71,6 +71,8 @@ struct weak_problem {
   shape source{};
   shape target{};
   std::uint64_t bound = 0;               ///< largest local size a node may have
+  std::uint64_t min_local = 0;           ///< floor(global size / devices)
+  std::uint64_t target_local = 0;        ///< local size of the target
   std::uint64_t primes[max_primes]{};    ///< distinct prime sub-axis sizes of the mesh
   int nprimes = 0;
 
@@ -82,6 +84,34 @@ struct weak_problem {
       case op::dynslice: return weak_dynslice(ctx, s, e.to, e.factor, out);
       default: return false;
     }
+  }
+  /// A lower bound on the cost of any path from `s` to the target: the larger of two
+  /// consistent potentials (h(u) <= w(u, v) + h(v) on every edge), so it is one too.
+  ///  - Data: a device must receive its target tile minus what its current tile can
+  ///    share with it, at least L(target) - prod_d min(tile_d, target tile_d) elements,
+  ///    and every collective costs at least what a device receives in it (Fig. 11
+  ///    charges the full tile where a device receives (n-1)/n of it). One edge raises
+  ///    the overlap by at most its cost; a dynslice only lowers it.
+  ///  - Dimensions: every allgather or alltoall removes factors from exactly one
+  ///    dimension and costs at least floor(global / devices); a dimension with a factor
+  ///    the target lacks needs one of them. Dynslices remove nothing.
+  [[nodiscard]] constexpr std::uint64_t potential(const shape& s) const {
+    std::uint64_t bad = 0, overlap = 1;
+    for (int d = 0; d < ctx.rank; ++d) {
+      bad += target.parts[d] % s.parts[d] != 0;
+      const std::uint64_t c = ctx.tile(s, d), t = ctx.tile(target, d);
+      overlap *= c < t ? c : t;
+    }
+    const std::uint64_t data = target_local - overlap, dims = bad * min_local;
+    return data > dims ? data : dims;
+  }
+  /// The weight Dijkstra sees: the cost reduced by the potential, w + h(next) - h(cur)
+  /// (never negative since the potential is consistent), height and steps unchanged.
+  /// Dijkstra on reduced weights is A*: it settles only nodes that can still lie on a
+  /// path as cheap as the best one, and finds the same optimum.
+  [[nodiscard]] static constexpr path_cost reduced(std::uint64_t h_cur, std::uint64_t h_next, path_cost w) {
+    w.cost = w.cost + h_next - h_cur;
+    return w;
   }
   /// Weight of an edge leaving a node of local size `local`.
   [[nodiscard]] constexpr path_cost weight(const weak_edge& e, std::uint64_t local) const {
@@ -104,6 +134,8 @@ constexpr result<weak_problem> make_weak_problem(const mesh& m, const dtype& a, 
   p.ctx = weak_context_of(m, a);
   p.source = shape_of(m, a);
   p.target = shape_of(m, b);
+  p.min_local = global_size(a) / m.devices;
+  p.target_local = local_size(m, b);
   std::uint64_t la = local_size(m, a), lb = local_size(m, b);
   std::uint64_t mx = la > lb ? la : lb;
   if (!(opt.memory_budget >= 1.0)) {
