@@ -37,8 +37,8 @@ row run(const std::string& name, const redist::testing::workload& w, std::size_t
   row r{name, {}, {}, 0, 0, 0};
   auto probs = redist::testing::random_problems(w, n, seed);
   for (const auto& p : probs) {
-    redist::mesh m = redist::parse_mesh(p.mesh);
-    redist::dtype a = redist::parse_type(m, p.from), b = redist::parse_type(m, p.to);
+    redist::device_mesh m = redist::parse_mesh(p.mesh);
+    redist::dist_type a = redist::parse_type(m, p.from), b = redist::parse_type(m, p.to);
     auto t0 = clock::now();
     redist::weak_problem wp = redist::make_weak_problem(m, a, b).get();
     redist::weak_plan plan = redist::search_bgl(wp);

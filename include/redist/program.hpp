@@ -38,39 +38,39 @@ struct step {
   shape after{};                     ///< tiles per dimension after the step
   std::uint64_t local_after = 0;     ///< elements per device after the step
   std::uint64_t cost = 0;            ///< elements per device (Fig. 11)
-  dtype type_after{};                ///< a syntactic type of the data after the step
+  dist_type type_after{};                ///< a syntactic type of the data after the step
   bool type_exact = false;           ///< true if type_after holds under the default device map,
                                      ///< false if only up to a device permutation
 
-  [[nodiscard]] std::size_t group_count() const { return parts ? members.size() / parts : 0; }
-  [[nodiscard]] std::span<const rank_t> group(std::size_t g) const {
+  [[nodiscard]] constexpr std::size_t group_count() const { return parts ? members.size() / parts : 0; }
+  [[nodiscard]] constexpr std::span<const rank_t> group(std::size_t g) const {
     return std::span<const rank_t>(members).subspan(g * parts, parts);
   }
 };
 
 /// A redistribution from `source` to `target` as a sequence of collectives.
 struct program {
-  mesh m{};
-  dtype source{};
-  dtype target{};
+  device_mesh m{};
+  dist_type source{};
+  dist_type target{};
   std::uint64_t element_bytes = 4;
   std::vector<step> steps;
   std::uint64_t cost_elements = 0;          ///< sum of step costs, elements per device
   std::uint64_t peak_local_elements = 0;    ///< max localsize over source, intermediates, target
   std::uint64_t memory_bound_elements = 0;  ///< the bound the search kept to
 
-  [[nodiscard]] std::uint64_t cost_bytes() const { return cost_elements * element_bytes; }
-  [[nodiscard]] std::uint64_t devices() const { return m.devices; }
-  [[nodiscard]] int rank() const { return source.rank; }
-  [[nodiscard]] std::size_t count(op o) const {
+  [[nodiscard]] constexpr std::uint64_t cost_bytes() const { return cost_elements * element_bytes; }
+  [[nodiscard]] constexpr std::uint64_t devices() const { return m.devices; }
+  [[nodiscard]] constexpr int rank() const { return source.rank; }
+  [[nodiscard]] constexpr std::size_t count(op o) const {
     std::size_t n = 0;
     for (const auto& s : steps) n += s.kind == o;
     return n;
   }
   /// Height (Def. 4.4): the largest local size along the program.
-  [[nodiscard]] std::uint64_t height() const { return peak_local_elements; }
+  [[nodiscard]] constexpr std::uint64_t height() const { return peak_local_elements; }
   /// Eq. (4): height <= max(localsize(source), localsize(target)).
-  [[nodiscard]] bool memory_efficient() const {
+  [[nodiscard]] constexpr bool memory_efficient() const {
     std::uint64_t a = local_size(m, source), b = local_size(m, target);
     return peak_local_elements <= (a > b ? a : b);
   }

@@ -3,7 +3,7 @@
 //
 // A type is a list of dimensions `tile{a1, a2, ...}global`. Inside braces the axes are
 // listed minor-to-major (Fig. 7a). Internally every axis is stored as its prime
-// sub-axes (ids of `mesh::sub`), also minor-to-major; a user axis `x` of size 4 is the
+// sub-axes (ids of `device_mesh::sub`), also minor-to-major; a user axis `x` of size 4 is the
 // list [x:(2)2, x:(1)2].
 #pragma once
 
@@ -31,10 +31,10 @@ struct dim {
 };
 
 /// A distributed array type over a mesh (the mesh is kept alongside, not inside).
-struct dtype {
+struct dist_type {
   int rank = 0;
   dim dims[max_dims]{};
-  constexpr bool operator==(const dtype& o) const {
+  constexpr bool operator==(const dist_type& o) const {
     if (rank != o.rank) return false;
     for (int d = 0; d < rank; ++d)
       if (!(dims[d] == o.dims[d])) return false;
@@ -43,42 +43,42 @@ struct dtype {
 };
 
 /// Number of tiles dimension d is split into (product of its axis sizes).
-constexpr std::uint64_t parts(const mesh& m, const dim& d) {
+constexpr std::uint64_t parts(const device_mesh& m, const dim& d) {
   std::uint64_t p = 1;
   for (int i = 0; i < d.n; ++i) p *= m.sub[d.axes[i]].size;
   return p;
 }
 /// Tile size of a dimension (its local size).
-constexpr std::uint64_t tile(const mesh& m, const dim& d) { return d.global / parts(m, d); }
+constexpr std::uint64_t tile(const device_mesh& m, const dim& d) { return d.global / parts(m, d); }
 
 /// localsize(t): elements of one device's tile.
-constexpr std::uint64_t local_size(const mesh& m, const dtype& t) {
+constexpr std::uint64_t local_size(const device_mesh& m, const dist_type& t) {
   std::uint64_t s = 1;
   for (int d = 0; d < t.rank; ++d) s *= tile(m, t.dims[d]);
   return s;
 }
 /// globalsize(t): elements of the global array.
-constexpr std::uint64_t global_size(const dtype& t) {
+constexpr std::uint64_t global_size(const dist_type& t) {
   std::uint64_t s = 1;
   for (int d = 0; d < t.rank; ++d) s *= t.dims[d].global;
   return s;
 }
 /// Bit k set iff sub-axis k partitions some dimension.
-constexpr std::uint64_t used_mask(const dtype& t) {
+constexpr std::uint64_t used_mask(const dist_type& t) {
   std::uint64_t u = 0;
   for (int d = 0; d < t.rank; ++d)
     for (int i = 0; i < t.dims[d].n; ++i) u |= std::uint64_t{1} << t.dims[d].axes[i];
   return u;
 }
 /// Same global shape (the validity criterion of a redistribution, Sec. 2.5).
-constexpr bool same_global(const dtype& a, const dtype& b) {
+constexpr bool same_global(const dist_type& a, const dist_type& b) {
   if (a.rank != b.rank) return false;
   for (int d = 0; d < a.rank; ++d)
     if (a.dims[d].global != b.dims[d].global) return false;
   return true;
 }
 /// Same local shape (the premise of T-Permute).
-constexpr bool same_local(const mesh& m, const dtype& a, const dtype& b) {
+constexpr bool same_local(const device_mesh& m, const dist_type& a, const dist_type& b) {
   if (a.rank != b.rank) return false;
   for (int d = 0; d < a.rank; ++d)
     if (tile(m, a.dims[d]) != tile(m, b.dims[d])) return false;
@@ -86,7 +86,7 @@ constexpr bool same_local(const mesh& m, const dtype& a, const dtype& b) {
 }
 
 /// Well-formedness (Fig. 7b): axes exist, no axis twice, sizes divide, sizes fit.
-constexpr error check(const mesh& m, const dtype& t) {
+constexpr error check(const device_mesh& m, const dist_type& t) {
   if (t.rank > max_dims) return error::make(errc::capacity, "a type may have at most 12 dimensions");
   std::uint64_t seen = 0;
   std::uint64_t gsize = 1;
@@ -123,7 +123,7 @@ constexpr error check(const mesh& m, const dtype& t) {
 namespace detail {
 /// Resolve an axis reference at the scanner position: `x` or `x:(pre)size`.
 /// Appends the referenced prime sub-axes, minor-to-major, to `out`.
-constexpr bool parse_axis_ref(scanner& sc, const mesh& m, dim& out, std::uint64_t& seen) {
+constexpr bool parse_axis_ref(scanner& sc, const device_mesh& m, dim& out, std::uint64_t& seen) {
   sc.skip();
   int col = sc.pos;
   std::string_view n;
@@ -181,9 +181,9 @@ constexpr bool parse_axis_ref(scanner& sc, const mesh& m, dim& out, std::uint64_
 
 /// Parse the paper syntax `[64{x}256, 1024]`, `[{x, y}256, 8]`, `[2{x:(1)2}8]`.
 /// Checks well-formedness; errors carry the 0-based column.
-constexpr result<dtype> parse_type_text(const mesh& m, std::string_view s) {
-  result<dtype> r;
-  dtype& t = r.value;
+constexpr result<dist_type> parse_type_text(const device_mesh& m, std::string_view s) {
+  result<dist_type> r;
+  dist_type& t = r.value;
   detail::scanner sc{s};
   std::uint64_t seen = 0;
   std::uint64_t gsize = 1;
@@ -248,11 +248,11 @@ constexpr result<dtype> parse_type_text(const mesh& m, std::string_view s) {
 }
 
 /// Run-time parse; throws redist_error naming the column.
-inline dtype parse_type(const mesh& m, std::string_view s) { return parse_type_text(m, s).get(s); }
+inline dist_type parse_type(const device_mesh& m, std::string_view s) { return parse_type_text(m, s).get(s); }
 
 /// Write a dimension's axes, grouping runs of sub-axes back into whole axes
 /// (`x`) or aligned sub-axes (`x:(pre)size`).
-constexpr void append_axes(text& t, const mesh& m, const dim& d) {
+constexpr void append_axes(text& t, const device_mesh& m, const dim& d) {
   int i = 0;
   bool first = true;
   while (i < d.n) {
@@ -277,7 +277,7 @@ constexpr void append_axes(text& t, const mesh& m, const dim& d) {
 }
 
 /// Write a type in the paper syntax; `parse_type_text(m, type_text(m, t))` gives back `t`.
-constexpr text type_text(const mesh& m, const dtype& t) {
+constexpr text type_text(const device_mesh& m, const dist_type& t) {
   text s("[");
   for (int d = 0; d < t.rank; ++d) {
     if (d) s.append(", ");
@@ -304,7 +304,7 @@ constexpr text shape_text(const std::uint64_t* shape, int rank) {
 }
 
 /// Check that two types describe the same global array; the message names both shapes.
-constexpr error check_same_global(const dtype& a, const dtype& b) {
+constexpr error check_same_global(const dist_type& a, const dist_type& b) {
   if (same_global(a, b)) return {};
   std::uint64_t ga[max_dims]{}, gb[max_dims]{};
   for (int d = 0; d < a.rank; ++d) ga[d] = a.dims[d].global;

@@ -48,7 +48,7 @@ struct subaxis {
   std::uint64_t stride = 1;    ///< rank stride under the default device map
 };
 
-struct mesh {
+struct device_mesh {
   int naxes = 0;
   axis_name names[max_axes]{};
   std::uint64_t sizes[max_axes]{};
@@ -74,7 +74,7 @@ struct mesh {
     for (int k = sub_begin[a]; k < sub_begin[a] + sub_count[a]; ++k) c = c * sub[k].size + coord(k, rank);
     return c;
   }
-  constexpr bool operator==(const mesh& o) const {
+  constexpr bool operator==(const device_mesh& o) const {
     if (naxes != o.naxes) return false;
     for (int a = 0; a < naxes; ++a)
       if (names[a].view() != o.names[a].view() || sizes[a] != o.sizes[a]) return false;
@@ -94,7 +94,7 @@ constexpr std::uint64_t smallest_prime_factor(std::uint64_t n) {
 
 /// Append an axis to a mesh under construction; computes its prime sub-axes.
 /// `col` is the column reported with errors.
-constexpr error mesh_add_axis(mesh& m, std::string_view name, std::uint64_t size, int col = -1) {
+constexpr error mesh_add_axis(device_mesh& m, std::string_view name, std::uint64_t size, int col = -1) {
   if (m.find(name) >= 0) {
     text t("axis '");
     t.append(name).append("' is declared twice in the mesh");
@@ -140,8 +140,8 @@ constexpr error mesh_add_axis(mesh& m, std::string_view name, std::uint64_t size
 
 /// Parse `{x: 4, y: 8}` (names bare or quoted; JSON `{"x": 4, "y": 8}` is the same
 /// grammar). An empty mesh `{}` has one device.
-constexpr result<mesh> parse_mesh_text(std::string_view s) {
-  result<mesh> r;
+constexpr result<device_mesh> parse_mesh_text(std::string_view s) {
+  result<device_mesh> r;
   detail::scanner sc{s};
   if (sc.expect('{', "'{' to open the mesh")) {
     if (!sc.accept('}')) {
@@ -168,10 +168,10 @@ constexpr result<mesh> parse_mesh_text(std::string_view s) {
 }
 
 /// Run-time parse; throws redist_error naming the column.
-inline mesh parse_mesh(std::string_view s) { return parse_mesh_text(s).get(s); }
+inline device_mesh parse_mesh(std::string_view s) { return parse_mesh_text(s).get(s); }
 
 /// Write a mesh as `{x: 4, y: 8}`.
-constexpr text mesh_text(const mesh& m) {
+constexpr text mesh_text(const device_mesh& m) {
   text t("{");
   for (int a = 0; a < m.naxes; ++a) {
     if (a) t.append(", ");
@@ -183,7 +183,7 @@ constexpr text mesh_text(const mesh& m) {
 }
 
 /// Write a sub-axis: `x` when it is the whole (prime) axis, else `x:(pre)size`.
-constexpr text subaxis_text(const mesh& m, int k) {
+constexpr text subaxis_text(const device_mesh& m, int k) {
   const subaxis& s = m.sub[k];
   text t;
   const axis_name& n = m.names[s.axis];

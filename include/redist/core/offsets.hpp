@@ -18,7 +18,7 @@ namespace redist {
 /// Block index along dimension d (base offset / tile) of the device with this rank,
 /// under the default device map. The mixed-radix number of the coordinates of the
 /// dimension's axes, minor-most fastest.
-constexpr std::uint64_t block_index(const mesh& m, const dim& d, std::uint64_t rank) {
+constexpr std::uint64_t block_index(const device_mesh& m, const dim& d, std::uint64_t rank) {
   std::uint64_t b = 0, w = 1;
   for (int i = 0; i < d.n; ++i) {
     int k = d.axes[i];
@@ -29,17 +29,17 @@ constexpr std::uint64_t block_index(const mesh& m, const dim& d, std::uint64_t r
 }
 
 /// Base offset of dimension d for this rank: D[[d]](phi^-1(rank)).
-constexpr std::uint64_t base_offset(const mesh& m, const dim& d, std::uint64_t rank) {
+constexpr std::uint64_t base_offset(const device_mesh& m, const dim& d, std::uint64_t rank) {
   return block_index(m, d, rank) * tile(m, d);
 }
 
 /// Base offsets of all dimensions: T[[t]](phi^-1(rank)), written to out[0..rank).
-constexpr void base_offsets(const mesh& m, const dtype& t, std::uint64_t rank, std::uint64_t* out) {
+constexpr void base_offsets(const device_mesh& m, const dist_type& t, std::uint64_t rank, std::uint64_t* out) {
   for (int d = 0; d < t.rank; ++d) out[d] = base_offset(m, t.dims[d], rank);
 }
 
 /// The default device map: rank of the mesh point with these per-axis coordinates.
-constexpr std::uint64_t rank_of(const mesh& m, const std::uint64_t* axis_coords) {
+constexpr std::uint64_t rank_of(const device_mesh& m, const std::uint64_t* axis_coords) {
   std::uint64_t r = 0;
   for (int a = 0; a < m.naxes; ++a) r = r * m.sizes[a] + axis_coords[a];
   return r;

@@ -34,15 +34,15 @@ constexpr error rule_error(std::string_view rule, std::string_view why) {
   error e; e.code = errc::rule; e.message = t;
   return e;
 }
-constexpr error check_dim(std::string_view rule, const dtype& t, int i) {
+constexpr error check_dim(std::string_view rule, const dist_type& t, int i) {
   if (i < 0 || i >= t.rank) return rule_error(rule, "dimension out of range");
   return {};
 }
 }  // namespace detail
 
 /// T-AllGather, multi-axis: remove the `count` minor-most axes of dimension i.
-constexpr result<dtype> rule_allgather(const mesh& m, const dtype& t, int i, int count = 1) {
-  result<dtype> r{t, detail::check_dim("allgather", t, i)};
+constexpr result<dist_type> rule_allgather(const device_mesh& m, const dist_type& t, int i, int count = 1) {
+  result<dist_type> r{t, detail::check_dim("allgather", t, i)};
   if (!r.ok()) return r;
   dim& d = r.value.dims[i];
   if (count < 1 || count > d.n) {
@@ -57,8 +57,8 @@ constexpr result<dtype> rule_allgather(const mesh& m, const dtype& t, int i, int
 
 /// T-DynSlice, multi-axis: make the axes `xs[0..n)` (minor-to-major) the minor-most
 /// axes of dimension i. They must be unused and their product must divide the tile.
-constexpr result<dtype> rule_dynslice(const mesh& m, const dtype& t, int i, const std::uint8_t* xs, int n) {
-  result<dtype> r{t, detail::check_dim("dynslice", t, i)};
+constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
+  result<dist_type> r{t, detail::check_dim("dynslice", t, i)};
   if (!r.ok()) return r;
   dim& d = r.value.dims[i];
   std::uint64_t used = used_mask(t), prod = 1;
@@ -84,8 +84,8 @@ constexpr result<dtype> rule_dynslice(const mesh& m, const dtype& t, int i, cons
 
 /// T-AllToAll, multi-axis: move the `count` minor-most axes of dimension i to the
 /// minor-most position of dimension j; their product must divide j's tile.
-constexpr result<dtype> rule_alltoall(const mesh& m, const dtype& t, int i, int j, int count = 1) {
-  result<dtype> r{t, detail::check_dim("alltoall", t, i)};
+constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type& t, int i, int j, int count = 1) {
+  result<dist_type> r{t, detail::check_dim("alltoall", t, i)};
   if (!r.ok()) return r;
   if (j < 0 || j >= t.rank || j == i) {
     r.err = detail::rule_error("alltoall", "the target dimension must be another dimension");
@@ -108,7 +108,7 @@ constexpr result<dtype> rule_alltoall(const mesh& m, const dtype& t, int i, int 
 }
 
 /// T-Permute: local and global shapes must match.
-constexpr error rule_allpermute(const mesh& m, const dtype& a, const dtype& b) {
+constexpr error rule_allpermute(const device_mesh& m, const dist_type& a, const dist_type& b) {
   if (!same_global(a, b)) return detail::rule_error("allpermute", "the global shapes differ");
   if (!same_local(m, a, b)) return detail::rule_error("allpermute", "the local shapes differ");
   return {};
@@ -156,7 +156,7 @@ struct weak_context {
   [[nodiscard]] constexpr std::uint64_t free(const shape& s) const { return devices / used(s); }
 };
 
-constexpr weak_context weak_context_of(const mesh& m, const dtype& t) {
+constexpr weak_context weak_context_of(const device_mesh& m, const dist_type& t) {
   weak_context c;
   c.rank = t.rank;
   for (int d = 0; d < t.rank; ++d) c.global[d] = t.dims[d].global;
@@ -164,7 +164,7 @@ constexpr weak_context weak_context_of(const mesh& m, const dtype& t) {
   return c;
 }
 
-constexpr shape shape_of(const mesh& m, const dtype& t) {
+constexpr shape shape_of(const device_mesh& m, const dist_type& t) {
   shape s;
   s.rank = t.rank;
   for (int d = 0; d < t.rank; ++d) s.parts[d] = parts(m, t.dims[d]);

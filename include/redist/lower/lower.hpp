@@ -49,8 +49,8 @@ struct block_state {
   constexpr const std::uint64_t* at(std::uint64_t r) const { return b.data() + r * static_cast<std::uint64_t>(rank); }
 };
 
-constexpr block_state state_of(const mesh& m, const dtype& t) {
-  block_state s{t.rank, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(t.rank)), shape_of(m, t)};
+constexpr block_state state_of(const device_mesh& m, const dist_type& t) {
+  block_state s{t.rank, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(t.rank), 0), shape_of(m, t)};
   for (std::uint64_t r = 0; r < m.devices; ++r)
     for (int d = 0; d < t.rank; ++d) s.at(r)[d] = block_index(m, t.dims[d], r);
   return s;
@@ -144,7 +144,7 @@ struct key_classes {
 };
 
 constexpr key_classes classes_by_key(const block_state& st, int i, std::uint64_t f) {
-  std::vector<std::uint64_t> packed(st.devices);
+  std::vector<std::uint64_t> packed(st.devices, 0);
   for (std::uint64_t r = 0; r < st.devices; ++r) {
     const std::uint64_t* b = st.at(r);
     std::uint64_t key = 0;
@@ -153,7 +153,7 @@ constexpr key_classes classes_by_key(const block_state& st, int i, std::uint64_t
     packed[r] = ((key * f + pos) << 32) | r;
   }
   std::sort(packed.begin(), packed.end());
-  key_classes kc{std::vector<rank_t>(st.devices), {0}};
+  key_classes kc{std::vector<rank_t>(st.devices, 0), {0}};
   for (std::uint64_t q = 0; q < st.devices; ++q) {
     kc.ord[q] = static_cast<rank_t>(packed[q] & 0xffffffffu);
     if (q + 1 == st.devices || (packed[q] >> 32) / f != (packed[q + 1] >> 32) / f) kc.bounds.push_back(q + 1);
@@ -183,8 +183,8 @@ constexpr std::vector<rank_t> form_groups(const block_state& st, int i, std::uin
 
 /// A syntactic type whose base offsets under the default device map are exactly the
 /// state's blocks, if one exists; otherwise a representative of the weak type.
-constexpr dtype type_of_state(const mesh& m, const dtype& global, const block_state& st, bool& exact) {
-  dtype t = global;
+constexpr dist_type type_of_state(const device_mesh& m, const dist_type& global, const block_state& st, bool& exact) {
+  dist_type t = global;
   for (int d = 0; d < t.rank; ++d) t.dims[d].n = 0;
   std::uint64_t used = 0;
   exact = true;
@@ -229,7 +229,7 @@ constexpr dtype type_of_state(const mesh& m, const dtype& global, const block_st
 /// Usable in constant evaluation.
 /// With `annotate`, every step also records a syntactic type of its result
 /// (step::type_after, informational; O(devices * sub-axes) per step).
-constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype& b, const weak_problem& p,
+constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                       const std::vector<weak_step>& path, std::uint64_t element_bytes = 4,
                                       bool annotate = true) {
   using namespace detail;
@@ -262,13 +262,13 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
   }
   block_state src = state_of(m, a), dst = state_of(m, b);
   std::vector<std::uint64_t> want(D * ndyn, 0);
-  std::vector<bool> solved(D, false);
+  std::vector<char> solved(D, 0);  // (vector<bool> is not constexpr with clang 14)
   const std::uint64_t tries = S < G ? S : G;
   if (budget && ndyn > 0 && tries <= (std::uint64_t{1} << 22) / (D ? D : 1)) {
-    std::vector<std::uint64_t> choice(ndyn);
+    std::vector<std::uint64_t> choice(ndyn, 0);
     for (std::uint64_t r = 0; r < D; ++r) {
       if (solve_rank(path, src.at(r), dst.at(r), R, S, G, choice)) {
-        solved[r] = true;
+        solved[r] = 1;
         for (std::size_t k = 0; k < ndyn; ++k) want[r * ndyn + k] = choice[k];
       }
     }
@@ -324,12 +324,12 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
       const std::size_t pos = kc.bounds[c], end = kc.bounds[c + 1];
       const std::uint64_t cap = (end - pos) / e.factor;
       std::vector<std::uint64_t> taken(e.factor, 0);
-      std::vector<bool> set(end - pos, false);
+      std::vector<char> set(end - pos, 0);
       for (std::size_t q = pos; q < end; ++q) {
         rank_t r = ord[q];
         if (!solved[r]) continue;
         std::uint64_t v = want[r * ndyn + k];
-        if (taken[v] < cap) { s.index[r] = static_cast<rank_t>(v); ++taken[v]; set[q - pos] = true; }
+        if (taken[v] < cap) { s.index[r] = static_cast<rank_t>(v); ++taken[v]; set[q - pos] = 1; }
       }
       std::uint64_t v = 0;
       for (std::size_t q = pos; q < end; ++q) {
@@ -351,7 +351,7 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
     for (int d = 0; d < R; ++d) out[d] = pre[d];
     for (std::size_t q = prefix; q < path.size(); ++q) apply_edge(path[q].edge, out, 0);
   };
-  std::vector<std::uint64_t> img(D * static_cast<std::uint64_t>(R));
+  std::vector<std::uint64_t> img(D * static_cast<std::uint64_t>(R), 0);
   bool in_place = true;
   for (std::uint64_t r = 0; r < D; ++r) {
     after_tail(cur.at(r), img.data() + r * static_cast<std::uint64_t>(R));
@@ -363,33 +363,32 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
     step s;
     s.kind = op::allpermute;
     s.dest.assign(D, 0);
-    std::vector<bool> sent(D, false), got(D, false);
+    std::vector<char> sent(D, 0), got(D, 0);
     for (std::uint64_t r = 0; r < D; ++r) {
       if (same_blocks(img.data() + r * static_cast<std::uint64_t>(R), dst.at(r), R)) {
         s.dest[r] = static_cast<rank_t>(r);
-        sent[r] = got[r] = true;
+        sent[r] = got[r] = 1;
       }
     }
-    auto cmp_rows = [&](const std::uint64_t* x, const std::uint64_t* y) {
-      for (int d = 0; d < R; ++d)
-        if (x[d] != y[d]) return x[d] < y[d];
-      return false;
+    // Tiles as mixed-radix numbers in the target's tiling, packed with the rank.
+    auto packed = [&](const std::uint64_t* row, std::uint64_t r) {
+      std::uint64_t key = 0;
+      for (int d = 0; d < R; ++d) key = key * dst.parts.parts[d] + row[d];
+      return (key << 32) | r;
     };
-    std::vector<rank_t> senders, receivers;
+    std::vector<std::uint64_t> senders, receivers;
     for (std::uint64_t r = 0; r < D; ++r) {
-      if (!sent[r]) senders.push_back(static_cast<rank_t>(r));
-      if (!got[r]) receivers.push_back(static_cast<rank_t>(r));
+      if (!sent[r]) senders.push_back(packed(img.data() + r * static_cast<std::uint64_t>(R), r));
+      if (!got[r]) receivers.push_back(packed(dst.at(r), r));
     }
-    std::stable_sort(senders.begin(), senders.end(), [&](rank_t x, rank_t y) {
-      return cmp_rows(img.data() + x * static_cast<std::uint64_t>(R), img.data() + y * static_cast<std::uint64_t>(R));
-    });
-    std::stable_sort(receivers.begin(), receivers.end(), [&](rank_t x, rank_t y) { return cmp_rows(dst.at(x), dst.at(y)); });
+    std::sort(senders.begin(), senders.end());
+    std::sort(receivers.begin(), receivers.end());
     for (std::size_t q = 0; q < senders.size(); ++q) {
-      if (!same_blocks(img.data() + senders[q] * static_cast<std::uint64_t>(R), dst.at(receivers[q]), R)) {
+      if (senders[q] >> 32 != receivers[q] >> 32) {
         res.err = error::make(errc::rule, "internal error: the final permutation does not exist");
         return res;
       }
-      s.dest[senders[q]] = receivers[q];
+      s.dest[senders[q] & 0xffffffffu] = static_cast<rank_t>(receivers[q] & 0xffffffffu);
     }
     block_state moved = cur;
     for (std::uint64_t r = 0; r < D; ++r)
@@ -413,7 +412,7 @@ constexpr result<program> lower_path(const mesh& m, const dtype& a, const dtype&
 /// Lower a weak plan: its path and every tied path it carries are lowered, and the
 /// cheapest program is kept (a permutation-free one if any; then fewer steps; then the
 /// first found). Usable in constant evaluation.
-constexpr result<program> lower(const mesh& m, const dtype& a, const dtype& b, const weak_problem& p,
+constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                 const weak_plan& wp, std::uint64_t element_bytes = 4) {
   if (!wp.found) {
     result<program> r;

@@ -22,7 +22,7 @@ struct synth_options {
 
 /// Synthesize the program that redistributes `a` to `b`. Throws redist_error on
 /// ill-formed types, differing global shapes, or a budget below 1.
-inline program synthesize(const mesh& m, const dtype& a, const dtype& b, synth_options opt = {}) {
+inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
   weak_plan wp = search_bgl(p);
@@ -32,7 +32,7 @@ inline program synthesize(const mesh& m, const dtype& a, const dtype& b, synth_o
 /// Convenience: parse the mesh and both types, then synthesize.
 inline program synthesize(std::string_view mesh_text, std::string_view from, std::string_view to,
                           synth_options opt = {}) {
-  mesh m = parse_mesh(mesh_text);
+  device_mesh m = parse_mesh(mesh_text);
   return synthesize(m, parse_type(m, from), parse_type(m, to), opt);
 }
 

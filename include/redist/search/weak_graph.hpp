@@ -124,7 +124,7 @@ struct weak_problem {
 
 /// Build the weak problem of redistributing `a` to `b` over `m`; checks both types and
 /// that their global shapes agree.
-constexpr result<weak_problem> make_weak_problem(const mesh& m, const dtype& a, const dtype& b,
+constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dist_type& a, const dist_type& b,
                                                  search_options opt = {}) {
   result<weak_problem> r;
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
