@@ -409,9 +409,14 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   return res;
 }
 
-/// Lower a weak plan: its path and every tied path it carries are lowered, and the
-/// cheapest program is kept (a permutation-free one if any; then fewer steps; then the
-/// first found). Usable in constant evaluation.
+/// Lower a weak plan. Every shortest path the search enumerated (weak_plan::ties) is
+/// lowered and the cheapest program is kept: a permutation-free one if any, then fewer
+/// steps, then the first in enumeration order. The enumeration is canonical: every node
+/// of a shortest path other than the target has a smaller (cost, height, steps) than the
+/// target, so both searches settle it with its exact distance before they stop, and the
+/// depth-first walk over those distances visits the same paths in the same order. The
+/// run-time and compile-time searches therefore yield the same program. Usable in
+/// constant evaluation.
 constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                 const weak_plan& wp, std::uint64_t element_bytes = 4) {
   if (!wp.found) {
@@ -419,21 +424,26 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     r.err = error::make(errc::no_plan, "no redistribution exists within the memory budget");
     return r;
   }
-  result<program> best = lower_path(m, a, b, p, wp.steps, element_bytes, false);
-  if (!best.ok()) return best;
-  const std::vector<weak_step>* chosen = &wp.steps;
-  for (const auto& path : wp.ties) {
-    if (best.value.count(op::allpermute) == 0) break;
-    result<program> r = lower_path(m, a, b, p, path, element_bytes, false);
-    if (!r.ok()) continue;
+  if (wp.ties.empty()) return lower_path(m, a, b, p, wp.steps, element_bytes, true);
+  result<program> best;
+  std::size_t chosen = 0;
+  for (std::size_t i = 0; i < wp.ties.size(); ++i) {
+    result<program> r = lower_path(m, a, b, p, wp.ties[i], element_bytes, false);
+    if (!r.ok()) {
+      if (i == 0) best = r;
+      continue;
+    }
     const auto& x = r.value;
     const auto& y = best.value;
-    if (x.cost_elements < y.cost_elements || (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size())) {
+    if (i == 0 || !best.ok() || x.cost_elements < y.cost_elements ||
+        (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size())) {
       best = r;
-      chosen = &path;
+      chosen = i;
     }
+    if (best.ok() && best.value.count(op::allpermute) == 0) break;
   }
-  return lower_path(m, a, b, p, *chosen, element_bytes, true);
+  if (!best.ok()) return best;
+  return lower_path(m, a, b, p, wp.ties[chosen], element_bytes, true);
 }
 
 }  // namespace redist
