@@ -33,6 +33,7 @@
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
 #include "redist/program.hpp"
+#include "redist/search/tight_paths.hpp"
 #include "redist/search/weak_graph.hpp"
 
 namespace redist {
@@ -443,7 +444,24 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     if (best.ok() && best.value.count(op::allpermute) == 0) break;
   }
   if (!best.ok()) return best;
-  return lower_path(m, a, b, p, wp.ties[chosen], element_bytes, true);
+  if (best.value.count(op::allpermute) == 0) return lower_path(m, a, b, p, wp.ties[chosen], element_bytes, true);
+  // The best tie needs a permutation. A costlier weak path may need none, or need it on
+  // a smaller tile: lower every weak path cheaper than the best program so far.
+  std::vector<weak_step> alt;
+  const std::uint64_t floor = wp.total.cost;
+  near_paths(p, best.value.cost_elements - 1, tie_limit(m.devices), 20000,
+             [&](const std::vector<weak_step>& path, std::uint64_t) {
+               result<program> r = lower_path(m, a, b, p, path, element_bytes, false);
+               const auto& x = r.value;
+               const auto& y = best.value;
+               if (r.ok() && (x.cost_elements < y.cost_elements ||
+                              (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size()))) {
+                 best = r;
+                 alt = path;
+               }
+               return best.value.cost_elements > floor;  // nothing beats the weak optimum
+             });
+  return lower_path(m, a, b, p, alt.empty() ? wp.ties[chosen] : alt, element_bytes, true);
 }
 
 }  // namespace redist
