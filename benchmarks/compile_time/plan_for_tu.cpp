@@ -1,0 +1,24 @@
+// benchmarks/compile_time/plan_for_tu.cpp -- one translation unit compiled with and
+// without a compile-time plan (see ../compile_time.sh): the difference is what plan_for
+// adds to a build.
+#include "redist/static/plan.hpp"
+
+using Devs = redist::mesh<"{devs: 32}">;
+using Y = redist::dtype<Devs, "[32, 64{devs}2048]">;
+using Z = redist::dtype<Devs, "[1{devs}32, 2048]">;
+
+using M3 = redist::mesh<"{a: 2, b: 2, c: 2}">;
+using A6 = redist::dtype<M3, "[96{a}192, 25{c, b}100, 32, 6, 48, 17]">;
+using B6 = redist::dtype<M3, "[192, 100, 16{b}32, 3{a}6, 24{c}48, 17]">;
+
+#if defined(WITH_LISTING3)
+constexpr auto plan = redist::plan_for<Y, Z>();
+static_assert(plan.count(redist::op::alltoall) == 1);
+#elif defined(WITH_6D)
+constexpr auto plan = redist::plan_for<A6, B6>();
+static_assert(plan.memory_efficient());
+#else
+constexpr auto types = Y::value.rank + Z::value.rank + A6::value.rank + B6::value.rank;  // parsing only
+#endif
+
+int main() { return 0; }

@@ -1,0 +1,12 @@
+// Compile-fail test (repeated_axis): see tests/static/CMakeLists.txt.
+#include "redist/static/dtype.hpp"
+
+using M = redist::mesh<"{x: 4, y: 2}">;
+#ifdef REDIST_FAIL
+using T = redist::dtype<M, "[4{x, x}64]">;
+#else
+using T = redist::dtype<M, "[8{x, y}64]">;
+#endif
+constexpr auto value = T::value;
+
+int main() { return value.rank == 0; }
