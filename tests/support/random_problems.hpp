@@ -33,6 +33,9 @@ struct workload {
   /// If nonzero, sizes are instead drawn so that the global element count is log-uniform
   /// in [min_elements, max_elements] (the paper's 64-800 MiB), ignoring max_multiplier.
   std::uint64_t min_elements = 0;
+  /// If set, a replicated axis of the source becomes a pending-sum axis with probability
+  /// 1/2, and the target keeps a random subset of those that it does not partition.
+  bool partial_sums = false;
 };
 
 /// The paper's mesh {a: 2, b: 2, c: 2}.
@@ -61,7 +64,7 @@ inline std::vector<std::vector<int>> draw_assignment(std::mt19937_64& rng, const
 }
 
 inline std::string write_type(const workload& w, const std::vector<std::vector<int>>& assign,
-                              const std::vector<std::uint64_t>& shape) {
+                              const std::vector<std::uint64_t>& shape, const std::vector<int>& sums = {}) {
   std::string s = "[";
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (d) s += ", ";
@@ -78,7 +81,21 @@ inline std::string write_type(const workload& w, const std::vector<std::vector<i
     }
     s += "}" + std::to_string(shape[d]);
   }
-  return s + "]";
+  s += "]";
+  if (!sums.empty()) {
+    s += " sum{";
+    for (std::size_t i = 0; i < sums.size(); ++i) s += (i ? ", " : "") + w.axes[static_cast<std::size_t>(sums[i])].first;
+    s += "}";
+  }
+  return s;
+}
+
+/// Axes used by an assignment.
+inline std::vector<bool> used_axes(const workload& w, const std::vector<std::vector<int>>& assign) {
+  std::vector<bool> used(w.axes.size(), false);
+  for (const auto& d : assign)
+    for (int a : d) used[static_cast<std::size_t>(a)] = true;
+  return used;
 }
 }  // namespace detail
 
@@ -96,6 +113,15 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
   const int rank = w.min_dims + static_cast<int>(rng() % static_cast<std::uint64_t>(w.max_dims - w.min_dims + 1));
   auto src = detail::draw_assignment(rng, w, rank);
   auto dst = detail::draw_assignment(rng, w, rank);
+  std::vector<int> src_sums, dst_sums;
+  if (w.partial_sums) {
+    const auto su = detail::used_axes(w, src), du = detail::used_axes(w, dst);
+    for (std::size_t a = 0; a < w.axes.size(); ++a) {
+      if (su[a] || rng() % 2 == 0) continue;
+      src_sums.push_back(static_cast<int>(a));
+      if (!du[a] && rng() % 2 == 0) dst_sums.push_back(static_cast<int>(a));
+    }
+  }
   std::vector<std::uint64_t> need(static_cast<std::size_t>(rank), 1), shape(static_cast<std::size_t>(rank));
   for (int d = 0; d < rank; ++d) {
     std::uint64_t ps = 1, pd = 1;
@@ -123,7 +149,7 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
       }
       if ((total >= w.min_elements && total <= w.max_elements) || attempt > 100) break;
     }
-    return {mesh_text(w), detail::write_type(w, src, shape), detail::write_type(w, dst, shape), total};
+    return {mesh_text(w), detail::write_type(w, src, shape, src_sums), detail::write_type(w, dst, shape, dst_sums), total};
   }
   for (std::uint64_t mult = w.max_multiplier;; mult = mult > 1 ? mult - 1 : 1) {
     total = 1;
@@ -133,7 +159,7 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
     }
     if (total <= w.max_elements || mult == 1) break;
   }
-  return {mesh_text(w), detail::write_type(w, src, shape), detail::write_type(w, dst, shape), total};
+  return {mesh_text(w), detail::write_type(w, src, shape, src_sums), detail::write_type(w, dst, shape, dst_sums), total};
 }
 
 /// `count` problems from a seed; the same seed gives the same problems on every machine.

@@ -2,7 +2,10 @@
 // well-formedness (Fig. 7b), parsing and printing of the paper syntax.
 //
 // A type is a list of dimensions `tile{a1, a2, ...}global`. Inside braces the axes are
-// listed minor-to-major (Fig. 7a). Internally every axis is stored as its prime
+// listed minor-to-major (Fig. 7a). A type may end with pending-sum axes (an extension
+// for partial sums): `[64{x}256, 1024] sum{y}` means every device holds a partial value
+// and the array is the sum over the devices that differ only along y. A sum axis
+// partitions no dimension; sum axes are kept sorted by sub-axis id (a set). Internally every axis is stored as its prime
 // sub-axes (ids of `device_mesh::sub`), also minor-to-major; a user axis `x` of size 4 is the
 // list [x:(2)2, x:(1)2].
 #pragma once
@@ -34,13 +37,24 @@ struct dim {
 struct dist_type {
   int rank = 0;
   dim dims[max_dims]{};
+  int nsum = 0;                       ///< pending-sum sub-axes (partial sums)
+  std::uint8_t sum[max_subaxes]{};    ///< their ids, ascending
   constexpr bool operator==(const dist_type& o) const {
-    if (rank != o.rank) return false;
+    if (rank != o.rank || nsum != o.nsum) return false;
     for (int d = 0; d < rank; ++d)
       if (!(dims[d] == o.dims[d])) return false;
+    for (int i = 0; i < nsum; ++i)
+      if (sum[i] != o.sum[i]) return false;
     return true;
   }
 };
+
+/// Number of partial values summed per element (product of the sum axes' sizes).
+constexpr std::uint64_t sum_parts(const device_mesh& m, const dist_type& t) {
+  std::uint64_t p = 1;
+  for (int i = 0; i < t.nsum; ++i) p *= m.sub[t.sum[i]].size;
+  return p;
+}
 
 /// Number of tiles dimension d is split into (product of its axis sizes).
 constexpr std::uint64_t parts(const device_mesh& m, const dim& d) {
@@ -63,11 +77,12 @@ constexpr std::uint64_t global_size(const dist_type& t) {
   for (int d = 0; d < t.rank; ++d) s *= t.dims[d].global;
   return s;
 }
-/// Bit k set iff sub-axis k partitions some dimension.
+/// Bit k set iff sub-axis k partitions some dimension or is a pending-sum axis.
 constexpr std::uint64_t used_mask(const dist_type& t) {
   std::uint64_t u = 0;
   for (int d = 0; d < t.rank; ++d)
     for (int i = 0; i < t.dims[d].n; ++i) u |= std::uint64_t{1} << t.dims[d].axes[i];
+  for (int i = 0; i < t.nsum; ++i) u |= std::uint64_t{1} << t.sum[i];
   return u;
 }
 /// Same global shape (the validity criterion of a redistribution, Sec. 2.5).
@@ -116,6 +131,17 @@ constexpr error check(const device_mesh& m, const dist_type& t) {
       s.append_int(d).append(" of size ").append_uint(dm.global).append(" cannot be split into ").append_uint(p).append(" tiles");
       error e; e.code = errc::not_divisible; e.message = s; return e;
     }
+  }
+  for (int i = 0; i < t.nsum; ++i) {
+    int k = t.sum[i];
+    if (k < 0 || k >= m.nsub) return error::make(errc::unknown_axis, "sub-axis id out of range");
+    if (seen & (std::uint64_t{1} << k)) {
+      text s("axis ");
+      s.append(subaxis_text(m, k).view()).append(" is used twice (a sum axis partitions no dimension)");
+      error e; e.code = errc::repeated_axis; e.message = s; return e;
+    }
+    seen |= std::uint64_t{1} << k;
+    if (i > 0 && t.sum[i - 1] >= k) return error::make(errc::syntax, "sum axes must be sorted by sub-axis id");
   }
   return {};
 }
@@ -242,6 +268,28 @@ constexpr result<dist_type> parse_type_text(const device_mesh& m, std::string_vi
     } while (sc.accept(','));
     if (!sc.failed()) sc.expect(']', "',' or ']' after a dimension");
   }
+  // Pending sums: `sum{y, z}` (a set; stored sorted).
+  if (!sc.failed() && sc.peek() == 's') {
+    sc.skip();
+    int col = sc.pos;
+    std::string_view kw;
+    if (sc.name(kw) && kw != "sum") sc.fail(errc::syntax, "expected 'sum{...}' or the end of the type", col);
+    if (!sc.failed() && sc.expect('{', "'{' after 'sum'")) {
+      dim acc;
+      if (sc.peek() != '}') {
+        do {
+          if (!detail::parse_axis_ref(sc, m, acc, seen)) break;
+        } while (sc.accept(','));
+      }
+      if (!sc.failed() && sc.expect('}', "',' or '}' after a sum axis")) {
+        for (int i = 0; i < acc.n; ++i) {  // insertion into the sorted set
+          int j = t.nsum++;
+          while (j > 0 && t.sum[j - 1] > acc.axes[i]) { t.sum[j] = t.sum[j - 1]; --j; }
+          t.sum[j] = acc.axes[i];
+        }
+      }
+    }
+  }
   if (!sc.failed() && !sc.at_end()) sc.fail_expected("the end of the type");
   r.err = sc.err;
   return r;
@@ -290,7 +338,19 @@ constexpr text type_text(const device_mesh& m, const dist_type& t) {
       s.append('}').append_uint(dm.global);
     }
   }
-  return s.append("]");
+  s.append("]");
+  if (t.nsum > 0) {
+    // Each declared axis in mesh order: its sum sub-axes as runs, minor-to-major.
+    dim runs;
+    for (int a = 0; a < m.naxes; ++a)
+      for (int k = m.sub_begin[a] + m.sub_count[a] - 1; k >= m.sub_begin[a]; --k)
+        for (int i = 0; i < t.nsum; ++i)
+          if (t.sum[i] == k) runs.axes[runs.n++] = static_cast<std::uint8_t>(k);
+    s.append(" sum{");
+    append_axes(s, m, runs);
+    s.append('}');
+  }
+  return s;
 }
 
 /// The global shape written as `[256, 1024]`.

@@ -28,6 +28,18 @@ constexpr std::uint64_t block_index(const device_mesh& m, const dim& d, std::uin
   return b;
 }
 
+/// Index of the partial value this rank holds (partial sums): the mixed-radix number of
+/// its coordinates along the type's sum axes, smallest id fastest. Ranks with the same
+/// tile and different sum indices hold the partials that add up to the tile's value.
+constexpr std::uint64_t sum_index(const device_mesh& m, const dist_type& t, std::uint64_t rank) {
+  std::uint64_t b = 0, w = 1;
+  for (int i = 0; i < t.nsum; ++i) {
+    b += m.coord(t.sum[i], rank) * w;
+    w *= m.sub[t.sum[i]].size;
+  }
+  return b;
+}
+
 /// Base offset of dimension d for this rank: D[[d]](phi^-1(rank)).
 constexpr std::uint64_t base_offset(const device_mesh& m, const dim& d, std::uint64_t rank) {
   return block_index(m, d, rank) * tile(m, d);

@@ -9,14 +9,19 @@
 //   alltoall(i, j, n):      e_i = c_i{x1..xn, xs_i}, e_j = c_j{xs_j}, |x| divides c_j
 //                           -> e_i = (c_i*|x|){xs_i}, e_j = (c_j/|x|){x1..xn, xs_j}
 //   allpermute:             any t1 -> t2 with equal local and global shapes
+//   allreduce(S):           [e] sum{S, ss}                    -> [e] sum{ss}
+//   reducescatter(i, S):    [.., c{xs}s, ..] sum{S, ss}       -> [.., (c/|S|){S, xs}s, ..] sum{ss}
+//                           (partial sums, an extension; |S| divides the tile)
 //
 // Weak rules act on a shape: the number of tiles k_d of every dimension (the local
-// shape is global_d / k_d). With prime sub-axes every shape whose counts multiply to a
+// shape is global_d / k_d) and the number of pending partial sums. With prime sub-axes every shape whose counts multiply to a
 // divisor of the device count is realized by some type, and all types with one shape are
 // equivalent up to a device permutation (Lemma 5.1), so the weak rules are divisibility:
 //   allgather(i, F):  F > 1, F | k_i                          k_i /= F
 //   alltoall(i, j, F): F > 1, F | k_i, F | global_j / k_j     k_i /= F, k_j *= F
-//   dynslice(i, F):   F > 1, F | global_i / k_i, F | devices / prod(k)   k_i *= F
+//   dynslice(i, F):   F > 1, F | global_i / k_i, F | devices / (prod(k) * sums)   k_i *= F
+//   allreduce(F):     F > 1, F | sums                          sums /= F
+//   reducescatter(i, F): F > 1, F | sums, F | global_i / k_i   sums /= F, k_i *= F
 #pragma once
 
 #include <cstdint>
@@ -107,6 +112,39 @@ constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type&
   return s;
 }
 
+/// Remove the sum axes `xs[0..n)` (sorted or not) from a type's pending sums.
+constexpr result<dist_type> remove_sums(const dist_type& t, const std::uint8_t* xs, int n, std::string_view rule) {
+  result<dist_type> r{t, {}};
+  dist_type& o = r.value;
+  for (int q = 0; q < n; ++q) {
+    int at = -1;
+    for (int i = 0; i < o.nsum; ++i)
+      if (o.sum[i] == xs[q]) at = i;
+    if (at < 0) { r.err = detail::rule_error(rule, "the axis is not a pending-sum axis of the type"); return r; }
+    for (int i = at + 1; i < o.nsum; ++i) o.sum[i - 1] = o.sum[i];
+    --o.nsum;
+  }
+  if (n < 1) r.err = detail::rule_error(rule, "no sum axis given");
+  return r;
+}
+
+/// T-AllReduce (partial sums): the sum axes xs are summed over and then replicate.
+constexpr result<dist_type> rule_allreduce(const device_mesh&, const dist_type& t, const std::uint8_t* xs, int n) {
+  return remove_sums(t, xs, n, "allreduce");
+}
+
+/// T-ReduceScatter (partial sums): the sum axes xs (minor-to-major) are summed over and
+/// become the minor-most axes of dimension i; their product must divide the tile.
+constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
+  result<dist_type> r = remove_sums(t, xs, n, "reducescatter");
+  if (!r.ok()) return r;
+  if (error e = detail::check_dim("reducescatter", t, i); !e.ok()) { r.err = e; return r; }
+  result<dist_type> s = rule_dynslice(m, r.value, i, xs, n);
+  if (!s.ok()) r.err = detail::rule_error("reducescatter", "the tile is not divisible by the summed axes");
+  else r.value = s.value;
+  return r;
+}
+
 /// T-Permute: local and global shapes must match.
 constexpr error rule_allpermute(const device_mesh& m, const dist_type& a, const dist_type& b) {
   if (!same_global(a, b)) return detail::rule_error("allpermute", "the global shapes differ");
@@ -122,8 +160,9 @@ constexpr error rule_allpermute(const device_mesh& m, const dist_type& a, const 
 struct shape {
   int rank = 0;
   std::uint64_t parts[max_dims]{};
+  std::uint64_t sums = 1;  ///< partial values per element (product of the sum axes)
   constexpr bool operator==(const shape& o) const {
-    if (rank != o.rank) return false;
+    if (rank != o.rank || sums != o.sums) return false;
     for (int d = 0; d < rank; ++d)
       if (parts[d] != o.parts[d]) return false;
     return true;
@@ -131,7 +170,7 @@ struct shape {
   constexpr bool operator<(const shape& o) const {
     for (int d = 0; d < rank; ++d)
       if (parts[d] != o.parts[d]) return parts[d] < o.parts[d];
-    return false;
+    return sums < o.sums;
   }
 };
 
@@ -148,7 +187,7 @@ struct weak_context {
     return l;
   }
   [[nodiscard]] constexpr std::uint64_t used(const shape& s) const {
-    std::uint64_t u = 1;
+    std::uint64_t u = s.sums;
     for (int d = 0; d < rank; ++d) u *= s.parts[d];
     return u;
   }
@@ -168,6 +207,7 @@ constexpr shape shape_of(const device_mesh& m, const dist_type& t) {
   shape s;
   s.rank = t.rank;
   for (int d = 0; d < t.rank; ++d) s.parts[d] = parts(m, t.dims[d]);
+  s.sums = sum_parts(m, t);
   return s;
 }
 
@@ -184,6 +224,21 @@ constexpr bool weak_alltoall(const weak_context& c, const shape& s, int i, int j
   out = s;
   out.parts[i] /= f;
   out.parts[j] *= f;
+  return true;
+}
+/// Weak allreduce of a factor f of the pending sums.
+constexpr bool weak_allreduce(const weak_context&, const shape& s, std::uint64_t f, shape& out) {
+  if (f < 2 || s.sums % f != 0) return false;
+  out = s;
+  out.sums /= f;
+  return true;
+}
+/// Weak reduce-scatter of a factor f of the pending sums onto dimension i.
+constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
+  if (f < 2 || s.sums % f != 0 || c.tile(s, i) % f != 0) return false;
+  out = s;
+  out.sums /= f;
+  out.parts[i] *= f;
   return true;
 }
 /// Weak dynslice of dimension i by a factor f of free sub-axes.

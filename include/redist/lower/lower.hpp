@@ -2,11 +2,15 @@
 // rank groups (paper Sec. 6, Theorem 6.4, and the permutation optimizations of Sec. 7.3).
 //
 // The physical state is, for every rank, the block index of its tile along every
-// dimension. Under the program semantics (program.hpp) each collective changes a rank's
-// block indices by a function of that rank's own blocks:
+// dimension, and the index of the partial value it holds (partial sums: one more
+// column, the sum index of core/offsets.hpp). Under the program semantics (program.hpp)
+// each collective changes a rank's indices by a function of that rank's own indices:
 //   allgather(i, F):     b_i <- b_i / F
 //   alltoall(i -> j, F): b_i <- b_i / F,  b_j <- F * b_j + b_i % F
 //   dynslice(i, F):      b_i <- F * b_i + s      (s: the chunk the rank keeps)
+//   allreduce(F):        p <- p / F               (p: the partial's index)
+//   reducescatter(i, F): p <- p / F,  b_i <- F * b_i + p % F
+// (an allreduce is an allgather of the sum column, a reduce-scatter an alltoall from it)
 // so the only freedom of a lowering is the chunk s every rank keeps at each dynslice
 // (which ranks form a group changes no rank's result). Choosing the device map phi' of
 // Fig. 10 amounts to choosing these chunks and the groups.
@@ -24,6 +28,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -40,20 +45,33 @@ namespace redist {
 
 namespace detail {
 
-/// Per-rank block state: blocks[r * rank + d], and the tiles per dimension.
+/// Per-rank state: rank + 1 columns per rank (the blocks of every dimension, then the
+/// index of the partial value), and the tiles per dimension.
 struct block_state {
-  int rank = 0;
+  int rank = 0;  ///< columns: the array's rank + 1
   std::uint64_t devices = 0;
   std::vector<std::uint64_t> b;
   shape parts{};
   constexpr std::uint64_t* at(std::uint64_t r) { return b.data() + r * static_cast<std::uint64_t>(rank); }
   constexpr const std::uint64_t* at(std::uint64_t r) const { return b.data() + r * static_cast<std::uint64_t>(rank); }
+  /// Number of values column d takes.
+  [[nodiscard]] constexpr std::uint64_t radix(int d) const { return d < parts.rank ? parts.parts[d] : parts.sums; }
 };
 
-constexpr block_state state_of(const device_mesh& m, const dist_type& t) {
-  block_state s{t.rank, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(t.rank), 0), shape_of(m, t)};
-  for (std::uint64_t r = 0; r < m.devices; ++r)
+/// The state of a type under the default device map. The index of the partial is the
+/// mixed-radix number of the sum axes' coordinates in the order `sum_order` (default:
+/// the type's, ascending ids): summation is commutative, so any order describes the
+/// same data, and a reduction consumes the fastest digits.
+constexpr block_state state_of(const device_mesh& m, const dist_type& t, const std::uint8_t* sum_order = nullptr) {
+  const int cols = t.rank + 1;
+  block_state s{cols, m.devices, std::vector<std::uint64_t>(m.devices * static_cast<std::uint64_t>(cols), 0), shape_of(m, t)};
+  dist_type ordered = t;
+  if (sum_order)
+    for (int i = 0; i < t.nsum; ++i) ordered.sum[i] = sum_order[i];
+  for (std::uint64_t r = 0; r < m.devices; ++r) {
     for (int d = 0; d < t.rank; ++d) s.at(r)[d] = block_index(m, t.dims[d], r);
+    s.at(r)[t.rank] = sum_index(m, ordered, r);
+  }
   return s;
 }
 
@@ -61,8 +79,10 @@ constexpr block_state state_of(const device_mesh& m, const dist_type& t) {
 constexpr void apply_edge(const weak_edge& e, std::uint64_t* b, std::uint64_t s) {
   const std::uint64_t f = e.factor;
   switch (e.kind) {
-    case op::allgather: b[e.from] /= f; break;
-    case op::alltoall: {
+    case op::allgather:
+    case op::allreduce: b[e.from] /= f; break;
+    case op::alltoall:
+    case op::reducescatter: {
       std::uint64_t t = b[e.from] % f;
       b[e.from] /= f;
       b[e.to] = b[e.to] * f + t;
@@ -76,7 +96,7 @@ constexpr void apply_edge(const weak_edge& e, std::uint64_t* b, std::uint64_t s)
 /// Apply a weak edge to every rank; `chunks` holds the dynslice chunk of every rank.
 constexpr void apply_all(block_state& st, const weak_edge& e, const std::vector<rank_t>* chunks = nullptr) {
   for (std::uint64_t r = 0; r < st.devices; ++r) apply_edge(e, st.at(r), chunks ? (*chunks)[r] : 0);
-  if (e.from >= 0) st.parts.parts[e.from] /= e.factor;
+  if (e.from >= 0) (e.from < st.parts.rank ? st.parts.parts[e.from] : st.parts.sums) /= e.factor;
   if (e.to >= 0) st.parts.parts[e.to] *= e.factor;
 }
 
@@ -117,10 +137,10 @@ constexpr bool solve_rank(const std::vector<weak_step>& path, const std::uint64_
     for (std::size_t q = path.size(); q-- > 0;) {
       const weak_edge& e = path[q].edge;
       const std::uint64_t f = e.factor;
-      if (e.kind == op::allgather) {
+      if (e.kind == op::allgather || e.kind == op::allreduce) {
         b[e.from] = b[e.from] * f + rest % f;
         rest /= f;
-      } else if (e.kind == op::alltoall) {
+      } else if (e.kind == op::alltoall || e.kind == op::reducescatter) {
         std::uint64_t t = b[e.to] % f;
         b[e.to] /= f;
         b[e.from] = b[e.from] * f + t;
@@ -149,7 +169,7 @@ constexpr key_classes classes_by_key(const block_state& st, int i, std::uint64_t
   for (std::uint64_t r = 0; r < st.devices; ++r) {
     const std::uint64_t* b = st.at(r);
     std::uint64_t key = 0;
-    for (int d = 0; d < st.rank; ++d) key = key * (d == i ? st.parts.parts[d] / f : st.parts.parts[d]) + (d == i ? b[d] / f : b[d]);
+    for (int d = 0; d < st.rank; ++d) key = key * (d == i ? st.radix(d) / f : st.radix(d)) + (d == i ? b[d] / f : b[d]);
     const std::uint64_t pos = i >= 0 ? b[i] % f : 0;
     packed[r] = ((key * f + pos) << 32) | r;
   }
@@ -185,15 +205,14 @@ constexpr std::vector<rank_t> form_groups(const block_state& st, int i, std::uin
 /// A syntactic type whose base offsets under the default device map are exactly the
 /// state's blocks, if one exists; otherwise a representative of the weak type.
 constexpr dist_type type_of_state(const device_mesh& m, const dist_type& global, const block_state& st, bool& exact) {
-  dist_type t = global;
-  for (int d = 0; d < t.rank; ++d) t.dims[d].n = 0;
+  const int R = global.rank;
+  dim cols[max_dims + 1]{};  // sub-axes of every column, minor-to-major (column R: the sums)
   std::uint64_t used = 0;
   exact = true;
-  for (int d = 0; d < st.rank && exact; ++d) {
-    std::uint64_t k = 1;
-    for (std::uint64_t r = 0; r < st.devices; ++r) k = std::max(k, st.at(r)[d] + 1);
+  for (int d = 0; d <= R && exact; ++d) {
+    const std::uint64_t k = st.radix(d);
     std::uint64_t acc = 1;
-    while (acc < k && exact) {
+    while (acc < k) {
       int found = -1;
       for (int a = 0; a < m.nsub && found < 0; ++a) {
         if (used & (std::uint64_t{1} << a) || (k / acc) % m.sub[a].size != 0) continue;
@@ -203,24 +222,33 @@ constexpr dist_type type_of_state(const device_mesh& m, const dist_type& global,
       }
       if (found < 0) { exact = false; break; }
       used |= std::uint64_t{1} << found;
-      t.dims[d].axes[t.dims[d].n++] = static_cast<std::uint8_t>(found);
+      cols[d].axes[cols[d].n++] = static_cast<std::uint8_t>(found);
       acc *= m.sub[found].size;
     }
   }
-  if (exact) return t;
-  // A representative: give every dimension unused sub-axes of the right prime sizes.
-  used = 0;
-  for (int d = 0; d < t.rank; ++d) {
-    t.dims[d].n = 0;
-    std::uint64_t k = 1;
-    for (std::uint64_t r = 0; r < st.devices; ++r) k = std::max(k, st.at(r)[d] + 1);
-    for (int a = 0; a < m.nsub && k > 1; ++a) {
-      if (used & (std::uint64_t{1} << a) || k % m.sub[a].size != 0) continue;
-      used |= std::uint64_t{1} << a;
-      t.dims[d].axes[t.dims[d].n++] = static_cast<std::uint8_t>(a);
-      k /= m.sub[a].size;
+  if (!exact) {
+    // A representative: give every column unused sub-axes of the right prime sizes.
+    used = 0;
+    for (int d = 0; d <= R; ++d) {
+      cols[d].n = 0;
+      std::uint64_t k = st.radix(d);
+      for (int a = 0; a < m.nsub && k > 1; ++a) {
+        if (used & (std::uint64_t{1} << a) || k % m.sub[a].size != 0) continue;
+        used |= std::uint64_t{1} << a;
+        cols[d].axes[cols[d].n++] = static_cast<std::uint8_t>(a);
+        k /= m.sub[a].size;
+      }
     }
   }
+  dist_type t = global;
+  for (int d = 0; d < R; ++d) {
+    t.dims[d].n = cols[d].n;
+    for (int i = 0; i < cols[d].n; ++i) t.dims[d].axes[i] = cols[d].axes[i];
+  }
+  t.nsum = 0;
+  for (int a = 0; a < m.nsub; ++a)  // the sum axes as a sorted set
+    for (int i = 0; i < cols[R].n; ++i)
+      if (cols[R].axes[i] == a) t.sum[t.nsum++] = static_cast<std::uint8_t>(a);
   return t;
 }
 
@@ -230,9 +258,10 @@ constexpr dist_type type_of_state(const device_mesh& m, const dist_type& global,
 /// Usable in constant evaluation.
 /// With `annotate`, every step also records a syntactic type of its result
 /// (step::type_after, informational; O(devices * sub-axes) per step).
+/// `sum_order` orders the source's pending-sum axes (see detail::state_of).
 constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                       const std::vector<weak_step>& path, std::uint64_t element_bytes = 4,
-                                      bool annotate = true) {
+                                      bool annotate = true, const std::uint8_t* sum_order = nullptr) {
   using namespace detail;
   result<program> res;
   if (m.devices > UINT32_MAX) {
@@ -245,7 +274,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   prog.target = b;
   prog.element_bytes = element_bytes;
   prog.memory_bound_elements = p.bound;
-  const int R = a.rank;
+  const int R = a.rank + 1;  // state columns: the dimensions and the partial's index
   const std::uint64_t D = m.devices;
 
   // Split off the trailing allgathers.
@@ -257,11 +286,11 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   std::size_t ndyn = 0;
   bool budget = true;
   for (const auto& st : path) {
-    std::uint64_t* acc = st.edge.kind == op::dynslice ? &S : st.edge.kind == op::allgather ? &G : nullptr;
+    std::uint64_t* acc = st.edge.kind == op::dynslice ? &S : (st.edge.kind == op::allgather || st.edge.kind == op::allreduce) ? &G : nullptr;
     if (acc) budget = budget && mul_ok(*acc, st.edge.factor, *acc);
     ndyn += st.edge.kind == op::dynslice;
   }
-  block_state src = state_of(m, a), dst = state_of(m, b);
+  block_state src = state_of(m, a, sum_order), dst = state_of(m, b);
   std::vector<std::uint64_t> want(D * ndyn, 0);
   std::vector<char> solved(D, 0);  // (vector<bool> is not constexpr with clang 14)
   const std::uint64_t tries = S < G ? S : G;
@@ -291,8 +320,9 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     step s;
     s.kind = e.kind;
     s.parts = e.factor;
-    s.concat_dim = e.from;
-    s.split_dim = e.kind == op::alltoall ? e.to : -1;
+    const bool sums = e.kind == op::allreduce || e.kind == op::reducescatter;
+    s.concat_dim = sums ? -1 : e.from;
+    s.split_dim = e.kind == op::alltoall || e.kind == op::reducescatter ? e.to : -1;
     s.members = form_groups(cur, e.from, e.factor);
     if (s.members.size() != D) {
       res.err = error::make(errc::rule, "internal error: no groups exist for a collective");
@@ -301,6 +331,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     apply_all(cur, e);
     const std::uint64_t before = local;
     if (e.kind == op::allgather) local *= e.factor;
+    if (e.kind == op::reducescatter) local /= e.factor;
     s.cost = cost_elements(e.kind, before, local);
     emit(s);
     return true;
@@ -374,7 +405,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     // Tiles as mixed-radix numbers in the target's tiling, packed with the rank.
     auto packed = [&](const std::uint64_t* row, std::uint64_t r) {
       std::uint64_t key = 0;
-      for (int d = 0; d < R; ++d) key = key * dst.parts.parts[d] + row[d];
+      for (int d = 0; d < R; ++d) key = key * dst.radix(d) + row[d];
       return (key << 32) | r;
     };
     std::vector<std::uint64_t> senders, receivers;
@@ -410,14 +441,42 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   return res;
 }
 
+namespace detail {
+/// Lower a path, trying every order of the source's pending-sum axes when the path
+/// reduces some (at most 24 orders); keeps the cheapest program and its order.
+constexpr result<program> lower_any_sum_order(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                              const weak_problem& p, const std::vector<weak_step>& path,
+                                              std::uint64_t element_bytes, bool annotate,
+                                              std::array<std::uint8_t, max_subaxes>& order) {
+  for (int i = 0; i < a.nsum; ++i) order[static_cast<std::size_t>(i)] = a.sum[i];
+  bool reduces = false;
+  for (const auto& st : path) reduces = reduces || st.edge.kind == op::allreduce || st.edge.kind == op::reducescatter;
+  result<program> best = lower_path(m, a, b, p, path, element_bytes, annotate, order.data());
+  if (!reduces || a.nsum < 2 || (best.ok() && best.value.count(op::allpermute) == 0)) return best;
+  std::array<std::uint8_t, max_subaxes> cur = order;
+  const auto end = cur.begin() + a.nsum;
+  for (int tries = 0; tries < 24 && std::next_permutation(cur.begin(), end); ++tries) {
+    result<program> r = lower_path(m, a, b, p, path, element_bytes, annotate, cur.data());
+    if (r.ok() && (!best.ok() || r.value.cost_elements < best.value.cost_elements ||
+                   (r.value.cost_elements == best.value.cost_elements && r.value.steps.size() < best.value.steps.size()))) {
+      best = r;
+      order = cur;
+    }
+    if (best.ok() && best.value.count(op::allpermute) == 0) break;
+  }
+  return best;
+}
+}  // namespace detail
+
 /// Lower a weak plan. Every shortest path the search enumerated (weak_plan::ties) is
 /// lowered and the cheapest program is kept: a permutation-free one if any, then fewer
 /// steps, then the first in enumeration order. The enumeration is canonical: every node
 /// of a shortest path other than the target has a smaller (cost, height, steps) than the
 /// target, so both searches settle it with its exact distance before they stop, and the
 /// depth-first walk over those distances visits the same paths in the same order. The
-/// run-time and compile-time searches therefore yield the same program. Usable in
-/// constant evaluation.
+/// run-time and compile-time searches therefore yield the same program. If the best
+/// needs a permutation, costlier weak paths are lowered too while they can still beat
+/// it. Usable in constant evaluation.
 constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                 const weak_plan& wp, std::uint64_t element_bytes = 4) {
   if (!wp.found) {
@@ -425,43 +484,47 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     r.err = error::make(errc::no_plan, "no redistribution exists within the memory budget");
     return r;
   }
-  if (wp.ties.empty()) return lower_path(m, a, b, p, wp.steps, element_bytes, true);
+  std::array<std::uint8_t, max_subaxes> order{}, chosen_order{};
+  const std::vector<std::vector<weak_step>> primary{wp.steps};
+  const std::vector<std::vector<weak_step>>& candidates = wp.ties.empty() ? primary : wp.ties;
   result<program> best;
-  std::size_t chosen = 0;
-  for (std::size_t i = 0; i < wp.ties.size(); ++i) {
-    result<program> r = lower_path(m, a, b, p, wp.ties[i], element_bytes, false);
-    if (!r.ok()) {
-      if (i == 0) best = r;
-      continue;
-    }
+  bool have = false;  // best holds a lowered program
+  std::vector<weak_step> chosen;
+  auto better = [&](const result<program>& r) {
+    if (!r.ok()) return false;
+    if (!have) return true;
     const auto& x = r.value;
     const auto& y = best.value;
-    if (i == 0 || !best.ok() || x.cost_elements < y.cost_elements ||
-        (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size())) {
+    return x.cost_elements < y.cost_elements || (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size());
+  };
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    result<program> r = detail::lower_any_sum_order(m, a, b, p, candidates[i], element_bytes, false, order);
+    if (i == 0 && !r.ok()) best = r;
+    if (better(r)) {
       best = r;
-      chosen = i;
+      have = true;
+      chosen = candidates[i];
+      chosen_order = order;
     }
-    if (best.ok() && best.value.count(op::allpermute) == 0) break;
+    if (have && best.value.count(op::allpermute) == 0) break;
   }
-  if (!best.ok()) return best;
-  if (best.value.count(op::allpermute) == 0) return lower_path(m, a, b, p, wp.ties[chosen], element_bytes, true);
-  // The best tie needs a permutation. A costlier weak path may need none, or need it on
-  // a smaller tile: lower every weak path cheaper than the best program so far.
-  std::vector<weak_step> alt;
-  const std::uint64_t floor = wp.total.cost;
-  near_paths(p, best.value.cost_elements - 1, tie_limit(m.devices), 20000,
-             [&](const std::vector<weak_step>& path, std::uint64_t) {
-               result<program> r = lower_path(m, a, b, p, path, element_bytes, false);
-               const auto& x = r.value;
-               const auto& y = best.value;
-               if (r.ok() && (x.cost_elements < y.cost_elements ||
-                              (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size()))) {
-                 best = r;
-                 alt = path;
-               }
-               return best.value.cost_elements > floor;  // nothing beats the weak optimum
-             });
-  return lower_path(m, a, b, p, alt.empty() ? wp.ties[chosen] : alt, element_bytes, true);
+  if (!have) return best;
+  if (best.value.count(op::allpermute) > 0) {
+    // A costlier weak path may need no permutation, or need it on a smaller tile: lower
+    // every weak path cheaper than the best program so far.
+    const std::uint64_t floor = wp.total.cost;
+    near_paths(p, best.value.cost_elements - 1, tie_limit(m.devices), 20000,
+               [&](const std::vector<weak_step>& path, std::uint64_t) {
+                 result<program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, false, order);
+                 if (better(r)) {
+                   best = r;
+                   chosen = path;
+                   chosen_order = order;
+                 }
+                 return best.value.cost_elements > floor;  // nothing beats the weak optimum
+               });
+  }
+  return lower_path(m, a, b, p, chosen, element_bytes, true, chosen_order.data());
 }
 
 }  // namespace redist

@@ -21,7 +21,7 @@ namespace detail {
 
 struct shape_hash {
   std::size_t operator()(const shape& s) const noexcept {
-    std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(s.rank);
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(s.rank) ^ (s.sums << 17);
     for (int d = 0; d < s.rank; ++d) {
       h ^= s.parts[d] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
       h *= 0xbf58476d1ce4e5b9ULL;

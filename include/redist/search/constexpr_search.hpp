@@ -25,7 +25,7 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
   std::vector<node> nodes;
   std::vector<std::size_t> table(1024, SIZE_MAX);  // open addressing over node ids
   auto hash = [](const shape& s) {
-    std::uint64_t h = 1469598103934665603ULL;
+    std::uint64_t h = 1469598103934665603ULL ^ s.sums;
     for (int d = 0; d < s.rank; ++d) h = (h ^ s.parts[d]) * 1099511628211ULL;
     return h;
   };

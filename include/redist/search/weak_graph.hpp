@@ -56,7 +56,9 @@ struct path_cost {
 };
 
 /// One weak collective: `from` loses a factor of its partitioning (allgather,
-/// alltoall), `to` gains one (alltoall, dynslice).
+/// alltoall), `to` gains one (alltoall, dynslice, reducescatter). For allreduce and
+/// reducescatter, `from` is the rank of the array: the pending sums act as one more
+/// dimension whose "block" is the index of the partial a device holds.
 struct weak_edge {
   op kind = op::dynslice;
   std::int8_t from = -1;
@@ -82,6 +84,8 @@ struct weak_problem {
       case op::allgather: return weak_allgather(ctx, s, e.from, e.factor, out);
       case op::alltoall: return weak_alltoall(ctx, s, e.from, e.to, e.factor, out);
       case op::dynslice: return weak_dynslice(ctx, s, e.to, e.factor, out);
+      case op::allreduce: return weak_allreduce(ctx, s, e.factor, out);
+      case op::reducescatter: return weak_reducescatter(ctx, s, e.to, e.factor, out);
       default: return false;
     }
   }
@@ -97,6 +101,7 @@ struct weak_problem {
   ///    the target lacks needs one of them. Dynslices remove nothing.
   [[nodiscard]] constexpr std::uint64_t potential(const shape& s) const {
     std::uint64_t bad = 0, overlap = 1;
+    bad += target.sums % s.sums != 0;  // pending sums to reduce
     for (int d = 0; d < ctx.rank; ++d) {
       bad += target.parts[d] % s.parts[d] != 0;
       const std::uint64_t c = ctx.tile(s, d), t = ctx.tile(target, d);
@@ -117,7 +122,7 @@ struct weak_problem {
   [[nodiscard]] constexpr path_cost weight(const weak_edge& e, std::uint64_t local) const {
     std::uint64_t after = local;
     if (e.kind == op::allgather) after = local * e.factor;
-    if (e.kind == op::dynslice) after = local / e.factor;
+    if (e.kind == op::dynslice || e.kind == op::reducescatter) after = local / e.factor;
     return {cost_elements(e.kind, local, after), after, 1};
   }
 };
@@ -130,6 +135,12 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
   if (error e = check(m, b); !e.ok()) { r.err = e; return r; }
   if (error e = check_same_global(a, b); !e.ok()) { r.err = e; return r; }
+  if (sum_parts(m, a) % sum_parts(m, b) != 0) {
+    r.err = error::make(errc::rule,
+                        "the target has pending sums the source does not have: a redistribution can reduce partial "
+                        "sums, not create them");
+    return r;
+  }
   weak_problem& p = r.value;
   p.ctx = weak_context_of(m, a);
   p.source = shape_of(m, a);
@@ -191,7 +202,8 @@ constexpr std::uint64_t gcd(std::uint64_t a, std::uint64_t b) {
 }  // namespace detail
 
 /// Call f(edge, next_shape, weight) for every edge leaving `s` whose endpoint is within
-/// the memory bound. Order: dynslices, alltoalls, allgathers; dimensions ascending.
+/// the memory bound. Order: dynslices, alltoalls, reduce-scatters, allreduces,
+/// allgathers; dimensions ascending.
 template <class F>
 constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) {
   const weak_context& c = p.ctx;
@@ -213,6 +225,19 @@ constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) 
         if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
       });
     }
+  }
+  if (s.sums > 1) {
+    const auto sum_dim = static_cast<std::int8_t>(c.rank);
+    for (int i = 0; i < c.rank; ++i) {
+      detail::for_each_divisor(p, detail::gcd(s.sums, c.tile(s, i)), [&](std::uint64_t fac) {
+        weak_edge e{op::reducescatter, sum_dim, static_cast<std::int8_t>(i), fac};
+        if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+      });
+    }
+    detail::for_each_divisor(p, s.sums, [&](std::uint64_t fac) {
+      weak_edge e{op::allreduce, sum_dim, -1, fac};
+      if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+    });
   }
   for (int i = 0; i < c.rank; ++i) {
     if (s.parts[i] == 1) continue;
