@@ -74,17 +74,22 @@ inline std::string write_type(const workload& w, const std::vector<std::vector<i
       s += std::to_string(shape[d]);
       continue;
     }
-    s += std::to_string(shape[d] / parts) + "{";
+    s += std::to_string(shape[d] / parts);
+    s += '{';
     for (std::size_t i = 0; i < assign[d].size(); ++i) {
       if (i) s += ", ";
       s += w.axes[static_cast<std::size_t>(assign[d][i])].first;
     }
-    s += "}" + std::to_string(shape[d]);
+    s += '}';  // (not "}" + std::string: GCC 12 -Wrestrict false positive, PR 105329)
+    s += std::to_string(shape[d]);
   }
   s += "]";
   if (!sums.empty()) {
     s += " sum{";
-    for (std::size_t i = 0; i < sums.size(); ++i) s += (i ? ", " : "") + w.axes[static_cast<std::size_t>(sums[i])].first;
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      if (i) s += ", ";
+      s += w.axes[static_cast<std::size_t>(sums[i])].first;
+    }
     s += "}";
   }
   return s;

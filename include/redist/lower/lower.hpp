@@ -511,9 +511,10 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   if (!have) return best;
   if (best.value.count(op::allpermute) > 0) {
     // A costlier weak path may need no permutation, or need it on a smaller tile: lower
-    // every weak path cheaper than the best program so far.
+    // the weak paths cheaper than the best program so far, with at most two steps more
+    // than the shortest (bytes are not all that counts: every collective has a latency).
     const std::uint64_t floor = wp.total.cost;
-    near_paths(p, best.value.cost_elements - 1, tie_limit(m.devices), 20000,
+    near_paths(p, best.value.cost_elements - 1, wp.steps.size() + 2, tie_limit(m.devices), 4000,
                [&](const std::vector<weak_step>& path, std::uint64_t) {
                  result<program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, false, order);
                  if (better(r)) {

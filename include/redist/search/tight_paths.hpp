@@ -62,12 +62,14 @@ constexpr std::vector<std::vector<weak_step>> tight_paths(const weak_problem& p,
 namespace detail {
 template <class F>
 constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g, std::uint64_t budget,
-                        std::vector<weak_step>& path, F& on_path, std::size_t& paths, std::size_t& expansions) {
+                        std::size_t max_len, std::vector<weak_step>& path, F& on_path, std::size_t& paths,
+                        std::size_t& expansions) {
   if (cur == p.target) {
     --paths;
     if (!on_path(path, g)) paths = 0;
     return;
   }
+  if (path.size() >= max_len) return;
   const weak_edge last = path.empty() ? weak_edge{} : path.back().edge;
   for_each_successor(p, cur, [&](const weak_edge& e, const shape& next, const path_cost& w) {
     if (paths == 0 || expansions == 0) return;
@@ -77,22 +79,22 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
     const std::uint64_t gn = g + w.cost;
     if (gn > budget || gn + p.potential(next) > budget) return;
     path.push_back(weak_step{e, next, w});
-    near_dfs(p, next, gn, budget, path, on_path, paths, expansions);
+    near_dfs(p, next, gn, budget, max_len, path, on_path, paths, expansions);
     path.pop_back();
   });
 }
 }  // namespace detail
 
 /// Call on_path(path, cost) for weak paths from p.source to p.target of cost at most
-/// `budget` (not only shortest ones), depth first in the successor order and pruned
-/// with the potential; at most `max_paths` paths and `max_expansions` edges examined.
-/// on_path returns false to stop.
+/// `budget` and at most `max_len` steps (not only shortest ones), depth first in the
+/// successor order and pruned with the potential; at most `max_paths` paths and
+/// `max_expansions` edges examined. on_path returns false to stop.
 template <class F>
-constexpr void near_paths(const weak_problem& p, std::uint64_t budget, std::size_t max_paths,
+constexpr void near_paths(const weak_problem& p, std::uint64_t budget, std::size_t max_len, std::size_t max_paths,
                           std::size_t max_expansions, F on_path) {
   std::vector<weak_step> path;
   std::size_t paths = max_paths, expansions = max_expansions;
-  if (paths > 0) detail::near_dfs(p, p.source, 0, budget, path, on_path, paths, expansions);
+  if (paths > 0) detail::near_dfs(p, p.source, 0, budget, max_len, path, on_path, paths, expansions);
 }
 
 /// How many tied paths to hand to the lowering: each lowering attempt costs O(devices).
