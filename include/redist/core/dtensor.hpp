@@ -1,0 +1,148 @@
+// redist/core/dtensor.hpp -- PyTorch DTensor placements, in and out.
+//
+// A DTensor is laid out by one placement per mesh dimension, in mesh order:
+// Shard(d) splits tensor dimension d over that mesh dimension, Replicate() replicates,
+// Partial() leaves a pending sum (redist's `sum{...}`). When several mesh dimensions
+// shard one tensor dimension, DTensor splits by the first mesh dimension first (it is
+// the major one), so [Shard(0), Shard(0)] over mesh dims (x, y) is redist's
+// [{y, x}..] (minor-to-major). DeviceMesh(arange(n).reshape(...)) is row-major, like
+// redist's default device map. DTensor also allows uneven shards; redist does not
+// (sizes must divide), and types whose axis order within a dimension differs from mesh
+// order, or that use sub-axes, have no placements.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/jax.hpp"
+#include "redist/core/lex.hpp"
+#include "redist/core/mesh.hpp"
+
+namespace redist {
+
+/// Parse placements (`[Shard(0), Replicate()]`, `(Shard(dim=1), Partial())`), one per
+/// mesh axis in declared order, for an array of the given global shape. Throws
+/// redist_error naming the column.
+inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view placements) {
+  detail::scanner sc{placements};
+  auto fail = [&]() { throw redist_error(sc.err, placements); };
+  const int rank = static_cast<int>(global.size());
+  std::vector<std::vector<int>> axes(global.size());  // major-to-minor while reading
+  std::vector<int> sums;
+  const char close = sc.peek() == '(' ? ')' : ']';
+  if (!sc.accept('[') && !sc.accept('(')) {
+    sc.fail_expected("'[' or '(' to open the placements");
+    fail();
+  }
+  int mesh_dim = 0;
+  if (!sc.accept(close)) {
+    do {
+      sc.skip();
+      const int col = sc.pos;
+      std::string_view kind;
+      if (!sc.name(kind)) fail();
+      if (mesh_dim >= m.naxes) {
+        sc.err = error::make(errc::syntax, "more placements than the mesh has axes (" + std::to_string(m.naxes) + ")", col);
+        fail();
+      }
+      if (!sc.expect('(', "'(' after the placement")) fail();
+      if (kind == "Shard") {
+        sc.skip();
+        if (detail::is_ident_start(sc.peek())) {  // dim=
+          std::string_view kw;
+          sc.name(kw);
+          if (kw != "dim" || !sc.expect('=', "'=' after dim")) {
+            if (!sc.failed()) sc.err = error::make(errc::syntax, "expected Shard(dim) or Shard(dim=d)", col);
+            fail();
+          }
+        }
+        const bool neg = sc.accept('-');
+        std::uint64_t d = 0;
+        sc.skip();
+        const int dcol = sc.pos;
+        if (!sc.integer(d)) fail();
+        const std::int64_t dim = neg ? rank - static_cast<std::int64_t>(d) : static_cast<std::int64_t>(d);
+        if (dim < 0 || dim >= rank) {
+          sc.err = error::make(errc::syntax, "Shard(" + std::string(neg ? "-" : "") + std::to_string(d) +
+                                                 ") names no dimension of a " + std::to_string(rank) + "-D array",
+                               dcol);
+          fail();
+        }
+        axes[static_cast<std::size_t>(dim)].push_back(mesh_dim);
+      } else if (kind == "Replicate") {
+      } else if (kind == "Partial") {
+        sc.skip();
+        if (sc.peek() != ')') {  // Partial('sum') or Partial(reduce_op='sum')
+          if (detail::is_ident_start(sc.peek())) {
+            std::string_view kw;
+            sc.name(kw);
+            if (kw != "reduce_op" || !sc.expect('=', "'=' after reduce_op")) fail();
+          }
+          std::string_view op;
+          sc.skip();
+          const int ocol = sc.pos;
+          if (!sc.name(op)) fail();
+          if (op != "sum") {
+            sc.err = error::make(errc::rule, "only Partial sums are supported, not '" + std::string(op) + "'", ocol);
+            fail();
+          }
+        }
+        sums.push_back(mesh_dim);
+      } else {
+        sc.err = error::make(errc::syntax, "unknown placement '" + std::string(kind) + "' (Shard, Replicate, Partial)", col);
+        fail();
+      }
+      if (!sc.expect(')', "')' to close the placement")) fail();
+      ++mesh_dim;
+    } while (sc.accept(','));
+    if (!sc.expect(close, close == ']' ? "',' or ']'" : "',' or ')'")) fail();
+  }
+  if (!sc.at_end()) {
+    sc.fail_expected("the end of the placements");
+    fail();
+  }
+  if (mesh_dim != m.naxes)
+    throw redist_error(errc::syntax, "there are " + std::to_string(mesh_dim) + " placements but the mesh has " +
+                                         std::to_string(m.naxes) + " axes; DTensor needs one per mesh dimension");
+  for (auto& a : axes) std::reverse(a.begin(), a.end());  // minor-to-major
+  dist_type t = detail::type_from_axes(m, global, axes, "placements");
+  for (int a : sums)
+    for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  return t;
+}
+
+/// Write a type as DTensor placements; throws redist_error if it has none.
+inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
+  std::vector<std::string> place(static_cast<std::size_t>(m.naxes), "Replicate()");
+  std::vector<int> axes;
+  for (int d = 0; d < t.rank; ++d) {
+    if (!detail::whole_axes(m, t.dims[d], axes))
+      throw redist_error(errc::rule, "dimension " + std::to_string(d) + " is split by a sub-axis, which placements cannot name");
+    for (std::size_t i = 1; i < axes.size(); ++i)
+      if (axes[i] > axes[i - 1])
+        throw redist_error(errc::rule, "dimension " + std::to_string(d) +
+                                           " is split in an order other than the mesh's, which placements cannot express");
+    for (int a : axes) place[static_cast<std::size_t>(a)] = "Shard(" + std::to_string(d) + ")";
+  }
+  for (int a = 0; a < m.naxes; ++a) {
+    int n = 0;
+    for (int i = 0; i < t.nsum; ++i) n += m.sub[t.sum[i]].axis == a;
+    if (n == 0) continue;
+    if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no placement");
+    place[static_cast<std::size_t>(a)] = "Partial()";
+  }
+  std::string s = "[";
+  for (std::size_t i = 0; i < place.size(); ++i) {
+    if (i) s += ", ";
+    s += place[i];
+  }
+  return s + "]";
+}
+
+}  // namespace redist

@@ -1,0 +1,159 @@
+// redist/core/jax.hpp -- JAX's sharding notation, in and out.
+//
+// A JAX sharding is a mesh plus a PartitionSpec with one entry per leading dimension:
+// None (replicated), an axis name, or a tuple of axis names; missing trailing entries
+// are None. Inside a tuple JAX lists axes MAJOR-to-minor (the first axis varies
+// slowest), the reverse of redist's minor-to-major braces:
+//   PartitionSpec('x', None, ('y', 'z'))  ==  [{x}.., .., {z, y}..]
+// jax.make_mesh lays devices out row-major over the mesh axes, as redist does, so the
+// device map is the same. JAX cannot write sub-axes or pending sums: such types have no
+// JAX spelling and to_jax reports it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/lex.hpp"
+#include "redist/core/mesh.hpp"
+
+namespace redist {
+
+namespace detail {
+/// Build a type from per-dimension lists of declared axes, each minor-to-major.
+inline dist_type type_from_axes(const device_mesh& m, std::span<const std::uint64_t> global,
+                                const std::vector<std::vector<int>>& axes, std::string_view notation) {
+  if (global.size() > static_cast<std::size_t>(max_dims))
+    throw redist_error(errc::capacity, "a type may have at most 12 dimensions");
+  if (axes.size() > global.size())
+    throw redist_error(errc::syntax, std::string(notation) + " has " + std::to_string(axes.size()) +
+                                         " entries but the array has " + std::to_string(global.size()) + " dimensions");
+  dist_type t;
+  t.rank = static_cast<int>(global.size());
+  for (int d = 0; d < t.rank; ++d) {
+    t.dims[d].global = global[static_cast<std::size_t>(d)];
+    if (static_cast<std::size_t>(d) >= axes.size()) continue;
+    for (int a : axes[static_cast<std::size_t>(d)])
+      for (int k = m.sub_begin[a] + m.sub_count[a] - 1; k >= m.sub_begin[a]; --k)
+        t.dims[d].axes[t.dims[d].n++] = static_cast<std::uint8_t>(k);
+  }
+  if (error e = check(m, t); !e.ok()) throw redist_error(e.code, std::string(notation) + ": " + e.message.str());
+  return t;
+}
+
+/// The declared axes of a dimension, minor-to-major, if it is made of whole axes.
+inline bool whole_axes(const device_mesh& m, const dim& d, std::vector<int>& out) {
+  out.clear();
+  int i = 0;
+  while (i < d.n) {
+    const int a = m.sub[d.axes[i]].axis;
+    for (int k = m.sub_begin[a] + m.sub_count[a] - 1; k >= m.sub_begin[a]; --k, ++i)
+      if (i >= d.n || d.axes[i] != k) return false;
+    out.push_back(a);
+  }
+  return true;
+}
+
+inline std::string quoted(const device_mesh& m, int a) { return "'" + std::string(m.names[a].view()) + "'"; }
+}  // namespace detail
+
+/// Parse a PartitionSpec (`PartitionSpec('x', None, ('y', 'z'))` or `P(...)`) for an
+/// array of the given global shape. Throws redist_error naming the column.
+inline dist_type from_jax(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view spec) {
+  detail::scanner sc{spec};
+  std::vector<std::vector<int>> axes;
+  auto fail = [&]() { throw redist_error(sc.err, spec); };
+  std::string_view head;
+  if (!sc.name(head) || (head != "PartitionSpec" && head != "P")) {
+    sc.err = error::make(errc::syntax, "expected PartitionSpec(...) or P(...)", 0);
+    fail();
+  }
+  auto axis = [&](std::vector<int>& out) {
+    sc.skip();
+    const int col = sc.pos;
+    std::string_view n;
+    if (!sc.name(n)) fail();
+    const int a = m.find(n);
+    if (a < 0) {
+      sc.err = error::make(errc::unknown_axis, "unknown mesh axis '" + std::string(n) + "'", col);
+      fail();
+    }
+    for (const auto& d : axes)
+      for (int b : d)
+        if (b == a) {
+          sc.err = error::make(errc::repeated_axis, "mesh axis '" + std::string(n) + "' is used twice", col);
+          fail();
+        }
+    for (int b : out)
+      if (b == a) {
+        sc.err = error::make(errc::repeated_axis, "mesh axis '" + std::string(n) + "' is used twice", col);
+        fail();
+      }
+    out.push_back(a);
+  };
+  if (!sc.expect('(', "'('")) fail();
+  if (!sc.accept(')')) {
+    do {
+      std::vector<int> major_to_minor;
+      if (sc.accept('(')) {
+        if (!sc.accept(')')) {
+          do axis(major_to_minor);
+          while (sc.accept(','));
+          if (!sc.expect(')', "',' or ')' in a tuple of axes")) fail();
+        }
+      } else if (detail::is_ident_start(sc.peek())) {
+        const int col = sc.pos;
+        std::string_view n;
+        sc.name(n);
+        if (n != "None") {
+          sc.pos = col;
+          axis(major_to_minor);
+        }
+      } else {
+        axis(major_to_minor);  // a quoted name
+      }
+      axes.emplace_back(major_to_minor.rbegin(), major_to_minor.rend());
+    } while (sc.accept(','));
+    if (!sc.expect(')', "',' or ')' after an entry")) fail();
+  }
+  if (!sc.at_end()) {
+    sc.fail_expected("the end of the PartitionSpec");
+    fail();
+  }
+  return detail::type_from_axes(m, global, axes, "PartitionSpec");
+}
+
+/// Write a type as a PartitionSpec; throws redist_error if JAX cannot express it
+/// (sub-axes, pending sums). Trailing None entries are dropped, as JAX does.
+inline std::string to_jax(const device_mesh& m, const dist_type& t) {
+  if (t.nsum > 0) throw redist_error(errc::rule, "a type with pending sums has no PartitionSpec");
+  std::vector<std::string> entries;
+  std::vector<int> axes;
+  for (int d = 0; d < t.rank; ++d) {
+    if (!detail::whole_axes(m, t.dims[d], axes))
+      throw redist_error(errc::rule, "dimension " + std::to_string(d) + " is split by a sub-axis, which a PartitionSpec cannot name");
+    if (axes.empty()) entries.push_back("None");
+    else if (axes.size() == 1) entries.push_back(detail::quoted(m, axes[0]));
+    else {
+      std::string s = "(";
+      for (std::size_t i = axes.size(); i-- > 0;) {  // major-to-minor
+        s += detail::quoted(m, axes[i]);
+        if (i) s += ", ";
+      }
+      entries.push_back(s + ")");
+    }
+  }
+  while (!entries.empty() && entries.back() == "None") entries.pop_back();
+  std::string s = "PartitionSpec(";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i) s += ", ";
+    s += entries[i];
+  }
+  return s + ")";
+}
+
+}  // namespace redist
