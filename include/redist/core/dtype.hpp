@@ -298,6 +298,15 @@ constexpr result<dist_type> parse_type_text(const device_mesh& m, std::string_vi
 /// Run-time parse; throws redist_error naming the column.
 inline dist_type parse_type(const device_mesh& m, std::string_view s) { return parse_type_text(m, s).get(s); }
 
+/// Length of the run of sub-axes starting at position i of a dimension that reads as one
+/// axis or aligned sub-axis: same declared axis, ids descending by one (minor-to-major).
+/// The first run is the dimension's minor-most axis as a user writes it.
+constexpr int axis_run(const device_mesh& m, const dim& d, int i) {
+  int j = i + 1;
+  while (j < d.n && d.axes[j] == d.axes[j - 1] - 1 && m.sub[d.axes[j]].axis == m.sub[d.axes[i]].axis) ++j;
+  return j - i;
+}
+
 /// Write a dimension's axes, grouping runs of sub-axes back into whole axes
 /// (`x`) or aligned sub-axes (`x:(pre)size`).
 constexpr void append_axes(text& t, const device_mesh& m, const dim& d) {
@@ -306,8 +315,7 @@ constexpr void append_axes(text& t, const device_mesh& m, const dim& d) {
   while (i < d.n) {
     int k = d.axes[i];
     int a = m.sub[k].axis;
-    int j = i + 1;  // extend the run: same axis, ids descending by one (minor-to-major)
-    while (j < d.n && d.axes[j] == d.axes[j - 1] - 1 && m.sub[d.axes[j]].axis == a) ++j;
+    int j = i + axis_run(m, d, i);
     int lo = d.axes[j - 1], hi = d.axes[i];  // ids [lo, hi]
     if (!first) t.append(", ");
     first = false;
