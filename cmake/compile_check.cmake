@@ -1,5 +1,5 @@
 # cmake -DCXX=... -DSOURCE=... -DINCLUDE=... -DFAIL=ON|OFF [-DREGEX=...] -P compile_check.cmake
-set(args -std=c++20 -fsyntax-only -I${INCLUDE} ${SOURCE})
+set(args -std=c++20 -fsyntax-only ${FLAGS} -I${INCLUDE} ${SOURCE})
 if(FAIL)
   list(PREPEND args -DREDIST_FAIL)
 endif()

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "redist/core/cost.hpp"
@@ -308,13 +309,13 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   block_state cur = src;
   std::uint64_t local = local_size(m, a);
   prog.peak_local_elements = local;
-  auto emit = [&](step s) {
+  auto emit = [&](step&& s) {
     s.after = cur.parts;
     s.local_after = local;
     if (annotate) s.type_after = type_of_state(m, a, cur, s.type_exact);
     prog.cost_elements += s.cost;
     prog.peak_local_elements = std::max(prog.peak_local_elements, local);
-    prog.steps.push_back(s);
+    prog.steps.push_back(std::move(s));
   };
   auto collective = [&](const weak_edge& e) {
     step s;
@@ -333,7 +334,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     if (e.kind == op::allgather) local *= e.factor;
     if (e.kind == op::reducescatter) local /= e.factor;
     s.cost = cost_elements(e.kind, before, local);
-    emit(s);
+    emit(std::move(s));
     return true;
   };
   std::size_t k = 0;
@@ -374,7 +375,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     apply_all(cur, e, &s.index);
     local /= e.factor;
     s.cost = 0;
-    emit(s);
+    emit(std::move(s));
     ++k;
   }
 
@@ -427,7 +428,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
       for (int d = 0; d < R; ++d) moved.at(s.dest[r])[d] = cur.at(r)[d];
     cur = moved;
     s.cost = cost_elements(op::allpermute, local, local);
-    emit(s);
+    emit(std::move(s));
   }
   for (std::size_t q = prefix; q < path.size(); ++q)
     if (!collective(path[q].edge)) return res;
@@ -442,6 +443,16 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
 }
 
 namespace detail {
+/// The order in which lowered programs are preferred: fewer bytes (Fig. 11), then no
+/// permutation (at equal cost a permutation moves whole tiles where the collectives it
+/// replaces keep part of them in place), then fewer steps.
+constexpr bool better_program(const program& x, const program& y) {
+  if (x.cost_elements != y.cost_elements) return x.cost_elements < y.cost_elements;
+  const std::size_t px = x.count(op::allpermute), py = y.count(op::allpermute);
+  if (px != py) return px < py;
+  return x.steps.size() < y.steps.size();
+}
+
 /// Lower a path, trying every order of the source's pending-sum axes when the path
 /// reduces some (at most 24 orders); keeps the cheapest program and its order.
 constexpr result<program> lower_any_sum_order(const device_mesh& m, const dist_type& a, const dist_type& b,
@@ -457,9 +468,8 @@ constexpr result<program> lower_any_sum_order(const device_mesh& m, const dist_t
   const auto end = cur.begin() + a.nsum;
   for (int tries = 0; tries < 24 && std::next_permutation(cur.begin(), end); ++tries) {
     result<program> r = lower_path(m, a, b, p, path, element_bytes, annotate, cur.data());
-    if (r.ok() && (!best.ok() || r.value.cost_elements < best.value.cost_elements ||
-                   (r.value.cost_elements == best.value.cost_elements && r.value.steps.size() < best.value.steps.size()))) {
-      best = r;
+    if (r.ok() && (!best.ok() || better_program(r.value, best.value))) {
+      best = std::move(r);
       order = cur;
     }
     if (best.ok() && best.value.count(op::allpermute) == 0) break;
@@ -492,16 +502,13 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   std::vector<weak_step> chosen;
   auto better = [&](const result<program>& r) {
     if (!r.ok()) return false;
-    if (!have) return true;
-    const auto& x = r.value;
-    const auto& y = best.value;
-    return x.cost_elements < y.cost_elements || (x.cost_elements == y.cost_elements && x.steps.size() < y.steps.size());
+    return !have || detail::better_program(r.value, best.value);
   };
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     result<program> r = detail::lower_any_sum_order(m, a, b, p, candidates[i], element_bytes, false, order);
     if (i == 0 && !r.ok()) best = r;
     if (better(r)) {
-      best = r;
+      best = std::move(r);
       have = true;
       chosen = candidates[i];
       chosen_order = order;
@@ -511,18 +518,20 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   if (!have) return best;
   if (best.value.count(op::allpermute) > 0) {
     // A costlier weak path may need no permutation, or need it on a smaller tile: lower
-    // the weak paths cheaper than the best program so far, with at most two steps more
-    // than the shortest (bytes are not all that counts: every collective has a latency).
+    // the weak paths no costlier than the best program so far, with at most two steps
+    // more than the shortest (bytes are not all that counts: every collective has a
+    // latency).
     const std::uint64_t floor = wp.total.cost;
-    near_paths(p, best.value.cost_elements - 1, wp.steps.size() + 2, tie_limit(m.devices), 4000,
+    near_paths(p, best.value.cost_elements, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
                [&](const std::vector<weak_step>& path, std::uint64_t) {
                  result<program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, false, order);
                  if (better(r)) {
-                   best = r;
+                   best = std::move(r);
                    chosen = path;
                    chosen_order = order;
                  }
-                 return best.value.cost_elements > floor;  // nothing beats the weak optimum
+                 // Nothing beats the weak optimum without a permutation.
+                 return best.value.cost_elements > floor || best.value.count(op::allpermute) > 0;
                });
   }
   return lower_path(m, a, b, p, chosen, element_bytes, true, chosen_order.data());
