@@ -516,13 +516,14 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     if (have && best.value.count(op::allpermute) == 0) break;
   }
   if (!have) return best;
-  if (best.value.count(op::allpermute) > 0) {
-    // A costlier weak path may need no permutation, or need it on a smaller tile: lower
-    // the weak paths no costlier than the best program so far, with at most two steps
-    // more than the shortest (bytes are not all that counts: every collective has a
-    // latency).
-    const std::uint64_t floor = wp.total.cost;
-    near_paths(p, best.value.cost_elements, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
+  // A costlier weak path may need no permutation, or need it on a smaller tile. Lower
+  // the weak paths cheaper than the best program so far, then (if the best still needs
+  // a permutation) those of equal cost; at most two steps more than the shortest (bytes
+  // are not all that counts: every collective has a latency).
+  const std::uint64_t floor = wp.total.cost;
+  for (int phase = 0; phase < 2 && best.value.count(op::allpermute) > 0; ++phase) {
+    const std::uint64_t budget = best.value.cost_elements - (phase == 0 ? 1 : 0);
+    near_paths(p, budget, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
                [&](const std::vector<weak_step>& path, std::uint64_t) {
                  result<program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, false, order);
                  if (better(r)) {

@@ -1,0 +1,264 @@
+// redist/backends/mpi.hpp -- the MPI backend: one rank per process, one process per device.
+//
+// Available when built against MPI (CMake target redist::mpi, which defines
+// REDIST_WITH_MPI); otherwise this header declares nothing.
+//
+// - The backend works on its own duplicate of the communicator it is given (so its
+//   messages never match the application's), with MPI_ERRORS_RETURN: every failed MPI
+//   call becomes a redist_error naming the call.
+// - Groups: for every partition of the ranks a program uses, prepare_groups calls
+//   MPI_Comm_split once, collectively, with color = the group's index and key = the
+//   rank's position in its group, so the new communicator's rank order is the member order.
+//   Communicators are cached by the group's rank list (and partitions already split are
+//   remembered), so a program run many times, or programs sharing groups, split once.
+//   Singleton groups need no communicator; a group of all ranks in order uses the
+//   duplicate itself.
+// - allgather / alltoall: MPI_Allgather / MPI_Alltoall on the packed contiguous blocks.
+// - allreduce / reducescatter (partial sums): MPI_Allreduce / MPI_Reduce_scatter_block
+//   with MPI_SUM.
+// - permute: one MPI_Sendrecv per rank (to dest[r], from the rank whose dest is r);
+//   fixed points are local copies.
+// - agree: one MPI_Allreduce (MAX) of {hash, ~hash, failed}: max(hash) and
+//   ~max(~hash) = min(hash) are equal iff every rank passed the same hash.
+// - Elements: any T with an MPI datatype, given by mpi_datatype<T>::get(). All arithmetic
+//   types, bool, std::byte and std::complex<float/double> are provided; specialize
+//   mpi_datatype for other types.
+#pragma once
+
+#if defined(REDIST_WITH_MPI)
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <complex>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "redist/core/error.hpp"
+#include "redist/program.hpp"
+#include "redist/runtime/backend.hpp"
+
+namespace redist {
+
+/// The MPI datatype of an element type: specialize with `static MPI_Datatype get()`.
+template <class T>
+struct mpi_datatype;
+
+#define REDIST_MPI_DATATYPE(T, M)                        \
+  template <>                                           \
+  struct mpi_datatype<T> {                              \
+    static MPI_Datatype get() { return M; }             \
+  }
+REDIST_MPI_DATATYPE(char, MPI_CHAR);
+REDIST_MPI_DATATYPE(signed char, MPI_SIGNED_CHAR);
+REDIST_MPI_DATATYPE(unsigned char, MPI_UNSIGNED_CHAR);
+REDIST_MPI_DATATYPE(short, MPI_SHORT);
+REDIST_MPI_DATATYPE(unsigned short, MPI_UNSIGNED_SHORT);
+REDIST_MPI_DATATYPE(int, MPI_INT);
+REDIST_MPI_DATATYPE(unsigned, MPI_UNSIGNED);
+REDIST_MPI_DATATYPE(long, MPI_LONG);
+REDIST_MPI_DATATYPE(unsigned long, MPI_UNSIGNED_LONG);
+REDIST_MPI_DATATYPE(long long, MPI_LONG_LONG);
+REDIST_MPI_DATATYPE(unsigned long long, MPI_UNSIGNED_LONG_LONG);
+REDIST_MPI_DATATYPE(float, MPI_FLOAT);
+REDIST_MPI_DATATYPE(double, MPI_DOUBLE);
+REDIST_MPI_DATATYPE(long double, MPI_LONG_DOUBLE);
+REDIST_MPI_DATATYPE(bool, MPI_CXX_BOOL);
+REDIST_MPI_DATATYPE(std::byte, MPI_BYTE);
+REDIST_MPI_DATATYPE(std::complex<float>, MPI_CXX_FLOAT_COMPLEX);
+REDIST_MPI_DATATYPE(std::complex<double>, MPI_CXX_DOUBLE_COMPLEX);
+#undef REDIST_MPI_DATATYPE
+
+/// Element types the MPI backend can move.
+template <class T>
+concept mpi_element = std::is_trivially_copyable_v<T> && requires {
+  { mpi_datatype<T>::get() } -> std::convertible_to<MPI_Datatype>;
+};
+
+class mpi_backend {
+ public:
+  /// A backend over (a duplicate of) `comm`; MPI must be initialized, and the backend
+  /// must be destroyed before MPI_Finalize. Collective over `comm`.
+  explicit mpi_backend(MPI_Comm comm = MPI_COMM_WORLD) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) throw redist_error(errc::runtime, "mpi backend: MPI is not initialized (call MPI_Init first)");
+    call(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    int size = 0, rank = 0;
+    MPI_Comm_size(comm_, &size);
+    MPI_Comm_rank(comm_, &rank);
+    size_ = static_cast<std::uint64_t>(size);
+    me_ = static_cast<rank_t>(rank);
+  }
+  mpi_backend(const mpi_backend&) = delete;
+  mpi_backend& operator=(const mpi_backend&) = delete;
+  ~mpi_backend() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin) return;
+    for (auto& [g, c] : groups_)
+      if (c != comm_) MPI_Comm_free(&c);
+    MPI_Comm_free(&comm_);
+  }
+
+  [[nodiscard]] std::uint64_t devices() const { return size_; }
+  [[nodiscard]] rank_t rank() const { return me_; }
+  [[nodiscard]] std::span<const rank_t> local_ranks() const { return {&me_, 1}; }
+  /// The backend's communicator (a duplicate of the one it was given).
+  [[nodiscard]] MPI_Comm comm() const { return comm_; }
+  /// Communicators built so far (for tests: the cache must not grow on reruns).
+  [[nodiscard]] std::size_t cached_groups() const { return groups_.size(); }
+
+  agreement agree(std::uint64_t hash, bool ok) {
+    std::uint64_t v[3] = {hash, ~hash, ok ? 0u : 1u}, r[3] = {0, 0, 0};
+    call(MPI_Allreduce(v, r, 3, MPI_UINT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+    return {r[0] == ~r[1], r[2] == 0};
+  }
+
+  void prepare_groups(std::span<const rank_t> members, std::size_t n) {
+    if (n == 0 || members.size() != size_ || members.size() % n != 0)
+      throw redist_error(errc::runtime, "mpi backend: " + std::to_string(members.size()) +
+                                            " ranks cannot form groups of " + std::to_string(n) + " over " +
+                                            std::to_string(size_) + " ranks");
+    std::vector<rank_t> key(members.begin(), members.end());
+    key.push_back(static_cast<rank_t>(n));
+    if (!partitions_.insert(key).second) return;
+    if (n == 1) return;  // singletons: local copies
+    auto pos = std::find(members.begin(), members.end(), me_);
+    if (pos == members.end())
+      throw redist_error(errc::runtime, "mpi backend: rank " + std::to_string(me_) + " is in no group of the step");
+    const auto p = static_cast<std::size_t>(pos - members.begin());
+    std::vector<rank_t> group(members.begin() + static_cast<std::ptrdiff_t>(p / n * n),
+                              members.begin() + static_cast<std::ptrdiff_t>(p / n * n + n));
+    if (n == size_) {
+      bool identity = true;
+      for (std::size_t k = 0; k < n; ++k) identity = identity && group[k] == k;
+      if (identity) {  // every rank sees the same partition, so every rank skips the split
+        groups_.emplace(group, comm_);
+        return;
+      }
+    }
+    MPI_Comm c = MPI_COMM_NULL;
+    call(MPI_Comm_split(comm_, static_cast<int>(p / n), static_cast<int>(p % n), &c), "MPI_Comm_split");
+    if (!groups_.emplace(group, c).second) MPI_Comm_free(&c);  // same group from another partition
+    else MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  }
+
+  template <class T>
+    requires mpi_element<T>
+  void allgather(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const int cnt = checked_count(count);
+    if (g.size() == 1) {
+      std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
+      return;
+    }
+    const MPI_Datatype t = mpi_datatype<T>::get();
+    call(MPI_Allgather(io.send[me_], cnt, t, io.recv[me_], cnt, t, group_comm(g)), "MPI_Allgather");
+  }
+
+  template <class T>
+    requires mpi_element<T>
+  void alltoall(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const int cnt = checked_count(count);
+    if (g.size() == 1) {
+      std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
+      return;
+    }
+    const MPI_Datatype t = mpi_datatype<T>::get();
+    call(MPI_Alltoall(io.send[me_], cnt, t, io.recv[me_], cnt, t, group_comm(g)), "MPI_Alltoall");
+  }
+
+  template <class T>
+    requires mpi_element<T> && summable<T>
+  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const int cnt = checked_count(count);
+    if (g.size() == 1) {
+      std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
+      return;
+    }
+    call(MPI_Allreduce(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), MPI_SUM, group_comm(g)), "MPI_Allreduce");
+  }
+
+  template <class T>
+    requires mpi_element<T> && summable<T>
+  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const int cnt = checked_count(count);
+    if (g.size() == 1) {
+      std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
+      return;
+    }
+    call(MPI_Reduce_scatter_block(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), MPI_SUM, group_comm(g)),
+         "MPI_Reduce_scatter_block");
+  }
+
+  template <class T>
+    requires mpi_element<T>
+  void permute(std::span<const rank_t> dest, block_io<T> io, std::size_t count) {
+    if (dest.size() != size_)
+      throw redist_error(errc::runtime, "mpi backend: permute needs one destination per rank (" +
+                                            std::to_string(size_) + "), got " + std::to_string(dest.size()));
+    const int cnt = checked_count(count);
+    const rank_t to = dest[me_];
+    const auto from_it = std::find(dest.begin(), dest.end(), me_);
+    if (to >= size_ || from_it == dest.end())
+      throw redist_error(errc::runtime, "mpi backend: permute destinations are not a permutation of the ranks");
+    const auto from = static_cast<int>(from_it - dest.begin());
+    if (to == me_) {
+      std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
+      return;
+    }
+    const MPI_Datatype t = mpi_datatype<T>::get();
+    call(MPI_Sendrecv(io.send[me_], cnt, t, static_cast<int>(to), tag_permute, io.recv[me_], cnt, t, from,
+                      tag_permute, comm_, MPI_STATUS_IGNORE),
+         "MPI_Sendrecv");
+  }
+
+ private:
+  static constexpr int tag_permute = 7201;
+
+  static void call(int rc, const char* what) {
+    if (rc == MPI_SUCCESS) return;
+    char msg[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    throw redist_error(errc::runtime, std::string("mpi backend: ") + what + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+  }
+
+  static int checked_count(std::size_t count) {
+    if (count > static_cast<std::size_t>(INT_MAX))
+      throw redist_error(errc::runtime, "mpi backend: a block of " + std::to_string(count) +
+                                            " elements exceeds MPI's int count");
+    return static_cast<int>(count);
+  }
+
+  MPI_Comm group_comm(std::span<const rank_t> g) const {
+    auto it = groups_.find(std::vector<rank_t>(g.begin(), g.end()));
+    if (it == groups_.end())
+      throw redist_error(errc::runtime, "mpi backend: a collective on a group that prepare_groups did not build");
+    return it->second;
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::uint64_t size_ = 0;
+  rank_t me_ = 0;
+  std::map<std::vector<rank_t>, MPI_Comm> groups_;
+  std::set<std::vector<rank_t>> partitions_;
+};
+
+static_assert(backend_for<mpi_backend, float>);
+static_assert(backend_for<mpi_backend, std::complex<double>>);
+static_assert(reducing_backend_for<mpi_backend, double>);
+
+}  // namespace redist
+
+#endif  // REDIST_WITH_MPI

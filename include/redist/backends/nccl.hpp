@@ -1,0 +1,826 @@
+// redist/backends/nccl.hpp -- the NCCL backend: one rank per GPU, collectives on device
+// buffers in a CUDA stream, within a node or across nodes.
+//
+// Available when built against CUDA and NCCL (CMake target redist::nccl, which defines
+// REDIST_WITH_NCCL, and REDIST_WITH_MPI too when MPI is found); otherwise this header
+// declares nothing. Plain C++: only the CUDA runtime API and NCCL are called (no kernels),
+// so it compiles with any host compiler; link CUDA::cudart and nccl.
+//
+// - Tiles live in device memory: a darray borrowing memory of the backend's device
+//   (`darray<T>(mesh, type, rank, std::span<T>(device_ptr, n))`; cuda_buffer<T> allocates
+//   such memory). The executor's buffers are device memory too (memory space
+//   `cuda_memory`, runtime/memory.hpp): allocated once when an executor is built, never
+//   during a run.
+// - Everything a run does is ordered on the backend's CUDA stream: copies, packing (2-D
+//   strided device copies, cudaMemcpy2DAsync, executing the strided copies that
+//   runtime/pack.hpp describes for the host), and the NCCL calls. No host synchronization
+//   inside a redistribution: run() returns once the work is enqueued; call synchronize()
+//   or keep working on stream() before using the output. The tiles passed to run() must
+//   be ready in that stream's order (written on the same stream, or synchronized).
+// - Bootstrap: over MPI (one process per GPU; rank 0 creates the ncclUniqueId and
+//   broadcasts it; each rank takes the GPU of its index among the ranks of its node,
+//   modulo the GPUs it sees, or options.device; two ranks of a node on one GPU are
+//   refused on every rank before NCCL starts), or from an existing NCCL communicator
+//   (not owned).
+// - Groups: for every partition of the ranks a program uses, prepare_groups calls
+//   ncclCommSplit once, collectively (color = the group's index, key = the rank's
+//   position in its group, so the new communicator's rank order is the member order).
+//   Communicators are cached by the group's rank list, so a program run many times, or
+//   programs sharing groups, split once (ncclCommSplit blocks: the first run of a new
+//   program builds its communicators before it enqueues anything). Singleton groups
+//   need no communicator (local device copies) except in a one-rank backend, where the
+//   group of all ranks is the backend's communicator itself, as for every group of all
+//   ranks in order.
+// - allgather: ncclAllGather; alltoall: ncclAlltoAll (NCCL >= 2.28, unless
+//   options.grouped_alltoall), otherwise grouped ncclSend / ncclRecv; permute: grouped
+//   ncclSend / ncclRecv (fixed points are local copies); allreduce / reducescatter:
+//   ncclAllReduce / ncclReduceScatter with ncclSum, for element types with an NCCL
+//   datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
+//   for others). The data-moving collectives move bytes, so any trivially copyable T works.
+// - agree: over MPI when the backend was bootstrapped over MPI (no GPU work); otherwise a
+//   3-word ncclAllReduce(max) that waits for the stream (the only host synchronization of
+//   a run, and only for a backend built from a communicator).
+// - Errors: every CUDA and NCCL call is checked; a failure throws device_error (a
+//   redist_error) carrying the call, file, line, cudaGetErrorString / ncclGetErrorString
+//   and cudaGetErrorName / ncclGetLastError. Misuse (group lists, communicator sizes,
+//   null communicators, no CUDA device) throws redist_error before any CUDA or NCCL call.
+#pragma once
+
+#if defined(REDIST_WITH_NCCL)
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#if defined(REDIST_WITH_MPI)
+#include <mpi.h>
+#endif
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "redist/core/error.hpp"
+#include "redist/program.hpp"
+#include "redist/runtime/backend.hpp"
+#include "redist/runtime/memory.hpp"
+#include "redist/runtime/pack.hpp"
+
+namespace redist {
+
+/// A failed CUDA or NCCL call: what() = "<call> failed at <file>:<line>: <reason> [<detail>]".
+class device_error : public redist_error {
+ public:
+  device_error(std::string call, std::string file, int line, std::string reason, std::string detail)
+      : redist_error(errc::runtime, describe(call, file, line, reason, detail)),
+        call_(std::move(call)),
+        file_(std::move(file)),
+        line_(line),
+        reason_(std::move(reason)),
+        detail_(std::move(detail)) {}
+
+  /// The call as written in the source.
+  [[nodiscard]] const std::string& call() const noexcept { return call_; }
+  [[nodiscard]] const std::string& file() const noexcept { return file_; }
+  [[nodiscard]] int line() const noexcept { return line_; }
+  /// cudaGetErrorString or ncclGetErrorString of the result.
+  [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
+  /// cudaGetErrorName of the result, or "last NCCL error: " + ncclGetLastError (may be empty).
+  [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
+
+  static std::string describe(const std::string& call, const std::string& file, int line, const std::string& reason,
+                              const std::string& detail) {
+    std::string s = call + " failed at " + file + ":" + std::to_string(line) + ": " + reason;
+    if (!detail.empty()) s += " [" + detail + "]";
+    return s;
+  }
+
+ private:
+  std::string call_, file_;
+  int line_;
+  std::string reason_, detail_;
+};
+
+namespace detail {
+
+[[noreturn]] inline void cuda_failed(const char* call, const char* file, int line, cudaError_t rc) {
+  (void)cudaGetLastError();  // clear a non-sticky error so that later calls are not blamed
+  throw device_error(call, file, line, cudaGetErrorString(rc), cudaGetErrorName(rc));
+}
+
+[[noreturn]] inline void nccl_failed(const char* call, const char* file, int line, ncclResult_t rc) {
+  const char* last = ncclGetLastError(nullptr);
+  throw device_error(call, file, line, ncclGetErrorString(rc),
+                     last != nullptr && *last != '\0' ? std::string("last NCCL error: ") + last : std::string());
+}
+
+}  // namespace detail
+
+}  // namespace redist
+
+/// Check a CUDA runtime call: throw redist::device_error unless it returns cudaSuccess.
+#define REDIST_CUDA_CHECK(...)                                                                  \
+  do {                                                                                          \
+    const cudaError_t redist_cuda_rc_ = (__VA_ARGS__);                                          \
+    if (redist_cuda_rc_ != cudaSuccess)                                                         \
+      ::redist::detail::cuda_failed(#__VA_ARGS__, __FILE__, __LINE__, redist_cuda_rc_);         \
+  } while (false)
+
+/// Check an NCCL call: throw redist::device_error unless it returns ncclSuccess.
+#define REDIST_NCCL_CHECK(...)                                                                  \
+  do {                                                                                          \
+    const ncclResult_t redist_nccl_rc_ = (__VA_ARGS__);                                         \
+    if (redist_nccl_rc_ != ncclSuccess)                                                         \
+      ::redist::detail::nccl_failed(#__VA_ARGS__, __FILE__, __LINE__, redist_nccl_rc_);         \
+  } while (false)
+
+namespace redist {
+
+namespace detail {
+
+/// The number of CUDA devices, 0 when there is none or no usable driver (`why` then says
+/// what cudaGetDeviceCount reported).
+inline int cuda_device_count(std::string* why = nullptr) {
+  int n = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&n);
+  if (rc != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(rc);
+    return 0;
+  }
+  if (n <= 0 && why) *why = "cudaGetDeviceCount found 0 devices";
+  return n > 0 ? n : 0;
+}
+
+/// Throw redist_error "<who>: no CUDA device (...)" unless there is one.
+inline int require_cuda_device(const std::string& who) {
+  std::string why;
+  const int n = cuda_device_count(&why);
+  if (n == 0) throw redist_error(errc::runtime, who + ": no CUDA device (" + why + ")");
+  return n;
+}
+
+/// `members` must be all `size` ranks, each once, in consecutive groups of n.
+inline void check_partition(const std::string& who, std::span<const rank_t> members, std::size_t n, std::uint64_t size) {
+  if (n == 0 || members.size() != size || members.size() % n != 0)
+    throw redist_error(errc::runtime, who + ": " + std::to_string(members.size()) + " ranks cannot form groups of " +
+                                          std::to_string(n) + " over " + std::to_string(size) + " ranks");
+  std::vector<bool> seen(size, false);
+  for (rank_t r : members) {
+    if (r >= size)
+      throw redist_error(errc::runtime, who + ": rank " + std::to_string(r) + " is not among the " +
+                                            std::to_string(size) + " ranks of the communicator");
+    if (seen[r]) throw redist_error(errc::runtime, who + ": the groups list rank " + std::to_string(r) + " twice");
+    seen[r] = true;
+  }
+}
+
+/// `dest` must be a bijection of the `size` ranks; returns {dest[me], the rank sending to me}.
+inline std::pair<rank_t, rank_t> check_permutation(const std::string& who, std::span<const rank_t> dest,
+                                                    std::uint64_t size, rank_t me) {
+  if (dest.size() != size)
+    throw redist_error(errc::runtime, who + ": permute needs one destination per rank (" + std::to_string(size) +
+                                          "), got " + std::to_string(dest.size()));
+  std::vector<bool> seen(size, false);
+  rank_t from = 0;
+  for (std::size_t r = 0; r < dest.size(); ++r) {
+    if (dest[r] >= size || seen[dest[r]])
+      throw redist_error(errc::runtime, who + ": permute destinations are not a permutation of the ranks");
+    seen[dest[r]] = true;
+    if (dest[r] == me) from = static_cast<rank_t>(r);
+  }
+  return {dest[me], from};
+}
+
+/// Bytes of `count` elements of T, refusing counts whose size overflows.
+template <class T>
+std::size_t block_bytes(const std::string& who, std::size_t count) {
+  if (count > SIZE_MAX / sizeof(T))
+    throw redist_error(errc::runtime, who + ": a block of " + std::to_string(count) + " elements of " +
+                                          std::to_string(sizeof(T)) + " bytes overflows");
+  return count * sizeof(T);
+}
+
+/// Makes `device` current for a scope, restoring the previous one.
+class device_guard {
+ public:
+  explicit device_guard(int device) {
+    REDIST_CUDA_CHECK(cudaGetDevice(&prev_));
+    if (prev_ == device) prev_ = -1;
+    else REDIST_CUDA_CHECK(cudaSetDevice(device));
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+  ~device_guard() {
+    if (prev_ >= 0) (void)cudaSetDevice(prev_);
+  }
+
+ private:
+  int prev_ = -1;
+};
+
+}  // namespace detail
+
+namespace detail {
+
+/// How a device executes a strided copy: `copy.count` 2-D copies (rows x width, pitches
+/// src_pitch / dst_pitch), or, if per_run, one 1-D copy per run.
+struct device_copy_shape {
+  strided_copy copy;
+  bool per_run = false;
+};
+
+/// The orientation of `c` (itself or c.swapped()) needing fewer 2-D copies among those a
+/// 2-D copy can express (width <= pitch <= max_pitch bytes on both sides, for elements of
+/// `elem` bytes); one copy per run if neither can (pitches beyond the device's limit).
+inline device_copy_shape device_copy(const strided_copy& c, std::size_t elem, std::size_t max_pitch) {
+  if (c.elements() == 0) return {strided_copy{0, 0, 0, 0, 0, 0, 0, 0, 0}, false};
+  auto fits = [&](const strided_copy& x) {
+    return x.rows == 1 || (x.width <= x.src_pitch && x.width <= x.dst_pitch && x.src_pitch * elem <= max_pitch &&
+                           x.dst_pitch * elem <= max_pitch);
+  };
+  const strided_copy t = c.swapped();
+  const bool fc = fits(c), ft = fits(t);
+  if (ft && (!fc || t.count < c.count)) return {t, false};
+  return {c, !fc};
+}
+
+}  // namespace detail
+
+/// An owning buffer of n elements of T in the memory of one CUDA device (cudaMalloc).
+template <class T>
+class cuda_buffer {
+  static_assert(std::is_trivially_copyable_v<T>, "device buffers hold trivially copyable elements");
+
+ public:
+  cuda_buffer() = default;
+  cuda_buffer(std::size_t n, int device) : n_(n), device_(device) {
+    if (n == 0) return;
+    const std::size_t bytes = detail::block_bytes<T>("cuda_buffer", n);
+    detail::device_guard g(device);
+    void* p = nullptr;
+    REDIST_CUDA_CHECK(cudaMalloc(&p, bytes));
+    p_ = static_cast<T*>(p);
+  }
+  cuda_buffer(const cuda_buffer&) = delete;
+  cuda_buffer& operator=(const cuda_buffer&) = delete;
+  cuda_buffer(cuda_buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), device_(o.device_) {}
+  cuda_buffer& operator=(cuda_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+      device_ = o.device_;
+    }
+    return *this;
+  }
+  ~cuda_buffer() { release(); }
+
+  [[nodiscard]] T* data() const noexcept { return p_; }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] std::span<T> span() const noexcept { return {p_, n_}; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+ private:
+  void release() noexcept {
+    if (p_ != nullptr) (void)cudaFree(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+  int device_ = -1;
+};
+
+/// The memory space of the NCCL backend (contract: runtime/memory.hpp): memory of one
+/// CUDA device, every copy enqueued on one stream.
+class cuda_memory {
+ public:
+  static constexpr bool host_accessible = false;
+
+  cuda_memory() = default;
+  /// Memory of `device`, copies on `stream` (which must belong to that device).
+  cuda_memory(int device, cudaStream_t stream) : device_(device), stream_(stream) {
+    int pitch = 0;
+    REDIST_CUDA_CHECK(cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device));
+    max_pitch_ = pitch > 0 ? static_cast<std::size_t>(pitch) : 0;
+  }
+
+  [[nodiscard]] int device() const noexcept { return device_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+  template <class T>
+  [[nodiscard]] cuda_buffer<T> allocate(std::size_t n) const {
+    return cuda_buffer<T>(n, device_);
+  }
+
+  template <class T>
+  void copy(T* dst, const T* src, std::size_t n) const {
+    if (n == 0) return;
+    REDIST_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  /// pack.hpp's split_copy in device memory.
+  template <class T>
+  void split_copy(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::uint64_t m,
+                  std::span<T> chunk) const {
+    strided(detail::split_copy_plan(ext, d, n, m, tile.size(), chunk.size()), tile.data(), chunk.data());
+  }
+  /// pack.hpp's concat_copy in device memory.
+  template <class T>
+  void concat_copy(std::span<const T> chunk, std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                   std::uint64_t m, std::span<T> tile) const {
+    strided(detail::concat_copy_plan(chunk_ext, d, n, m, chunk.size(), tile.size()), chunk.data(), tile.data());
+  }
+  /// pack.hpp's split_all in device memory.
+  template <class T>
+  void split_all(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n,
+                 std::span<T> chunks) const {
+    strided(detail::split_all_plan(ext, d, n, tile.size(), chunks.size()), tile.data(), chunks.data());
+  }
+  /// pack.hpp's concat_all in device memory.
+  template <class T>
+  void concat_all(std::span<const T> chunks, std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                  std::span<T> tile) const {
+    strided(detail::concat_all_plan(chunk_ext, d, n, chunks.size(), tile.size()), chunks.data(), tile.data());
+  }
+
+  /// "" if p is memory of this device (or managed memory), else why not.
+  template <class T>
+  [[nodiscard]] std::string check_pointer(const T* p) const {
+    cudaPointerAttributes a{};
+    const cudaError_t rc = cudaPointerGetAttributes(&a, p);
+    if (rc != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "is not usable by CUDA (cudaPointerGetAttributes: " + std::string(cudaGetErrorString(rc)) + ")";
+    }
+    const std::string want = "memory of CUDA device " + std::to_string(device_);
+    switch (a.type) {
+      case cudaMemoryTypeDevice:
+        if (a.device == device_) return {};
+        return "is memory of CUDA device " + std::to_string(a.device) + ", not " + want;
+      case cudaMemoryTypeManaged: return {};
+      case cudaMemoryTypeHost: return "is pinned host memory, not " + want;
+      default: return "is host memory, not " + want;
+    }
+  }
+
+  /// Execute a strided copy (pack.hpp) as detail::device_copy_shape says: one 2-D device
+  /// copy (cudaMemcpy2DAsync) per i, or one 1-D copy per run.
+  template <class T>
+  void strided(const detail::strided_copy& plan, const T* src, T* dst) const {
+    const detail::device_copy_shape shape = detail::device_copy(plan, sizeof(T), max_pitch_);
+    const detail::strided_copy& c = shape.copy;
+    const std::size_t s = sizeof(T);
+    for (std::uint64_t i = 0; i < c.count; ++i) {
+      T* dp = dst + c.dst + i * c.dst_step;
+      const T* sp = src + c.src + i * c.src_step;
+      if (shape.per_run) {
+        for (std::uint64_t j = 0; j < c.rows; ++j)
+          REDIST_CUDA_CHECK(cudaMemcpyAsync(dp + j * c.dst_pitch, sp + j * c.src_pitch, c.width * s,
+                                            cudaMemcpyDeviceToDevice, stream_));
+      } else if (c.rows == 1) {
+        REDIST_CUDA_CHECK(cudaMemcpyAsync(dp, sp, c.width * s, cudaMemcpyDeviceToDevice, stream_));
+      } else {
+        REDIST_CUDA_CHECK(cudaMemcpy2DAsync(dp, c.dst_pitch * s, sp, c.src_pitch * s, c.width * s, c.rows,
+                                            cudaMemcpyDeviceToDevice, stream_));
+      }
+    }
+  }
+
+ private:
+  int device_ = -1;
+  cudaStream_t stream_ = nullptr;
+  std::size_t max_pitch_ = 0;
+};
+
+/// The NCCL datatype of an element type, for the reductions: specialize with
+/// `static constexpr ncclDataType_t value`.
+template <class T>
+struct nccl_datatype;
+
+template <class T>
+  requires(std::is_integral_v<T> && !std::same_as<T, bool> && (sizeof(T) == 1 || sizeof(T) == 4 || sizeof(T) == 8))
+struct nccl_datatype<T> {
+  static constexpr ncclDataType_t value = sizeof(T) == 1   ? (std::is_signed_v<T> ? ncclInt8 : ncclUint8)
+                                          : sizeof(T) == 4 ? (std::is_signed_v<T> ? ncclInt32 : ncclUint32)
+                                                           : (std::is_signed_v<T> ? ncclInt64 : ncclUint64);
+};
+template <>
+struct nccl_datatype<float> {
+  static constexpr ncclDataType_t value = ncclFloat32;
+};
+template <>
+struct nccl_datatype<double> {
+  static constexpr ncclDataType_t value = ncclFloat64;
+};
+
+/// Element types the NCCL backend can add (allreduce, reducescatter).
+template <class T>
+concept nccl_reducible = summable<T> && requires {
+  { nccl_datatype<T>::value } -> std::convertible_to<ncclDataType_t>;
+};
+
+/// How an NCCL backend is set up.
+struct nccl_options {
+  /// The rank's CUDA device. -1: with the MPI bootstrap, the rank's index among the ranks
+  /// of its node; from a communicator, the communicator's device.
+  int device = -1;
+  /// The stream every operation is ordered on; nullptr: the backend creates its own
+  /// (non-blocking) stream.
+  cudaStream_t stream = nullptr;
+  /// Use grouped ncclSend / ncclRecv for all-to-all even where ncclAlltoAll exists.
+  bool grouped_alltoall = false;
+};
+
+namespace detail {
+
+/// RAII holders, so that a constructor that throws halfway releases what it made.
+struct nccl_comm_holder {
+  ncclComm_t comm = nullptr;
+  bool owned = false;
+  nccl_comm_holder() = default;
+  nccl_comm_holder(const nccl_comm_holder&) = delete;
+  nccl_comm_holder& operator=(const nccl_comm_holder&) = delete;
+  ~nccl_comm_holder() {
+    if (owned && comm != nullptr) (void)ncclCommDestroy(comm);
+  }
+};
+struct cuda_stream_holder {
+  cudaStream_t stream = nullptr;
+  bool owned = false;
+  cuda_stream_holder() = default;
+  cuda_stream_holder(const cuda_stream_holder&) = delete;
+  cuda_stream_holder& operator=(const cuda_stream_holder&) = delete;
+  ~cuda_stream_holder() {
+    if (owned && stream != nullptr) (void)cudaStreamDestroy(stream);
+  }
+};
+#if defined(REDIST_WITH_MPI)
+struct mpi_comm_holder {
+  MPI_Comm comm = MPI_COMM_NULL;
+  mpi_comm_holder() = default;
+  mpi_comm_holder(const mpi_comm_holder&) = delete;
+  mpi_comm_holder& operator=(const mpi_comm_holder&) = delete;
+  ~mpi_comm_holder() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+};
+#endif
+
+}  // namespace detail
+
+class nccl_backend {
+ public:
+#if defined(REDIST_WITH_MPI)
+  /// Bootstrap over MPI, collective over `comm` (MPI must be initialized; the backend
+  /// keeps a duplicate of `comm` for its agreement and must be destroyed before
+  /// MPI_Finalize). Makes the rank's device current. Every rank throws the same way if
+  /// any rank has no usable device, before NCCL is started.
+  explicit nccl_backend(MPI_Comm comm = MPI_COMM_WORLD, const nccl_options& o = {}) : grouped_(o.grouped_alltoall) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) throw redist_error(errc::runtime, "nccl backend: MPI is not initialized (call MPI_Init first)");
+    mpi_call(MPI_Comm_dup(comm, &mpi_.comm), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(mpi_.comm, MPI_ERRORS_RETURN);
+    int size = 0, rank = 0;
+    MPI_Comm_size(mpi_.comm, &size);
+    MPI_Comm_rank(mpi_.comm, &rank);
+    size_ = static_cast<std::uint64_t>(size);
+    me_ = static_cast<rank_t>(rank);
+
+    std::string err = choose_device(o.device);
+    int bad = err.empty() ? 0 : 1, any = 0;
+    mpi_call(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, mpi_.comm), "MPI_Allreduce");
+    if (bad) throw redist_error(errc::runtime, err);
+    if (any)
+      throw redist_error(errc::runtime,
+                         "nccl backend: another rank has no CUDA device of its own (see its message); NCCL was not started");
+    const int device = boot_device_;
+
+    REDIST_CUDA_CHECK(cudaSetDevice(device));
+    struct {
+      int rc;
+      ncclUniqueId id;
+    } boot{};
+    if (me_ == 0) boot.rc = static_cast<int>(ncclGetUniqueId(&boot.id));
+    mpi_call(MPI_Bcast(&boot, static_cast<int>(sizeof boot), MPI_BYTE, 0, mpi_.comm), "MPI_Bcast");
+    if (boot.rc != static_cast<int>(ncclSuccess))
+      detail::nccl_failed("ncclGetUniqueId(&id) on rank 0", __FILE__, __LINE__, static_cast<ncclResult_t>(boot.rc));
+    REDIST_NCCL_CHECK(ncclCommInitRank(&comm_.comm, size, boot.id, rank));
+    comm_.owned = true;
+    setup(device, o.stream);
+  }
+#endif
+
+  /// Over an existing NCCL communicator, which the caller keeps alive and destroys after
+  /// the backend. Uses the communicator's device (o.device, if given, must be it).
+  explicit nccl_backend(ncclComm_t comm, const nccl_options& o = {}) : grouped_(o.grouped_alltoall) {
+    if (comm == nullptr) throw redist_error(errc::runtime, "nccl backend: the NCCL communicator is null");
+    detail::require_cuda_device("nccl backend");
+    int size = 0, rank = 0, device = 0;
+    REDIST_NCCL_CHECK(ncclCommCount(comm, &size));
+    REDIST_NCCL_CHECK(ncclCommUserRank(comm, &rank));
+    REDIST_NCCL_CHECK(ncclCommCuDevice(comm, &device));
+    if (o.device >= 0 && o.device != device)
+      throw redist_error(errc::runtime, "nccl backend: options.device is " + std::to_string(o.device) +
+                                            " but the communicator uses CUDA device " + std::to_string(device));
+    comm_.comm = comm;
+    size_ = static_cast<std::uint64_t>(size);
+    me_ = static_cast<rank_t>(rank);
+    setup(device, o.stream);
+  }
+
+  nccl_backend(const nccl_backend&) = delete;
+  nccl_backend& operator=(const nccl_backend&) = delete;
+  ~nccl_backend() {
+    (void)cudaStreamSynchronize(stream_.stream);  // nothing may be in flight on the communicators
+    for (auto& [g, c] : groups_)
+      if (c != comm_.comm) (void)ncclCommDestroy(c);
+  }
+
+  [[nodiscard]] std::uint64_t devices() const { return size_; }
+  [[nodiscard]] rank_t rank() const { return me_; }
+  [[nodiscard]] std::span<const rank_t> local_ranks() const { return {&me_, 1}; }
+  /// The rank's CUDA device.
+  [[nodiscard]] int device() const { return mem_.device(); }
+  /// The stream every operation is ordered on.
+  [[nodiscard]] cudaStream_t stream() const { return stream_.stream; }
+  /// The backend's communicator over all ranks.
+  [[nodiscard]] ncclComm_t comm() const { return comm_.comm; }
+  /// The memory space of the executor's buffers (runtime/memory.hpp).
+  [[nodiscard]] const cuda_memory& memory() const { return mem_; }
+  /// Communicators built so far (for tests: the cache must not grow on reruns).
+  [[nodiscard]] std::size_t cached_groups() const { return groups_.size(); }
+  /// True if all-to-all uses ncclAlltoAll, false if grouped ncclSend / ncclRecv.
+  [[nodiscard]] bool native_alltoall() const {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    return !grouped_;
+#else
+    return false;
+#endif
+  }
+  /// Wait until everything issued on the stream is done.
+  void synchronize() const { REDIST_CUDA_CHECK(cudaStreamSynchronize(stream_.stream)); }
+
+  agreement agree(std::uint64_t hash, bool ok) {
+    std::uint64_t v[3] = {hash, ~hash, ok ? 0u : 1u}, r[3] = {0, 0, 0};
+#if defined(REDIST_WITH_MPI)
+    if (mpi_.comm != MPI_COMM_NULL) {
+      mpi_call(MPI_Allreduce(v, r, 3, MPI_UINT64_T, MPI_MAX, mpi_.comm), "MPI_Allreduce");
+      return {r[0] == ~r[1], r[2] == 0};
+    }
+#endif
+    REDIST_CUDA_CHECK(cudaMemcpyAsync(agree_.data(), v, sizeof v, cudaMemcpyHostToDevice, stream_.stream));
+    REDIST_NCCL_CHECK(ncclAllReduce(agree_.data(), agree_.data(), 3, ncclUint64, ncclMax, comm_.comm, stream_.stream));
+    REDIST_CUDA_CHECK(cudaMemcpyAsync(r, agree_.data(), sizeof r, cudaMemcpyDeviceToHost, stream_.stream));
+    REDIST_CUDA_CHECK(cudaStreamSynchronize(stream_.stream));
+    return {r[0] == ~r[1], r[2] == 0};
+  }
+
+  void prepare_groups(std::span<const rank_t> members, std::size_t n) {
+    detail::check_partition(who, members, n, size_);
+    std::vector<rank_t> key(members.begin(), members.end());
+    key.push_back(static_cast<rank_t>(n));
+    if (partitions_.count(key) != 0) return;
+    const auto p = static_cast<std::size_t>(std::find(members.begin(), members.end(), me_) - members.begin());
+    std::vector<rank_t> group(members.begin() + static_cast<std::ptrdiff_t>(p / n * n),
+                              members.begin() + static_cast<std::ptrdiff_t>(p / n * n + n));
+    bool identity = n == size_;
+    for (std::size_t k = 0; identity && k < n; ++k) identity = group[k] == k;
+    if (identity) {  // every rank sees the same partition, so every rank skips the split
+      groups_.emplace(group, comm_.comm);
+    } else if (n > 1) {
+      ncclComm_t c = nullptr;
+      REDIST_NCCL_CHECK(ncclCommSplit(comm_.comm, static_cast<int>(p / n), static_cast<int>(p % n), &c, nullptr));
+      if (!groups_.emplace(group, c).second) (void)ncclCommDestroy(c);  // same group from another partition
+    }
+    partitions_.insert(std::move(key));
+  }
+
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void allgather(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const auto bufs = buffers(io);
+    const std::byte* send = bufs.first;
+    std::byte* recv = bufs.second;
+    if (local_copy(g, send, recv, bytes)) return;
+    REDIST_NCCL_CHECK(ncclAllGather(send, recv, bytes, ncclUint8, group_comm(g), stream_.stream));
+  }
+
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void alltoall(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const auto bufs = buffers(io);
+    const std::byte* send = bufs.first;
+    std::byte* recv = bufs.second;
+    if (local_copy(g, send, recv, bytes)) return;
+    ncclComm_t c = group_comm(g);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    if (!grouped_) {
+      REDIST_NCCL_CHECK(ncclAlltoAll(send, recv, bytes, ncclUint8, c, stream_.stream));
+      return;
+    }
+#endif
+    in_group([&] {
+      for (std::size_t k = 0; k < g.size(); ++k) {
+        REDIST_NCCL_CHECK(ncclSend(send + k * bytes, bytes, ncclUint8, static_cast<int>(k), c, stream_.stream));
+        REDIST_NCCL_CHECK(ncclRecv(recv + k * bytes, bytes, ncclUint8, static_cast<int>(k), c, stream_.stream));
+      }
+    });
+  }
+
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void permute(std::span<const rank_t> dest, block_io<T> io, std::size_t count) {
+    const std::pair<rank_t, rank_t> to_from = detail::check_permutation(who, dest, size_, me_);
+    const rank_t to = to_from.first, from = to_from.second;
+    const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const auto bufs = buffers(io);
+    const std::byte* send = bufs.first;
+    std::byte* recv = bufs.second;
+    if (to == me_) {
+      copy_bytes(recv, send, bytes);
+      return;
+    }
+    in_group([&] {
+      REDIST_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, static_cast<int>(to), comm_.comm, stream_.stream));
+      REDIST_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, static_cast<int>(from), comm_.comm, stream_.stream));
+    });
+  }
+
+  template <class T>
+    requires nccl_reducible<T>
+  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const auto bufs = buffers(io);
+    const std::byte* send = bufs.first;
+    std::byte* recv = bufs.second;
+    if (local_copy(g, send, recv, bytes)) return;
+    REDIST_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.stream));
+  }
+
+  template <class T>
+    requires nccl_reducible<T>
+  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+    const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const auto bufs = buffers(io);
+    const std::byte* send = bufs.first;
+    std::byte* recv = bufs.second;
+    if (local_copy(g, send, recv, bytes)) return;
+    REDIST_NCCL_CHECK(
+        ncclReduceScatter(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.stream));
+  }
+
+ private:
+  static constexpr const char* who = "nccl backend";
+
+#if defined(REDIST_WITH_MPI)
+  static void mpi_call(int rc, const char* what) {
+    if (rc == MPI_SUCCESS) return;
+    char msg[MPI_MAX_ERROR_STRING] = {};
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    throw redist_error(errc::runtime, std::string("nccl backend: ") + what + " failed: " +
+                                          std::string(msg, static_cast<std::size_t>(len)));
+  }
+#endif
+
+#if defined(REDIST_WITH_MPI)
+  /// The MPI bootstrap's choice of this rank's device (boot_device_): `asked`, or the
+  /// rank's index among the ranks of its node modulo the devices it sees (so that ranks
+  /// that each see only their own GPU, as with per-rank CUDA_VISIBLE_DEVICES, all take
+  /// device 0). Returns why not, or "" -- in particular when two ranks of a node would
+  /// use the same GPU (same PCI bus id), which NCCL refuses. Collective over the node.
+  std::string choose_device(int asked) {
+    MPI_Comm node = MPI_COMM_NULL;  // the ranks of this node
+    mpi_call(MPI_Comm_split_type(mpi_.comm, MPI_COMM_TYPE_SHARED, static_cast<int>(me_), MPI_INFO_NULL, &node),
+             "MPI_Comm_split_type");
+    int node_rank = 0, node_size = 1;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &node_size);
+    std::string err, why;
+    const int count = detail::cuda_device_count(&why);
+    char bus[32] = {};  // this rank's GPU; stays empty if it has none
+    if (count == 0) {
+      err = "nccl backend: no CUDA device (" + why + ")";
+    } else if (asked >= count) {
+      err = "nccl backend: CUDA device " + std::to_string(asked) + " was asked for, this rank sees " +
+            std::to_string(count);
+    } else {
+      boot_device_ = asked >= 0 ? asked : node_rank % count;
+      const cudaError_t rc = cudaDeviceGetPCIBusId(bus, static_cast<int>(sizeof bus), boot_device_);
+      if (rc != cudaSuccess) {
+        (void)cudaGetLastError();
+        err = "nccl backend: cudaDeviceGetPCIBusId of device " + std::to_string(boot_device_) + ": " +
+              cudaGetErrorString(rc);
+        bus[0] = '\0';
+      }
+    }
+    std::vector<char> all(sizeof bus * static_cast<std::size_t>(node_size));
+    const int rc = MPI_Allgather(bus, static_cast<int>(sizeof bus), MPI_CHAR, all.data(), static_cast<int>(sizeof bus),
+                                 MPI_CHAR, node);
+    MPI_Comm_free(&node);
+    mpi_call(rc, "MPI_Allgather");
+    for (int j = 0; err.empty() && j < node_size; ++j)
+      if (j != node_rank && std::string(&all[sizeof bus * static_cast<std::size_t>(j)]) == bus)
+        err = "nccl backend: ranks " + std::to_string(std::min(j, node_rank)) + " and " +
+              std::to_string(std::max(j, node_rank)) + " of this node would share the CUDA device at PCI " + bus +
+              "; NCCL needs one GPU per rank (start at most as many ranks per node as GPUs: mpirun -np <gpus>)";
+    return err;
+  }
+#endif
+
+  /// The stream (given or created on `device`), the memory space, the agreement buffer.
+  void setup(int device, cudaStream_t stream) {
+    detail::device_guard g(device);
+    if (stream != nullptr) {
+      stream_.stream = stream;
+    } else {
+      REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_.stream, cudaStreamNonBlocking));
+      stream_.owned = true;
+    }
+    mem_ = cuda_memory(device, stream_.stream);
+    agree_ = cuda_buffer<std::uint64_t>(3, device);
+  }
+
+  /// This rank's send and receive buffers, as bytes.
+  template <class T>
+  std::pair<const std::byte*, std::byte*> buffers(const block_io<T>& io) const {
+    if (io.send.size() <= me_ || io.recv.size() <= me_ || io.send[me_] == nullptr || io.recv[me_] == nullptr)
+      throw redist_error(errc::runtime, std::string(who) + ": rank " + std::to_string(me_) + " has no buffer");
+    return {reinterpret_cast<const std::byte*>(io.send[me_]), reinterpret_cast<std::byte*>(io.recv[me_])};
+  }
+
+  void copy_bytes(std::byte* dst, const std::byte* src, std::size_t bytes) const {
+    if (bytes != 0) REDIST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.stream));
+  }
+
+  /// A singleton group of a backend of several ranks: a local copy (true), after checking
+  /// that the one member is this rank.
+  bool local_copy(std::span<const rank_t> g, const std::byte* send, std::byte* recv, std::size_t bytes) const {
+    if (g.size() != 1 || size_ == 1) return false;
+    if (g[0] != me_)
+      throw redist_error(errc::runtime, std::string(who) + ": rank " + std::to_string(me_) +
+                                            " called a collective on the group of rank " + std::to_string(g[0]));
+    copy_bytes(recv, send, bytes);
+    return true;
+  }
+
+  ncclComm_t group_comm(std::span<const rank_t> g) const {
+    auto it = groups_.find(std::vector<rank_t>(g.begin(), g.end()));
+    if (it == groups_.end())
+      throw redist_error(errc::runtime, std::string(who) + ": a collective on a group that prepare_groups did not build");
+    return it->second;
+  }
+
+  /// Run `f` (NCCL point-to-point calls) between ncclGroupStart and ncclGroupEnd; the group
+  /// is closed even when a call fails.
+  template <class F>
+  static void in_group(F&& f) {
+    REDIST_NCCL_CHECK(ncclGroupStart());
+    try {
+      f();
+    } catch (...) {
+      (void)ncclGroupEnd();
+      throw;
+    }
+    REDIST_NCCL_CHECK(ncclGroupEnd());
+  }
+
+#if defined(REDIST_WITH_MPI)
+  detail::mpi_comm_holder mpi_;  // destroyed last
+#endif
+  detail::cuda_stream_holder stream_;
+  detail::nccl_comm_holder comm_;  // destroyed before the stream
+  cuda_memory mem_;
+  cuda_buffer<std::uint64_t> agree_;
+  std::uint64_t size_ = 0;
+  rank_t me_ = 0;
+  int boot_device_ = -1;
+  bool grouped_ = false;
+  std::map<std::vector<rank_t>, ncclComm_t> groups_;
+  std::set<std::vector<rank_t>> partitions_;
+};
+
+static_assert(memory_space_for<cuda_memory, float>);
+static_assert(backend_for<nccl_backend, float>);
+static_assert(backend_for<nccl_backend, std::int16_t>);
+static_assert(reducing_backend_for<nccl_backend, double>);
+static_assert(reducing_backend_for<nccl_backend, std::int32_t>);
+static_assert(!reducing_backend_for<nccl_backend, std::int16_t>);
+
+}  // namespace redist
+
+#endif  // REDIST_WITH_NCCL

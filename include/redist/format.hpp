@@ -1,0 +1,137 @@
+// redist/format.hpp -- {fmt} formatters and ostream operators for meshes, collectives,
+// distributed types and collective programs.
+//
+//   fmt::print("{}", mesh)                  {x: 4, y: 8}
+//   fmt::print("{}", op::alltoall)          alltoall
+//   fmt::print("{}", typed{mesh, type})     [64{x}256, 1024]        (a type needs its mesh)
+//   fmt::print("{}", program)               the plan as a table:
+//
+//   redist program on {devs: 32}: [32, 64{devs}2048] -> [1{devs}32, 2048], 4-byte elements
+//      #  op        concat  split   n  groups  cost (B)  local  type after
+//      1  alltoall       1      0  32       1      8192   2048  [1{devs}32, 2048]
+//   total 8192 B per device (2048 elements) | peak 2048 | bound 2048 | memory-efficient
+//
+// Columns: concat/split are the dimensions that grow/shrink; n is the group size (the
+// number of chunks for a dynslice); groups is the number of groups; cost is the bytes each
+// device sends (Fig. 11), local the elements each device holds after the step. A type
+// after `~` holds only up to a permutation of devices. Text the core cut at its fixed
+// capacity (core/error.hpp `text`) ends with "...".
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// A distributed type together with its mesh, for printing: `fmt::print("{}", typed{m, t})`.
+struct typed {
+  const device_mesh& m;
+  const dist_type& t;
+};
+
+namespace detail {
+/// A core text for display; "..." marks one cut at text::capacity characters.
+inline std::string shown(const text& t) { return t.len >= text::capacity ? t.str() + "..." : t.str(); }
+}  // namespace detail
+
+}  // namespace redist
+
+template <>
+struct fmt::formatter<redist::device_mesh> : fmt::formatter<std::string_view> {
+  template <class Context>
+  auto format(const redist::device_mesh& m, Context& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(redist::detail::shown(redist::mesh_text(m)), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<redist::op> : fmt::formatter<std::string_view> {
+  template <class Context>
+  auto format(redist::op o, Context& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(redist::op_name(o), ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<redist::typed> : fmt::formatter<std::string_view> {
+  template <class Context>
+  auto format(const redist::typed& x, Context& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(redist::detail::shown(redist::type_text(x.m, x.t)), ctx);
+  }
+};
+
+namespace redist::detail {
+
+/// The plan table: one row of cells per step, columns aligned to their widest cell.
+inline std::string program_table(const program& p) {
+  constexpr std::size_t ncol = 9;
+  using row = std::array<std::string, ncol>;
+  // Numeric columns are right-aligned, op and type left-aligned.
+  constexpr std::array<bool, ncol> right{true, false, true, true, true, true, true, true, false};
+  std::vector<row> rows;
+  rows.push_back({"#", "op", "concat", "split", "n", "groups", "cost (B)", "local", "type after"});
+  auto dim_or_dash = [](int d) { return d >= 0 ? fmt::to_string(d) : std::string("-"); };
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step& s = p.steps[i];
+    const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute;
+    const bool has_n = s.kind != op::allpermute;
+    std::string type = s.type_after.rank == p.source.rank ? shown(type_text(p.m, s.type_after)) : std::string("?");
+    rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dim_or_dash(s.concat_dim),
+                    dim_or_dash(s.split_dim), has_n ? fmt::to_string(s.parts) : std::string("-"),
+                    grouped ? fmt::to_string(s.group_count()) : std::string("-"),
+                    fmt::to_string(s.cost * p.element_bytes), fmt::to_string(s.local_after),
+                    (s.type_exact ? "" : "~") + type});
+  }
+  std::array<std::size_t, ncol> width{};
+  for (const row& r : rows)
+    for (std::size_t c = 0; c < ncol; ++c) width[c] = std::max(width[c], r[c].size());
+  std::string out;
+  for (const row& r : rows) {
+    std::string line = " ";
+    for (std::size_t c = 0; c < ncol; ++c) {
+      const std::size_t w = c + 1 == ncol ? 0 : width[c];  // no padding after the last column
+      line += right[c] ? fmt::format("  {:>{}}", r[c], w) : fmt::format("  {:<{}}", r[c], w);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace redist::detail
+
+template <>
+struct fmt::formatter<redist::program> {
+  constexpr auto parse(fmt::format_parse_context& ctx) -> decltype(ctx.begin()) { return ctx.begin(); }
+
+  template <class Context>
+  auto format(const redist::program& p, Context& ctx) const -> decltype(ctx.out()) {
+    auto out = fmt::format_to(ctx.out(), "redist program on {}: {} -> {}, {}-byte elements\n", p.m,
+                              redist::typed{p.m, p.source}, redist::typed{p.m, p.target}, p.element_bytes);
+    if (p.steps.empty()) out = fmt::format_to(out, "  (no steps: every device already holds its target tile)\n");
+    else out = fmt::format_to(out, "{}", redist::detail::program_table(p));
+    return fmt::format_to(out, "total {} B per device ({} elements) | peak {} | bound {} | {}", p.cost_bytes(),
+                          p.cost_elements, p.peak_local_elements, p.memory_bound_elements,
+                          p.memory_efficient() ? "memory-efficient" : "NOT memory-efficient");
+  }
+};
+
+namespace redist {
+
+inline std::ostream& operator<<(std::ostream& os, const device_mesh& m) { return os << fmt::to_string(m); }
+inline std::ostream& operator<<(std::ostream& os, op o) { return os << op_name(o); }
+inline std::ostream& operator<<(std::ostream& os, const typed& x) { return os << fmt::to_string(x); }
+inline std::ostream& operator<<(std::ostream& os, const program& p) { return os << fmt::to_string(p); }
+
+}  // namespace redist

@@ -1,0 +1,462 @@
+// redist/program_json.hpp -- the collective program as JSON (DESIGN.md section 4,
+// format "redist-program/1"), written by `redist plan --json` and read back by tools.
+// Requires nlohmann-json (link nlohmann_json::nlohmann_json); the core library does not.
+//
+//   {"format": "redist-program/1", "mesh": [["x", 4], ["y", 8]], "global_shape": [256, 1024],
+//    "element_bytes": 4, "source": "[64{x}256, 1024]", "target": "[256, 128{y}1024]",
+//    "steps": [{"op": "allgather", "concat_dim": 0, "groups": [[0, 8, 16, 24], ...]},
+//              {"op": "alltoall", "concat_dim": 0, "split_dim": 1, "groups": [...]},
+//              {"op": "dynslice", "split_dim": 1, "parts": 8, "index": [/* per rank */]},
+//              {"op": "allpermute", "dest": [/* per rank */]},
+//              {"op": "allreduce", "groups": [...]},                  (partial sums, an
+//              {"op": "reducescatter", "split_dim": 0, "groups": [...]}  extension)],
+//    "cost_bytes": 123456, "peak_local_elements": 65536, "memory_bound_elements": 65536}
+//
+// Every step also carries "type" (the type after it, paper syntax), "type_exact" (false:
+// the type holds only up to a permutation of devices), "local_elements" and "cost_bytes"
+// (per device, after the step); readers may ignore them.
+//
+// program_from_json checks what a consumer relies on and throws redist_error with one line
+// naming the field (`program JSON: steps[1].groups[2]: ...`): fields present with the right
+// JSON types, the mesh and both types well-formed with equal global shapes, dimensions in
+// range, groups of equal size that partition the ranks 0..D-1, dynslice indices below
+// `parts`, allpermute destinations a bijection, every step well-typed under the weak rules
+// of core/rules.hpp, and the steps ending on the target's tiles. It recomputes local
+// sizes, costs and the peak (and checks any given in the input); it does not re-verify
+// that every rank ends with exactly its target tile (that is the executor's job).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/rules.hpp"
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// The format tag of section 4.
+inline constexpr std::string_view program_json_format = "redist-program/1";
+
+namespace detail {
+
+/// text -> std::string, refusing a result the fixed-capacity buffer may have cut short.
+inline std::string checked_text(const text& t, std::string_view what) {
+  if (t.len >= text::capacity)
+    throw redist_error(errc::capacity, std::string(what) + " is longer than " + std::to_string(text::capacity) +
+                                           " characters and cannot be written");
+  return t.str();
+}
+
+template <class Json>
+Json program_to_json(const program& p) {
+  const device_mesh& m = p.m;
+  Json j;
+  j["format"] = program_json_format;
+  Json axes = Json::array();
+  for (int a = 0; a < m.naxes; ++a) axes.push_back(Json::array({std::string(m.names[a].view()), m.sizes[a]}));
+  j["mesh"] = axes;
+  Json shape = Json::array();
+  for (int d = 0; d < p.source.rank; ++d) shape.push_back(p.source.dims[d].global);
+  j["global_shape"] = shape;
+  j["element_bytes"] = p.element_bytes;
+  j["source"] = checked_text(type_text(m, p.source), "the source type");
+  j["target"] = checked_text(type_text(m, p.target), "the target type");
+  auto bytes = [&](std::uint64_t elements) {
+    std::uint64_t b = 0;
+    if (!mul_ok(elements, p.element_bytes, b))
+      throw redist_error(errc::overflow, "the cost in bytes does not fit in 64 bits");
+    return b;
+  };
+  Json steps = Json::array();
+  for (const step& s : p.steps) {
+    Json js;
+    js["op"] = op_name(s.kind);
+    switch (s.kind) {
+      case op::allgather: js["concat_dim"] = s.concat_dim; break;
+      case op::alltoall:
+        js["concat_dim"] = s.concat_dim;
+        js["split_dim"] = s.split_dim;
+        break;
+      case op::dynslice:
+        js["split_dim"] = s.split_dim;
+        js["parts"] = s.parts;
+        js["index"] = s.index;
+        break;
+      case op::allpermute: js["dest"] = s.dest; break;
+      case op::allreduce: break;
+      case op::reducescatter: js["split_dim"] = s.split_dim; break;
+    }
+    if (s.kind != op::dynslice && s.kind != op::allpermute) {
+      Json groups = Json::array();
+      for (std::size_t g = 0; g < s.group_count(); ++g) {
+        auto grp = s.group(g);
+        groups.push_back(std::vector<rank_t>(grp.begin(), grp.end()));
+      }
+      js["groups"] = groups;
+    }
+    if (s.type_after.rank == p.source.rank) {
+      js["type"] = checked_text(type_text(m, s.type_after), "an intermediate type");
+      js["type_exact"] = s.type_exact;
+    }
+    js["local_elements"] = s.local_after;
+    js["cost_bytes"] = bytes(s.cost);
+    steps.push_back(js);
+  }
+  j["steps"] = steps;
+  j["cost_bytes"] = bytes(p.cost_elements);
+  j["peak_local_elements"] = p.peak_local_elements;
+  j["memory_bound_elements"] = p.memory_bound_elements;
+  return j;
+}
+
+/// Compact pretty printing: objects one member a line, arrays of numbers (and arrays of
+/// such arrays, the groups) on one line.
+template <class Json>
+bool is_flat_array(const Json& j, int depth) {
+  if (!j.is_array()) return false;
+  for (const auto& e : j)
+    if (e.is_structured() && !(depth > 0 && is_flat_array(e, depth - 1))) return false;
+  return true;
+}
+
+template <class Json>
+void dump_compact(const Json& j, int indent, int level, std::string& out) {
+  const std::string pad(static_cast<std::size_t>(indent * (level + 1)), ' ');
+  const std::string close(static_cast<std::size_t>(indent * level), ' ');
+  if (j.is_object() && !j.empty()) {
+    out += "{\n";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad + Json(it.key()).dump() + ": ";
+      dump_compact(it.value(), indent, level + 1, out);
+    }
+    out += "\n" + close + "}";
+  } else if (j.is_array() && !j.empty() && !is_flat_array(j, 1)) {
+    out += "[\n";
+    bool first = true;
+    for (const auto& e : j) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad;
+      dump_compact(e, indent, level + 1, out);
+    }
+    out += "\n" + close + "]";
+  } else if (j.is_array()) {
+    out += "[";
+    bool first = true;
+    for (const auto& e : j) {
+      if (!first) out += ", ";
+      first = false;
+      dump_compact(e, indent, level, out);
+    }
+    out += "]";
+  } else {
+    out += j.dump();
+  }
+}
+
+// ---- reading ----
+
+[[noreturn]] inline void json_fail(errc code, const std::string& where, const std::string& what) {
+  throw redist_error(code, "program JSON: " + (where.empty() ? what : where + ": " + what));
+}
+
+inline const nlohmann::json& json_field(const nlohmann::json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) json_fail(errc::syntax, where, std::string("missing field '") + key + "'");
+  return *it;
+}
+
+inline std::string json_join(const std::string& where, const std::string& key) {
+  return where.empty() ? key : where + "." + key;
+}
+
+inline std::uint64_t json_uint(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    json_fail(errc::syntax, where, "expected an unsigned integer, found " + v.dump());
+  return v.get<std::uint64_t>();
+}
+
+inline std::string json_string(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_string()) json_fail(errc::syntax, where, "expected a string, found " + v.dump());
+  return v.get<std::string>();
+}
+
+inline const nlohmann::json& json_array(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_array()) json_fail(errc::syntax, where, "expected an array, found " + v.dump());
+  return v;
+}
+
+/// A required unsigned field of an object.
+inline std::uint64_t json_uint_field(const nlohmann::json& obj, const char* key, const std::string& where) {
+  return json_uint(json_field(obj, key, where), json_join(where, key));
+}
+
+inline int json_dim(const nlohmann::json& obj, const char* key, const std::string& where, int rank) {
+  std::uint64_t d = json_uint_field(obj, key, where);
+  if (d >= static_cast<std::uint64_t>(rank))
+    json_fail(errc::bad_size, json_join(where, key),
+              "dimension " + std::to_string(d) + " out of range (the array has " + std::to_string(rank) + ")");
+  return static_cast<int>(d);
+}
+
+/// A per-rank array of D values, each below `limit`.
+inline std::vector<rank_t> json_rank_array(const nlohmann::json& v, const std::string& where, std::uint64_t D,
+                                           std::uint64_t limit, const char* what) {
+  json_array(v, where);
+  if (v.size() != D)
+    json_fail(errc::bad_size, where,
+              "has " + std::to_string(v.size()) + " entries, expected one per rank (" + std::to_string(D) + ")");
+  std::vector<rank_t> out;
+  out.reserve(v.size());
+  for (std::size_t r = 0; r < v.size(); ++r) {
+    std::uint64_t x = json_uint(v[r], where + "[" + std::to_string(r) + "]");
+    if (x >= limit)
+      json_fail(errc::bad_size, where + "[" + std::to_string(r) + "]",
+                what + std::to_string(x) + " out of range (must be below " + std::to_string(limit) + ")");
+    out.push_back(static_cast<rank_t>(x));
+  }
+  return out;
+}
+
+inline dist_type json_type(const device_mesh& m, const nlohmann::json& v, const std::string& where) {
+  std::string s = json_string(v, where);
+  try {
+    return parse_type(m, s);
+  } catch (const redist_error& e) {
+    json_fail(e.code(), where, e.what());
+  }
+}
+
+inline std::string shape_string(const shape& s) {
+  std::string out = "[";
+  for (int d = 0; d < s.rank; ++d) out += (d ? ", " : "") + std::to_string(s.parts[d]);
+  out += "]";
+  if (s.sums > 1) out += " with " + std::to_string(s.sums) + " pending partial sums";
+  return out;
+}
+
+}  // namespace detail
+
+/// The program as JSON (keys sorted, nlohmann::json's object order).
+inline nlohmann::json to_json(const program& p) { return detail::program_to_json<nlohmann::json>(p); }
+
+/// The program as JSON with the keys in the order of DESIGN.md section 4.
+inline nlohmann::ordered_json to_ordered_json(const program& p) {
+  return detail::program_to_json<nlohmann::ordered_json>(p);
+}
+
+/// JSON text for people and files: keys in contract order, `indent` spaces per level,
+/// rank lists and groups on one line each.
+inline std::string program_json_text(const program& p, int indent = 2) {
+  std::string out;
+  detail::dump_compact(to_ordered_json(p), indent, 0, out);
+  return out;
+}
+
+/// Read a program back (see the header comment for what is checked). Step shapes, local
+/// sizes and costs are recomputed; intermediate types are taken from "type" when given.
+inline program program_from_json(const nlohmann::json& j) {
+  using namespace detail;
+  if (!j.is_object()) json_fail(errc::syntax, "", "expected a JSON object, found " + j.dump());
+  program p;
+  std::string format = json_string(json_field(j, "format", ""), "format");
+  if (format != program_json_format)
+    json_fail(errc::syntax, "format", "unsupported format '" + format + "' (expected '" + std::string(program_json_format) + "')");
+
+  // Mesh: [["x", 4], ["y", 8]].
+  const auto& jm = json_array(json_field(j, "mesh", ""), "mesh");
+  for (std::size_t a = 0; a < jm.size(); ++a) {
+    const std::string where = "mesh[" + std::to_string(a) + "]";
+    const auto& ax = json_array(jm[a], where);
+    if (ax.size() != 2) json_fail(errc::syntax, where, "expected [name, size], found " + ax.dump());
+    std::string name = json_string(ax[0], where + "[0]");
+    if (name.empty() || name.size() > static_cast<std::size_t>(max_name))
+      json_fail(errc::syntax, where + "[0]", "an axis name has 1 to " + std::to_string(max_name) + " characters");
+    if (error e = mesh_add_axis(p.m, name, json_uint(ax[1], where + "[1]")); !e.ok())
+      json_fail(e.code, where, std::string(e.message.view()));
+  }
+  const device_mesh& m = p.m;
+  const std::uint64_t D = m.devices;
+  if (D > UINT32_MAX) json_fail(errc::capacity, "mesh", "more than 2^32 devices");
+
+  p.element_bytes = json_uint_field(j, "element_bytes", "");
+  if (p.element_bytes == 0) json_fail(errc::bad_size, "element_bytes", "must be at least 1");
+  p.source = json_type(m, json_field(j, "source", ""), "source");
+  p.target = json_type(m, json_field(j, "target", ""), "target");
+  if (error e = check_same_global(p.source, p.target); !e.ok()) json_fail(e.code, "target", std::string(e.message.view()));
+  const auto& jg = json_array(json_field(j, "global_shape", ""), "global_shape");
+  bool same = jg.size() == static_cast<std::size_t>(p.source.rank);
+  for (std::size_t d = 0; same && d < jg.size(); ++d)
+    same = json_uint(jg[d], "global_shape[" + std::to_string(d) + "]") == p.source.dims[d].global;
+  if (!same) json_fail(errc::global_mismatch, "global_shape", jg.dump() + " is not the global shape of the source type");
+
+  const int R = p.source.rank;
+  const weak_context ctx = weak_context_of(m, p.source);
+  shape cur = shape_of(m, p.source);
+  std::uint64_t local = local_size(m, p.source);
+  p.peak_local_elements = std::max(local, local_size(m, p.target));
+
+  const auto& jsteps = json_array(json_field(j, "steps", ""), "steps");
+  for (std::size_t i = 0; i < jsteps.size(); ++i) {
+    const std::string where = "steps[" + std::to_string(i) + "]";
+    const auto& js = jsteps[i];
+    if (!js.is_object()) json_fail(errc::syntax, where, "expected an object, found " + js.dump());
+    step s;
+    const std::string name = json_string(json_field(js, "op", where), where + ".op");
+    if (!op_from_name(name, s.kind)) json_fail(errc::syntax, where + ".op", "unknown op '" + name + "'");
+    bool typed_ok = false;
+    shape next = cur;
+    switch (s.kind) {
+      case op::allgather:
+      case op::alltoall:
+      case op::allreduce:
+      case op::reducescatter: {
+        if (s.kind == op::allgather || s.kind == op::alltoall) s.concat_dim = json_dim(js, "concat_dim", where, R);
+        if (s.kind == op::alltoall || s.kind == op::reducescatter) s.split_dim = json_dim(js, "split_dim", where, R);
+        if (s.kind == op::alltoall && s.split_dim == s.concat_dim)
+          json_fail(errc::rule, where, "concat_dim and split_dim must differ");
+        const std::string wg = where + ".groups";
+        const auto& groups = json_array(json_field(js, "groups", where), wg);
+        if (groups.empty()) json_fail(errc::bad_size, wg, "no groups");
+        std::vector<bool> seen(D, false);
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          const std::string wgi = wg + "[" + std::to_string(g) + "]";
+          const auto& grp = json_array(groups[g], wgi);
+          if (g == 0) {
+            s.parts = grp.size();
+            if (s.parts == 0 || D % s.parts != 0 || groups.size() != D / s.parts)
+              json_fail(errc::bad_size, wg,
+                        std::to_string(groups.size()) + " groups of " + std::to_string(grp.size()) +
+                            " ranks do not partition the " + std::to_string(D) + " ranks");
+          } else if (grp.size() != s.parts) {
+            json_fail(errc::bad_size, wgi,
+                      "has " + std::to_string(grp.size()) + " ranks, expected " + std::to_string(s.parts) +
+                          " (the size of groups[0])");
+          }
+          for (std::size_t k = 0; k < grp.size(); ++k) {
+            const std::string wr = wgi + "[" + std::to_string(k) + "]";
+            std::uint64_t r = json_uint(grp[k], wr);
+            if (r >= D)
+              json_fail(errc::bad_size, wr,
+                        "rank " + std::to_string(r) + " out of range (the mesh has " + std::to_string(D) + " devices)");
+            if (seen[r]) json_fail(errc::rule, wr, "rank " + std::to_string(r) + " is in more than one group");
+            seen[r] = true;
+            s.members.push_back(static_cast<rank_t>(r));
+          }
+        }
+        switch (s.kind) {
+          case op::allgather: typed_ok = weak_allgather(ctx, cur, s.concat_dim, s.parts, next); break;
+          case op::alltoall: typed_ok = weak_alltoall(ctx, cur, s.concat_dim, s.split_dim, s.parts, next); break;
+          case op::allreduce: typed_ok = weak_allreduce(ctx, cur, s.parts, next); break;
+          default: typed_ok = weak_reducescatter(ctx, cur, s.split_dim, s.parts, next); break;
+        }
+        break;
+      }
+      case op::dynslice: {
+        s.split_dim = json_dim(js, "split_dim", where, R);
+        s.parts = json_uint_field(js, "parts", where);
+        if (s.parts == 0) json_fail(errc::bad_size, where + ".parts", "must be at least 1");
+        s.index = json_rank_array(json_field(js, "index", where), where + ".index", D, s.parts, "chunk ");
+        typed_ok = weak_dynslice(ctx, cur, s.split_dim, s.parts, next);
+        break;
+      }
+      case op::allpermute: {
+        s.parts = 1;
+        s.dest = json_rank_array(json_field(js, "dest", where), where + ".dest", D, D, "rank ");
+        std::vector<bool> hit(D, false);
+        for (std::size_t r = 0; r < D; ++r) {
+          if (hit[s.dest[r]])
+            json_fail(errc::rule, where + ".dest[" + std::to_string(r) + "]",
+                      "rank " + std::to_string(s.dest[r]) + " receives two tiles (dest is not a bijection)");
+          hit[s.dest[r]] = true;
+        }
+        typed_ok = true;
+        break;
+      }
+    }
+    if (!typed_ok)
+      json_fail(errc::rule, where,
+                name + " with " + std::to_string(s.parts) + (s.kind == op::dynslice ? " parts" : "-rank groups") +
+                    " is ill-typed on tiles per dimension " + shape_string(cur) + " (global shape " +
+                    std::string(shape_text(ctx.global, R).view()) + ")");
+    const std::uint64_t before = local;
+    cur = next;
+    local = ctx.local_size(cur);
+    s.after = cur;
+    s.local_after = local;
+    s.cost = cost_elements(s.kind, before, local);
+    p.cost_elements += s.cost;
+    p.peak_local_elements = std::max(p.peak_local_elements, local);
+
+    if (auto it = js.find("type"); it != js.end()) {
+      s.type_after = json_type(m, *it, where + ".type");
+      if (!same_global(s.type_after, p.source) || !(shape_of(m, s.type_after) == cur))
+        json_fail(errc::rule, where + ".type",
+                  "'" + it->get<std::string>() + "' does not have the tiles per dimension " + shape_string(cur) +
+                      " that the steps produce");
+      if (auto ex = js.find("type_exact"); ex != js.end()) {
+        if (!ex->is_boolean()) json_fail(errc::syntax, where + ".type_exact", "expected true or false, found " + ex->dump());
+        s.type_exact = ex->get<bool>();
+      }
+    }
+    if (auto it = js.find("local_elements"); it != js.end() && json_uint(*it, where + ".local_elements") != local)
+      json_fail(errc::rule, where + ".local_elements", it->dump() + " but the step leaves " + std::to_string(local));
+    if (auto it = js.find("cost_bytes"); it != js.end()) {
+      std::uint64_t b = 0;
+      if (!mul_ok(s.cost, p.element_bytes, b) || json_uint(*it, where + ".cost_bytes") != b)
+        json_fail(errc::rule, where + ".cost_bytes",
+                  it->dump() + " but the step costs " + std::to_string(s.cost) + " elements of " +
+                      std::to_string(p.element_bytes) + " bytes");
+    }
+    p.steps.push_back(std::move(s));
+  }
+  if (!(cur == shape_of(m, p.target)))
+    json_fail(errc::rule, "steps",
+              "end with tiles per dimension " + shape_string(cur) + " but the target has " +
+                  shape_string(shape_of(m, p.target)));
+
+  if (auto it = j.find("cost_bytes"); it != j.end()) {
+    std::uint64_t b = 0;
+    if (!mul_ok(p.cost_elements, p.element_bytes, b) || json_uint(*it, "cost_bytes") != b)
+      json_fail(errc::rule, "cost_bytes",
+                it->dump() + " but the steps cost " + std::to_string(p.cost_elements) + " elements of " +
+                    std::to_string(p.element_bytes) + " bytes");
+  }
+  if (auto it = j.find("peak_local_elements"); it != j.end() && json_uint(*it, "peak_local_elements") != p.peak_local_elements)
+    json_fail(errc::rule, "peak_local_elements", it->dump() + " but the steps peak at " + std::to_string(p.peak_local_elements));
+  if (auto it = j.find("memory_bound_elements"); it != j.end())
+    p.memory_bound_elements = json_uint(*it, "memory_bound_elements");
+  else
+    p.memory_bound_elements = std::max(local_size(m, p.source), local_size(m, p.target));
+  return p;
+}
+
+/// nlohmann-json's conversion hooks (found by ADL): `json j = prog;`, `j.get<program>()`.
+inline void to_json(nlohmann::json& j, const program& p) { j = to_json(p); }
+inline void to_json(nlohmann::ordered_json& j, const program& p) { j = to_ordered_json(p); }
+inline void from_json(const nlohmann::json& j, program& p) { p = program_from_json(j); }
+
+/// Parse JSON text and read the program; a JSON syntax error is a redist_error too.
+inline program program_from_json_text(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw redist_error(errc::syntax, std::string("program JSON: ") + e.what());
+  }
+  return program_from_json(j);
+}
+
+}  // namespace redist

@@ -1,0 +1,113 @@
+// redist/runtime/backend.hpp -- what the executor needs from a communication backend.
+//
+// A backend drives some of the ranks 0..D-1 of a program in this process: all of them
+// (the in-process host backend simulates D devices), or one (MPI, NCCL: one process or
+// GPU per rank). It moves contiguous blocks between ranks; everything else (walking the
+// program, packing, shapes, memory) is the executor's (runtime/executor.hpp).
+//
+// Contract of a type B modelling `backend_for<B, T>`:
+//
+//   b.devices()        number of ranks D of the communicator (the executor refuses a
+//                      program whose mesh has a different device count).
+//   b.local_ranks()    the ranks this process drives, ascending, as a
+//                      std::span<const rank_t>; stable for the backend's lifetime.
+//   b.agree(h, ok)     collective over all D ranks: every rank passes the hash of the
+//                      program it is about to run and whether its local checks passed.
+//                      Returns {same, all_ok}: same iff every rank passed the same h,
+//                      all_ok iff every rank passed ok == true. Moves no array data.
+//   b.prepare_groups(members, n)
+//                      collective over all D ranks, called by the executor for every
+//                      partition of the ranks it will use (members: all D ranks, as
+//                      consecutive groups of n, each in member order), in program order,
+//                      before any collective on those groups. A backend may build
+//                      communicators here (MPI); it may do nothing (host).
+//
+// The data-moving calls are made for one ordered group `g` (n = g.size() ranks, member k
+// = g[k]) with the blocks given through `io` (block_io<T>: for every rank r this process
+// drives, io.send[r] and io.recv[r] are the rank's buffers; entries of other ranks are
+// unused). Buffers never overlap. `count` is the number of T in one block. Every rank of
+// `g` that this process drives takes part; a call returns when this process's members
+// are done (their receive buffers are complete and send buffers may be reused).
+//
+//   b.allgather(g, io, count)  member k's send holds one block; afterwards every member's
+//                              recv holds n blocks, block k = member k's send.
+//   b.alltoall(g, io, count)   every member's send holds n blocks; afterwards member m's
+//                              recv holds n blocks, block k = block m of member k's send.
+//   b.permute(dest, io, count) over all D ranks: dest is a bijection (dest[r] receives r's
+//                              block); afterwards recv[dest[r]] = send[r] for every local r
+//                              whose receiver is local, and the receives of every local
+//                              rank are complete. Fixed points (dest[r] == r) are copies.
+//
+// Partial sums (programs whose types carry `sum{...}`) also need, for element types with
+// `+` (concept summable), the reductions of `reducing_backend_for<B, T>`:
+//
+//   b.allreduce(g, io, count)      every member's send holds one block; afterwards every
+//                                  member's recv holds the element-wise sum of the n blocks.
+//   b.reducescatter(g, io, count)  every member's send holds n blocks; afterwards member m's
+//                                  recv holds the element-wise sum of block m of every send.
+//
+// The order in which terms are added is the backend's (floating-point sums may differ in
+// the last bits between backends; integer sums are exact, modulo 2^bits if unsigned).
+//
+// A backend reports misuse (a group with a rank outside 0..D-1, a count it cannot
+// express) by throwing redist_error with errc::runtime before moving any data.
+//
+// Memory (optional). The buffers in `io` are host memory unless the backend names another
+// memory space with a member `b.memory()` (contract in runtime/memory.hpp): then every
+// buffer the executor passes lives in that memory (NCCL: one CUDA device), and the
+// data-moving calls may return once their work is ordered after the memory space's
+// copies and before later ones (NCCL: enqueued on the backend's CUDA stream) instead of
+// when it is done. The host and MPI backends have no memory() and work synchronously.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// The buffers of the ranks a backend drives, indexed by rank (size D; entries of ranks
+/// the process does not drive are null).
+template <class T>
+struct block_io {
+  std::span<T* const> send;
+  std::span<T* const> recv;
+};
+
+/// The outcome of the agreement check.
+struct agreement {
+  bool same = true;    ///< every rank passed the same program hash
+  bool all_ok = true;  ///< every rank's local checks passed
+};
+
+template <class B, class T>
+concept backend_for =
+    std::is_trivially_copyable_v<T> &&
+    requires(B& b, const B& cb, std::span<const rank_t> ranks, block_io<T> io, std::size_t count, std::uint64_t hash,
+             bool ok) {
+      { cb.devices() } -> std::convertible_to<std::uint64_t>;
+      { cb.local_ranks() } -> std::convertible_to<std::span<const rank_t>>;
+      { b.agree(hash, ok) } -> std::same_as<agreement>;
+      b.prepare_groups(ranks, count);
+      b.allgather(ranks, io, count);
+      b.alltoall(ranks, io, count);
+      b.permute(ranks, io, count);
+    };
+
+/// Element types that partial sums can add: trivially copyable, with `+` (bool excluded).
+template <class T>
+concept summable = std::is_trivially_copyable_v<T> && !std::same_as<T, bool> && requires(T a, T b) {
+  { a + b } -> std::convertible_to<T>;
+};
+
+template <class B, class T>
+concept reducing_backend_for =
+    backend_for<B, T> && summable<T> && requires(B& b, std::span<const rank_t> group, block_io<T> io, std::size_t count) {
+      b.allreduce(group, io, count);
+      b.reducescatter(group, io, count);
+    };
+
+}  // namespace redist

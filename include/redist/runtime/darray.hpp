@@ -1,0 +1,264 @@
+// redist/runtime/darray.hpp -- a distributed array as one device sees it: its local tile
+// (row-major, owned or borrowed memory) plus its distributed type and mesh.
+//
+//   local_tile<T>   extents + row-major storage (a std::vector<T> it owns, or a
+//                   std::span<T> it borrows); knows nothing about meshes.
+//   darray<T>       a local_tile<T> that is device `device()`'s tile of the distributed
+//                   type `type()` over mesh `mesh()` (default device map, DESIGN.md sec. 2).
+//
+// `darray<T>` is `darray<T, void>`: the run-time array, whose type is a value. The
+// compile-time layer (static/) defines `darray<T, Type>` for a static type `Type`; both
+// names coexist because only the `void` specialization is defined here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "redist/core/config.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/offsets.hpp"
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// Extents of a row-major tile (at most max_dims dimensions).
+struct extents {
+  int rank = 0;
+  std::array<std::uint64_t, max_dims> e{};
+
+  [[nodiscard]] std::uint64_t operator[](int d) const { return e[static_cast<std::size_t>(d)]; }
+  [[nodiscard]] std::uint64_t& operator[](int d) { return e[static_cast<std::size_t>(d)]; }
+  [[nodiscard]] std::span<const std::uint64_t> span() const { return {e.data(), static_cast<std::size_t>(rank)}; }
+  [[nodiscard]] std::uint64_t size() const {
+    std::uint64_t s = 1;
+    for (int d = 0; d < rank; ++d) s *= e[static_cast<std::size_t>(d)];
+    return s;
+  }
+  bool operator==(const extents& o) const {
+    if (rank != o.rank) return false;
+    for (int d = 0; d < rank; ++d)
+      if (e[static_cast<std::size_t>(d)] != o.e[static_cast<std::size_t>(d)]) return false;
+    return true;
+  }
+};
+
+/// The tile extents of a distributed type (one device's local shape).
+inline extents tile_extents(const device_mesh& m, const dist_type& t) {
+  extents x;
+  x.rank = t.rank;
+  for (int d = 0; d < t.rank; ++d) x[d] = tile(m, t.dims[d]);
+  return x;
+}
+
+/// The global extents of a distributed type.
+inline extents global_extents(const dist_type& t) {
+  extents x;
+  x.rank = t.rank;
+  for (int d = 0; d < t.rank; ++d) x[d] = t.dims[d].global;
+  return x;
+}
+
+/// "[4, 8]"
+inline std::string extents_text(const extents& x) {
+  std::string s = "[";
+  for (int d = 0; d < x.rank; ++d) s += (d ? ", " : "") + std::to_string(x[d]);
+  return s + "]";
+}
+
+/// A row-major tile: extents plus storage, owned (a std::vector<T>) or borrowed (a
+/// std::span<T> the caller keeps alive). Copying an owned tile copies the data; copying a
+/// borrowed tile copies the view.
+template <class T>
+class local_tile {
+  static_assert(std::is_trivially_copyable_v<T>, "redist tiles hold trivially copyable elements");
+
+ public:
+  using value_type = T;
+
+  local_tile() = default;
+  /// An owned tile, value-initialized.
+  explicit local_tile(const extents& x) : ext_(x), owned_(x.size()), data_(owned_.data()), size_(owned_.size()) {}
+  /// An owned tile taking `data`, which must hold exactly x.size() elements.
+  local_tile(const extents& x, std::vector<T> data) : ext_(x), owned_(std::move(data)) {
+    check_size(owned_.size());
+    data_ = owned_.data();
+    size_ = owned_.size();
+  }
+  /// A borrowed tile over `memory`, which must hold exactly x.size() elements.
+  local_tile(const extents& x, std::span<T> memory) : ext_(x), data_(memory.data()), size_(memory.size()), borrowed_(true) {
+    check_size(memory.size());
+  }
+
+  local_tile(const local_tile& o) : ext_(o.ext_), owned_(o.owned_), borrowed_(o.borrowed_) {
+    data_ = borrowed_ ? o.data_ : owned_.data();
+    size_ = o.size_;
+  }
+  local_tile(local_tile&& o) noexcept
+      : ext_(o.ext_), owned_(std::move(o.owned_)), data_(o.data_), size_(o.size_), borrowed_(o.borrowed_) {
+    o.release();
+  }
+  local_tile& operator=(const local_tile& o) {
+    if (this != &o) *this = local_tile(o);
+    return *this;
+  }
+  local_tile& operator=(local_tile&& o) noexcept {
+    ext_ = o.ext_;
+    owned_ = std::move(o.owned_);
+    data_ = o.data_;
+    size_ = o.size_;
+    borrowed_ = o.borrowed_;
+    o.release();
+    return *this;
+  }
+  ~local_tile() = default;
+
+  [[nodiscard]] const extents& shape() const { return ext_; }
+  [[nodiscard]] int rank() const { return ext_.rank; }
+  [[nodiscard]] std::uint64_t extent(int d) const { return ext_[d]; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] T* data() { return data_; }
+  [[nodiscard]] const T* data() const { return data_; }
+  [[nodiscard]] std::span<T> span() { return {data_, size_}; }
+  [[nodiscard]] std::span<const T> span() const { return {data_, size_}; }
+  [[nodiscard]] bool owns_memory() const { return !borrowed_; }
+
+  /// Element at a multi-index (row-major).
+  [[nodiscard]] const T& at(std::span<const std::uint64_t> idx) const { return data_[linear(idx)]; }
+  [[nodiscard]] T& at(std::span<const std::uint64_t> idx) { return data_[linear(idx)]; }
+
+ private:
+  void check_size(std::size_t n) const {
+    if (n != ext_.size())
+      throw redist_error(errc::runtime, "wrong buffer size: a tile of shape " + extents_text(ext_) + " needs " +
+                                            std::to_string(ext_.size()) + " elements, the buffer holds " +
+                                            std::to_string(n));
+  }
+  [[nodiscard]] std::size_t linear(std::span<const std::uint64_t> idx) const {
+    std::uint64_t l = 0;
+    for (int d = 0; d < ext_.rank; ++d) l = l * ext_[d] + idx[static_cast<std::size_t>(d)];
+    return static_cast<std::size_t>(l);
+  }
+  void release() noexcept {
+    owned_.clear();
+    data_ = nullptr;
+    size_ = 0;
+    borrowed_ = false;
+  }
+
+  extents ext_{};
+  std::vector<T> owned_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  bool borrowed_ = false;
+};
+
+/// The distributed array. Only `darray<T, void>` (the run-time one) is defined here; see
+/// the header comment.
+template <class T, class Type = void>
+class darray;
+
+/// One device's view of a distributed array of run-time type: the tile of device
+/// `device()` (a rank under the default device map) of type `type()` over `mesh()`.
+template <class T>
+class darray<T, void> {
+ public:
+  using value_type = T;
+
+  darray() = default;
+  /// An owned, value-initialized tile.
+  darray(const redist::device_mesh& m, const dist_type& t, rank_t device) : darray(m, t, device, checked_extents(m, t, device)) {}
+  /// An owned tile taking `data` (exactly localsize(t) elements).
+  darray(const redist::device_mesh& m, const dist_type& t, rank_t device, std::vector<T> data)
+      : m_(m), t_(t), device_(device), tile_(checked_extents(m, t, device), std::move(data)) {}
+  /// A tile borrowing `memory` (exactly localsize(t) elements), which the caller keeps alive.
+  darray(const redist::device_mesh& m, const dist_type& t, rank_t device, std::span<T> memory)
+      : m_(m), t_(t), device_(device), tile_(checked_extents(m, t, device), memory) {}
+
+  [[nodiscard]] const redist::device_mesh& mesh() const { return m_; }
+  [[nodiscard]] const dist_type& type() const { return t_; }
+  [[nodiscard]] rank_t device() const { return device_; }
+  [[nodiscard]] int rank() const { return t_.rank; }
+
+  [[nodiscard]] const local_tile<T>& tile() const { return tile_; }
+  [[nodiscard]] local_tile<T>& tile() { return tile_; }
+  [[nodiscard]] const extents& local_shape() const { return tile_.shape(); }
+  [[nodiscard]] std::uint64_t local_extent(int d) const { return tile_.extent(d); }
+  [[nodiscard]] std::uint64_t global_extent(int d) const { return t_.dims[d].global; }
+  /// Global index of this tile's first element along d (base offset, Fig. 7a).
+  [[nodiscard]] std::uint64_t offset(int d) const { return base_offset(m_, t_.dims[d], device_); }
+
+  [[nodiscard]] std::size_t size() const { return tile_.size(); }
+  [[nodiscard]] T* data() { return tile_.data(); }
+  [[nodiscard]] const T* data() const { return tile_.data(); }
+  [[nodiscard]] std::span<T> span() { return tile_.span(); }
+  [[nodiscard]] std::span<const T> span() const { return tile_.span(); }
+  [[nodiscard]] bool owns_memory() const { return tile_.owns_memory(); }
+
+ private:
+  darray(const redist::device_mesh& m, const dist_type& t, rank_t device, const extents& x)
+      : m_(m), t_(t), device_(device), tile_(x) {}
+
+  static extents checked_extents(const redist::device_mesh& m, const dist_type& t, rank_t device) {
+    if (error e = check(m, t)) throw redist_error(e);
+    if (device >= m.devices)
+      throw redist_error(errc::runtime, "device " + std::to_string(device) + " is not in the mesh " +
+                                            std::string(mesh_text(m).view()) + " of " + std::to_string(m.devices) +
+                                            " devices");
+    return tile_extents(m, t);
+  }
+
+  redist::device_mesh m_{};
+  dist_type t_{};
+  rank_t device_ = 0;
+  local_tile<T> tile_{};
+};
+
+namespace detail {
+template <class T, class P, class F>
+void for_each_global_impl(const darray<T>& a, P p, F& f) {
+  const int r = a.rank();
+  if (a.size() == 0) return;
+  if (r == 0) {
+    f(std::uint64_t{0}, *p);
+    return;
+  }
+  std::array<std::uint64_t, max_dims> gstride{}, off{}, idx{};
+  std::uint64_t s = 1;
+  for (int d = r - 1; d >= 0; --d) {
+    gstride[static_cast<std::size_t>(d)] = s;
+    s *= a.global_extent(d);
+    off[static_cast<std::size_t>(d)] = a.offset(d);
+  }
+  const std::uint64_t inner = a.local_extent(r - 1);
+  for (std::size_t done = 0; done < a.size(); done += inner) {
+    std::uint64_t base = 0;
+    for (int d = 0; d < r; ++d)
+      base += (off[static_cast<std::size_t>(d)] + idx[static_cast<std::size_t>(d)]) * gstride[static_cast<std::size_t>(d)];
+    for (std::uint64_t i = 0; i < inner; ++i) f(base + i, *p++);
+    for (int d = r - 2; d >= 0; --d) {  // advance the row counter
+      if (++idx[static_cast<std::size_t>(d)] < a.local_extent(d)) break;
+      idx[static_cast<std::size_t>(d)] = 0;
+    }
+  }
+}
+}  // namespace detail
+
+/// Call f(global_linear_index, element) for every element of the tile, in row-major
+/// order; global_linear_index is the element's row-major position in the global array.
+template <class T, class F>
+void for_each_global(darray<T>& a, F&& f) {
+  detail::for_each_global_impl(a, a.data(), f);
+}
+template <class T, class F>
+void for_each_global(const darray<T>& a, F&& f) {
+  detail::for_each_global_impl(a, a.data(), f);
+}
+
+}  // namespace redist

@@ -1,0 +1,578 @@
+// redist/runtime/executor.hpp -- runs a collective program (DESIGN.md section 4) on real
+// tiles through a backend (runtime/backend.hpp).
+//
+// For every step the executor packs the blocks each local rank sends (pack.hpp), calls the
+// backend's collective on the step's groups, and unpacks what arrived into the rank's new
+// tile. It drives the ranks the backend names in local_ranks(): all D simulated devices
+// for the host backend, one rank for MPI.
+//
+// Memory. Every local rank owns two buffers of `cap` elements, allocated once when the
+// executor is built and reused by every run, where cap is the largest local size along
+// the program (source, every intermediate, target). The tile of a step lives in one buffer;
+// packed sends or received blocks go to the other; the roles swap as the program goes.
+// Hence bytes held per rank = 2 * cap * sizeof(T) <= 2 * max(local in, local out) bytes for
+// a memory-efficient program (the default search only returns such programs). The executor
+// accounts these bytes (bytes_held, peak_bytes_held) and the bytes holding live data at
+// any moment of a step (peak_bytes_live).
+//
+// Memory space (runtime/memory.hpp). The buffers, the copies of the tiles into and out of
+// them and the pack/unpack between them go through the backend's memory space,
+// memory_of(backend): host memory and pack.hpp for the host and MPI backends; device
+// memory and stream-ordered device copies for NCCL (backends/nccl.hpp), where the user's
+// tiles are darrays borrowing device memory and run() returns without waiting for the
+// stream. The run() overloads that return new owned tiles need a host-accessible memory
+// space. Everything else below is the same for every memory.
+//
+// Errors. Building an executor is local and never throws for a bad program; run() first
+// checks the program and its tiles on every local rank (program well-formed, mesh device
+// count == communicator size, element size, tile types, mesh and buffer sizes), then makes
+// one agreement call (backend::agree: every rank compares the program hash and whether its
+// checks passed) and only then moves data. A failed check or a mismatch throws
+// redist_error(errc::runtime) on every rank, before any buffer or tile is touched.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/program.hpp"
+#include "redist/runtime/backend.hpp"
+#include "redist/runtime/darray.hpp"
+#include "redist/runtime/memory.hpp"
+#include "redist/runtime/pack.hpp"
+
+namespace redist {
+
+/// A tag for the element type that enters the program hash, so that ranks running the
+/// same program with different element types (float vs int32) disagree.
+template <class T>
+constexpr std::uint64_t element_tag() {
+  std::uint64_t kind = std::is_floating_point_v<T> ? 1 : std::is_signed_v<T> ? 2 : std::is_unsigned_v<T> ? 3 : 4;
+  return (kind << 32) | sizeof(T);
+}
+
+namespace detail {
+struct fnv1a {
+  std::uint64_t h = 14695981039346656037ull;
+  void byte(std::uint8_t b) {
+    h ^= b;
+    h *= 1099511628211ull;
+  }
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+  void ranks(const std::vector<rank_t>& v) {
+    u64(v.size());
+    for (rank_t r : v) u64(r);
+  }
+  void type(const dist_type& t) {
+    i64(t.rank);
+    for (int d = 0; d < t.rank; ++d) {
+      u64(t.dims[d].global);
+      i64(t.dims[d].n);
+      for (int i = 0; i < t.dims[d].n; ++i) u64(t.dims[d].axes[i]);
+    }
+  }
+};
+}  // namespace detail
+
+/// Hash of everything that determines what a program does (mesh, types, element size,
+/// steps with their groups), combined with an element-type tag. Equal programs hash
+/// equally on every machine; informational fields (step types, costs) are left out.
+inline std::uint64_t program_hash(const program& p, std::uint64_t tag = 0) {
+  detail::fnv1a f;
+  f.i64(p.m.naxes);
+  for (int a = 0; a < p.m.naxes; ++a) {
+    f.u64(p.m.names[a].len);
+    for (int i = 0; i < p.m.names[a].len; ++i) f.byte(static_cast<std::uint8_t>(p.m.names[a].chars[i]));
+    f.u64(p.m.sizes[a]);
+  }
+  f.type(p.source);
+  f.type(p.target);
+  f.u64(p.element_bytes);
+  f.u64(p.steps.size());
+  for (const step& s : p.steps) {
+    f.u64(static_cast<std::uint64_t>(s.kind));
+    f.i64(s.concat_dim);
+    f.i64(s.split_dim);
+    f.u64(s.parts);
+    f.ranks(s.members);
+    f.ranks(s.index);
+    f.ranks(s.dest);
+  }
+  f.u64(tag);
+  return f.h;
+}
+
+/// What one step of the last run did.
+struct step_stats {
+  op kind = op::dynslice;
+  std::uint64_t bytes_moved = 0;     ///< bytes received from other ranks, summed over local ranks
+  std::uint64_t max_rank_bytes = 0;  ///< the most bytes one local rank received
+  double seconds = 0;                ///< wall time of the step (pack, collective, unpack)
+};
+
+namespace detail {
+
+/// Shape evolution and well-formedness of a program: the tile extents before every step
+/// and after the last, or the first problem found.
+struct program_shapes {
+  std::vector<extents> ext;  ///< ext[i] = extents before step i; ext.back() = target tile
+  std::uint64_t cap = 0;     ///< the largest local size
+  bool sums = false;         ///< the program adds partial values (allreduce, reducescatter)
+  std::string error;         ///< empty if well-formed
+};
+
+inline std::string step_name(const program& p, std::size_t i) {
+  return "step " + std::to_string(i) + " (" + std::string(op_name(p.steps[i].kind)) + ")";
+}
+
+/// True iff `v` (size D) lists every rank 0..D-1 exactly once.
+inline bool is_permutation_of_ranks(const std::vector<rank_t>& v, std::uint64_t D) {
+  if (v.size() != D) return false;
+  std::vector<bool> seen(D, false);
+  for (rank_t r : v) {
+    if (r >= D || seen[r]) return false;
+    seen[r] = true;
+  }
+  return true;
+}
+
+inline program_shapes check_program(const program& p) {
+  program_shapes s;
+  auto fail = [&](std::string msg) {
+    s.error = "invalid program: " + std::move(msg);
+    return s;
+  };
+  if (error e = check(p.m, p.source)) return fail("source type: " + e.message.str());
+  if (error e = check(p.m, p.target)) return fail("target type: " + e.message.str());
+  if (error e = check_same_global(p.source, p.target)) return fail(e.message.str());
+  const std::uint64_t D = p.m.devices;
+  const int R = p.source.rank;
+  extents x = tile_extents(p.m, p.source);
+  s.ext.push_back(x);
+  s.cap = x.size();
+  auto dim_ok = [&](int d) { return d >= 0 && d < R; };
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step& st = p.steps[i];
+    const std::string name = step_name(p, i);
+    switch (st.kind) {
+      case op::allgather:
+      case op::alltoall: {
+        if (st.parts == 0) return fail(name + ": group size 0");
+        if (!is_permutation_of_ranks(st.members, D))
+          return fail(name + ": the groups must list every rank of the " + std::to_string(D) + " devices exactly once");
+        if (!dim_ok(st.concat_dim)) return fail(name + ": concat_dim " + std::to_string(st.concat_dim) + " out of range");
+        if (st.kind == op::alltoall) {
+          if (!dim_ok(st.split_dim)) return fail(name + ": split_dim " + std::to_string(st.split_dim) + " out of range");
+          if (x[st.split_dim] % st.parts != 0)
+            return fail(name + ": extent " + std::to_string(x[st.split_dim]) + " of dimension " +
+                        std::to_string(st.split_dim) + " cannot be split into " + std::to_string(st.parts));
+          x[st.split_dim] /= st.parts;
+        }
+        x[st.concat_dim] *= st.parts;
+        break;
+      }
+      case op::dynslice: {
+        if (!dim_ok(st.split_dim)) return fail(name + ": split_dim " + std::to_string(st.split_dim) + " out of range");
+        if (st.parts == 0 || x[st.split_dim] % st.parts != 0)
+          return fail(name + ": extent " + std::to_string(x[st.split_dim]) + " of dimension " +
+                      std::to_string(st.split_dim) + " cannot be split into " + std::to_string(st.parts));
+        if (st.index.size() != D) return fail(name + ": index must have one entry per rank");
+        for (rank_t v : st.index)
+          if (v >= st.parts) return fail(name + ": index " + std::to_string(v) + " is not below parts " + std::to_string(st.parts));
+        x[st.split_dim] /= st.parts;
+        break;
+      }
+      case op::allpermute:
+        if (!is_permutation_of_ranks(st.dest, D)) return fail(name + ": dest must be a permutation of the ranks");
+        break;
+      case op::allreduce:
+      case op::reducescatter: {
+        if (st.parts == 0) return fail(name + ": group size 0");
+        if (!is_permutation_of_ranks(st.members, D))
+          return fail(name + ": the groups must list every rank of the " + std::to_string(D) + " devices exactly once");
+        if (st.kind == op::reducescatter) {
+          if (!dim_ok(st.split_dim)) return fail(name + ": split_dim " + std::to_string(st.split_dim) + " out of range");
+          if (x[st.split_dim] % st.parts != 0)
+            return fail(name + ": extent " + std::to_string(x[st.split_dim]) + " of dimension " +
+                        std::to_string(st.split_dim) + " cannot be split into " + std::to_string(st.parts));
+          x[st.split_dim] /= st.parts;
+        }
+        s.sums = true;
+        break;
+      }
+    }
+    if (st.after.rank == R) {  // the recorded shape (tiles per dimension), when present
+      for (int d = 0; d < R; ++d)
+        if (st.after.parts[d] == 0 || p.source.dims[d].global / st.after.parts[d] != x[d])
+          return fail(name + ": its recorded shape disagrees with its semantics (tile " + extents_text(x) + ")");
+    }
+    s.ext.push_back(x);
+    s.cap = std::max(s.cap, x.size());
+  }
+  const extents want = tile_extents(p.m, p.target);
+  if (!(x == want))
+    return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
+                extents_text(want));
+  return s;
+}
+
+}  // namespace detail
+
+/// Runs one program, any number of times, on the ranks a backend drives.
+template <class T, class B>
+  requires backend_for<B, T> && memory_space_for<memory_space_t<B>, T>
+class executor {
+ public:
+  /// The backend's memory space (runtime/memory.hpp).
+  using memory_type = memory_space_t<B>;
+
+  executor(B& backend, const program& p)
+      : b_(backend), p_(p), shapes_(detail::check_program(p)), hash_(program_hash(p, element_tag<T>())) {
+    const auto local = b_.local_ranks();
+    local_.assign(local.begin(), local.end());
+    if (shapes_.error.empty()) {
+      if (p_.m.devices != b_.devices())
+        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program's mesh " +
+                        std::string(mesh_text(p_.m).view()) + " has " + std::to_string(p_.m.devices) + " devices";
+      else if (p_.element_bytes != sizeof(T))
+        shapes_.error = "element type mismatch: the program was planned for " + std::to_string(p_.element_bytes) +
+                        "-byte elements, the array's elements have " + std::to_string(sizeof(T)) + " bytes";
+      else if (shapes_.sums && !reducing_backend_for<B, T>)
+        shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
+                        "allreduce and reducescatter";
+    }
+    if (shapes_.error.empty()) {
+      ranks_.resize(local_.size());
+      for (auto& rs : ranks_) {
+        rs.buf[0] = mem().template allocate<T>(shapes_.cap);
+        rs.buf[1] = mem().template allocate<T>(shapes_.cap);
+      }
+      held_ = 2 * shapes_.cap * sizeof(T);
+      peak_held_ = held_;
+    }
+    stats_.resize(p_.steps.size());
+    for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
+  }
+
+  executor(const executor&) = delete;
+  executor& operator=(const executor&) = delete;
+
+  /// Redistribute the tiles of all local ranks: in[i] and out[i] belong to local_ranks()[i];
+  /// in[i] has the program's source type, out[i] (owned or borrowed) its target type.
+  void run(std::span<const darray<T>> in, std::span<darray<T>> out) {
+    std::string err = shapes_.error;
+    if (err.empty()) err = check_tiles(in, out);
+    const agreement ag = b_.agree(hash_, err.empty());
+    if (!err.empty()) throw redist_error(errc::runtime, err);
+    if (!ag.all_ok)
+      throw redist_error(errc::runtime, "another rank rejected the redistribution (see its message); nothing was moved");
+    if (!ag.same)
+      throw redist_error(errc::runtime,
+                         "ranks disagree on the program (hash mismatch): every rank must run the same program with the "
+                         "same element type; nothing was moved");
+    prepare();
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      rank_state& rs = ranks_[i];
+      mem().copy(rs.buf[0].data(), in[i].data(), in[i].size());
+      rs.cur = 0;
+    }
+    live(shapes_.ext.front().size());
+    for (std::size_t s = 0; s < p_.steps.size(); ++s) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_step(s);
+      stats_[s].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      rank_state& rs = ranks_[i];
+      mem().copy(out[i].data(), rs.buf[rs.cur].data(), out[i].size());
+    }
+    ++runs_;
+  }
+
+  /// As above, returning new owned target tiles (host-accessible memory only).
+  std::vector<darray<T>> run(std::span<const darray<T>> in)
+    requires memory_type::host_accessible
+  {
+    std::vector<darray<T>> out;
+    if (shapes_.error.empty() && in.size() == local_.size()) {
+      out.reserve(local_.size());
+      for (rank_t r : local_) out.emplace_back(p_.m, p_.target, r);
+    }
+    run(in, std::span<darray<T>>(out));
+    return out;
+  }
+
+  /// One local rank (MPI, NCCL): redistribute its tile into `out`.
+  void run(const darray<T>& in, darray<T>& out) { run(std::span<const darray<T>>(&in, 1), std::span<darray<T>>(&out, 1)); }
+  /// One local rank: redistribute its tile into a new owned tile (host-accessible memory only).
+  darray<T> run(const darray<T>& in)
+    requires memory_type::host_accessible
+  {
+    std::vector<darray<T>> out = run(std::span<const darray<T>>(&in, 1));
+    return std::move(out.front());
+  }
+
+  [[nodiscard]] const program& prog() const { return p_; }
+  [[nodiscard]] std::uint64_t hash() const { return hash_; }
+  [[nodiscard]] std::span<const rank_t> local_ranks() const { return local_; }
+  /// Per-step statistics of the last run.
+  [[nodiscard]] const std::vector<step_stats>& stats() const { return stats_; }
+  /// Elements of the largest tile along the program (the size of each of the two buffers).
+  [[nodiscard]] std::uint64_t capacity() const { return shapes_.cap; }
+  /// Bytes the executor holds per rank now (its two buffers).
+  [[nodiscard]] std::uint64_t bytes_held() const { return held_; }
+  /// The most bytes it ever held per rank.
+  [[nodiscard]] std::uint64_t peak_bytes_held() const { return peak_held_; }
+  /// The most bytes of live data (a tile, packed sends, received blocks) one rank had at
+  /// once during a run; at most peak_bytes_held().
+  [[nodiscard]] std::uint64_t peak_bytes_live() const { return peak_live_ * sizeof(T); }
+  /// Number of completed runs.
+  [[nodiscard]] std::uint64_t runs() const { return runs_; }
+
+ private:
+  using buffer_type = decltype(std::declval<memory_type&>().template allocate<T>(0));
+  struct rank_state {
+    buffer_type buf[2];
+    int cur = 0;  ///< which buffer holds the tile
+  };
+
+  std::string check_tiles(std::span<const darray<T>> in, std::span<darray<T>> out) const {
+    if (in.size() != local_.size())
+      return "expected one input tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
+             std::to_string(in.size());
+    if (out.size() != local_.size())
+      return "expected one output tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
+             std::to_string(out.size());
+    auto one = [&](const darray<T>& a, rank_t r, const dist_type& want, const char* what) -> std::string {
+      const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
+      if (a.device() != r) return who + " belongs to device " + std::to_string(a.device());
+      if (!(a.mesh() == p_.m))
+        return who + " lives on mesh " + std::string(mesh_text(a.mesh()).view()) + ", the program's mesh is " +
+               std::string(mesh_text(p_.m).view());
+      if (!(a.type() == want))
+        return who + " has type " + std::string(type_text(a.mesh(), a.type()).view()) + ", the program expects " +
+               std::string(type_text(p_.m, want).view());
+      const std::uint64_t need = local_size(p_.m, want);
+      if (a.size() != need || a.data() == nullptr)
+        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, its type needs " +
+               std::to_string(need);
+      if (std::string e = mem().check_pointer(static_cast<const T*>(a.data())); !e.empty()) return who + " " + e;
+      return {};
+    };
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      if (std::string e = one(in[i], local_[i], p_.source, "input"); !e.empty()) return e;
+      if (std::string e = one(out[i], local_[i], p_.target, "output"); !e.empty()) return e;
+    }
+    return {};
+  }
+
+  /// The backend's memory space, asked for afresh at every use (a small handle).
+  decltype(memory_of(std::declval<B&>())) mem() const { return memory_of(b_); }
+
+  /// Let the backend build its groups (communicators) once, in program order.
+  void prepare() {
+    if (prepared_) return;
+    for (const step& s : p_.steps)
+      if (!s.members.empty()) b_.prepare_groups(s.members, s.parts);
+    prepared_ = true;
+  }
+
+  void live(std::uint64_t elements) { peak_live_ = std::max(peak_live_, elements); }
+
+  block_io<T> io() { return {std::span<T* const>(send_), std::span<T* const>(recv_)}; }
+
+  /// Call `fn(group)` for every group of the step that holds a local rank.
+  template <class F>
+  void for_local_groups(const step& s, F&& fn) {
+    for (std::size_t g = 0; g < s.group_count(); ++g) {
+      const auto grp = s.group(g);
+      bool mine = false;
+      for (rank_t r : grp) mine = mine || send_[r] != nullptr;
+      if (mine) fn(grp);
+    }
+  }
+
+  void run_step(std::size_t si) {
+    const step& s = p_.steps[si];
+    const extents& before = shapes_.ext[si];
+    const extents& after = shapes_.ext[si + 1];
+    const std::uint64_t L = before.size(), n = s.parts;
+    step_stats& st = stats_[si];
+    st.bytes_moved = st.max_rank_bytes = 0;
+    send_.assign(p_.m.devices, nullptr);
+    recv_.assign(p_.m.devices, nullptr);
+    auto other = [](const rank_state& rs) { return 1 - rs.cur; };
+    auto account = [&](std::uint64_t bytes) {
+      st.bytes_moved += bytes;
+      st.max_rank_bytes = std::max(st.max_rank_bytes, bytes);
+    };
+
+    switch (s.kind) {
+      case op::dynslice: {
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          mem().split_copy(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), s.split_dim, n,
+                           s.index[local_[i]], std::span<T>(rs.buf[other(rs)].data(), L / n));
+          rs.cur = other(rs);
+        }
+        live(L + L / n);
+        break;
+      }
+      case op::allgather: {
+        // send: the tile; recv: n blocks, then concatenated along concat_dim.
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          send_[local_[i]] = rs.buf[rs.cur].data();
+          recv_[local_[i]] = rs.buf[other(rs)].data();
+        }
+        for_local_groups(s, [&](std::span<const rank_t> g) { b_.allgather(g, io(), L); });
+        const bool direct = split_is_contiguous(after.span(), s.concat_dim);
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          if (!direct)
+            mem().concat_all(std::span<const T>(rs.buf[other(rs)].data(), L * n), before.span(), s.concat_dim, n,
+                             std::span<T>(rs.buf[rs.cur].data(), L * n));
+          else
+            rs.cur = other(rs);
+          account((n - 1) * L * sizeof(T));
+        }
+        live(L + L * n);
+        break;
+      }
+      case op::alltoall: {
+        // send: n chunks along split_dim (the tile itself when they are contiguous);
+        // recv: n chunks, concatenated along concat_dim.
+        extents chunk = before;
+        chunk[s.split_dim] /= n;
+        const bool packed = split_is_contiguous(before.span(), s.split_dim);
+        const bool direct = split_is_contiguous(after.span(), s.concat_dim);
+        std::vector<int> send_buf(local_.size());
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          int sb = rs.cur;
+          if (!packed) {
+            mem().split_all(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), s.split_dim, n,
+                            std::span<T>(rs.buf[other(rs)].data(), L));
+            sb = other(rs);
+          }
+          send_buf[i] = sb;
+          send_[local_[i]] = rs.buf[sb].data();
+          recv_[local_[i]] = rs.buf[1 - sb].data();
+        }
+        for_local_groups(s, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), L / n); });
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          const int rb = 1 - send_buf[i];
+          if (!direct) {
+            mem().concat_all(std::span<const T>(rs.buf[rb].data(), L), chunk.span(), s.concat_dim, n,
+                             std::span<T>(rs.buf[send_buf[i]].data(), L));
+            rs.cur = send_buf[i];
+          } else {
+            rs.cur = rb;
+          }
+          account((n - 1) * (L / n) * sizeof(T));
+        }
+        live(2 * L);
+        break;
+      }
+      case op::allpermute: {
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          send_[local_[i]] = rs.buf[rs.cur].data();
+          recv_[local_[i]] = rs.buf[other(rs)].data();
+        }
+        b_.permute(s.dest, io(), L);
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+          rank_state& rs = ranks_[i];
+          rs.cur = other(rs);
+          // the rank received a block from another rank unless it is a fixed point
+          if (s.dest[local_[i]] != local_[i]) account(L * sizeof(T));
+        }
+        live(2 * L);
+        break;
+      }
+      case op::allreduce: {
+        if constexpr (reducing_backend_for<B, T>) {
+          for (std::size_t i = 0; i < local_.size(); ++i) {
+            rank_state& rs = ranks_[i];
+            send_[local_[i]] = rs.buf[rs.cur].data();
+            recv_[local_[i]] = rs.buf[other(rs)].data();
+          }
+          for_local_groups(s, [&](std::span<const rank_t> g) { b_.allreduce(g, io(), L); });
+          for (std::size_t i = 0; i < local_.size(); ++i) {
+            rank_state& rs = ranks_[i];
+            rs.cur = other(rs);
+            account(2 * (n - 1) * L * sizeof(T) / n);  // what a ring all-reduce receives
+          }
+          live(2 * L);
+        }
+        break;
+      }
+      case op::reducescatter: {
+        // send: n chunks along split_dim (the tile itself when they are contiguous);
+        // recv: the sum of every member's chunk m, already the new tile.
+        if constexpr (reducing_backend_for<B, T>) {
+          const bool packed = split_is_contiguous(before.span(), s.split_dim);
+          for (std::size_t i = 0; i < local_.size(); ++i) {
+            rank_state& rs = ranks_[i];
+            int sb = rs.cur;
+            if (!packed) {
+              mem().split_all(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), s.split_dim, n,
+                              std::span<T>(rs.buf[other(rs)].data(), L));
+              sb = other(rs);
+            }
+            send_[local_[i]] = rs.buf[sb].data();
+            recv_[local_[i]] = rs.buf[1 - sb].data();
+            rs.cur = 1 - sb;
+          }
+          for_local_groups(s, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n); });
+          for (std::size_t i = 0; i < local_.size(); ++i) account((n - 1) * (L / n) * sizeof(T));
+          live(2 * L);
+        }
+        break;
+      }
+    }
+  }
+
+  B& b_;
+  program p_;
+  detail::program_shapes shapes_;
+  std::uint64_t hash_ = 0;
+  std::vector<rank_t> local_;
+  std::vector<rank_state> ranks_;
+  std::vector<T*> send_, recv_;
+  std::vector<step_stats> stats_;
+  std::uint64_t held_ = 0, peak_held_ = 0, peak_live_ = 0, runs_ = 0;
+  bool prepared_ = false;
+};
+
+/// Run `p` once on the tiles of all local ranks (in[i] belongs to local_ranks()[i]).
+template <class T, class B>
+  requires backend_for<B, T> && memory_space_t<B>::host_accessible
+std::vector<darray<T>> redistribute(B& backend, const program& p, std::span<const darray<T>> in) {
+  executor<T, B> ex(backend, p);
+  return ex.run(in);
+}
+
+/// Run `p` once on the tile of the single local rank (MPI; for NCCL, whose tiles live in
+/// device memory, build an executor and call run(in, out)).
+template <class T, class B>
+  requires backend_for<B, T> && memory_space_t<B>::host_accessible
+darray<T> redistribute(B& backend, const program& p, const darray<T>& in) {
+  executor<T, B> ex(backend, p);
+  return ex.run(in);
+}
+
+}  // namespace redist

@@ -1,0 +1,116 @@
+// redist/runtime/memory.hpp -- where the executor's buffers live and how it copies and
+// packs them: the memory-space customization point of a backend.
+//
+// The executor (runtime/executor.hpp) owns two buffers per local rank, copies each input
+// tile into one of them and the result out of one, and packs and unpacks blocks between
+// them (runtime/pack.hpp). By default all of that is host memory and std::memcpy
+// (`host_memory`). A backend whose collectives work on other memory -- NCCL: memory of
+// one CUDA device, with every operation ordered on a CUDA stream -- names its memory
+// space with a member `b.memory()`; memory_of(b) returns it, or host_memory{} when the
+// backend has none (the host and MPI backends).
+//
+// Contract of a memory space M for element type T (concept memory_space_for<M, T>); `mem`
+// is what b.memory() returns, a small handle that the executor may call b.memory() for
+// again at any time:
+//
+//   M::host_accessible    constexpr bool: the memory is ordinary host memory, so the
+//                         executor may hand out tiles it allocates itself (the run()
+//                         overloads returning owned darrays exist only then).
+//   mem.template allocate<T>(n)
+//                         an owning buffer of n elements, with .data() -> T*; freed by
+//                         its destructor; movable. Called when the executor is built,
+//                         never during a run. May throw redist_error (out of memory).
+//   mem.copy(dst, src, n) copy n elements from src to dst (T*, const T*; no overlap).
+//   mem.split_copy(tile, ext, d, n, m, chunk)
+//   mem.split_all(tile, ext, d, n, chunks)
+//   mem.concat_all(chunks, chunk_ext, d, n, tile)
+//                         pack.hpp's functions of the same names, with the same arguments
+//                         (spans over this memory), checks and postconditions.
+//   mem.check_pointer(p)  for a user's tile p (const T*): "" if the executor may read and
+//                         write it through this memory space, otherwise a phrase saying
+//                         why not ("is host memory, not memory of CUDA device 0"); called
+//                         on every tile before the agreement, so a misplaced tile is
+//                         refused on every rank before anything moves.
+//
+// Ordering: the calls may return before their copies are done (asynchronous, e.g. on a
+// CUDA stream), provided that every copy and every data-moving call of the backend is
+// executed in the order the executor makes them (one stream). The executor never waits:
+// when run() returns, the output tiles are complete in that order -- at once for host
+// memory, for a stream once it gets there (the caller synchronizes or keeps working on
+// that stream). Step times (executor::stats) then measure the host time spent issuing.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "redist/runtime/pack.hpp"
+
+namespace redist {
+
+/// The default memory space: host memory, std::vector buffers, pack.hpp's copies.
+struct host_memory {
+  static constexpr bool host_accessible = true;
+
+  template <class T>
+  [[nodiscard]] std::vector<T> allocate(std::size_t n) const {
+    return std::vector<T>(n);
+  }
+  template <class T>
+  void copy(T* dst, const T* src, std::size_t n) const {
+    if (n != 0) std::memcpy(dst, src, n * sizeof(T));
+  }
+  template <class T>
+  void split_copy(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::uint64_t m,
+                  std::span<T> chunk) const {
+    redist::split_copy<T>(tile, ext, d, n, m, chunk);
+  }
+  template <class T>
+  void split_all(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n,
+                 std::span<T> chunks) const {
+    redist::split_all<T>(tile, ext, d, n, chunks);
+  }
+  template <class T>
+  void concat_all(std::span<const T> chunks, std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                  std::span<T> tile) const {
+    redist::concat_all<T>(chunks, chunk_ext, d, n, tile);
+  }
+  template <class T>
+  [[nodiscard]] std::string check_pointer(const T* /*p*/) const {
+    return {};
+  }
+};
+
+template <class M, class T>
+concept memory_space_for =
+    std::is_trivially_copyable_v<T> && std::same_as<std::remove_cvref_t<decltype(M::host_accessible)>, bool> &&
+    requires(M& mem, T* p, const T* cp, std::size_t n, std::span<const T> in, std::span<T> out,
+             std::span<const std::uint64_t> ext, int d, std::uint64_t parts) {
+      { mem.template allocate<T>(n).data() } -> std::same_as<T*>;
+      mem.copy(p, cp, n);
+      mem.split_copy(in, ext, d, parts, parts, out);
+      mem.split_all(in, ext, d, parts, out);
+      mem.concat_all(in, ext, d, parts, out);
+      { mem.check_pointer(cp) } -> std::convertible_to<std::string>;
+    };
+
+/// The memory space of a backend: b.memory() if it has one, otherwise host_memory{}.
+template <class B>
+decltype(auto) memory_of(B& b) {
+  if constexpr (requires { b.memory(); }) return b.memory();
+  else return host_memory{};
+}
+
+/// The memory space type of backend B.
+template <class B>
+using memory_space_t = std::remove_cvref_t<decltype(memory_of(std::declval<B&>()))>;
+
+static_assert(memory_space_for<host_memory, float>);
+
+}  // namespace redist

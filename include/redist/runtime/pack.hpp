@@ -1,0 +1,232 @@
+// redist/runtime/pack.hpp -- strided pack and unpack of row-major tiles: the only local
+// data movement of a collective program, written once and shared by every backend.
+//
+// A row-major tile of extents e = (e_0, ..., e_{r-1}) split into n equal chunks along
+// dimension d is, viewed as a 3-D array [outer][e_d][inner] with outer = prod_{k<d} e_k and
+// inner = prod_{k>d} e_k, the n slabs [outer][e_d/n][inner]. Chunk m is `outer` contiguous
+// runs of (e_d/n)*inner elements, one every e_d*inner elements, starting at m*(e_d/n)*inner.
+// Every operation is described once, by the functions of namespace detail below, as a
+// `strided_copy` (count x rows runs of contiguous elements, offsets and pitches in
+// elements); the host functions here execute it with one std::memcpy per run, and a
+// device memory space (backends/nccl.hpp) executes the same description with 2-D strided
+// device copies. The index arithmetic is therefore written once for every memory.
+//
+//   split_copy   tile -> chunk m of n (contiguous)              (dynslice)
+//   concat_copy  contiguous chunk -> its place m of n in a tile  (inverse of split_copy)
+//   split_all    tile -> all n chunks, back to back              (packing an all-to-all's sends)
+//   concat_all   n chunks back to back -> tile                   (unpacking an all-gather or all-to-all)
+//
+// Postconditions (e' = e with e'_d = e_d / n; idx a multi-index of the chunk):
+//   split_copy:  chunk[idx] == tile[idx with idx_d += m * e'_d]
+//   concat_copy: tile[idx with idx_d += m * e'_d] == chunk[idx]
+//   split_all / concat_all: the same for every m, chunk m at offset m * size/n.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "redist/core/error.hpp"
+
+namespace redist {
+
+namespace detail {
+
+/// The [outer][e_d][inner] view of a tile split into n chunks along d.
+struct split_view {
+  std::uint64_t outer = 1;  ///< product of the extents before d
+  std::uint64_t run = 0;    ///< elements of one contiguous run of a chunk: (e_d / n) * inner
+  std::uint64_t row = 0;    ///< distance between consecutive runs: e_d * inner = n * run
+};
+
+inline split_view make_split_view(std::span<const std::uint64_t> ext, int d, std::uint64_t n) {
+  if (d < 0 || static_cast<std::size_t>(d) >= ext.size())
+    throw redist_error(errc::runtime, "pack: dimension " + std::to_string(d) + " is out of range for a tile of rank " +
+                                          std::to_string(ext.size()));
+  if (n == 0 || ext[static_cast<std::size_t>(d)] % n != 0)
+    throw redist_error(errc::runtime, "pack: extent " + std::to_string(ext[static_cast<std::size_t>(d)]) +
+                                          " of dimension " + std::to_string(d) + " cannot be split into " +
+                                          std::to_string(n) + " chunks");
+  split_view v;
+  std::uint64_t inner = 1;
+  for (std::size_t k = 0; k < ext.size(); ++k) {
+    if (k < static_cast<std::size_t>(d)) v.outer *= ext[k];
+    else if (k > static_cast<std::size_t>(d)) inner *= ext[k];
+  }
+  v.row = ext[static_cast<std::size_t>(d)] * inner;
+  v.run = v.row / n;
+  return v;
+}
+
+inline std::uint64_t extent_product(std::span<const std::uint64_t> ext) {
+  std::uint64_t s = 1;
+  for (std::uint64_t e : ext) s *= e;
+  return s;
+}
+
+inline void check_pack_size(const char* fn, const char* what, std::size_t have, std::uint64_t need) {
+  if (have != need)
+    throw redist_error(errc::runtime, std::string(fn) + ": the " + what + " holds " + std::to_string(have) +
+                                          " elements, expected " + std::to_string(need));
+}
+
+/// A copy of count x rows runs of `width` contiguous elements: run (i, j), 0 <= i < count,
+/// 0 <= j < rows, starts at element src + i * src_step + j * src_pitch of the source and
+/// goes to dst + i * dst_step + j * dst_pitch of the destination. The runs of one side
+/// never overlap. (i, j) is a 2-D index with no preferred order: swapped() describes the
+/// same copy with the roles of i and j exchanged, so that a device can issue one 2-D
+/// strided copy per i or per j, whichever is fewer.
+struct strided_copy {
+  std::uint64_t count = 1, rows = 1, width = 0;
+  std::uint64_t src = 0, src_pitch = 0, src_step = 0;
+  std::uint64_t dst = 0, dst_pitch = 0, dst_step = 0;
+
+  [[nodiscard]] std::uint64_t elements() const { return count * rows * width; }
+  [[nodiscard]] strided_copy swapped() const {
+    return {rows, count, width, src, src_step, src_pitch, dst, dst_step, dst_pitch};
+  }
+  /// The same copy with fewer, longer runs where both sides are contiguous: rows whose
+  /// runs follow each other on both sides become one run, then likewise for i.
+  [[nodiscard]] strided_copy merged() const {
+    strided_copy c = *this;
+    if (c.rows > 1 && c.src_pitch == c.width && c.dst_pitch == c.width) {
+      c.width *= c.rows;
+      c.rows = 1;
+    }
+    if (c.rows == 1 && c.count > 1 && c.src_step == c.width && c.dst_step == c.width) {
+      c.width *= c.count;
+      c.count = 1;
+    }
+    if (c.rows == 1) c.src_pitch = c.dst_pitch = c.width;
+    if (c.count == 1) c.src_step = c.dst_step = c.rows * c.width;
+    return c;
+  }
+};
+
+/// split_copy: chunk m of n along d (after checking the split and the buffer sizes).
+inline strided_copy split_copy_plan(std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::uint64_t m,
+                                    std::size_t tile_size, std::size_t chunk_size) {
+  const split_view v = make_split_view(ext, d, n);
+  check_pack_size("split_copy", "tile", tile_size, extent_product(ext));
+  check_pack_size("split_copy", "chunk", chunk_size, v.outer * v.run);
+  if (m >= n) throw redist_error(errc::runtime, "split_copy: chunk " + std::to_string(m) + " of " + std::to_string(n));
+  strided_copy c;
+  c.rows = v.outer;
+  c.width = v.run;
+  c.src = m * v.run;
+  c.src_pitch = v.row;
+  c.dst_pitch = v.run;
+  return c.merged();
+}
+
+/// concat_copy: a contiguous chunk (extents chunk_ext) to its place m of n along d.
+inline strided_copy concat_copy_plan(std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                                     std::uint64_t m, std::size_t chunk_size, std::size_t tile_size) {
+  const split_view c = make_split_view(chunk_ext, d, 1);  // run = row = chunk run
+  check_pack_size("concat_copy", "chunk", chunk_size, c.outer * c.run);
+  check_pack_size("concat_copy", "tile", tile_size, c.outer * c.run * n);
+  if (m >= n) throw redist_error(errc::runtime, "concat_copy: chunk " + std::to_string(m) + " of " + std::to_string(n));
+  strided_copy s;
+  s.rows = c.outer;
+  s.width = c.run;
+  s.src_pitch = c.run;
+  s.dst = m * c.run;
+  s.dst_pitch = c.run * n;
+  return s.merged();
+}
+
+/// split_all: every chunk m of n along d, chunk m at offset m * size / n (i = m, j = outer).
+inline strided_copy split_all_plan(std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::size_t tile_size,
+                                   std::size_t chunks_size) {
+  const split_view v = make_split_view(ext, d, n);
+  check_pack_size("split_all", "tile", tile_size, extent_product(ext));
+  check_pack_size("split_all", "chunk buffer", chunks_size, tile_size);
+  strided_copy c;
+  c.count = n;
+  c.rows = v.outer;
+  c.width = v.run;
+  c.src_step = v.run;
+  c.src_pitch = v.row;
+  c.dst_step = v.outer * v.run;
+  c.dst_pitch = v.run;
+  return c.merged();
+}
+
+/// concat_all: n chunks back to back (each of extents chunk_ext) into a tile along d.
+inline strided_copy concat_all_plan(std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                                    std::size_t chunks_size, std::size_t tile_size) {
+  const split_view c = make_split_view(chunk_ext, d, 1);
+  const std::uint64_t chunk = c.outer * c.run;
+  check_pack_size("concat_all", "chunk buffer", chunks_size, chunk * n);
+  check_pack_size("concat_all", "tile", tile_size, chunk * n);
+  strided_copy s;
+  s.count = n;
+  s.rows = c.outer;
+  s.width = c.run;
+  s.src_step = chunk;
+  s.src_pitch = c.run;
+  s.dst_step = c.run;
+  s.dst_pitch = c.run * n;
+  return s.merged();
+}
+
+/// Execute a strided copy in host memory: one std::memcpy per run, rows outermost.
+template <class T>
+void host_strided_copy(const strided_copy& c, const T* src, T* dst) {
+  if (c.width == 0) return;
+  for (std::uint64_t j = 0; j < c.rows; ++j)
+    for (std::uint64_t i = 0; i < c.count; ++i)
+      std::memcpy(dst + c.dst + i * c.dst_step + j * c.dst_pitch, src + c.src + i * c.src_step + j * c.src_pitch,
+                  c.width * sizeof(T));
+}
+
+}  // namespace detail
+
+/// True if splitting a tile of extents `ext` along `d` leaves every chunk contiguous
+/// (all extents before d are 1): chunk m is then the range [m*size/n, (m+1)*size/n).
+inline bool split_is_contiguous(std::span<const std::uint64_t> ext, int d) {
+  for (int k = 0; k < d && static_cast<std::size_t>(k) < ext.size(); ++k)
+    if (ext[static_cast<std::size_t>(k)] != 1) return false;
+  return true;
+}
+
+/// Copy chunk m of n along dimension d of the row-major tile `tile` (extents `ext`) into
+/// the contiguous buffer `chunk` (tile.size()/n elements).
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+void split_copy(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::uint64_t m,
+                std::span<T> chunk) {
+  detail::host_strided_copy(detail::split_copy_plan(ext, d, n, m, tile.size(), chunk.size()), tile.data(), chunk.data());
+}
+
+/// Write the contiguous `chunk` (extents `chunk_ext`) as chunk m of n along dimension d
+/// of the row-major tile `tile`, whose extents are chunk_ext with dimension d times n.
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+void concat_copy(std::span<const T> chunk, std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                 std::uint64_t m, std::span<T> tile) {
+  detail::host_strided_copy(detail::concat_copy_plan(chunk_ext, d, n, m, chunk.size(), tile.size()), chunk.data(),
+                            tile.data());
+}
+
+/// Split the tile into n chunks along d and write them back to back into `chunks`
+/// (chunk m at offset m * tile.size()/n). `chunks` must not overlap `tile`.
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+void split_all(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::span<T> chunks) {
+  detail::host_strided_copy(detail::split_all_plan(ext, d, n, tile.size(), chunks.size()), tile.data(), chunks.data());
+}
+
+/// Concatenate n chunks stored back to back in `chunks` (each of extents `chunk_ext`)
+/// along dimension d into `tile`. `tile` must not overlap `chunks`.
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+void concat_all(std::span<const T> chunks, std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                std::span<T> tile) {
+  detail::host_strided_copy(detail::concat_all_plan(chunk_ext, d, n, chunks.size(), tile.size()), chunks.data(),
+                            tile.data());
+}
+
+}  // namespace redist

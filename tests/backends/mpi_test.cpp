@@ -1,0 +1,245 @@
+// The MPI backend on real data, one rank per process: run under
+//   mpirun --oversubscribe -np D backends_mpi_test [problems]
+// Every rank synthesizes the same seeded random problems on meshes of D devices, fills
+// its source tile with values encoding their global index, redistributes through MPI and
+// checks every element of its target tile; then the error cases, each on every rank.
+// Rank 0 prints the totals; the exit status is non-zero on any failure on any rank.
+#include "redist/backends/mpi.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "redist/lower/synthesize.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/verify.hpp"
+#include "support/random_problems.hpp"
+
+namespace {
+
+int failures = 0;  // on this rank
+
+void fail(int rank, const std::string& what) {
+  ++failures;
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+}
+
+struct totals {
+  std::uint64_t problems = 0, elements = 0, mismatches = 0;
+  double max_ratio = 0;
+  std::uint64_t ops[6] = {};  // steps by kind (redist::op)
+};
+
+/// Meshes of exactly D devices: {x: D}, every {x: a, y: D/a}, and the prime factors as axes.
+std::vector<redist::testing::workload> workloads_for(std::uint64_t D) {
+  std::vector<redist::testing::workload> ws;
+  auto add = [&](std::vector<std::pair<std::string, std::uint64_t>> axes) {
+    redist::testing::workload w;
+    w.axes = std::move(axes);
+    w.max_dims = 4;
+    w.max_elements = 1 << 14;  // small arrays: many oversubscribed ranks on few cores
+    w.max_multiplier = 8;
+    ws.push_back(w);
+  };
+  add({{"x", D}});
+  for (std::uint64_t a = 2; a < D; ++a)
+    if (D % a == 0) add({{"x", a}, {"y", D / a}});
+  std::vector<std::pair<std::string, std::uint64_t>> primes;
+  std::uint64_t n = D;
+  for (std::uint64_t f = 2; n > 1; ++f)
+    while (n % f == 0) {
+      primes.push_back({std::string(1, static_cast<char>('a' + primes.size())), f});
+      n /= f;
+    }
+  if (primes.size() > 2) add(primes);
+  // The same meshes with partial sums (pending-sum axes in the types: allreduce, reducescatter).
+  const std::size_t plain = ws.size();
+  for (std::size_t i = 0; i < plain; ++i) {
+    ws.push_back(ws[i]);
+    ws.back().partial_sums = true;
+  }
+  return ws;
+}
+
+template <class T>
+void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& pt, totals& tot) {
+  const int me = static_cast<int>(mpi.rank());
+  const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
+  redist::executor<T, redist::mpi_backend> ex(mpi, p);
+  redist::darray<T> in(p.m, p.source, mpi.rank());
+  redist::fill_global_index(in);
+  redist::darray<T> out = ex.run(in);
+  if (p.target.nsum > 0) {
+    // Pending sums in the target: add up the partials of every sum group.
+    MPI_Comm group = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(redist::sum_root(p.m, p.target, mpi.rank())), me, &group);
+    MPI_Allreduce(MPI_IN_PLACE, out.data(), static_cast<int>(out.size()), redist::mpi_datatype<T>::get(), MPI_SUM, group);
+    MPI_Comm_free(&group);
+  }
+  const redist::tile_check c = redist::check_global_index(out);
+  tot.elements += c.checked;
+  tot.mismatches += c.mismatches;
+  if (!c.ok())
+    fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": " + std::to_string(c.mismatches) +
+                 " wrong elements, first at global index " + std::to_string(c.first_bad));
+  const std::uint64_t in_out = std::max(redist::local_size(p.m, p.source), redist::local_size(p.m, p.target)) * sizeof(T);
+  const double ratio = static_cast<double>(ex.peak_bytes_held()) / static_cast<double>(in_out);
+  if (ratio > 2.0) fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": peak memory ratio " + std::to_string(ratio));
+  tot.max_ratio = std::max(tot.max_ratio, ratio);
+  ++tot.problems;
+  for (const auto& st : p.steps) ++tot.ops[static_cast<int>(st.kind)];
+  // A second run reuses the executor's buffers and the cached communicators.
+  const std::size_t cached = mpi.cached_groups();
+  const redist::darray<T> again = ex.run(in);
+  if ((p.target.nsum == 0 && !redist::check_global_index(again).ok()) || mpi.cached_groups() != cached)
+    fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": the second run differs");
+}
+
+/// Expect `f` to throw redist_error with exactly `msg` on this rank.
+template <class F>
+void expect_error(int me, const char* what, const std::string& msg, F f) {
+  try {
+    f();
+    fail(me, std::string(what) + ": no error");
+  } catch (const redist::redist_error& e) {
+    if (e.what() != msg) fail(me, std::string(what) + ": got '" + e.what() + "', expected '" + msg + "'");
+  }
+}
+
+void error_cases(redist::mpi_backend& mpi) {
+  const int me = static_cast<int>(mpi.rank());
+  const std::uint64_t D = mpi.devices();
+  const std::string mesh = "{x: " + std::to_string(D) + "}";
+  const std::string global = std::to_string(2 * D);
+  const redist::program p = redist::synthesize(mesh, "[{x}" + global + ", " + global + "]", "[" + global + ", {x}" + global + "]");
+  redist::darray<float> in(p.m, p.source, mpi.rank());
+  redist::fill_global_index(in);
+  auto untouched = [&](const redist::darray<float>& out) {
+    for (float v : out.span())
+      if (v != -1.0f) return false;
+    return redist::check_global_index(in).ok();
+  };
+  auto sentinel = [&] {
+    redist::darray<float> out(p.m, p.target, mpi.rank());
+    for (float& v : out.span()) v = -1.0f;
+    return out;
+  };
+
+  {  // a communicator whose size is not the mesh's device count
+    const std::string small = "{x: " + std::to_string(D / 2) + "}";
+    const redist::program q = redist::synthesize(small, "[{x}" + global + "]", "[" + global + "]");
+    redist::executor<float, redist::mpi_backend> ex(mpi, q);
+    redist::darray<float> qin(q.m, q.source, mpi.rank() % static_cast<redist::rank_t>(D / 2));
+    expect_error(me, "communicator size", "the communicator has " + std::to_string(D) + " ranks but the program's mesh " +
+                                              small + " has " + std::to_string(D / 2) + " devices",
+                 [&] { (void)ex.run(qin); });
+  }
+  {  // element type mismatch on every rank
+    redist::executor<double, redist::mpi_backend> ex(mpi, p);
+    redist::darray<double> din(p.m, p.source, mpi.rank());
+    expect_error(me, "element type",
+                 "element type mismatch: the program was planned for 4-byte elements, the array's elements have 8 bytes",
+                 [&] { (void)ex.run(din); });
+  }
+  const std::string disagree =
+      "ranks disagree on the program (hash mismatch): every rank must run the same program with the same element "
+      "type; nothing was moved";
+  {  // rank 0 runs another program
+    const redist::program other = redist::synthesize(mesh, "[{x}" + global + ", " + global + "]", "[" + global + ", " + global + "]");
+    redist::executor<float, redist::mpi_backend> ex(mpi, me == 0 ? other : p);
+    if (me == 0) {
+      redist::darray<float> out(other.m, other.target, 0);
+      expect_error(me, "program mismatch", disagree, [&] { ex.run(in, out); });
+    } else {
+      redist::darray<float> out = sentinel();
+      expect_error(me, "program mismatch", disagree, [&] { ex.run(in, out); });
+      if (!untouched(out)) fail(me, "program mismatch: data was touched");
+    }
+  }
+  {  // rank 0 uses int32 elements, the others float: same sizes, different element types
+    if (me == 0) {
+      redist::executor<std::int32_t, redist::mpi_backend> ex(mpi, p);
+      redist::darray<std::int32_t> iin(p.m, p.source, 0);
+      expect_error(me, "element type across ranks", disagree, [&] { (void)ex.run(iin); });
+    } else {
+      redist::executor<float, redist::mpi_backend> ex(mpi, p);
+      redist::darray<float> out = sentinel();
+      expect_error(me, "element type across ranks", disagree, [&] { ex.run(in, out); });
+      if (!untouched(out)) fail(me, "element type across ranks: data was touched");
+    }
+  }
+  {  // the last rank passes an empty tile: it reports the size, every other rank the refusal
+    redist::executor<float, redist::mpi_backend> ex(mpi, p);
+    redist::darray<float> out = sentinel();
+    if (me == static_cast<int>(D) - 1) {
+      redist::darray<float> moved = in;
+      redist::darray<float> gone = std::move(moved);
+      expect_error(me, "wrong buffer size",
+                   "wrong buffer size: input tile of rank " + std::to_string(me) + " holds 0 elements, its type needs " +
+                       std::to_string(in.size()),
+                   [&] { ex.run(moved, out); });
+    } else {
+      expect_error(me, "wrong buffer size elsewhere",
+                   "another rank rejected the redistribution (see its message); nothing was moved", [&] { ex.run(in, out); });
+    }
+    if (!untouched(out)) fail(me, "wrong buffer size: data was touched");
+    // The same executor then runs normally.
+    ex.run(in, out);
+    if (!redist::check_global_index(out).ok()) fail(me, "run after a refused run");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 0;
+  {
+    redist::mpi_backend mpi;
+    const int me = static_cast<int>(mpi.rank());
+    const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 120;
+    totals tot;
+    const double t0 = MPI_Wtime();
+    try {
+      const auto ws = workloads_for(mpi.devices());
+      for (std::size_t i = 0; i < count; ++i) {
+        const auto& w = ws[i % ws.size()];
+        std::mt19937_64 rng(0x6d7069 + i);
+        const auto pt = redist::testing::random_problem(rng, w);
+        if (i % 3 == 0) run_problem<float>(mpi, pt, tot);
+        else if (i % 3 == 1) run_problem<double>(mpi, pt, tot);
+        else run_problem<std::int16_t>(mpi, pt, tot);
+      }
+      error_cases(mpi);
+    } catch (const std::exception& e) {
+      fail(me, std::string("exception: ") + e.what());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const double seconds = MPI_Wtime() - t0;
+    std::uint64_t sums[4] = {tot.elements, tot.mismatches, static_cast<std::uint64_t>(failures), tot.problems};
+    std::uint64_t all[4] = {};
+    MPI_Allreduce(sums, all, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    double ratio = 0;
+    MPI_Allreduce(&tot.max_ratio, &ratio, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (me == 0)
+      std::printf("mpi backend, %llu ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
+                  "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
+                  "%llu reducescatter; "
+                  "peak bytes held / max(local in, out): max %.3f; %.2f s\n",
+                  static_cast<unsigned long long>(mpi.devices()), static_cast<unsigned long long>(all[3] / mpi.devices()),
+                  static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
+                  static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
+                  static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
+                  static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
+                  static_cast<unsigned long long>(tot.ops[5]), ratio, seconds);
+    rc = all[1] == 0 && all[2] == 0 && all[3] == count * mpi.devices() ? 0 : 1;
+  }
+  MPI_Finalize();
+  return rc;
+}

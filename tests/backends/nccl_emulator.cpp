@@ -1,0 +1,468 @@
+// tests/backends/nccl_emulator.cpp -- a CPU stand-in for the parts of the CUDA runtime and
+// NCCL that the NCCL backend (backends/nccl.hpp) and its tests call, so that CI, which
+// has no GPU, runs the backend's code paths on real data: linked instead of libcudart and
+// libnccl into copies of the GPU tests (backends_nccl_emulated_*).
+//
+// - "Device memory" is host memory from cudaMalloc, registered with its device; every
+//   device-side copy and every NCCL buffer is bounds-checked against the allocation it
+//   starts in (an access outside it fails with cudaErrorInvalidValue / ncclInvalidArgument,
+//   stricter than a GPU), and cudaMemcpy2D enforces width <= pitch <= the device's
+//   maximum pitch (REDIST_EMULATED_MAX_PITCH bytes, default 2^31 - 1, so that tests can
+//   force the backend's fallbacks).
+// - REDIST_EMULATED_GPUS devices (default 8) per process, the same on every rank of a
+//   node (device k has PCI bus id 0000:k:00.0); cudaPointerGetAttributes tells device,
+//   pinned host and other host memory apart.
+// - Everything runs synchronously when called (stream order is trivially kept, so this
+//   cannot find a missing synchronization; the real GPU run, tests/gpu/run.sh, can).
+// - NCCL communicators are MPI communicators (one-rank communicators need no MPI):
+//   ncclCommInitRank splits MPI_COMM_WORLD (all its ranks must take part), ncclCommSplit
+//   is MPI_Comm_split, collectives are their MPI counterparts, grouped ncclSend/ncclRecv
+//   become nonblocking MPI point-to-point completed at ncclGroupEnd.
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+struct CUstream_st {
+  int device = 0;
+};
+
+struct ncclComm {
+  int size = 1, rank = 0, device = 0;
+  MPI_Comm mpi = MPI_COMM_NULL;  // MPI_COMM_NULL for a one-rank communicator
+};
+
+namespace {
+
+thread_local int current_device = 0;
+thread_local cudaError_t last_cuda = cudaSuccess;
+thread_local std::string last_nccl;
+int group_depth = 0;
+
+struct p2p {
+  bool send;
+  const void* sbuf;
+  void* rbuf;
+  std::size_t bytes;
+  int peer;
+  ncclComm_t comm;
+};
+std::vector<p2p> pending;
+
+struct allocation {
+  std::size_t size;
+  int device;  // -1: pinned host memory
+};
+std::map<std::uintptr_t, allocation>& registry() {
+  static std::map<std::uintptr_t, allocation> r;
+  return r;
+}
+
+int env_int(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? static_cast<int>(std::strtol(v, nullptr, 10)) : static_cast<int>(fallback);
+}
+int device_count() { return env_int("REDIST_EMULATED_GPUS", 8); }
+int max_pitch() { return env_int("REDIST_EMULATED_MAX_PITCH", INT_MAX); }
+
+cudaError_t fail(cudaError_t e) {
+  last_cuda = e;
+  return e;
+}
+
+/// The allocation containing [p, p + n), or nullptr.
+const allocation* find(const void* p, std::size_t n) {
+  auto& r = registry();
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  auto it = r.upper_bound(a);
+  if (it == r.begin()) return nullptr;
+  --it;
+  if (a < it->first || a + n > it->first + it->second.size) return nullptr;
+  return &it->second;
+}
+bool is_device(const void* p, std::size_t n) {
+  const allocation* a = find(p, n);
+  return a != nullptr && a->device >= 0;
+}
+
+/// The byte ranges a copy of `kind` touches must be device memory where the kind says so.
+bool copy_ok(void* dst, std::size_t dn, const void* src, std::size_t sn, cudaMemcpyKind kind) {
+  if (dn == 0 && sn == 0) return true;
+  const bool dd = is_device(dst, dn), sd = is_device(src, sn);
+  switch (kind) {
+    case cudaMemcpyDeviceToDevice: return dd && sd;
+    case cudaMemcpyHostToDevice: return dd && !sd;
+    case cudaMemcpyDeviceToHost: return sd && !dd;
+    case cudaMemcpyHostToHost: return !dd && !sd;
+    default: return true;
+  }
+}
+
+ncclResult_t nccl_fail(ncclResult_t r, const std::string& why) {
+  last_nccl = why;
+  return r;
+}
+
+std::size_t type_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
+MPI_Datatype mpi_type(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: return MPI_INT8_T;
+    case ncclUint8: return MPI_UINT8_T;
+    case ncclInt32: return MPI_INT32_T;
+    case ncclUint32: return MPI_UINT32_T;
+    case ncclInt64: return MPI_INT64_T;
+    case ncclUint64: return MPI_UINT64_T;
+    case ncclFloat32: return MPI_FLOAT;
+    case ncclFloat64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+/// Checks common to every NCCL data call: a communicator, device buffers of its device.
+ncclResult_t check_call(const char* fn, ncclComm_t comm, const void* send, std::size_t sbytes, const void* recv,
+                        std::size_t rbytes) {
+  if (comm == nullptr) return nccl_fail(ncclInvalidArgument, std::string(fn) + " : comm argument is NULL");
+  const allocation* s = sbytes ? find(send, sbytes) : nullptr;
+  const allocation* r = rbytes ? find(recv, rbytes) : nullptr;
+  if ((sbytes && (s == nullptr || s->device != comm->device)) || (rbytes && (r == nullptr || r->device != comm->device)))
+    return nccl_fail(ncclInvalidArgument, std::string(fn) + " : buffer is not device memory of the communicator's "
+                                                             "device, or the access runs past its allocation");
+  if (sbytes > INT_MAX || rbytes > INT_MAX) return nccl_fail(ncclInvalidArgument, std::string(fn) + " : too large");
+  return ncclSuccess;
+}
+
+ncclResult_t mpi(int rc, const char* fn) {
+  return rc == MPI_SUCCESS ? ncclSuccess : nccl_fail(ncclSystemError, std::string(fn) + " : MPI failed");
+}
+
+ncclResult_t flush() {
+  std::vector<MPI_Request> reqs;
+  std::vector<p2p> local;
+  for (const p2p& op : pending) {
+    if (op.comm->mpi == MPI_COMM_NULL) {
+      local.push_back(op);
+      continue;
+    }
+    MPI_Request q;
+    const int n = static_cast<int>(op.bytes);
+    if (op.send) MPI_Isend(op.sbuf, n, MPI_BYTE, op.peer, 4242, op.comm->mpi, &q);
+    else MPI_Irecv(op.rbuf, n, MPI_BYTE, op.peer, 4242, op.comm->mpi, &q);
+    reqs.push_back(q);
+  }
+  // One-rank communicators: the k-th send to self matches the k-th receive.
+  std::vector<const p2p*> sends, recvs;
+  for (const p2p& op : local) (op.send ? sends : recvs).push_back(&op);
+  pending.clear();
+  if (sends.size() != recvs.size()) return nccl_fail(ncclInvalidUsage, "GroupEnd : unmatched send/receive to self");
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    if (sends[i]->bytes != recvs[i]->bytes) return nccl_fail(ncclInvalidUsage, "GroupEnd : send/receive sizes differ");
+    std::memmove(recvs[i]->rbuf, sends[i]->sbuf, sends[i]->bytes);
+  }
+  if (!reqs.empty()) return mpi(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), "GroupEnd");
+  return ncclSuccess;
+}
+
+}  // namespace
+
+// ---- CUDA runtime ----
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = device_count();
+  return cudaSuccess;
+}
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidPitchValue: return "invalid pitch argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    default: return "unknown error";
+  }
+}
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidPitchValue: return "cudaErrorInvalidPitchValue";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    default: return "cudaErrorUnknown";
+  }
+}
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = last_cuda;
+  last_cuda = cudaSuccess;
+  return e;
+}
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+  current_device = device;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = current_device;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+  if (attr != cudaDevAttrMaxPitch) return fail(cudaErrorInvalidValue);
+  *value = max_pitch();
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetPCIBusId(char* bus, int len, int device) {
+  if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
+  std::snprintf(bus, static_cast<std::size_t>(len), "0000:%02x:00.0", device);
+  return cudaSuccess;
+}
+cudaError_t cudaMalloc(void** p, size_t size) {
+  if (size > (std::size_t{1} << 40)) return fail(cudaErrorMemoryAllocation);
+  *p = std::malloc(size ? size : 1);
+  if (*p == nullptr) return fail(cudaErrorMemoryAllocation);
+  registry()[reinterpret_cast<std::uintptr_t>(*p)] = {size, current_device};
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t size) {
+  *p = std::malloc(size ? size : 1);
+  if (*p == nullptr) return fail(cudaErrorMemoryAllocation);
+  registry()[reinterpret_cast<std::uintptr_t>(*p)] = {size, -1};
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  auto it = registry().find(reinterpret_cast<std::uintptr_t>(p));
+  if (it == registry().end() || it->second.device < 0) return fail(cudaErrorInvalidDevicePointer);
+  registry().erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void* p) {
+  auto it = registry().find(reinterpret_cast<std::uintptr_t>(p));
+  if (it == registry().end() || it->second.device >= 0) return fail(cudaErrorInvalidValue);
+  registry().erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+  *a = cudaPointerAttributes{};
+  const allocation* al = find(p, 1);
+  a->type = al == nullptr ? cudaMemoryTypeUnregistered : al->device >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+  a->device = al != nullptr && al->device >= 0 ? al->device : -1;
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  if (!copy_ok(dst, n, src, n, kind)) return fail(cudaErrorInvalidValue);
+  if (n) std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, n, kind);
+}
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t) {
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (width > dpitch || width > spitch || dpitch > static_cast<std::size_t>(max_pitch()) ||
+      spitch > static_cast<std::size_t>(max_pitch()))
+    return fail(cudaErrorInvalidPitchValue);
+  if (!copy_ok(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width, kind))
+    return fail(cudaErrorInvalidValue);
+  for (std::size_t r = 0; r < height; ++r)
+    std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* p, int v, size_t n) {
+  if (n && !is_device(p, n)) return fail(cudaErrorInvalidValue);
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+  *s = new CUstream_st{current_device};
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+// ---- NCCL ----
+
+const char* ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    default: return "unknown result code";
+  }
+}
+const char* ncclGetLastError(ncclComm_t) { return last_nccl.c_str(); }
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  if (id == nullptr) return nccl_fail(ncclInvalidArgument, "GetUniqueId : out argument is NULL");
+  std::memset(id, 0, sizeof *id);
+  std::strcpy(id->internal, "redist nccl emulator");
+  return ncclSuccess;
+}
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  auto* c = new ncclComm{nranks, rank, current_device, MPI_COMM_NULL};
+  if (nranks > 1) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) {
+      delete c;
+      return nccl_fail(ncclInvalidUsage, "CommInitRank : the emulator needs MPI for more than one rank");
+    }
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c->mpi);
+    int size = 0;
+    MPI_Comm_size(c->mpi, &size);
+    if (size != nranks) {
+      MPI_Comm_free(&c->mpi);
+      delete c;
+      return nccl_fail(ncclInvalidUsage, "CommInitRank : the emulator's communicators span MPI_COMM_WORLD");
+    }
+  }
+  *comm = c;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  if (ndev != 1) return nccl_fail(ncclInvalidUsage, "CommInitAll : the emulator supports one device");
+  *comm = new ncclComm{1, 0, devlist != nullptr ? devlist[0] : 0, MPI_COMM_NULL};
+  return ncclSuccess;
+}
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t*) {
+  if (comm == nullptr) return nccl_fail(ncclInvalidArgument, "CommSplit : comm argument is NULL");
+  if (comm->mpi == MPI_COMM_NULL) {
+    *newcomm = color == NCCL_SPLIT_NOCOLOR ? nullptr : new ncclComm{1, 0, comm->device, MPI_COMM_NULL};
+    return ncclSuccess;
+  }
+  MPI_Comm c = MPI_COMM_NULL;
+  if (MPI_Comm_split(comm->mpi, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color, key, &c) != MPI_SUCCESS)
+    return nccl_fail(ncclSystemError, "CommSplit : MPI_Comm_split failed");
+  if (c == MPI_COMM_NULL) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  int size = 0, rank = 0;
+  MPI_Comm_size(c, &size);
+  MPI_Comm_rank(c, &rank);
+  *newcomm = new ncclComm{size, rank, comm->device, c};
+  return ncclSuccess;
+}
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin && comm->mpi != MPI_COMM_NULL) MPI_Comm_free(&comm->mpi);
+  delete comm;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (comm == nullptr) return nccl_fail(ncclInvalidArgument, "CommCount : comm argument is NULL");
+  *count = comm->size;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (comm == nullptr) return nccl_fail(ncclInvalidArgument, "CommUserRank : comm argument is NULL");
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (comm == nullptr) return nccl_fail(ncclInvalidArgument, "CommCuDevice : comm argument is NULL");
+  *device = comm->device;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t) {
+  const std::size_t b = count * type_size(t);
+  if (ncclResult_t r = check_call("AllGather", comm, send, b, recv, b * (comm ? comm->size : 1)); r != ncclSuccess) return r;
+  if (comm->mpi == MPI_COMM_NULL) {
+    std::memmove(recv, send, b);
+    return ncclSuccess;
+  }
+  const int n = static_cast<int>(b);
+  return mpi(MPI_Allgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm->mpi), "AllGather");
+}
+ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t) {
+  const std::size_t b = count * type_size(t), all = b * (comm ? comm->size : 1);
+  if (ncclResult_t r = check_call("AlltoAll", comm, send, all, recv, all); r != ncclSuccess) return r;
+  if (comm->mpi == MPI_COMM_NULL) {
+    std::memmove(recv, send, b);
+    return ncclSuccess;
+  }
+  const int n = static_cast<int>(b);
+  return mpi(MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm->mpi), "AlltoAll");
+}
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+  const std::size_t b = count * type_size(t);
+  if (ncclResult_t r = check_call("AllReduce", comm, send, b, recv, b); r != ncclSuccess) return r;
+  if (mpi_type(t) == MPI_DATATYPE_NULL || (op != ncclSum && op != ncclMax))
+    return nccl_fail(ncclInvalidArgument, "AllReduce : datatype or operation not emulated");
+  if (comm->mpi == MPI_COMM_NULL) {
+    std::memmove(recv, send, b);
+    return ncclSuccess;
+  }
+  return mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(t),
+                           op == ncclSum ? MPI_SUM : MPI_MAX, comm->mpi),
+             "AllReduce");
+}
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t) {
+  const std::size_t b = recvcount * type_size(t);
+  if (ncclResult_t r = check_call("ReduceScatter", comm, send, b * (comm ? comm->size : 1), recv, b); r != ncclSuccess)
+    return r;
+  if (mpi_type(t) == MPI_DATATYPE_NULL || op != ncclSum)
+    return nccl_fail(ncclInvalidArgument, "ReduceScatter : datatype or operation not emulated");
+  if (comm->mpi == MPI_COMM_NULL) {
+    std::memmove(recv, send, b);
+    return ncclSuccess;
+  }
+  return mpi(MPI_Reduce_scatter_block(send, recv, static_cast<int>(recvcount), mpi_type(t), MPI_SUM, comm->mpi),
+             "ReduceScatter");
+}
+ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t) {
+  const std::size_t b = count * type_size(t);
+  if (ncclResult_t r = check_call("Send", comm, send, b, nullptr, 0); r != ncclSuccess) return r;
+  if (peer < 0 || peer >= comm->size) return nccl_fail(ncclInvalidArgument, "Send : peer out of range");
+  pending.push_back({true, send, nullptr, b, peer, comm});
+  return group_depth == 0 ? flush() : ncclSuccess;
+}
+ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t) {
+  const std::size_t b = count * type_size(t);
+  if (ncclResult_t r = check_call("Recv", comm, nullptr, 0, recv, b); r != ncclSuccess) return r;
+  if (peer < 0 || peer >= comm->size) return nccl_fail(ncclInvalidArgument, "Recv : peer out of range");
+  pending.push_back({false, nullptr, recv, b, peer, comm});
+  return group_depth == 0 ? flush() : ncclSuccess;
+}
+ncclResult_t ncclGroupStart() {
+  ++group_depth;
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupEnd() {
+  if (group_depth == 0) return nccl_fail(ncclInvalidUsage, "GroupEnd : not in a group");
+  return --group_depth == 0 ? flush() : ncclSuccess;
+}

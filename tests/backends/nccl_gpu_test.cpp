@@ -1,0 +1,372 @@
+// The NCCL backend on one GPU (one rank; NCCL refuses two ranks on one GPU). Exits with
+// 77 (ctest: skipped) when there is no CUDA device. tests/gpu/run.sh runs it on a GPU.
+//
+// - The strided pack/unpack on the device (cuda_memory) against the host's pack.hpp,
+//   element by element, on random tile shapes, split dimensions and element sizes.
+// - The executor with device memory on multi-rank programs: D simulated ranks whose
+//   buffers share the GPU (nccl_sim_backend.hpp), random problems (partial sums too),
+//   every element of every target tile checked.
+// - The NCCL backend with one rank: every collective through NCCL on a one-rank
+//   communicator (ncclAllGather, ncclAlltoAll and its grouped ncclSend/ncclRecv form,
+//   ncclAllReduce, ncclReduceScatter), the agreement over NCCL, the group cache, and the
+//   executor on one-device programs whose steps all go through NCCL.
+// - Errors with a device: tiles in host memory are refused before anything moves.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/nccl_sim_backend.hpp"
+#include "redist/backends/host.hpp"
+#include "redist/backends/nccl.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/pack.hpp"
+#include "redist/runtime/verify.hpp"
+#include "support/random_problems.hpp"
+
+namespace {
+
+using redist::cuda_buffer;
+using redist::cuda_memory;
+
+/// A stream on device 0 for a test, destroyed at its end.
+struct test_stream {
+  cudaStream_t s = nullptr;
+  test_stream() {
+    REDIST_CUDA_CHECK(cudaSetDevice(0));
+    REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
+  test_stream(const test_stream&) = delete;
+  test_stream& operator=(const test_stream&) = delete;
+  ~test_stream() { (void)cudaStreamDestroy(s); }
+};
+
+template <class T>
+cuda_buffer<T> upload(const std::vector<T>& v) {
+  cuda_buffer<T> b(v.size(), 0);
+  REDIST_CUDA_CHECK(cudaMemcpy(b.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  REDIST_CUDA_CHECK(cudaDeviceSynchronize());  // a pageable upload may return before it lands
+  return b;
+}
+
+template <class T>
+std::vector<T> download(const cuda_buffer<T>& b, cudaStream_t s) {
+  REDIST_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<T> v(b.size());
+  REDIST_CUDA_CHECK(cudaMemcpy(v.data(), b.data(), v.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+template <class T>
+std::vector<T> pattern(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(rng() % 251);
+  return v;
+}
+
+/// One random pack problem: every device pack against the host's, element by element.
+template <class T>
+void pack_case(const cuda_memory& mem, std::mt19937_64& rng, std::uint64_t max_extent, std::uint64_t& elements) {
+  const int rank = 1 + static_cast<int>(rng() % 6);
+  std::vector<std::uint64_t> ext(static_cast<std::size_t>(rank));
+  for (auto& e : ext) e = 1 + rng() % max_extent;
+  const int d = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
+  const std::uint64_t n = 1 + rng() % 8;
+  ext[static_cast<std::size_t>(d)] *= n;
+  std::uint64_t size = 1;
+  for (auto e : ext) size *= e;
+  if (size > (1u << 22)) return;
+  std::vector<std::uint64_t> cext = ext;
+  cext[static_cast<std::size_t>(d)] /= n;
+  const std::uint64_t m = rng() % n;
+  INFO(rank << "-d tile, split dimension " << d << " into " << n << ", chunk " << m << ", " << sizeof(T)
+            << "-byte elements, " << size << " elements");
+
+  const std::vector<T> tile = pattern<T>(size, rng());
+  const cuda_buffer<T> dtile = upload(tile);
+  cuda_buffer<T> dout(size, 0), dchunk(size / n, 0), dback(size, 0);
+  const std::span<const T> ct(dtile.data(), size);
+
+  std::vector<T> want(size);
+  redist::split_all<T>(tile, ext, d, n, want);
+  mem.split_all<T>(ct, ext, d, n, dout.span());
+  REQUIRE(download(dout, mem.stream()) == want);
+
+  std::vector<T> back(size);
+  redist::concat_all<T>(want, cext, d, n, back);
+  REQUIRE(back == tile);
+  mem.concat_all<T>(std::span<const T>(dout.data(), size), cext, d, n, dback.span());
+  REQUIRE(download(dback, mem.stream()) == tile);
+
+  std::vector<T> chunk(size / n);
+  redist::split_copy<T>(tile, ext, d, n, m, chunk);
+  mem.split_copy<T>(ct, ext, d, n, m, dchunk.span());
+  REQUIRE(download(dchunk, mem.stream()) == chunk);
+
+  std::vector<T> placed(size, T{});
+  redist::concat_copy<T>(chunk, cext, d, n, m, placed);
+  REDIST_CUDA_CHECK(cudaMemsetAsync(dback.data(), 0, size * sizeof(T), mem.stream()));
+  mem.concat_copy<T>(std::span<const T>(dchunk.data(), size / n), cext, d, n, m, dback.span());
+  REQUIRE(download(dback, mem.stream()) == placed);
+  elements += 4 * size;
+}
+
+}  // namespace
+
+TEST_CASE("device pack/unpack equal the host's, element by element, on random problems", "[gpu][pack]") {
+  test_stream s;
+  const cuda_memory mem(0, s.s);
+  std::mt19937_64 rng(0x67707531);
+  std::uint64_t elements = 0;
+  for (int i = 0; i < 400; ++i) {
+    switch (i % 4) {
+      case 0: pack_case<float>(mem, rng, 6, elements); break;
+      case 1: pack_case<double>(mem, rng, 6, elements); break;
+      case 2: pack_case<std::uint8_t>(mem, rng, 9, elements); break;
+      default: pack_case<std::int16_t>(mem, rng, 9, elements); break;
+    }
+  }
+  for (int i = 0; i < 12; ++i) pack_case<float>(mem, rng, 40, elements);  // larger tiles
+  std::printf("device pack/unpack: %llu elements compared with the host pack\n",
+              static_cast<unsigned long long>(elements));
+  CHECK(elements > 0);
+}
+
+TEST_CASE("the device memory space accepts device memory only", "[gpu][errors]") {
+  test_stream s;
+  const cuda_memory mem(0, s.s);
+  std::vector<float> host(16);
+  CHECK(mem.check_pointer(host.data()) == "is host memory, not memory of CUDA device 0");
+  const cuda_buffer<float> dev(16, 0);
+  CHECK(mem.check_pointer(dev.data()).empty());
+  void* pinned = nullptr;
+  REDIST_CUDA_CHECK(cudaMallocHost(&pinned, 64));
+  CHECK(mem.check_pointer(static_cast<const float*>(pinned)) == "is pinned host memory, not memory of CUDA device 0");
+  REDIST_CUDA_CHECK(cudaFreeHost(pinned));
+  // A failed call on a real device: the exception names it, and the error does not stick.
+  void* huge = nullptr;
+  CHECK_THROWS_WITH([&] { REDIST_CUDA_CHECK(cudaMalloc(&huge, std::size_t{1} << 60)); }(),
+                    Catch::Matchers::StartsWith("cudaMalloc(&huge, std::size_t{1} << 60) failed at ") &&
+                        Catch::Matchers::Contains("[cudaErrorMemoryAllocation]"));
+  CHECK_THROWS_AS(cuda_buffer<float>(std::size_t{1} << 58, 0), redist::device_error);
+  CHECK(mem.check_pointer(dev.data()).empty());
+}
+
+namespace {
+
+struct sim_totals {
+  std::uint64_t problems = 0, elements = 0, mismatches = 0, steps = 0;
+  std::uint64_t ops[6] = {};
+};
+
+/// Synthesize, run on D simulated ranks sharing the GPU, check every element.
+template <class T>
+void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, sim_totals& tot) {
+  INFO(pt.mesh << "  " << pt.from << " -> " << pt.to << "  (" << sizeof(T) << "-byte elements)");
+  const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
+  redist::testing::cuda_sim_backend sim(p.devices(), mem);
+  redist::executor<T, redist::testing::cuda_sim_backend> ex(sim, p);
+  std::vector<cuda_buffer<T>> din, dout;
+  std::vector<redist::darray<T>> in, out;
+  for (redist::rank_t r = 0; r < p.devices(); ++r) {
+    redist::darray<T> host(p.m, p.source, r);
+    redist::fill_global_index(host);
+    din.push_back(upload(std::vector<T>(host.span().begin(), host.span().end())));
+    dout.emplace_back(redist::local_size(p.m, p.target), 0);
+  }
+  for (redist::rank_t r = 0; r < p.devices(); ++r) {
+    in.emplace_back(p.m, p.source, r, din[r].span());
+    out.emplace_back(p.m, p.target, r, dout[r].span());
+  }
+  ex.run(std::span<const redist::darray<T>>(in), std::span<redist::darray<T>>(out));
+  std::vector<redist::darray<T>> res;
+  for (redist::rank_t r = 0; r < p.devices(); ++r) res.emplace_back(p.m, p.target, r, download(dout[r], mem.stream()));
+  if (p.target.nsum > 0)
+    for (redist::rank_t r = 0; r < p.devices(); ++r) {
+      const redist::rank_t root = redist::sum_root(p.m, p.target, r);
+      if (root == r) continue;
+      for (std::size_t i = 0; i < res[r].size(); ++i)
+        res[root].data()[i] = static_cast<T>(res[root].data()[i] + res[r].data()[i]);
+    }
+  std::uint64_t bad = 0;
+  for (const auto& t : res) {
+    if (redist::sum_root(p.m, p.target, t.device()) != t.device()) continue;
+    const redist::tile_check c = redist::check_global_index(t);
+    tot.elements += c.checked;
+    bad += c.mismatches;
+  }
+  CHECK(bad == 0);
+  tot.mismatches += bad;
+  tot.steps += p.steps.size();
+  for (const auto& st : p.steps) ++tot.ops[static_cast<int>(st.kind)];
+  ++tot.problems;
+}
+
+}  // namespace
+
+TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every element checked", "[gpu][executor]") {
+  test_stream s;
+  const cuda_memory mem(0, s.s);
+  sim_totals tot;
+  std::size_t i = 0;
+  auto paper = redist::testing::paper_workload(1 << 16);
+  paper.max_multiplier = 8;
+  for (const auto& pt : redist::testing::random_problems(paper, 300, 0x67707532)) {
+    if (i++ % 2 == 0) run_sim<float>(mem, pt, tot);
+    else run_sim<std::uint16_t>(mem, pt, tot);
+  }
+  for (auto w : redist::testing::mixed_workloads(1 << 14))
+    for (const auto& pt : redist::testing::random_problems(w, 20, 0x67707533 + i++)) run_sim<double>(mem, pt, tot);
+  auto sums = redist::testing::paper_workload(1 << 14);
+  sums.partial_sums = true;
+  for (const auto& pt : redist::testing::random_problems(sums, 80, 0x67707534)) run_sim<std::int32_t>(mem, pt, tot);
+  std::printf("device executor (simulated ranks): %llu problems, %llu steps (%llu allgather, %llu alltoall, %llu "
+              "dynslice, %llu allpermute, %llu allreduce, %llu reducescatter), %llu elements verified, %llu wrong\n",
+              static_cast<unsigned long long>(tot.problems), static_cast<unsigned long long>(tot.steps),
+              static_cast<unsigned long long>(tot.ops[0]), static_cast<unsigned long long>(tot.ops[1]),
+              static_cast<unsigned long long>(tot.ops[2]), static_cast<unsigned long long>(tot.ops[3]),
+              static_cast<unsigned long long>(tot.ops[4]), static_cast<unsigned long long>(tot.ops[5]),
+              static_cast<unsigned long long>(tot.elements), static_cast<unsigned long long>(tot.mismatches));
+  CHECK(tot.mismatches == 0);
+  CHECK(tot.ops[static_cast<int>(redist::op::alltoall)] > 0);
+  CHECK(tot.ops[static_cast<int>(redist::op::reducescatter)] + tot.ops[static_cast<int>(redist::op::allreduce)] > 0);
+}
+
+namespace {
+
+/// A one-rank NCCL communicator on device 0, destroyed after the backends that use it.
+struct one_rank_comm {
+  ncclComm_t comm = nullptr;
+  one_rank_comm() {
+    int dev = 0;
+    REDIST_NCCL_CHECK(ncclCommInitAll(&comm, 1, &dev));
+  }
+  one_rank_comm(const one_rank_comm&) = delete;
+  one_rank_comm& operator=(const one_rank_comm&) = delete;
+  ~one_rank_comm() { (void)ncclCommDestroy(comm); }
+};
+
+template <class T>
+redist::block_io<T> io_of(T* const* send, T* const* recv) {
+  return {std::span<T* const>(send, 1), std::span<T* const>(recv, 1)};
+}
+
+}  // namespace
+
+TEST_CASE("the NCCL backend on one rank: every collective through NCCL", "[gpu][nccl]") {
+  one_rank_comm c;
+  for (const bool grouped : {false, true}) {
+    INFO((grouped ? "grouped ncclSend/ncclRecv all-to-all" : "ncclAlltoAll"));
+    redist::nccl_backend b(c.comm, {.grouped_alltoall = grouped});
+    CHECK(b.devices() == 1);
+    CHECK(b.rank() == 0);
+    CHECK(b.device() == 0);
+    CHECK(b.native_alltoall() == (!grouped && NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)));
+    const std::vector<redist::rank_t> all = {0};
+    b.prepare_groups(all, 1);
+    b.prepare_groups(all, 1);
+    CHECK(b.cached_groups() == 1);
+    CHECK_THROWS_WITH(b.prepare_groups(std::vector<redist::rank_t>{0, 1}, 1),
+                      "nccl backend: 2 ranks cannot form groups of 1 over 1 ranks");
+
+    const std::vector<double> v = pattern<double>(1000, 42);
+    const cuda_buffer<double> send = upload(v);
+    cuda_buffer<double> recv(1000, 0);
+    double* sp[1] = {send.data()};
+    double* rp[1] = {recv.data()};
+    auto check = [&](const char* what) {
+      INFO(what);
+      CHECK(download(recv, b.stream()) == v);
+      REDIST_CUDA_CHECK(cudaMemsetAsync(recv.data(), 0, 1000 * sizeof(double), b.stream()));
+    };
+    b.allgather<double>(all, io_of(sp, rp), 1000);
+    check("allgather");
+    b.alltoall<double>(all, io_of(sp, rp), 1000);
+    check("alltoall");
+    b.permute<double>(all, io_of(sp, rp), 1000);
+    check("permute");
+    b.allreduce<double>(all, io_of(sp, rp), 1000);
+    check("allreduce");
+    b.reducescatter<double>(all, io_of(sp, rp), 1000);
+    check("reducescatter");
+    CHECK_THROWS_WITH(b.allgather<double>(std::vector<redist::rank_t>{0, 0}, io_of(sp, rp), 1),
+                      "nccl backend: a collective on a group that prepare_groups did not build");
+    // The agreement over NCCL (no MPI here).
+    const redist::agreement yes = b.agree(0x1234, true), no = b.agree(0x1234, false);
+    CHECK(yes.same);
+    CHECK(yes.all_ok);
+    CHECK(no.same);
+    CHECK_FALSE(no.all_ok);
+  }
+}
+
+TEST_CASE("the executor with the NCCL backend on one-device meshes", "[gpu][nccl][executor]") {
+  one_rank_comm c;
+  redist::nccl_backend b(c.comm);
+  std::uint64_t runs = 0;
+  // Synthesized programs on a mesh of one device (nothing to move), and a program whose
+  // every step is a collective of the one rank, so that the executor drives each NCCL call.
+  std::vector<redist::program> programs;
+  programs.push_back(redist::synthesize("{x: 1}", "[{x}64, 48]", "[64, {x}48]", {.element_bytes = 4}));
+  programs.push_back(redist::synthesize("{x: 1, y: 1}", "[{x}6, 10, {y}12]", "[6, {y, x}10, 12]", {.element_bytes = 4}));
+  {
+    redist::program p = programs.front();
+    auto add = [&](redist::op k, int concat, int split) {
+      redist::step s;
+      s.kind = k;
+      s.concat_dim = concat;
+      s.split_dim = split;
+      s.parts = 1;
+      if (k == redist::op::allpermute) s.dest = {0};
+      else if (k == redist::op::dynslice) s.index = {0};
+      else s.members = {0};
+      p.steps.push_back(s);
+    };
+    add(redist::op::allgather, 1, -1);
+    add(redist::op::alltoall, 1, 0);
+    add(redist::op::allpermute, -1, -1);
+    add(redist::op::dynslice, -1, 1);
+    add(redist::op::allreduce, -1, -1);
+    add(redist::op::reducescatter, -1, 1);
+    programs.push_back(p);
+  }
+  for (const redist::program& p : programs) {
+    INFO(p.steps.size() << " steps on " << redist::mesh_text(p.m).view());
+    redist::executor<float, redist::nccl_backend> ex(b, p);
+    redist::darray<float> host(p.m, p.source, 0);
+    redist::fill_global_index(host);
+    const cuda_buffer<float> din = upload(std::vector<float>(host.span().begin(), host.span().end()));
+    cuda_buffer<float> dout(redist::local_size(p.m, p.target), 0);
+    const redist::darray<float> in(p.m, p.source, 0, din.span());
+    redist::darray<float> out(p.m, p.target, 0, dout.span());
+    for (int k = 0; k < 2; ++k) {  // the second run reuses buffers and communicators
+      ex.run(in, out);
+      const redist::darray<float> res(p.m, p.target, 0, download(dout, b.stream()));
+      CHECK(redist::check_global_index(res).ok());
+      ++runs;
+    }
+    // A tile in host memory is refused before anything moves.
+    redist::darray<float> host_out(p.m, p.target, 0);
+    CHECK_THROWS_WITH(ex.run(in, host_out), "output tile of rank 0 is host memory, not memory of CUDA device 0");
+    CHECK_THROWS_WITH(ex.run(host, out), "input tile of rank 0 is host memory, not memory of CUDA device 0");
+  }
+  CHECK(runs == 2 * programs.size());
+  CHECK(b.cached_groups() == 1);
+}
+
+int main(int argc, char** argv) {
+  std::string why;
+  const int devices = redist::detail::cuda_device_count(&why);
+  if (devices == 0) {
+    std::printf("SKIPPED: no CUDA device (%s); the NCCL backend's GPU tests need one\n", why.c_str());
+    return 77;
+  }
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,232 @@
+// The NCCL backend bootstrapped over MPI, one rank per GPU: run under
+//   mpirun -np <gpus> backends_nccl_mpi_test [problems]
+// With at least one GPU per rank on every node: every rank synthesizes the same seeded
+// random problems on meshes of D = <ranks> devices (partial sums too), fills its source
+// tile in device memory with values encoding their global index, redistributes through
+// NCCL, and checks every element of its target tile; then the agreement refuses a
+// program mismatch with nothing moved. Rank 0 prints the totals.
+// Without a GPU per rank (a machine without GPU: what runs in CI; or two ranks of a node
+// on one GPU) the backend must refuse on every rank with a clear message before NCCL
+// starts, and the test checks that it does, and says so.
+// The exit status is non-zero on any failure on any rank.
+#include "redist/backends/nccl.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redist/lower/synthesize.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/verify.hpp"
+#include "support/random_problems.hpp"
+
+namespace {
+
+int failures = 0;  // on this rank
+
+void fail(int rank, const std::string& what) {
+  ++failures;
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+}
+
+struct totals {
+  std::uint64_t problems = 0, elements = 0, mismatches = 0;
+  std::uint64_t ops[6] = {};
+};
+
+std::vector<redist::testing::workload> workloads_for(std::uint64_t D) {
+  std::vector<redist::testing::workload> ws;
+  auto add = [&](std::vector<std::pair<std::string, std::uint64_t>> axes) {
+    redist::testing::workload w;
+    w.axes = std::move(axes);
+    w.max_dims = 4;
+    w.max_elements = 1 << 18;
+    w.max_multiplier = 16;
+    ws.push_back(w);
+  };
+  add({{"x", D}});
+  for (std::uint64_t a = 2; a < D; ++a)
+    if (D % a == 0) add({{"x", a}, {"y", D / a}});
+  const std::size_t plain = ws.size();
+  for (std::size_t i = 0; i < plain; ++i) {
+    ws.push_back(ws[i]);
+    ws.back().partial_sums = true;
+  }
+  return ws;
+}
+
+template <class T>
+redist::cuda_buffer<T> upload(const redist::nccl_backend& b, std::span<const T> v) {
+  redist::cuda_buffer<T> d(v.size(), b.device());
+  REDIST_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  REDIST_CUDA_CHECK(cudaDeviceSynchronize());
+  return d;
+}
+
+template <class T>
+void run_problem(redist::nccl_backend& b, const redist::testing::problem_text& pt, totals& tot) {
+  const int me = static_cast<int>(b.rank());
+  const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
+  redist::executor<T, redist::nccl_backend> ex(b, p);
+  redist::darray<T> host_in(p.m, p.source, b.rank());
+  redist::fill_global_index(host_in);
+  const redist::cuda_buffer<T> din = upload<T>(b, host_in.span());
+  redist::cuda_buffer<T> dout(redist::local_size(p.m, p.target), b.device());
+  const redist::darray<T> in(p.m, p.source, b.rank(), din.span());
+  redist::darray<T> out(p.m, p.target, b.rank(), dout.span());
+  for (int k = 0; k < 2; ++k) {  // the second run reuses the buffers and cached communicators
+    const std::size_t cached = b.cached_groups();
+    ex.run(in, out);
+    b.synchronize();
+    redist::darray<T> res(p.m, p.target, b.rank());
+    REDIST_CUDA_CHECK(cudaMemcpy(res.data(), dout.data(), res.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    if (p.target.nsum > 0) {
+      MPI_Comm group = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(redist::sum_root(p.m, p.target, b.rank())), me, &group);
+      std::vector<T> sum(res.size());
+      MPI_Datatype t = sizeof(T) == 8 ? MPI_DOUBLE : MPI_FLOAT;
+      static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+      MPI_Allreduce(res.data(), sum.data(), static_cast<int>(res.size()), t, MPI_SUM, group);
+      std::copy(sum.begin(), sum.end(), res.data());
+      MPI_Comm_free(&group);
+    }
+    const redist::tile_check c = redist::check_global_index(res);
+    tot.elements += c.checked;
+    tot.mismatches += c.mismatches;
+    if (!c.ok())
+      fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + " (run " + std::to_string(k) + "): " +
+                   std::to_string(c.mismatches) + " wrong elements, first at global index " + std::to_string(c.first_bad));
+    if (k == 1 && b.cached_groups() != cached) fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": the rerun split again");
+  }
+  ++tot.problems;
+  for (const auto& st : p.steps) ++tot.ops[static_cast<int>(st.kind)];
+}
+
+void mismatch_case(redist::nccl_backend& b) {
+  const int me = static_cast<int>(b.rank());
+  const std::string D = std::to_string(b.devices()), G = std::to_string(2 * b.devices());
+  const std::string mesh = "{x: " + D + "}";
+  const redist::program p = redist::synthesize(mesh, "[{x}" + G + ", " + G + "]", "[" + G + ", {x}" + G + "]");
+  const redist::program other = redist::synthesize(mesh, "[{x}" + G + ", " + G + "]", "[" + G + ", " + G + "]");
+  const redist::program& mine = me == 0 ? other : p;
+  redist::executor<float, redist::nccl_backend> ex(b, mine);
+  redist::darray<float> host_in(mine.m, mine.source, b.rank());
+  redist::fill_global_index(host_in);
+  const redist::cuda_buffer<float> din = upload<float>(b, host_in.span());
+  redist::cuda_buffer<float> dout(redist::local_size(mine.m, mine.target), b.device());
+  REDIST_CUDA_CHECK(cudaMemset(dout.data(), 0xff, dout.size() * sizeof(float)));
+  REDIST_CUDA_CHECK(cudaDeviceSynchronize());
+  const redist::darray<float> in(mine.m, mine.source, b.rank(), din.span());
+  redist::darray<float> out(mine.m, mine.target, b.rank(), dout.span());
+  const std::string want =
+      "ranks disagree on the program (hash mismatch): every rank must run the same program with the same element "
+      "type; nothing was moved";
+  try {
+    ex.run(in, out);
+    fail(me, "program mismatch: no error");
+  } catch (const redist::redist_error& e) {
+    if (e.what() != want) fail(me, std::string("program mismatch: got '") + e.what() + "'");
+  }
+  std::vector<std::uint32_t> back(dout.size());
+  REDIST_CUDA_CHECK(cudaMemcpy(back.data(), dout.data(), back.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (std::uint32_t v : back)
+    if (v != 0xffffffffu) {
+      fail(me, "program mismatch: the output was touched");
+      break;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int me = 0, size = 1, node_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  std::string why;
+  const int gpus = redist::detail::cuda_device_count(&why);
+  const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 60;
+  int rc = 0;
+
+  // Start the backend on every rank; it must refuse, on every rank, exactly when the
+  // ranks of a node cannot each have a GPU of their own.
+  std::string refused;
+  std::unique_ptr<redist::nccl_backend> backend;
+  try {
+    backend = std::make_unique<redist::nccl_backend>(MPI_COMM_WORLD);
+  } catch (const redist::redist_error& e) {
+    refused = e.what();
+  }
+  const int mine = refused.empty() ? 0 : 1;
+  int any_refused = 0, all_refused = 0;
+  MPI_Allreduce(&mine, &any_refused, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &all_refused, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (any_refused) {
+    backend.reset();
+    const std::string no_device = "nccl backend: no CUDA device (" + why + ")";
+    const std::string other = "nccl backend: another rank has no CUDA device of its own (see its message); NCCL was "
+                              "not started";
+    if (!all_refused) fail(me, "some ranks started the backend, others refused it");
+    if (gpus == 0 && refused != no_device) fail(me, "got '" + refused + "', expected '" + no_device + "'");
+    if (gpus > 0 && gpus >= node_size) fail(me, "refused with " + std::to_string(gpus) + " GPUs: " + refused);
+    if (gpus > 0 && refused != other && refused.find("of this node would share the CUDA device at PCI") ==
+                                            std::string::npos)
+      fail(me, "unexpected refusal: " + refused);
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+      std::printf("nccl backend over MPI, %d ranks, %d CUDA devices seen by rank 0: refused on every rank as expected "
+                  "(%d failures): %s\n",
+                  size, gpus, all, refused.c_str());
+    MPI_Finalize();
+    return all == 0 ? 0 : 1;
+  }
+
+  {
+    totals tot;
+    const double t0 = MPI_Wtime();
+    try {
+      redist::nccl_backend& b = *backend;
+      const auto ws = workloads_for(b.devices());
+      for (std::size_t i = 0; i < count; ++i) {
+        std::mt19937_64 rng(0x6e63636c + i);
+        const auto pt = redist::testing::random_problem(rng, ws[i % ws.size()]);
+        if (i % 2 == 0) run_problem<float>(b, pt, tot);
+        else run_problem<double>(b, pt, tot);
+      }
+      if (b.devices() > 1) mismatch_case(b);  // one rank cannot disagree with itself
+    } catch (const std::exception& e) {
+      fail(me, std::string("exception: ") + e.what());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    backend.reset();  // before MPI_Finalize
+    const double seconds = MPI_Wtime() - t0;
+    std::uint64_t sums[4] = {tot.elements, tot.mismatches, static_cast<std::uint64_t>(failures), tot.problems};
+    std::uint64_t all[4] = {};
+    MPI_Allreduce(sums, all, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+      std::printf("nccl backend over MPI, %d ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
+                  "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
+                  "%llu reducescatter; %.2f s\n",
+                  size, static_cast<unsigned long long>(all[3] / static_cast<std::uint64_t>(size)),
+                  static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
+                  static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
+                  static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
+                  static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
+                  static_cast<unsigned long long>(tot.ops[5]), seconds);
+    rc = all[1] == 0 && all[2] == 0 && all[3] == count * static_cast<std::uint64_t>(size) ? 0 : 1;
+  }
+  MPI_Finalize();
+  return rc;
+}

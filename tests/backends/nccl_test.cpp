@@ -1,0 +1,270 @@
+// The NCCL backend (backends/nccl.hpp), the parts that need no GPU: run by ctest
+// everywhere, CI included. Error reporting of failed CUDA and NCCL calls, the checks that
+// refuse misuse before any CUDA or NCCL call, the "no CUDA device" error, the element
+// types, and the strided device copies (the 2-D copies the device would issue, executed
+// here by an emulator of cudaMemcpy2D that enforces its preconditions) against the host
+// pack. The GPU parts are nccl_gpu_test.cpp and nccl_mpi_test.cpp.
+#include "redist/backends/nccl.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/pack.hpp"
+
+namespace {
+
+template <class E, class A>
+concept runs_to_owned_tile = requires(E& ex, const A& in) { ex.run(in); };
+template <class E, class A>
+concept runs_into = requires(E& ex, const A& in, A& out) { ex.run(in, out); };
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a failed CUDA call names the call, file, line and CUDA's reason", "[nccl][errors]") {
+  const cudaError_t rc = cudaSetDevice(-1);  // fails with or without a device
+  (void)cudaGetLastError();
+  REQUIRE(rc != cudaSuccess);
+  int line = 0;
+  try {
+    line = __LINE__ + 1;
+    REDIST_CUDA_CHECK(cudaSetDevice(-1));
+    FAIL("no exception");
+  } catch (const redist::device_error& e) {
+    CHECK(e.call() == "cudaSetDevice(-1)");
+    CHECK(ends_with(e.file(), "nccl_test.cpp"));
+    CHECK(e.line() == line);
+    CHECK(e.reason() == cudaGetErrorString(rc));
+    CHECK(e.detail() == cudaGetErrorName(rc));
+    CHECK(e.code() == redist::errc::runtime);
+    CHECK(std::string(e.what()) == "cudaSetDevice(-1) failed at " + e.file() + ":" + std::to_string(line) + ": " +
+                                       cudaGetErrorString(rc) + " [" + cudaGetErrorName(rc) + "]");
+  }
+}
+
+TEST_CASE("a failed NCCL call names the call, file, line, ncclGetErrorString and ncclGetLastError", "[nccl][errors]") {
+  int n = 0;
+  int line = 0;
+  try {
+    line = __LINE__ + 1;
+    REDIST_NCCL_CHECK(ncclCommCount(nullptr, &n));
+    FAIL("no exception");
+  } catch (const redist::redist_error& base) {
+    const auto* e = dynamic_cast<const redist::device_error*>(&base);
+    REQUIRE(e != nullptr);
+    CHECK(e->call() == "ncclCommCount(nullptr, &n)");
+    CHECK(ends_with(e->file(), "nccl_test.cpp"));
+    CHECK(e->line() == line);
+    CHECK(e->reason() == ncclGetErrorString(ncclInvalidArgument));
+    CHECK(e->detail() == std::string("last NCCL error: ") + ncclGetLastError(nullptr));
+    CHECK(e->detail().size() > std::string("last NCCL error: ").size());
+    CHECK(std::string(e->what()) == "ncclCommCount(nullptr, &n) failed at " + e->file() + ":" + std::to_string(line) +
+                                        ": " + ncclGetErrorString(ncclInvalidArgument) + " [" + e->detail() + "]");
+  }
+  CHECK(redist::device_error::describe("f(x)", "a.cpp", 7, "bad", "") == "f(x) failed at a.cpp:7: bad");
+  CHECK(redist::device_error::describe("f(x)", "a.cpp", 7, "bad", "why") == "f(x) failed at a.cpp:7: bad [why]");
+}
+
+TEST_CASE("no CUDA device: a clear error, before NCCL is touched", "[nccl][errors]") {
+  CHECK_THROWS_WITH(redist::nccl_backend(static_cast<ncclComm_t>(nullptr)), "nccl backend: the NCCL communicator is null");
+  std::string why;
+  const int count = redist::detail::cuda_device_count(&why);
+  if (count > 0) {
+    WARN("this machine has " << count << " CUDA device(s): the no-device checks are skipped (nccl_gpu_test runs)");
+    CHECK(redist::detail::require_cuda_device("nccl backend") == count);
+    return;
+  }
+  int n = -1;
+  const cudaError_t rc = cudaGetDeviceCount(&n);
+  (void)cudaGetLastError();
+  const std::string reason = rc == cudaSuccess ? std::string("cudaGetDeviceCount found 0 devices")
+                                               : std::string("cudaGetDeviceCount: ") + cudaGetErrorString(rc);
+  CHECK(why == reason);
+  const std::string expected = "nccl backend: no CUDA device (" + reason + ")";
+  CHECK_THROWS_WITH(redist::detail::require_cuda_device("nccl backend"), expected);
+  // A communicator that is not null is not looked at when there is no device.
+  int not_a_communicator = 0;
+  CHECK_THROWS_WITH(redist::nccl_backend(reinterpret_cast<ncclComm_t>(&not_a_communicator)), expected);
+}
+
+TEST_CASE("group lists and permutations are checked before any NCCL call", "[nccl][errors]") {
+  using redist::rank_t;
+  using redist::detail::check_partition;
+  using redist::detail::check_permutation;
+  const std::vector<rank_t> four = {2, 0, 3, 1};
+  CHECK_NOTHROW(check_partition("nccl backend", four, 2, 4));
+  CHECK_NOTHROW(check_partition("nccl backend", four, 4, 4));
+  CHECK_THROWS_WITH(check_partition("nccl backend", four, 2, 8),
+                    "nccl backend: 4 ranks cannot form groups of 2 over 8 ranks");
+  CHECK_THROWS_WITH(check_partition("nccl backend", four, 3, 4),
+                    "nccl backend: 4 ranks cannot form groups of 3 over 4 ranks");
+  CHECK_THROWS_WITH(check_partition("nccl backend", four, 0, 4),
+                    "nccl backend: 4 ranks cannot form groups of 0 over 4 ranks");
+  CHECK_THROWS_WITH(check_partition("nccl backend", std::vector<rank_t>{0, 4, 1, 2}, 2, 4),
+                    "nccl backend: rank 4 is not among the 4 ranks of the communicator");
+  CHECK_THROWS_WITH(check_partition("nccl backend", std::vector<rank_t>{0, 1, 1, 2}, 2, 4),
+                    "nccl backend: the groups list rank 1 twice");
+
+  const std::vector<rank_t> dest = {1, 2, 3, 0};  // r's block goes to dest[r]
+  CHECK(check_permutation("nccl backend", dest, 4, 0) == std::pair<rank_t, rank_t>{1, 3});
+  CHECK(check_permutation("nccl backend", dest, 4, 2) == std::pair<rank_t, rank_t>{3, 1});
+  CHECK(check_permutation("nccl backend", std::vector<rank_t>{0, 1}, 2, 1) == std::pair<rank_t, rank_t>{1, 1});
+  CHECK_THROWS_WITH(check_permutation("nccl backend", dest, 8, 0),
+                    "nccl backend: permute needs one destination per rank (8), got 4");
+  CHECK_THROWS_WITH(check_permutation("nccl backend", std::vector<rank_t>{1, 1, 3, 0}, 4, 0),
+                    "nccl backend: permute destinations are not a permutation of the ranks");
+  CHECK_THROWS_WITH(check_permutation("nccl backend", std::vector<rank_t>{1, 4, 3, 0}, 4, 0),
+                    "nccl backend: permute destinations are not a permutation of the ranks");
+
+  CHECK(redist::detail::block_bytes<double>("nccl backend", 5) == 40);
+  CHECK_THROWS_WITH(redist::detail::block_bytes<double>("nccl backend", SIZE_MAX / 4),
+                    "nccl backend: a block of " + std::to_string(SIZE_MAX / 4) + " elements of 8 bytes overflows");
+}
+
+TEST_CASE("element types: any trivially copyable type moves, NCCL's arithmetic types add up", "[nccl]") {
+  STATIC_REQUIRE(redist::nccl_datatype<float>::value == ncclFloat32);
+  STATIC_REQUIRE(redist::nccl_datatype<double>::value == ncclFloat64);
+  STATIC_REQUIRE(redist::nccl_datatype<std::int8_t>::value == ncclInt8);
+  STATIC_REQUIRE(redist::nccl_datatype<std::uint8_t>::value == ncclUint8);
+  STATIC_REQUIRE(redist::nccl_datatype<std::int32_t>::value == ncclInt32);
+  STATIC_REQUIRE(redist::nccl_datatype<std::uint32_t>::value == ncclUint32);
+  STATIC_REQUIRE(redist::nccl_datatype<std::int64_t>::value == ncclInt64);
+  STATIC_REQUIRE(redist::nccl_datatype<std::uint64_t>::value == ncclUint64);
+  STATIC_REQUIRE(redist::nccl_reducible<float>);
+  STATIC_REQUIRE_FALSE(redist::nccl_reducible<std::int16_t>);  // NCCL has no 16-bit integers
+  STATIC_REQUIRE_FALSE(redist::nccl_reducible<bool>);
+  struct pair16 {
+    std::int16_t a, b;
+  };
+  STATIC_REQUIRE(redist::backend_for<redist::nccl_backend, pair16>);
+  STATIC_REQUIRE(redist::reducing_backend_for<redist::nccl_backend, std::uint64_t>);
+  STATIC_REQUIRE_FALSE(redist::reducing_backend_for<redist::nccl_backend, std::int16_t>);
+  // Device memory is not host memory: no executor overload hands out owned host tiles.
+  STATIC_REQUIRE_FALSE(redist::cuda_memory::host_accessible);
+  STATIC_REQUIRE(std::is_same_v<redist::memory_space_t<redist::nccl_backend>, redist::cuda_memory>);
+  using nccl_executor = redist::executor<float, redist::nccl_backend>;
+  STATIC_REQUIRE_FALSE(runs_to_owned_tile<nccl_executor, redist::darray<float>>);
+  STATIC_REQUIRE(runs_into<nccl_executor, redist::darray<float>>);
+}
+
+namespace {
+
+/// What the device does with a device_copy_shape, emulated in host memory: every 2-D copy
+/// must satisfy cudaMemcpy2D's preconditions (width <= pitch <= max pitch).
+struct branches {
+  std::uint64_t two_d = 0, swapped = 0, per_run = 0;
+};
+
+template <class T>
+void emulate_device_copy(const redist::detail::strided_copy& plan, std::size_t max_pitch, const T* src, T* dst,
+                         branches& seen) {
+  const redist::detail::device_copy_shape shape = redist::detail::device_copy(plan, sizeof(T), max_pitch);
+  const redist::detail::strided_copy& c = shape.copy;
+  const std::size_t s = sizeof(T);
+  seen.per_run += shape.per_run ? 1 : 0;
+  seen.two_d += !shape.per_run && c.rows > 1 ? 1 : 0;
+  seen.swapped += plan.count != plan.rows && c.count == plan.rows ? 1 : 0;
+  for (std::uint64_t i = 0; i < c.count; ++i) {
+    T* dp = dst + c.dst + i * c.dst_step;
+    const T* sp = src + c.src + i * c.src_step;
+    if (shape.per_run || c.rows == 1) {
+      for (std::uint64_t j = 0; j < c.rows; ++j) std::memcpy(dp + j * c.dst_pitch, sp + j * c.src_pitch, c.width * s);
+      continue;
+    }
+    REQUIRE(c.width <= c.src_pitch);
+    REQUIRE(c.width <= c.dst_pitch);
+    REQUIRE(c.src_pitch * s <= max_pitch);
+    REQUIRE(c.dst_pitch * s <= max_pitch);
+    for (std::uint64_t j = 0; j < c.rows; ++j) std::memcpy(dp + j * c.dst_pitch, sp + j * c.src_pitch, c.width * s);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the device's strided copies are the host's pack, in every orientation and pitch limit", "[nccl][pack]") {
+  std::mt19937_64 rng(0x6e63636c);
+  std::uint64_t cases = 0;
+  branches seen;
+  for (int iter = 0; iter < 3000; ++iter) {
+    const int rank = 1 + static_cast<int>(rng() % 5);
+    std::vector<std::uint64_t> ext(static_cast<std::size_t>(rank));
+    for (auto& e : ext) e = 1 + rng() % 5;
+    const int d = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
+    const std::uint64_t n = 1 + rng() % 4;
+    ext[static_cast<std::size_t>(d)] *= n;
+    std::vector<std::uint64_t> cext = ext;
+    cext[static_cast<std::size_t>(d)] /= n;
+    std::uint64_t size = 1;
+    for (auto e : ext) size *= e;
+    // Limits from "anything goes" down to "no 2-D copy fits", forcing every branch.
+    const std::size_t max_pitch = iter % 3 == 0 ? SIZE_MAX : (1 + rng() % 64) * sizeof(int);
+    INFO("tile " << ext.size() << "-d, d " << d << ", n " << n << ", max pitch " << max_pitch);
+    std::vector<int> tile(size);
+    for (std::size_t i = 0; i < tile.size(); ++i) tile[i] = static_cast<int>(i) + 7;
+
+    std::vector<int> want(size), got(size, -1);
+    redist::split_all<int>(tile, ext, d, n, want);
+    emulate_device_copy(redist::detail::split_all_plan(ext, d, n, size, size), max_pitch, tile.data(), got.data(),
+                        seen);
+    REQUIRE(got == want);
+
+    std::vector<int> back(size, -1);
+    emulate_device_copy(redist::detail::concat_all_plan(cext, d, n, size, size), max_pitch, want.data(), back.data(),
+                        seen);
+    REQUIRE(back == tile);
+
+    const std::uint64_t m = rng() % n;
+    std::vector<int> chunk(size / n), chunk_got(size / n, -1);
+    redist::split_copy<int>(tile, ext, d, n, m, chunk);
+    emulate_device_copy(redist::detail::split_copy_plan(ext, d, n, m, size, size / n), max_pitch, tile.data(),
+                        chunk_got.data(), seen);
+    REQUIRE(chunk_got == chunk);
+
+    std::vector<int> placed(size, -1), placed_got(size, -1);
+    redist::concat_copy<int>(chunk, cext, d, n, m, placed);
+    emulate_device_copy(redist::detail::concat_copy_plan(cext, d, n, m, size / n, size), max_pitch, chunk.data(),
+                        placed_got.data(), seen);
+    REQUIRE(placed_got == placed);
+    ++cases;
+  }
+  CHECK(cases == 3000);
+  // Every branch of the device path ran: 2-D copies, the swapped orientation, one copy per run.
+  CHECK(seen.two_d > 0);
+  CHECK(seen.swapped > 0);
+  CHECK(seen.per_run > 0);
+}
+
+TEST_CASE("a split along one dimension is one 2-D copy per chunk (or per row, whichever is fewer)", "[nccl][pack]") {
+  using redist::detail::device_copy;
+  using redist::detail::split_all_plan;
+  const std::vector<std::uint64_t> ext = {64, 8, 32};  // outer 64 x (8 x 32)
+  // Split dimension 1 into 4: 4 chunks of 64 runs of 2 x 32 elements, pitch 256 elements.
+  const auto plan = split_all_plan(ext, 1, 4, 64 * 8 * 32, 64 * 8 * 32);
+  CHECK(plan.count == 4);
+  CHECK(plan.rows == 64);
+  CHECK(plan.width == 64);
+  CHECK(plan.src_pitch == 256);
+  CHECK(plan.dst_pitch == 64);
+  const auto shape = device_copy(plan, 4, SIZE_MAX);
+  CHECK_FALSE(shape.per_run);
+  CHECK(shape.copy.count == 4);  // 4 cudaMemcpy2DAsync of 64 rows
+  // 64 chunks of 2 rows: one 2-D copy per row instead (2 copies of 64 rows).
+  const std::vector<std::uint64_t> wide = {2, 64 * 4};
+  const auto w = device_copy(split_all_plan(wide, 1, 64, 2 * 256, 2 * 256), 4, SIZE_MAX);
+  CHECK(w.copy.count == 2);
+  CHECK(w.copy.rows == 64);
+  // A split along the first dimension is contiguous: one 1-D copy.
+  const auto first = device_copy(split_all_plan(ext, 0, 4, 64 * 8 * 32, 64 * 8 * 32), 4, SIZE_MAX);
+  CHECK(first.copy.count == 1);
+  CHECK(first.copy.rows == 1);
+  CHECK(first.copy.width == 64 * 8 * 32);
+}

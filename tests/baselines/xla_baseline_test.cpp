@@ -1,0 +1,289 @@
+// Tests of benchmarks/baselines/xla.hpp (the XLA SPMD partitioner's ReshardNoCache order of
+// patterns) and of the comparison the benchmarks make: every case on hand-made problems
+// with its op sequence, the openxla/xla#15207 case, validity of every baseline program on
+// random problems, and ours never costlier than xla on the paper's 1000 problems.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baselines/naive.hpp"
+#include "baselines/xla.hpp"
+#include "metrics.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "support/random_problems.hpp"
+#include "support/verify.hpp"
+#include "workload.hpp"
+
+using namespace redist;
+using baselines::xla_rule;
+
+namespace {
+
+struct xla_result {
+  baselines::xla_plan plan;
+  program prog;
+};
+
+xla_result run_xla(std::string_view mesh, std::string_view from, std::string_view to) {
+  const device_mesh m = parse_mesh(mesh);
+  const dist_type a = parse_type(m, from), b = parse_type(m, to);
+  const weak_problem p = make_weak_problem(m, a, b).get();
+  xla_result r{baselines::xla_path(m, a, b, p), {}};
+  r.prog = baselines::xla_program(m, a, b);
+  return r;
+}
+
+std::vector<op> ops(const program& p) {
+  std::vector<op> v;
+  for (const step& s : p.steps) v.push_back(s.kind);
+  return v;
+}
+
+std::vector<weak_edge> edges(const baselines::xla_plan& p) {
+  std::vector<weak_edge> v;
+  for (const weak_step& s : p.path) v.push_back(s.edge);
+  return v;
+}
+
+weak_edge a2a(int from, int to, std::uint64_t f) { return {op::alltoall, static_cast<std::int8_t>(from), static_cast<std::int8_t>(to), f}; }
+weak_edge ag(int d, std::uint64_t f) { return {op::allgather, static_cast<std::int8_t>(d), -1, f}; }
+weak_edge ds(int d, std::uint64_t f) { return {op::dynslice, -1, static_cast<std::int8_t>(d), f}; }
+
+/// The program verifies box by box (the memory bound lifted to its own peak).
+void check_valid(const program& p) {
+  const testing::verify_result v = bench::verify_ignoring_bound(p);
+  INFO(testing::describe(p) << ": " << v.message);
+  CHECK(v.ok);
+}
+
+constexpr auto AG = op::allgather, A2A = op::alltoall, DS = op::dynslice, PERM = op::allpermute;
+
+}  // namespace
+
+TEST_CASE("xla: same sharding is a no-op") {
+  auto r = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[{a}8, {b}8]");
+  CHECK(r.plan.top == xla_rule::identity);
+  CHECK(r.prog.steps.empty());
+  CHECK(r.prog.cost_elements == 0);
+}
+
+TEST_CASE("xla (1): same shard counts in another device order is one collective-permute") {
+  auto r = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[{b}8, {a}8]");
+  CHECK(r.plan.top == xla_rule::collective_permute);
+  CHECK(r.plan.path.empty());
+  CHECK(ops(r.prog) == std::vector<op>{PERM});
+  CHECK(r.prog.cost_elements == 16);
+  check_valid(r.prog);
+}
+
+TEST_CASE("xla (2): all-to-all, one per swapped pair, then a permute if the order differs") {
+  SECTION("one pair") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, 8]", "[8, {a}8]");
+    CHECK(r.plan.top == xla_rule::all_to_all);
+    CHECK(edges(r.plan) == std::vector<weak_edge>{a2a(0, 1, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{A2A});
+    check_valid(r.prog);
+  }
+  SECTION("the device order differs after the all-to-all") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a, b}8, 8]", "[8, {b, a}8]");
+    CHECK(r.plan.top == xla_rule::all_to_all);
+    CHECK(ops(r.prog) == std::vector<op>{A2A, PERM});
+    check_valid(r.prog);
+  }
+  SECTION("two pairs, smallest source count first (GetReshardAllToAllSourceTargetDims)") {
+    auto r = run_xla("{a: 2, b: 2, c: 2}", "[{a, b}8, {c}8, 8]", "[8, {a, b}8, {c}8]");
+    CHECK(r.plan.top == xla_rule::all_to_all);
+    CHECK(edges(r.plan) == std::vector<weak_edge>{a2a(1, 2, 2), a2a(0, 1, 4)});
+    CHECK(ops(r.prog) == std::vector<op>{A2A, A2A});
+    check_valid(r.prog);
+  }
+}
+
+TEST_CASE("xla (3): from a partially replicated source, a dynamic-slice, then a permute unless a sub-tiling") {
+  SECTION("sub-tiling") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, 8]", "[{a}8, {b}8]");
+    CHECK(r.plan.top == xla_rule::dynslice_from_partial);
+    CHECK(edges(r.plan) == std::vector<weak_edge>{ds(1, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{DS});
+    check_valid(r.prog);
+  }
+  SECTION("sub-tiling within one dimension") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, 8]", "[{b, a}8, 8]");
+    CHECK(r.plan.top == xla_rule::dynslice_from_partial);
+    CHECK(ops(r.prog) == std::vector<op>{DS});
+  }
+  SECTION("not a sub-tiling: the permute follows") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, 8]", "[{a, b}8, 8]");
+    CHECK(r.plan.top == xla_rule::dynslice_from_partial);
+    CHECK(ops(r.prog) == std::vector<op>{DS, PERM});
+    check_valid(r.prog);
+  }
+}
+
+TEST_CASE("xla (4): to a partially replicated target, a permute if needed, then all-gathers, last dimension first") {
+  SECTION("source is a sub-tiling of the target") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[{a}8, 8]");
+    CHECK(r.plan.top == xla_rule::allgather_to_partial);
+    CHECK(edges(r.plan) == std::vector<weak_edge>{ag(1, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{AG});
+    check_valid(r.prog);
+  }
+  SECTION("the permute comes before the all-gather") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[{b}8, 8]");
+    CHECK(r.plan.top == xla_rule::allgather_to_partial);
+    CHECK(ops(r.prog) == std::vector<op>{PERM, AG});
+    check_valid(r.prog);
+  }
+  SECTION("several dimensions: AllGatherShards gathers the last one first") {
+    auto r = run_xla("{a: 2, b: 2, c: 2}", "[{a}8, {b}8, {c}8]", "[{a}8, 8, 8]");
+    CHECK(r.plan.top == xla_rule::allgather_to_partial);
+    CHECK(edges(r.plan) == std::vector<weak_edge>{ag(2, 2), ag(1, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{AG, AG});
+  }
+}
+
+TEST_CASE("xla (5): otherwise all-gather to replicated, then dynamic-slice; openxla/xla#15207") {
+  // Shard counts [2, 1, 4] -> [1, 8, 1] on a 4x2 mesh: no pattern applies and XLA
+  // rematerializes the whole array, where the search finds two all-to-alls.
+  const device_mesh m = parse_mesh("{x: 4, y: 2}");
+  const dist_type a = parse_type(m, "[{y}16, 16, {x}16]"), b = parse_type(m, "[16, {x, y}16, 16]");
+  const weak_problem p = make_weak_problem(m, a, b).get();
+  const baselines::xla_plan plan = baselines::xla_path(m, a, b, p);
+  CHECK(plan.top == xla_rule::full_rematerialization);
+  CHECK(plan.trace == std::vector<xla_rule>{xla_rule::full_rematerialization});
+  CHECK(edges(plan) == std::vector<weak_edge>{ag(2, 4), ag(0, 2), ds(1, 8)});
+  const program x = baselines::xla_program(m, a, b);
+  CHECK(ops(x) == std::vector<op>{AG, AG, DS});
+  CHECK(x.peak_local_elements == 16 * 16 * 16);  // the whole array on every device
+  CHECK_FALSE(x.memory_efficient());
+  check_valid(x);
+  const program ours = synthesize(m, a, b);
+  CHECK(ours.count(op::allgather) == 0);
+  CHECK(ours.count(op::alltoall) == 2);
+  CHECK(ours.memory_efficient());
+  CHECK(ours.cost_elements * 4 < x.cost_elements);
+}
+
+TEST_CASE("xla: to a replicated target all-gathers, from a replicated source slices") {
+  auto r = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[8, 8]");
+  CHECK(r.plan.top == xla_rule::replicate);
+  CHECK(edges(r.plan) == std::vector<weak_edge>{ag(1, 2), ag(0, 2)});
+  auto s = run_xla("{a: 2, b: 2}", "[8, 8]", "[{a}8, {b}8]");
+  CHECK(s.plan.top == xla_rule::slice_from_replicated);
+  CHECK(ops(s.prog) == std::vector<op>{DS, DS});
+  CHECK(s.prog.cost_elements == 0);
+  check_valid(r.prog);
+  check_valid(s.prog);
+}
+
+TEST_CASE("xla: ReshardPartialReplicateWithAllToAll's shifted pattern, with and without matching device order") {
+  SECTION("[1, 4] with 2 replicas -> [4, 2]: all-to-all, then dynamic-slice") {
+    auto r = run_xla("{a: 2, b: 2, c: 2}", "[8, {a, b}8]", "[{a, b}8, {c}8]");
+    CHECK(r.plan.top == xla_rule::partial_replicate_all_to_all);
+    CHECK(r.plan.trace == std::vector<xla_rule>{xla_rule::partial_replicate_all_to_all, xla_rule::dynslice_from_partial});
+    CHECK(edges(r.plan) == std::vector<weak_edge>{a2a(1, 0, 4), ds(1, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{A2A, DS});
+    check_valid(r.prog);
+  }
+  SECTION("another device order: TryComplexReshardHandling moves the replication instead") {
+    auto r = run_xla("{a: 2, b: 2, c: 2}", "[8, {b, a}8]", "[{a, b}8, {c}8]");
+    CHECK(r.plan.top == xla_rule::complex_unreplicate);
+    CHECK(r.plan.trace ==
+          std::vector<xla_rule>{xla_rule::complex_unreplicate, xla_rule::dynslice_from_partial, xla_rule::all_to_all});
+    CHECK(edges(r.plan) == std::vector<weak_edge>{ds(0, 2), a2a(1, 0, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{DS, A2A, PERM});
+    check_valid(r.prog);
+  }
+}
+
+TEST_CASE("xla: TryComplexReshardHandling patterns") {
+  SECTION("PatternMatchReshape: [X, Y] -> [X*Y, 1] is one all-to-all") {
+    auto r = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[{b, a}8, 8]");
+    CHECK(r.plan.top == xla_rule::complex_reshape);
+    CHECK(edges(r.plan) == std::vector<weak_edge>{a2a(1, 0, 2)});
+    CHECK(ops(r.prog) == std::vector<op>{A2A});
+    auto s = run_xla("{a: 2, b: 2}", "[{a}8, {b}8]", "[{a, b}8, 8]");
+    CHECK(ops(s.prog) == std::vector<op>{A2A, PERM});
+    check_valid(s.prog);
+  }
+  SECTION("PatternMatchPartiallyReplicateDim: replicate a dimension, then all-to-all") {
+    auto r = run_xla("{a: 2, b: 2, c: 2}", "[{a}8, {b, c}8]", "[{b, c}8, 8]");
+    CHECK(r.plan.top == xla_rule::complex_replicate_dim);
+    CHECK(r.plan.trace ==
+          std::vector<xla_rule>{xla_rule::complex_replicate_dim, xla_rule::allgather_to_partial, xla_rule::all_to_all});
+    CHECK(edges(r.plan) == std::vector<weak_edge>{ag(0, 2), a2a(1, 0, 4)});
+    CHECK(ops(r.prog) == std::vector<op>{AG, A2A});
+    check_valid(r.prog);
+  }
+  SECTION("when the complex pattern's remainder needs a full replication, XLA rematerializes instead") {
+    auto r = run_xla("{a: 2, b: 2, c: 2}", "[{a}8, {b}8, {c}8]", "[{a, b}8, 8, 8]");
+    CHECK(r.plan.top == xla_rule::full_rematerialization);
+    CHECK(r.plan.trace == std::vector<xla_rule>{xla_rule::full_rematerialization});
+    check_valid(r.prog);
+  }
+}
+
+TEST_CASE("xla: partial sums are rejected") {
+  const device_mesh m = parse_mesh("{a: 2, b: 2}");
+  CHECK_THROWS_WITH(baselines::xla_program(m, parse_type(m, "[{a}8] sum{b}"), parse_type(m, "[{a}8]")),
+                    "xla baseline: partial sums (sum{...}) are not modeled");
+}
+
+TEST_CASE("every baseline program verifies on random problems") {
+  std::vector<testing::workload> ws = testing::mixed_workloads(1 << 14);
+  ws.insert(ws.begin(), testing::paper_workload(1 << 14));
+  std::uint64_t seed = 71;
+  for (const auto& w : ws) {
+    for (const auto& pt : testing::random_problems(w, 60, seed++)) {
+      INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+      const device_mesh m = parse_mesh(pt.mesh);
+      const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+      const program x = baselines::xla_program(m, a, b), n = baselines::naive_program(m, a, b);
+      const testing::verify_result vx = bench::verify_ignoring_bound(x), vn = bench::verify_ignoring_bound(n);
+      INFO("xla: " << testing::describe(x) << ": " << vx.message);
+      CHECK(vx.ok);
+      INFO("naive: " << testing::describe(n) << ": " << vn.message);
+      CHECK(vn.ok);
+      CHECK(x.memory_bound_elements == n.memory_bound_elements);
+    }
+  }
+}
+
+TEST_CASE("ours never costs more than xla on the paper's 1000 problems (and the mixed meshes)") {
+  std::vector<bench::workload_set> sets = {bench::paper_workload(), bench::mixed_workload()};
+  std::size_t problems = 0, cheaper = 0;
+  for (const auto& set : sets)
+    for (const auto& mw : set.meshes)
+      for (const auto& pt : mw.draw()) {
+        const device_mesh m = parse_mesh(pt.mesh);
+        const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+        const program ours = synthesize(m, a, b), x = baselines::xla_program(m, a, b);
+        INFO(pt.mesh << " " << pt.from << " -> " << pt.to << "\n  ours: " << testing::describe(ours)
+                     << "\n  xla:  " << testing::describe(x));
+        CHECK(ours.cost_elements <= x.cost_elements);
+        ++problems;
+        cheaper += ours.cost_elements < x.cost_elements;
+      }
+  CHECK(problems == 1000 + 3 * 200);
+  CHECK(cheaper > problems / 4);  // the comparison is not vacuous
+}
+
+TEST_CASE("the data-movement lower bound and the data a program moves") {
+  const device_mesh m = parse_mesh("{a: 2, b: 2}");
+  // alltoall: every rank keeps a quarter of its target tile and receives the rest.
+  const dist_type a = parse_type(m, "[{a}8, 8]"), b = parse_type(m, "[8, {a}8]");
+  CHECK(bench::movement_lower_bound(m, a, b) == 32 - 16);
+  const program p = synthesize(m, a, b);
+  CHECK(bench::max_received(p) == 16);  // (n-1)/n of a 32-element tile
+  // Gathering to replicated: receive the other half.
+  CHECK(bench::movement_lower_bound(m, a, parse_type(m, "[8, 8]")) == 32);
+  CHECK(bench::max_received(synthesize(m, a, parse_type(m, "[8, 8]"))) == 32);
+  // Slicing needs nothing.
+  CHECK(bench::movement_lower_bound(m, a, parse_type(m, "[{a}8, {b}8]")) == 0);
+  // A permutation of full tiles: every tile moves.
+  const dist_type t = parse_type(m, "[{a}8, {b}8]"), u = parse_type(m, "[{b}8, {a}8]");
+  CHECK(bench::movement_lower_bound(m, t, u) == 16);
+  CHECK(bench::max_received(baselines::xla_program(m, t, u)) == 16);
+}

@@ -1,0 +1,144 @@
+// Bandwidth of the NCCL backend's device pack (split_all: a tile -> its n chunks back to
+// back, what an all-to-all sends) and unpack (concat_all: the inverse, what an all-gather
+// or all-to-all receives), against a plain device-to-device copy of the same bytes
+// (cudaMemcpyAsync). Every result is also checked element by element against the host's
+// pack (runtime/pack.hpp). Bandwidth = tile bytes / time (each byte read once and written
+// once, as for the copy).
+//
+//   nccl_pack_bench [MiB per tile = 256] [repetitions = 20]
+//   nccl_pack_bench --count        prints the number of CUDA devices and exits
+//
+// Prints a Markdown table; exits non-zero if a result is wrong (not if it is slow: the
+// goal, pack and unpack at >= 80% of the copy's bandwidth, is reported per row).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "redist/backends/nccl.hpp"
+#include "redist/runtime/pack.hpp"
+
+namespace {
+
+struct shape_case {
+  std::vector<std::uint64_t> ext;  // scaled to the tile size along dimension 0
+  int d;
+  std::uint64_t n;
+};
+
+std::string ext_text(const std::vector<std::uint64_t>& e) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < e.size(); ++i) s += (i ? ", " : "") + std::to_string(e[i]);
+  return s + "]";
+}
+
+/// Milliseconds per call of f, over `reps` calls after two warm-up calls.
+template <class F>
+float time_ms(cudaStream_t s, int reps, F f) {
+  cudaEvent_t a, b;
+  REDIST_CUDA_CHECK(cudaEventCreate(&a));
+  REDIST_CUDA_CHECK(cudaEventCreate(&b));
+  f();
+  f();
+  REDIST_CUDA_CHECK(cudaEventRecord(a, s));
+  for (int i = 0; i < reps; ++i) f();
+  REDIST_CUDA_CHECK(cudaEventRecord(b, s));
+  REDIST_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  REDIST_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  REDIST_CUDA_CHECK(cudaEventDestroy(a));
+  REDIST_CUDA_CHECK(cudaEventDestroy(b));
+  return ms / static_cast<float>(reps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--count") == 0) {
+    std::printf("%d\n", redist::detail::cuda_device_count());
+    return 0;
+  }
+  const std::uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 20;
+  try {
+    redist::detail::require_cuda_device("nccl_pack_bench");
+    REDIST_CUDA_CHECK(cudaSetDevice(0));
+    cudaDeviceProp prop{};
+    REDIST_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    cudaStream_t stream = nullptr;
+    REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const redist::cuda_memory mem(0, stream);
+    using T = float;
+    const std::uint64_t elements = mib * (1u << 20) / sizeof(T);
+    // Tile shapes of `elements` floats (dimension 0 absorbs the size) and the split:
+    // runs (contiguous pieces of a chunk) from the whole chunk down to 16 bytes.
+    const std::vector<shape_case> cases = {
+        {{0, 8192}, 0, 8},           // contiguous chunks: one copy
+        {{0, 64, 1024}, 1, 4},       // runs of 64 KiB
+        {{0, 8192}, 1, 8},           // runs of 4 KiB
+        {{0, 8192}, 1, 64},          // runs of 512 B
+        {{0, 256, 256}, 2, 8},       // runs of 128 B
+        {{0, 16, 512}, 1, 2},        // runs of 16 KiB, split in the middle dimension
+        {{0, 1024}, 1, 256},         // runs of 16 B
+        {{0, 4, 4, 4, 256}, 3, 4},   // 5-d, runs of 1 KiB
+    };
+    std::printf("# device pack/unpack bandwidth: %s, %llu MiB float32 tiles, %d repetitions\n\n", prop.name,
+                static_cast<unsigned long long>(mib), reps);
+    std::printf("| tile | split dim | n | run bytes | 2-D copies | copy GB/s | pack GB/s | pack / copy | unpack GB/s | "
+                "unpack / copy | checked |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    redist::cuda_buffer<T> a(elements, 0), b(elements, 0), c(elements, 0);
+    std::vector<T> host(elements), want(elements), got(elements);
+    for (std::uint64_t i = 0; i < elements; ++i) host[i] = static_cast<T>(i % 16777216);
+    REDIST_CUDA_CHECK(cudaMemcpy(a.data(), host.data(), elements * sizeof(T), cudaMemcpyHostToDevice));
+    REDIST_CUDA_CHECK(cudaDeviceSynchronize());
+    const double bytes = static_cast<double>(elements * sizeof(T));
+    int wrong = 0;
+    double worst = 1e9;
+    for (shape_case k : cases) {
+      std::uint64_t rest = 1;
+      for (std::size_t i = 1; i < k.ext.size(); ++i) rest *= k.ext[i];
+      k.ext[0] = elements / rest;
+      if (k.ext[0] == 0 || k.ext[static_cast<std::size_t>(k.d)] % k.n != 0) continue;
+      std::vector<std::uint64_t> cext = k.ext;
+      cext[static_cast<std::size_t>(k.d)] /= k.n;
+      const std::uint64_t size = k.ext[0] * rest;
+      const auto plan = redist::detail::split_all_plan(k.ext, k.d, k.n, size, size);
+      const auto shape = redist::detail::device_copy(plan, sizeof(T), SIZE_MAX);
+      const std::span<const T> src(a.data(), size);
+      const float copy_ms = time_ms(stream, reps, [&] {
+        REDIST_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), size * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+      });
+      const float pack_ms = time_ms(stream, reps, [&] { mem.split_all<T>(src, k.ext, k.d, k.n, b.span().first(size)); });
+      const float unpack_ms = time_ms(stream, reps, [&] {
+        mem.concat_all<T>(std::span<const T>(b.data(), size), cext, k.d, k.n, c.span().first(size));
+      });
+      // Check: b = split_all(a) and c = concat_all(b) = a, element by element.
+      REDIST_CUDA_CHECK(cudaStreamSynchronize(stream));
+      redist::split_all<T>(std::span<const T>(host.data(), size), k.ext, k.d, k.n, std::span<T>(want.data(), size));
+      REDIST_CUDA_CHECK(cudaMemcpy(got.data(), b.data(), size * sizeof(T), cudaMemcpyDeviceToHost));
+      bool ok = std::memcmp(got.data(), want.data(), size * sizeof(T)) == 0;
+      REDIST_CUDA_CHECK(cudaMemcpy(got.data(), c.data(), size * sizeof(T), cudaMemcpyDeviceToHost));
+      ok = ok && std::memcmp(got.data(), host.data(), size * sizeof(T)) == 0;
+      wrong += ok ? 0 : 1;
+      const double sz = static_cast<double>(size * sizeof(T)) / bytes;  // share of the nominal tile
+      const double copy_gbs = bytes * sz / (copy_ms * 1e6), pack_gbs = bytes * sz / (pack_ms * 1e6),
+                   unpack_gbs = bytes * sz / (unpack_ms * 1e6);
+      worst = std::min(worst, std::min(pack_gbs, unpack_gbs) / copy_gbs);
+      std::printf("| %s | %d | %llu | %llu | %llu | %.0f | %.0f | %.0f%% | %.0f | %.0f%% | %s |\n", ext_text(k.ext).c_str(),
+                  k.d, static_cast<unsigned long long>(k.n), static_cast<unsigned long long>(plan.width * sizeof(T)),
+                  static_cast<unsigned long long>(shape.per_run ? plan.count * plan.rows : shape.copy.count), copy_gbs,
+                  pack_gbs, 100 * pack_gbs / copy_gbs, unpack_gbs, 100 * unpack_gbs / copy_gbs, ok ? "yes" : "WRONG");
+    }
+    std::printf("\nworst pack or unpack / copy: %.0f%% (goal: >= 80%%); %d wrong results\n", 100 * worst, wrong);
+    REDIST_CUDA_CHECK(cudaStreamDestroy(stream));
+    return wrong == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nccl_pack_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,174 @@
+// Property tests of the whole run-time pipeline (search + lowering) on >= 2000 random
+// problems: the paper's workload and mixed meshes (axes of sizes 3, 4, 6, 12; up to 64
+// devices). Every program is followed box by box (support/verify.hpp).
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/lower/lower.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/search/bgl_search.hpp"
+#include "redist/search/constexpr_search.hpp"
+#include "support/catch_verify.hpp"
+#include "support/random_problems.hpp"
+
+#if REDIST_TEST_RAPIDCHECK
+#include <rapidcheck/catch.h>
+#endif
+
+using namespace redist;
+
+namespace {
+
+std::vector<testing::workload> all_workloads() {
+  std::vector<testing::workload> ws = testing::mixed_workloads();
+  ws.push_back(testing::paper_workload());
+  return ws;
+}
+
+/// The properties every synthesized program has.
+void check_problem(const testing::problem_text& t, double budget = 1.0) {
+  INFO(t.mesh << " " << t.from << " -> " << t.to << " (budget " << budget << ")");
+  const device_mesh m = parse_mesh(t.mesh);
+  const dist_type a = parse_type(m, t.from), b = parse_type(m, t.to);
+  const weak_problem wp = make_weak_problem(m, a, b, search_options{budget}).get();
+  const weak_plan plan = search_bgl(wp);
+  REQUIRE(plan.found);
+
+  const program p = synthesize(m, a, b, synth_options{4, budget});
+  const auto v = REDIST_REQUIRE_VERIFIED(p);  // ends with the target, peak and cost recomputed
+
+  // The memory bound is eq. (4) times the budget, and no intermediate exceeds it.
+  const std::uint64_t mx = std::max(local_size(m, a), local_size(m, b));
+  if (budget == 1.0) {
+    CHECK(p.memory_bound_elements == mx);
+    CHECK(p.memory_efficient());
+  }
+  CHECK(p.memory_bound_elements == wp.bound);
+  CHECK(p.peak_local_elements <= p.memory_bound_elements);
+
+  // At most one allpermute, followed by nothing but allgathers (Sec. 7.3).
+  CHECK(p.count(op::allpermute) <= 1);
+  bool after_permute = false;
+  for (const step& s : p.steps) {
+    if (after_permute) CHECK(s.kind == op::allgather);
+    after_permute = after_permute || s.kind == op::allpermute;
+  }
+
+  // Cost: no program beats the weak optimum without its permutation (Lemma 6.6), and the
+  // permutation costs at most localsize(target) (Theorem 6.7).
+  CHECK(p.cost_elements - v.permute_cost >= plan.total.cost);
+  CHECK(p.cost_elements <= plan.total.cost + local_size(m, b));
+
+  // Lowering the search's own path: its cost is exactly the weak cost plus the
+  // allpermute's, and the chosen program is never costlier.
+  const result<program> own = lower_path(m, a, b, wp, plan.steps, 4);
+  REQUIRE(own.ok());
+  const auto vo = REDIST_REQUIRE_VERIFIED(own.value);
+  CHECK(own.value.cost_elements == plan.total.cost + vo.permute_cost);
+  CHECK(own.value.count(op::allpermute) <= 1);
+  CHECK(p.cost_elements <= own.value.cost_elements);
+
+  // The compile-time search leads to the same program (lower.hpp: canonical ties).
+  const result<program> q = lower(m, a, b, wp, search_constexpr(wp), 4);
+  REQUIRE(q.ok());
+  REQUIRE(q.value.steps.size() == p.steps.size());
+  CHECK(q.value.cost_elements == p.cost_elements);
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step &x = p.steps[i], &y = q.value.steps[i];
+    CHECK(x.kind == y.kind);
+    CHECK(x.members == y.members);
+    CHECK(x.index == y.index);
+    CHECK(x.dest == y.dest);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("random problems: every program verifies within the bound", "[properties]") {
+  std::size_t n = 0;
+  for (const auto& t : testing::random_problems(testing::paper_workload(), 1000, 2024)) {
+    check_problem(t);
+    ++n;
+  }
+  std::uint64_t seed = 3000;
+  for (const auto& w : testing::mixed_workloads()) {
+    for (const auto& t : testing::random_problems(w, 150, ++seed)) {
+      check_problem(t);
+      ++n;
+    }
+  }
+  CHECK(n == 2050);
+}
+
+TEST_CASE("random problems with partial sums (allreduce, reducescatter)", "[properties][sums]") {
+  std::size_t n = 0, reducing = 0;
+  std::uint64_t seed = 7000;
+  for (auto w : all_workloads()) {
+    w.partial_sums = true;
+    for (const auto& t : testing::random_problems(w, 60, ++seed)) {
+      check_problem(t);
+      const program p = synthesize(t.mesh, t.from, t.to);
+      reducing += p.count(op::allreduce) + p.count(op::reducescatter) > 0;
+      ++n;
+    }
+  }
+  CHECK(n == 480);
+  CHECK(reducing > 100);  // the sums are really reduced, not only carried along
+}
+
+TEST_CASE("random problems with a memory budget above 1", "[properties][budget]") {
+  std::size_t n = 0;
+  std::uint64_t seed = 5000;
+  for (auto w : all_workloads()) {
+    w.partial_sums = seed % 2 == 0;
+    for (const auto& t : testing::random_problems(w, 25, ++seed)) {
+      check_problem(t, 2.0);
+      ++n;
+    }
+  }
+  CHECK(n == 200);
+}
+
+TEST_CASE("large meshes: 1024 devices, up to 8 dimensions", "[properties][large]") {
+  std::size_t n = 0;
+  testing::workload w;
+  w.axes = {{"a", 4}, {"b", 4}, {"c", 4}, {"d", 4}, {"e", 4}};
+  w.max_dims = 8;
+  w.max_elements = std::uint64_t{1} << 30;
+  for (const auto& t : testing::random_problems(w, 12, 4242)) {
+    check_problem(t);
+    ++n;
+  }
+  testing::workload v;
+  v.axes = {{"x", 6}, {"y", 10}, {"z", 12}};  // 720 devices, primes 2, 3, 5
+  v.max_dims = 5;
+  v.partial_sums = true;
+  v.max_elements = std::uint64_t{1} << 30;
+  for (const auto& t : testing::random_problems(v, 12, 4343)) {
+    check_problem(t);
+    ++n;
+  }
+  CHECK(n == 24);
+}
+
+#if REDIST_TEST_RAPIDCHECK
+TEST_CASE("rapidcheck: random problems of random workloads", "[properties][rapidcheck]") {
+  rc::prop("synthesized programs verify", [](std::uint64_t seed, std::uint8_t which, bool budget, bool sums) {
+    auto ws = all_workloads();
+    std::mt19937_64 rng(seed);
+    testing::workload w = ws[which % ws.size()];
+    w.partial_sums = sums;
+    const testing::problem_text t = testing::random_problem(rng, w);
+    const device_mesh m = parse_mesh(t.mesh);
+    const program p = synthesize(m, parse_type(m, t.from), parse_type(m, t.to), synth_options{2, budget ? 3.0 : 1.0});
+    const auto v = testing::verify(p);
+    RC_LOG() << t.mesh << " " << t.from << " -> " << t.to << ": " << v.message;
+    RC_ASSERT(v.ok);
+    RC_ASSERT(p.count(op::allpermute) <= 1);
+    RC_ASSERT(p.cost_bytes() == 2 * p.cost_elements);
+  });
+}
+#endif

@@ -1,0 +1,90 @@
+// Tests of redist/format.hpp: the fmt formatters and ostream operators.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "baselines/naive.hpp"
+#include "redist/format.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "support/random_problems.hpp"
+
+using namespace redist;
+
+TEST_CASE("meshes, ops and types print in the paper syntax") {
+  device_mesh m = parse_mesh("{x: 4, \"my axis\": 8}");
+  CHECK(fmt::format("{}", m) == "{x: 4, \"my axis\": 8}");
+  CHECK(fmt::format("[{:>20}]", parse_mesh("{x: 4}")) == "[              {x: 4}]");  // string specs apply
+  CHECK(fmt::format("{} {}", op::alltoall, op::allpermute) == "alltoall allpermute");
+  dist_type t = parse_type(m, "[{x}256, 1024]");
+  CHECK(fmt::format("{}", typed{m, t}) == "[64{x}256, 1024]");
+  std::ostringstream os;
+  os << m << ' ' << op::dynslice << ' ' << typed{m, t};
+  CHECK(os.str() == "{x: 4, \"my axis\": 8} dynslice [64{x}256, 1024]");
+}
+
+TEST_CASE("the plan of seed 000 Listing 3 prints as a table") {
+  program p = synthesize("{devs: 32}", "[32, 64{devs}2048]", "[1{devs}32, 2048]");
+  const std::string s = fmt::format("{}", p);
+  CHECK(s ==
+        "redist program on {devs: 32}: [32, 64{devs}2048] -> [1{devs}32, 2048], 4-byte elements\n"
+        "   #  op        concat  split   n  groups  cost (B)  local  type after\n"
+        "   1  alltoall       1      0  32       1      8192   2048  [1{devs}32, 2048]\n"
+        "total 8192 B per device (2048 elements) | peak 2048 | bound 2048 | memory-efficient");
+  std::ostringstream os;
+  os << p;
+  CHECK(os.str() == s);
+}
+
+TEST_CASE("columns align across steps; dynslice and allgather show their parts") {
+  program p = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]", {.element_bytes = 2});
+  CHECK(fmt::format("{}", p) ==
+        "redist program on {x: 4, y: 8}: [64{x}256, 1024] -> [256, 128{y}1024], 2-byte elements\n"
+        "   #  op         concat  split  n  groups  cost (B)  local  type after\n"
+        "   1  dynslice        -      1  8       -         0   8192  [64{x}256, 128{y}1024]\n"
+        "   2  allgather       0      -  4       8     65536  32768  [256, 128{y}1024]\n"
+        "total 65536 B per device (32768 elements) | peak 65536 | bound 65536 | memory-efficient");
+}
+
+TEST_CASE("an allpermute, an empty program and a program above the bound") {
+  program perm = synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]");
+  CHECK(fmt::format("{}", perm).find("   1  allpermute       -      -  -       -         8      2  [2{y}4]\n") !=
+        std::string::npos);
+  program none = synthesize("{x: 2}", "[{x}4]", "[2{x}4]");
+  CHECK(fmt::format("{}", none) ==
+        "redist program on {x: 2}: [2{x}4] -> [2{x}4], 4-byte elements\n"
+        "  (no steps: every device already holds its target tile)\n"
+        "total 0 B per device (0 elements) | peak 2 | bound 2 | memory-efficient");
+  device_mesh m = parse_mesh("{x: 4, y: 8}");
+  program naive = baselines::naive_program(m, parse_type(m, "[64{x}256, 1024]"), parse_type(m, "[256, 128{y}1024]"));
+  CHECK(fmt::format("{}", naive).ends_with("| peak 262144 | bound 65536 | NOT memory-efficient"));
+}
+
+TEST_CASE("types that hold only up to a device permutation are marked with ~") {
+  // Find synthesized programs with inexact intermediate types; their rows carry `~`.
+  std::mt19937_64 rng(7);
+  int inexact = 0;
+  for (const auto& w : testing::mixed_workloads()) {
+    for (const auto& pt : testing::random_problems(w, 40, rng())) {
+      program p = synthesize(pt.mesh, pt.from, pt.to);
+      const std::string s = fmt::format("{}", p);
+      for (const step& st : p.steps) {
+        const std::string type = type_text(p.m, st.type_after).str();
+        CHECK(s.find((st.type_exact ? "  " : "  ~") + type + "\n") != std::string::npos);
+        inexact += !st.type_exact;
+      }
+    }
+  }
+  CHECK(inexact > 0);
+}
+
+TEST_CASE("text cut at the core's fixed capacity is marked") {
+  std::string axes;
+  for (int i = 0; i < 7; ++i) axes += (i ? ", " : "") + fmt::format("an_axis_with_a_long_name_{}: 2", i);
+  device_mesh m = parse_mesh("{" + axes + "}");
+  const std::string s = fmt::format("{}", m);
+  CHECK(s.size() == static_cast<std::size_t>(text::capacity) + 3);
+  CHECK(s.ends_with("..."));
+  CHECK(fmt::format("{}", parse_mesh("{x: 4}")) == "{x: 4}");
+}

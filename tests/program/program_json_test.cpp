@@ -1,0 +1,296 @@
+// Tests of redist/program_json.hpp: the JSON of DESIGN.md section 4, written and read back.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "redist/lower/synthesize.hpp"
+#include "redist/program_json.hpp"
+#include "support/random_problems.hpp"
+
+using namespace redist;
+using nlohmann::json;
+
+namespace {
+
+void require_same(const program& a, const program& b) {
+  REQUIRE(a.m == b.m);
+  REQUIRE(a.source == b.source);
+  REQUIRE(a.target == b.target);
+  REQUIRE(a.element_bytes == b.element_bytes);
+  REQUIRE(a.cost_elements == b.cost_elements);
+  REQUIRE(a.peak_local_elements == b.peak_local_elements);
+  REQUIRE(a.memory_bound_elements == b.memory_bound_elements);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) {
+    const step &x = a.steps[i], &y = b.steps[i];
+    INFO("step " << i);
+    REQUIRE(x.kind == y.kind);
+    REQUIRE(x.concat_dim == y.concat_dim);
+    REQUIRE(x.split_dim == y.split_dim);
+    REQUIRE(x.parts == y.parts);
+    REQUIRE(x.members == y.members);
+    REQUIRE(x.index == y.index);
+    REQUIRE(x.dest == y.dest);
+    REQUIRE(x.after == y.after);
+    REQUIRE(x.local_after == y.local_after);
+    REQUIRE(x.cost == y.cost);
+    REQUIRE(x.type_after == y.type_after);
+    REQUIRE(x.type_exact == y.type_exact);
+  }
+}
+
+/// The message of the redist_error that reading `j` throws ("" if none).
+std::string read_error(const json& j) {
+  try {
+    (void)program_from_json(j);
+  } catch (const redist_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("JSON round-trips on synthesized programs") {
+  std::vector<testing::workload> ws = testing::mixed_workloads();
+  ws.insert(ws.begin(), testing::paper_workload());
+  std::mt19937_64 rng(2024);
+  std::size_t programs = 0, steps = 0;
+  for (std::size_t wi = 0; wi < ws.size(); ++wi) {
+    for (const auto& pt : testing::random_problems(ws[wi], wi == 0 ? 200 : 40, rng())) {
+      INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+      const std::uint64_t bytes = std::uint64_t{1} << (rng() % 4);
+      const double budget = rng() % 4 == 0 ? 2.0 : 1.0;
+      program p = synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = bytes, .memory_budget = budget});
+      const json j = to_json(p);
+      const program q = program_from_json(j);
+      REQUIRE(to_json(q) == j);
+      require_same(p, q);
+      // Through the text form, and through the ordered form.
+      REQUIRE(to_json(program_from_json_text(program_json_text(p))) == j);
+      REQUIRE(json(to_ordered_json(p)) == j);
+      // Through nlohmann's conversion hooks.
+      const json k = p;
+      REQUIRE(k == j);
+      REQUIRE(to_json(k.get<program>()) == j);
+      ++programs;
+      steps += p.steps.size();
+    }
+  }
+  CHECK(programs == 480);
+  CHECK(steps > programs);
+}
+
+TEST_CASE("the JSON follows DESIGN.md section 4") {
+  program p = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]");
+  const json j = to_json(p);
+  CHECK(j["format"] == "redist-program/1");
+  CHECK(j["mesh"] == json::parse(R"([["x", 4], ["y", 8]])"));
+  CHECK(j["global_shape"] == json::parse("[256, 1024]"));
+  CHECK(j["element_bytes"] == 4);
+  CHECK(j["source"] == "[64{x}256, 1024]");
+  CHECK(j["target"] == "[256, 128{y}1024]");
+  REQUIRE(j["steps"].size() == 2);
+  const json& ds = j["steps"][0];
+  CHECK(ds["op"] == "dynslice");
+  CHECK(ds["split_dim"] == 1);
+  CHECK(ds["parts"] == 8);
+  CHECK(ds["index"] == json(p.steps[0].index));
+  CHECK(ds["type"] == "[64{x}256, 128{y}1024]");
+  CHECK(ds["type_exact"] == true);
+  CHECK(ds["local_elements"] == 8192);
+  CHECK(ds["cost_bytes"] == 0);
+  CHECK_FALSE(ds.contains("groups"));
+  const json& ag = j["steps"][1];
+  CHECK(ag["op"] == "allgather");
+  CHECK(ag["concat_dim"] == 0);
+  CHECK(ag["groups"].size() == 8);
+  CHECK(ag["groups"][0] == json::parse("[0, 8, 16, 24]"));
+  CHECK(ag["cost_bytes"] == 131072);
+  CHECK_FALSE(ag.contains("split_dim"));
+  CHECK(j["cost_bytes"] == 131072);
+  CHECK(j["peak_local_elements"] == 65536);
+  CHECK(j["memory_bound_elements"] == 65536);
+
+  program a2a = synthesize("{devs: 32}", "[32, 64{devs}2048]", "[1{devs}32, 2048]");
+  const json ja = to_json(a2a);
+  const json& s = ja["steps"][0];
+  CHECK(s["op"] == "alltoall");
+  CHECK(s["concat_dim"] == 1);
+  CHECK(s["split_dim"] == 0);
+  CHECK(s["groups"].size() == 1);
+
+  // Partial sums (an extension): allreduce {op, groups}, reducescatter {op, split_dim, groups}.
+  program ar = synthesize("{a: 2, b: 2}", "[{a}8] sum{b}", "[{a}8]");
+  CHECK(to_json(ar)["source"] == "[4{a}8] sum{b}");
+  CHECK(to_json(ar)["steps"] == json::parse(R"([{"op": "allreduce", "groups": [[0, 1], [2, 3]], "type": "[4{a}8]",
+      "type_exact": true, "local_elements": 4, "cost_bytes": 32}])"));
+  program rs = synthesize("{a: 2, b: 2}", "[8] sum{b}", "[{b}8]");
+  CHECK(to_json(rs)["steps"] == json::parse(R"([{"op": "reducescatter", "split_dim": 0, "groups": [[0, 1], [2, 3]],
+      "type": "[4{b}8]", "type_exact": true, "local_elements": 4, "cost_bytes": 32}])"));
+  const json pending = to_json(synthesize("{a: 2, b: 2, c: 2}", "[{a}8, 4] sum{b, c}", "[{a}8, 4] sum{c}"));
+  CHECK(pending["target"] == "[4{a}8, 4] sum{c}");
+  CHECK(program_from_json(pending).target.nsum == 1);
+
+  program perm = synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]");
+  CHECK(to_json(perm)["steps"] == json::parse(R"([{"op": "allpermute", "dest": [0, 2, 1, 3], "type": "[2{y}4]",
+      "type_exact": true, "local_elements": 2, "cost_bytes": 8}])"));
+}
+
+TEST_CASE("program_json_text keeps the contract's key order and rank lists on one line") {
+  program p = synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]");
+  CHECK(program_json_text(p) ==
+        "{\n"
+        "  \"format\": \"redist-program/1\",\n"
+        "  \"mesh\": [[\"x\", 2], [\"y\", 2]],\n"
+        "  \"global_shape\": [4],\n"
+        "  \"element_bytes\": 4,\n"
+        "  \"source\": \"[2{x}4]\",\n"
+        "  \"target\": \"[2{y}4]\",\n"
+        "  \"steps\": [\n"
+        "    {\n"
+        "      \"op\": \"allpermute\",\n"
+        "      \"dest\": [0, 2, 1, 3],\n"
+        "      \"type\": \"[2{y}4]\",\n"
+        "      \"type_exact\": true,\n"
+        "      \"local_elements\": 2,\n"
+        "      \"cost_bytes\": 8\n"
+        "    }\n"
+        "  ],\n"
+        "  \"cost_bytes\": 8,\n"
+        "  \"peak_local_elements\": 2,\n"
+        "  \"memory_bound_elements\": 2\n"
+        "}");
+}
+
+TEST_CASE("a minimal hand-written program is read, its costs recomputed") {
+  json steps = json::array();
+  std::vector<int> all(32);
+  for (int r = 0; r < 32; ++r) all[static_cast<std::size_t>(r)] = r;
+  steps.push_back({{"op", "alltoall"}, {"concat_dim", 1}, {"split_dim", 0}, {"groups", json::array({all})}});
+  json j = {{"format", "redist-program/1"}, {"mesh", json::array({json::array({"devs", 32})})},
+            {"global_shape", {32, 2048}}, {"element_bytes", 4},
+            {"source", "[32, 64{devs}2048]"}, {"target", "[1{\"devs\"}32, 2048]"}, {"steps", steps}};
+  program p = program_from_json(j);
+  CHECK(p.cost_bytes() == 8192);
+  CHECK(p.peak_local_elements == 2048);
+  CHECK(p.memory_bound_elements == 2048);
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.steps[0].parts == 32);
+  CHECK(p.steps[0].local_after == 2048);
+  CHECK(p.steps[0].group_count() == 1);
+  CHECK(p.steps[0].after.parts[0] == 32);
+  CHECK(p.steps[0].type_after.rank == 0);  // no "type" given
+  // Written back, it gains the computed fields but no type.
+  json back = to_json(p);
+  CHECK(back["cost_bytes"] == 8192);
+  CHECK_FALSE(back["steps"][0].contains("type"));
+}
+
+TEST_CASE("malformed programs are rejected with one line naming the field") {
+  const json perm = to_json(synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]"));
+  const json gather = to_json(synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]"));
+  REQUIRE(read_error(perm).empty());
+  REQUIRE(read_error(gather).empty());
+  auto with = [](json j, const std::function<void(json&)>& f) {
+    f(j);
+    return j;
+  };
+
+  CHECK(read_error(json::array()) == "program JSON: expected a JSON object, found []");
+  CHECK(read_error(with(gather, [](json& j) { j.erase("steps"); })) == "program JSON: missing field 'steps'");
+  CHECK(read_error(with(gather, [](json& j) { j.erase("mesh"); })) == "program JSON: missing field 'mesh'");
+  CHECK(read_error(with(gather, [](json& j) { j["format"] = "redist-program/2"; })) ==
+        "program JSON: format: unsupported format 'redist-program/2' (expected 'redist-program/1')");
+  CHECK(read_error(with(gather, [](json& j) { j["element_bytes"] = "4"; })) ==
+        "program JSON: element_bytes: expected an unsigned integer, found \"4\"");
+  CHECK(read_error(with(gather, [](json& j) { j["element_bytes"] = -4; })) ==
+        "program JSON: element_bytes: expected an unsigned integer, found -4");
+  CHECK(read_error(with(gather, [](json& j) { j["element_bytes"] = 0; })) ==
+        "program JSON: element_bytes: must be at least 1");
+  CHECK(read_error(with(gather, [](json& j) { j["mesh"][1] = json::array({"y"}); })) ==
+        "program JSON: mesh[1]: expected [name, size], found [\"y\"]");
+  CHECK(read_error(with(gather, [](json& j) { j["mesh"][1][0] = "x"; })) ==
+        "program JSON: mesh[1]: axis 'x' is declared twice in the mesh");
+  CHECK(read_error(with(gather, [](json& j) { j["mesh"][1][0] = ""; })) ==
+        "program JSON: mesh[1][0]: an axis name has 1 to 31 characters");
+  CHECK(read_error(with(gather, [](json& j) { j["source"] = "[64{z}256, 1024]"; })) ==
+        "program JSON: source: unknown axis 'z' (the mesh declares x, y) (at column 5 of '[64{z}256, 1024]')");
+  CHECK(read_error(with(gather, [](json& j) { j["target"] = "[256, 512]"; })) ==
+        "program JSON: target: global types differ: source is [256, 1024], target is [256, 512]");
+  CHECK(read_error(with(gather, [](json& j) { j["global_shape"] = {256, 512}; })) ==
+        "program JSON: global_shape: [256,512] is not the global shape of the source type");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["op"] = "allscatter"; })) ==
+        "program JSON: steps[1].op: unknown op 'allscatter'");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["op"] = "allreduce"; })) ==
+        "program JSON: steps[1]: allreduce with 4-rank groups is ill-typed on tiles per dimension [4, 8] "
+        "(global shape [256, 1024])");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["concat_dim"] = 2; })) ==
+        "program JSON: steps[1].concat_dim: dimension 2 out of range (the array has 2)");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1].erase("groups"); })) ==
+        "program JSON: steps[1]: missing field 'groups'");
+  // Groups: sizes, ranges, partition.
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["groups"][1].erase(0); })) ==
+        "program JSON: steps[1].groups[1]: has 3 ranks, expected 4 (the size of groups[0])");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["groups"].erase(7); })) ==
+        "program JSON: steps[1].groups: 7 groups of 4 ranks do not partition the 32 ranks");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["groups"][2][3] = 32; })) ==
+        "program JSON: steps[1].groups[2][3]: rank 32 out of range (the mesh has 32 devices)");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["groups"][2][3] = 0; })) ==
+        "program JSON: steps[1].groups[2][3]: rank 0 is in more than one group");
+  // Dynslice: index length and range.
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][0]["index"][5] = 8; })) ==
+        "program JSON: steps[0].index[5]: chunk 8 out of range (must be below 8)");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][0]["index"].erase(0); })) ==
+        "program JSON: steps[0].index: has 31 entries, expected one per rank (32)");
+  // Allpermute: a bijection of the ranks.
+  CHECK(read_error(with(perm, [](json& j) { j["steps"][0]["dest"] = {0, 2, 0, 3}; })) ==
+        "program JSON: steps[0].dest[2]: rank 0 receives two tiles (dest is not a bijection)");
+  CHECK(read_error(with(perm, [](json& j) { j["steps"][0]["dest"][3] = 4; })) ==
+        "program JSON: steps[0].dest[3]: rank 4 out of range (must be below 4)");
+  // Typing and bookkeeping.
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][0]["parts"] = 3; j["steps"][0]["index"] = std::vector<int>(32, 0); })) ==
+        "program JSON: steps[0]: dynslice with 3 parts is ill-typed on tiles per dimension [4, 1] (global shape [256, 1024])");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"].erase(1); })) ==
+        "program JSON: steps: end with tiles per dimension [4, 8] but the target has [1, 8]");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["type"] = "[256, 1024]"; })) ==
+        "program JSON: steps[1].type: '[256, 1024]' does not have the tiles per dimension [1, 8] that the steps produce");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["local_elements"] = 1; })) ==
+        "program JSON: steps[1].local_elements: 1 but the step leaves 32768");
+  CHECK(read_error(with(gather, [](json& j) { j["steps"][1]["cost_bytes"] = 4; })) ==
+        "program JSON: steps[1].cost_bytes: 4 but the step costs 32768 elements of 4 bytes");
+  CHECK(read_error(with(gather, [](json& j) { j["cost_bytes"] = 4; })) ==
+        "program JSON: cost_bytes: 4 but the steps cost 32768 elements of 4 bytes");
+  CHECK(read_error(with(gather, [](json& j) { j["peak_local_elements"] = 4; })) ==
+        "program JSON: peak_local_elements: 4 but the steps peak at 65536");
+
+  // A type longer than the core's text capacity cannot be written (rather than cut).
+  std::string axes, names;
+  for (int i = 0; i < 7; ++i) {
+    axes += (i ? ", " : "") + fmt::format("an_axis_with_a_long_name_{}: 2", i);
+    names += (i ? ", " : "") + fmt::format("an_axis_with_a_long_name_{}", i);
+  }
+  program longp = synthesize("{" + axes + "}", "[{" + names + "}256]", "[256]");
+  try {
+    (void)to_json(longp);
+    FAIL("no error");
+  } catch (const redist_error& e) {
+    CHECK(e.code() == errc::capacity);
+    CHECK(std::string(e.what()) == "the source type is longer than 200 characters and cannot be written");
+  }
+
+  // JSON syntax errors are redist_errors too.
+  try {
+    (void)program_from_json_text("{\"format\": ");
+    FAIL("no error");
+  } catch (const redist_error& e) {
+    CHECK(e.code() == errc::syntax);
+    CHECK(std::string(e.what()).starts_with("program JSON: [json.exception.parse_error.101]"));
+  }
+}

@@ -1,0 +1,267 @@
+// Tests of runtime/executor.hpp (through the host backend): exact data on the paper's
+// examples, memory accounting, statistics, the program hash and every error case.
+#include "redist/runtime/executor.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "redist/backends/host.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/runtime/verify.hpp"
+
+namespace {
+
+using redist::darray;
+
+template <class T>
+std::vector<darray<T>> filled_inputs(const redist::program& p) {
+  std::vector<darray<T>> in;
+  for (redist::rank_t r = 0; r < p.devices(); ++r) {
+    in.emplace_back(p.m, p.source, r);
+    redist::fill_global_index(in.back());
+  }
+  return in;
+}
+
+template <class T>
+std::vector<darray<T>> sentinel_outputs(const redist::program& p, T v) {
+  std::vector<darray<T>> out;
+  for (redist::rank_t r = 0; r < p.devices(); ++r) {
+    out.emplace_back(p.m, p.target, r);
+    for (T& x : out.back().span()) x = v;
+  }
+  return out;
+}
+
+template <class T>
+bool all_equal(const std::vector<darray<T>>& tiles, T v) {
+  for (const auto& t : tiles)
+    for (T x : t.span())
+      if (!(x == v)) return false;
+  return true;
+}
+
+template <class T>
+bool all_index_encoded(const std::vector<darray<T>>& tiles) {
+  for (const auto& t : tiles)
+    if (!redist::check_global_index(t).ok()) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("seed 000 Listing 3 scaled to 8 devices moves every element to its target tile", "[executor]") {
+  const auto p = redist::synthesize("{devs: 8}", "[32, 256{devs}2048]", "[4{devs}32, 2048]");
+  redist::host_backend host(8);
+  redist::executor<float, redist::host_backend> ex(host, p);
+  const auto in = filled_inputs<float>(p);
+  const auto out = ex.run(in);
+  REQUIRE(out.size() == 8);
+  for (const auto& t : out) {
+    CHECK(t.type() == p.target);
+    const auto c = redist::check_global_index(t);
+    CHECK(c.checked == 4 * 2048);
+    CHECK(c.ok());
+  }
+  // One all-to-all of the whole tile: cap = 8192 elements, two buffers.
+  CHECK(ex.capacity() == 8192);
+  CHECK(ex.peak_bytes_held() == 2 * 8192 * sizeof(float));
+  CHECK(ex.peak_bytes_live() <= ex.peak_bytes_held());
+  // Inputs are left as they were.
+  CHECK(all_index_encoded(in));
+}
+
+TEST_CASE("Example 3.1 (factor decomposition) on {x: 4, y: 6}", "[executor]") {
+  const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]", {.element_bytes = 8});
+  CHECK(p.memory_efficient());
+  redist::host_backend host(24);
+  redist::executor<double, redist::host_backend> ex(host, p);
+  const auto out = ex.run(filled_inputs<double>(p));
+  CHECK(all_index_encoded(out));
+  CHECK(ex.peak_bytes_held() <= 2 * 6 * sizeof(double));
+}
+
+TEST_CASE("an executor runs its program again with the same buffers", "[executor]") {
+  const auto p = redist::synthesize("{x: 2, y: 4}", "[{x, y}64, 6]", "[{y}64, 6]", {.element_bytes = 8});
+  redist::host_backend host(8);
+  redist::executor<std::int64_t, redist::host_backend> ex(host, p);
+  auto in = filled_inputs<std::int64_t>(p);
+  auto out = sentinel_outputs<std::int64_t>(p, -1);
+  ex.run(in, out);
+  CHECK(all_index_encoded(out));
+  const auto held = ex.bytes_held();
+  auto out2 = sentinel_outputs<std::int64_t>(p, -1);
+  ex.run(in, out2);
+  CHECK(all_index_encoded(out2));
+  CHECK(ex.runs() == 2);
+  CHECK(ex.bytes_held() == held);
+  CHECK(ex.peak_bytes_held() == held);
+}
+
+TEST_CASE("step statistics count the bytes each rank receives", "[executor]") {
+  // [{x}8, 4] -> [8, 4] on {x: 4}: one allgather of 4 blocks of 2x4 floats.
+  const auto p = redist::synthesize("{x: 4}", "[{x}8, 4]", "[8, 4]");
+  REQUIRE(p.steps.size() == 1);
+  REQUIRE(p.steps[0].kind == redist::op::allgather);
+  redist::host_backend host(4);
+  redist::executor<float, redist::host_backend> ex(host, p);
+  CHECK(all_index_encoded(ex.run(filled_inputs<float>(p))));
+  REQUIRE(ex.stats().size() == 1);
+  CHECK(ex.stats()[0].kind == redist::op::allgather);
+  CHECK(ex.stats()[0].max_rank_bytes == 3 * 8 * sizeof(float));
+  CHECK(ex.stats()[0].bytes_moved == 4 * 3 * 8 * sizeof(float));
+  CHECK(ex.stats()[0].seconds >= 0.0);
+  // Live data peaks with the tile and the gathered blocks: 8 + 32 elements.
+  CHECK(ex.peak_bytes_live() == (8 + 32) * sizeof(float));
+}
+
+TEST_CASE("the program hash identifies a program and an element type", "[executor][hash]") {
+  const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]");
+  const auto q = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]");
+  CHECK(redist::program_hash(p) == redist::program_hash(q));
+  CHECK(redist::program_hash(p, redist::element_tag<float>()) != redist::program_hash(p, redist::element_tag<std::int32_t>()));
+  auto r = p;
+  REQUIRE_FALSE(r.steps.empty());
+  for (auto& s : r.steps) {
+    if (!s.members.empty()) {
+      std::swap(s.members[0], s.members[1]);
+      break;
+    }
+    if (!s.dest.empty()) {
+      std::swap(s.dest[0], s.dest[1]);
+      break;
+    }
+  }
+  CHECK(redist::program_hash(p) != redist::program_hash(r));
+  auto t = p;
+  t.element_bytes = 8;
+  CHECK(redist::program_hash(p) != redist::program_hash(t));
+}
+
+TEST_CASE("errors: nothing is touched and the message says what is wrong", "[executor][errors]") {
+  const auto p = redist::synthesize("{x: 8}", "[{x}16, 8]", "[16, {x}8]");
+  REQUIRE(p.steps.size() == 1);
+  const auto in = filled_inputs<float>(p);
+
+  SECTION("element type mismatch") {
+    redist::host_backend host(8);
+    redist::executor<double, redist::host_backend> ex(host, p);
+    std::vector<darray<double>> din = filled_inputs<double>(p);
+    auto out = sentinel_outputs<double>(p, -1.0);
+    CHECK_THROWS_WITH(ex.run(din, out),
+                      "element type mismatch: the program was planned for 4-byte elements, the array's elements have 8 bytes");
+    CHECK(all_equal(out, -1.0));
+  }
+  SECTION("a communicator whose size is not the mesh's device count") {
+    redist::host_backend host(4);
+    redist::executor<float, redist::host_backend> ex(host, p);
+    auto out = sentinel_outputs<float>(p, -1.0f);
+    CHECK_THROWS_WITH(ex.run(in, std::span<darray<float>>(out).first(4)),
+                      "the communicator has 4 ranks but the program's mesh {x: 8} has 8 devices");
+    CHECK(all_equal(out, -1.0f));
+  }
+  SECTION("wrong buffer size") {
+    redist::host_backend host(8);
+    redist::executor<float, redist::host_backend> ex(host, p);
+    auto bad = in;
+    darray<float> gone = std::move(bad[5]);  // bad[5] is now an empty tile
+    auto out = sentinel_outputs<float>(p, -1.0f);
+    CHECK_THROWS_WITH(ex.run(bad, out), "wrong buffer size: input tile of rank 5 holds 0 elements, its type needs 16");
+    CHECK(all_equal(out, -1.0f));
+    std::vector<float> mem(3);
+    CHECK_THROWS_WITH(darray<float>(p.m, p.target, 0, std::span<float>(mem)),
+                      "wrong buffer size: a tile of shape [16, 1] needs 16 elements, the buffer holds 3");
+  }
+  SECTION("tiles of another type, mesh or device") {
+    redist::host_backend host(8);
+    redist::executor<float, redist::host_backend> ex(host, p);
+    auto out = sentinel_outputs<float>(p, -1.0f);
+    auto swapped = in;
+    std::swap(swapped[0], swapped[1]);
+    CHECK_THROWS_WITH(ex.run(swapped, out), "input tile of rank 0 belongs to device 1");
+    CHECK_THROWS_WITH(ex.run(in, std::span<darray<float>>(out).first(7)),
+                      "expected one output tile for each of the 8 local ranks, got 7");
+    std::vector<darray<float>> wrong_type;
+    for (redist::rank_t r = 0; r < 8; ++r) wrong_type.emplace_back(p.m, p.target, r);
+    CHECK_THROWS_WITH(ex.run(wrong_type, out), "input tile of rank 0 has type [16, 1{x}8], the program expects [2{x}16, 8]");
+    CHECK(all_equal(out, -1.0f));
+    CHECK_THROWS_WITH(ex.run(in.front()), "expected one input tile for each of the 8 local ranks, got 1");
+  }
+  SECTION("a malformed program") {
+    redist::host_backend host(8);
+    auto bad = p;
+    REQUIRE(bad.steps.front().kind == redist::op::alltoall);
+    bad.steps.front().members[0] = 1;
+    redist::executor<float, redist::host_backend> ex(host, bad);
+    auto out = sentinel_outputs<float>(p, -1.0f);
+    CHECK_THROWS_WITH(ex.run(in, out),
+                      "invalid program: step 0 (alltoall): the groups must list every rank of the 8 devices exactly once");
+    auto bad2 = p;
+    bad2.steps.front().after.parts[1] = 2;
+    redist::executor<float, redist::host_backend> ex2(host, bad2);
+    CHECK_THROWS_WITH(ex2.run(in, out),
+                      "invalid program: step 0 (alltoall): its recorded shape disagrees with its semantics (tile [16, 1])");
+    auto bad3 = p;
+    bad3.steps.pop_back();
+    bad3.steps.push_back(redist::step{});
+    bad3.steps.back().kind = redist::op::allpermute;
+    bad3.steps.back().dest.assign(8, 0);
+    redist::executor<float, redist::host_backend> ex3(host, bad3);
+    CHECK_THROWS_WITH(ex3.run(in, out), "invalid program: step 0 (allpermute): dest must be a permutation of the ranks");
+    CHECK(all_equal(out, -1.0f));
+  }
+}
+
+TEST_CASE("partial sums: allreduce and reducescatter add the partial values", "[executor][sums]") {
+  redist::host_backend host(2);
+  SECTION("allreduce: [4] sum{x} -> [4]") {
+    const auto p = redist::synthesize("{x: 2}", "[4] sum{x}", "[4]");
+    REQUIRE(p.steps.size() == 1);
+    REQUIRE(p.steps[0].kind == redist::op::allreduce);
+    redist::executor<std::int32_t, redist::host_backend> ex(host, p);
+    std::vector<darray<std::int32_t>> in;
+    in.emplace_back(p.m, p.source, 0, std::vector<std::int32_t>{1, 2, 3, 4});
+    in.emplace_back(p.m, p.source, 1, std::vector<std::int32_t>{10, 20, 30, 40});
+    const auto out = ex.run(in);
+    for (const auto& t : out)
+      CHECK(std::vector<std::int32_t>(t.span().begin(), t.span().end()) == std::vector<std::int32_t>{11, 22, 33, 44});
+    CHECK(ex.stats()[0].max_rank_bytes == 2 * 1 * 4 * sizeof(std::int32_t) / 2);  // a ring all-reduce of 2
+  }
+  SECTION("reducescatter: [4] sum{x} -> [{x}4]") {
+    const auto p = redist::synthesize("{x: 2}", "[4] sum{x}", "[{x}4]");
+    REQUIRE(p.steps.size() == 1);
+    REQUIRE(p.steps[0].kind == redist::op::reducescatter);
+    redist::executor<std::int32_t, redist::host_backend> ex(host, p);
+    std::vector<darray<std::int32_t>> in;
+    in.emplace_back(p.m, p.source, 0, std::vector<std::int32_t>{1, 2, 3, 4});
+    in.emplace_back(p.m, p.source, 1, std::vector<std::int32_t>{10, 20, 30, 40});
+    const auto out = ex.run(in);
+    CHECK(std::vector<std::int32_t>(out[0].span().begin(), out[0].span().end()) == std::vector<std::int32_t>{11, 22});
+    CHECK(std::vector<std::int32_t>(out[1].span().begin(), out[1].span().end()) == std::vector<std::int32_t>{33, 44});
+  }
+  SECTION("fill_global_index splits every value into partials that add up to it") {
+    const auto p = redist::synthesize("{x: 2, y: 3}", "[{x}6, 4] sum{y}", "[6, {x}4]", {.element_bytes = 8});
+    redist::host_backend six(6);
+    redist::executor<std::uint64_t, redist::host_backend> ex(six, p);
+    const auto in = filled_inputs<std::uint64_t>(p);
+    CHECK_FALSE(redist::check_global_index(in[0]).ok());  // a partial, not the value
+    CHECK(all_index_encoded(ex.run(in)));
+  }
+  SECTION("an element type without + cannot add partial sums") {
+    struct opaque {
+      std::int32_t bits;
+    };
+    const auto p = redist::synthesize("{x: 2}", "[4] sum{x}", "[4]");
+    redist::executor<opaque, redist::host_backend> ex(host, p);
+    std::vector<darray<opaque>> in, out;
+    for (redist::rank_t r = 0; r < 2; ++r) {
+      in.emplace_back(p.m, p.source, r);
+      out.emplace_back(p.m, p.target, r);
+    }
+    CHECK_THROWS_WITH(ex.run(in, out), "the program adds partial sums, which needs an element type with + and a backend "
+                                       "with allreduce and reducescatter");
+  }
+}

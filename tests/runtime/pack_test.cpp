@@ -1,0 +1,147 @@
+// Tests of runtime/pack.hpp: every element of every chunk against the index arithmetic
+// of the postconditions, as properties over random tiles (rapidcheck).
+#include "redist/runtime/pack.hpp"
+
+#include <catch2/catch.hpp>
+#include <rapidcheck/catch.h>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace {
+
+struct case_t {
+  std::vector<std::uint64_t> ext;  // tile extents
+  int d = 0;
+  std::uint64_t n = 1;
+};
+
+// A random tile shape with a dimension d divisible by n.
+case_t draw() {
+  case_t c;
+  const int rank = *rc::gen::inRange(1, 6);
+  for (int k = 0; k < rank; ++k) c.ext.push_back(*rc::gen::inRange<std::uint64_t>(1, 5));
+  c.d = *rc::gen::inRange(0, rank);
+  c.n = *rc::gen::inRange<std::uint64_t>(1, 5);
+  c.ext[static_cast<std::size_t>(c.d)] *= c.n;
+  return c;
+}
+
+std::uint64_t product(const std::vector<std::uint64_t>& e) {
+  return std::accumulate(e.begin(), e.end(), std::uint64_t{1}, std::multiplies<>());
+}
+
+// Row-major linear index of a multi-index.
+std::uint64_t linear(const std::vector<std::uint64_t>& ext, const std::vector<std::uint64_t>& idx) {
+  std::uint64_t l = 0;
+  for (std::size_t k = 0; k < ext.size(); ++k) l = l * ext[k] + idx[k];
+  return l;
+}
+
+// Visit every multi-index of extents ext.
+template <class F>
+void for_each_index(const std::vector<std::uint64_t>& ext, F f) {
+  std::vector<std::uint64_t> idx(ext.size(), 0);
+  for (std::uint64_t i = 0, n = product(ext); i < n; ++i) {
+    f(idx);
+    for (std::size_t k = ext.size(); k-- > 0;) {
+      if (++idx[k] < ext[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+std::vector<int> iota_tile(std::uint64_t n) {
+  std::vector<int> t(n);
+  std::iota(t.begin(), t.end(), 1000);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("split_copy takes chunk m along d, element by element", "[pack]") {
+  rc::prop("chunk[idx] == tile[idx + m * chunk extent along d]", [] {
+    const case_t c = draw();
+    const std::vector<int> tile = iota_tile(product(c.ext));
+    std::vector<std::uint64_t> cext = c.ext;
+    cext[static_cast<std::size_t>(c.d)] /= c.n;
+    for (std::uint64_t m = 0; m < c.n; ++m) {
+      std::vector<int> chunk(tile.size() / c.n, -1);
+      redist::split_copy<int>(tile, c.ext, c.d, c.n, m, chunk);
+      for_each_index(cext, [&](const std::vector<std::uint64_t>& idx) {
+        std::vector<std::uint64_t> g = idx;
+        g[static_cast<std::size_t>(c.d)] += m * cext[static_cast<std::size_t>(c.d)];
+        RC_ASSERT(chunk[linear(cext, idx)] == tile[linear(c.ext, g)]);
+      });
+    }
+  });
+}
+
+TEST_CASE("concat_copy puts every chunk back in place", "[pack]") {
+  rc::prop("concat_copy of the split_copy chunks rebuilds the tile", [] {
+    const case_t c = draw();
+    const std::vector<int> tile = iota_tile(product(c.ext));
+    std::vector<std::uint64_t> cext = c.ext;
+    cext[static_cast<std::size_t>(c.d)] /= c.n;
+    std::vector<int> back(tile.size(), -1);
+    for (std::uint64_t m = 0; m < c.n; ++m) {
+      std::vector<int> chunk(tile.size() / c.n);
+      redist::split_copy<int>(tile, c.ext, c.d, c.n, m, chunk);
+      redist::concat_copy<int>(chunk, cext, c.d, c.n, m, back);
+    }
+    RC_ASSERT(back == tile);
+  });
+}
+
+TEST_CASE("split_all and concat_all are split_copy / concat_copy for every chunk", "[pack]") {
+  rc::prop("split_all lays chunks back to back; concat_all inverts it", [] {
+    const case_t c = draw();
+    const std::vector<int> tile = iota_tile(product(c.ext));
+    const std::uint64_t cs = tile.size() / c.n;
+    std::vector<int> all(tile.size(), -1);
+    redist::split_all<int>(tile, c.ext, c.d, c.n, all);
+    for (std::uint64_t m = 0; m < c.n; ++m) {
+      std::vector<int> chunk(cs);
+      redist::split_copy<int>(tile, c.ext, c.d, c.n, m, chunk);
+      RC_ASSERT(std::equal(chunk.begin(), chunk.end(), all.begin() + static_cast<std::ptrdiff_t>(m * cs)));
+    }
+    std::vector<std::uint64_t> cext = c.ext;
+    cext[static_cast<std::size_t>(c.d)] /= c.n;
+    std::vector<int> back(tile.size(), -1);
+    redist::concat_all<int>(all, cext, c.d, c.n, back);
+    RC_ASSERT(back == tile);
+    // Contiguous splits (all extents before d equal 1) are the identity layout.
+    if (redist::split_is_contiguous(c.ext, c.d)) RC_ASSERT(all == tile);
+  });
+}
+
+TEST_CASE("split_copy on a 2x6 tile, by hand", "[pack]") {
+  const std::vector<int> tile = {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15};
+  const std::vector<std::uint64_t> ext = {2, 6};
+  std::vector<int> chunk(4);
+  redist::split_copy<int>(tile, ext, 1, 3, 1, chunk);
+  CHECK(chunk == std::vector<int>{2, 3, 12, 13});
+  std::vector<int> row(6);
+  redist::split_copy<int>(tile, ext, 0, 2, 1, row);
+  CHECK(row == std::vector<int>{10, 11, 12, 13, 14, 15});
+  std::vector<int> all(12);
+  redist::split_all<int>(tile, ext, 1, 3, all);
+  CHECK(all == std::vector<int>{0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15});
+  CHECK_FALSE(redist::split_is_contiguous(ext, 1));
+  CHECK(redist::split_is_contiguous(ext, 0));
+}
+
+TEST_CASE("pack rejects bad splits and buffer sizes", "[pack][errors]") {
+  const std::vector<int> tile(12);
+  const std::vector<std::uint64_t> ext = {2, 6};
+  std::vector<int> chunk(3);
+  CHECK_THROWS_WITH(redist::split_copy<int>(tile, ext, 1, 4, 0, chunk),
+                    "pack: extent 6 of dimension 1 cannot be split into 4 chunks");
+  CHECK_THROWS_WITH(redist::split_copy<int>(tile, ext, 2, 2, 0, chunk),
+                    "pack: dimension 2 is out of range for a tile of rank 2");
+  CHECK_THROWS_WITH(redist::split_copy<int>(tile, ext, 1, 2, 0, chunk),
+                    "split_copy: the chunk holds 3 elements, expected 6");
+  std::vector<int> small(11);
+  CHECK_THROWS_WITH(redist::split_all<int>(small, ext, 1, 2, chunk), "split_all: the tile holds 11 elements, expected 12");
+}

@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""Independent checker of redist collective programs (format "redist-program/1").
+
+Written only from DESIGN.md sections 2 and 4 (it shares no code with the C++ library):
+it parses the mesh and the paper-syntax types itself, computes every rank's tile as a box
+of global indices, follows every step with the section 4 semantics and checks that
+
+  * every step is well-formed: groups of equal size that partition the ranks, member
+    boxes adjacent along concat_dim in member order (allgather, alltoall), tiles that
+    split evenly (alltoall, dynslice), dynslice indices below `parts`, allpermute `dest`
+    a bijection;
+  * every rank ends with exactly its tile of the target type (default device map);
+  * the largest local size along the program is <= memory_bound_elements and
+    <= max(localsize(source), localsize(target)), and equals peak_local_elements;
+  * cost_bytes is the sum of the Fig. 11 costs (allgather = localsize after, alltoall =
+    localsize before, allpermute = localsize, dynslice = 0) times element_bytes;
+  * per-step extras, when present, are right: local_elements, cost_bytes, and "type"
+    (with type_exact: the boxes are exactly that type's tiles; without: the same tiles up
+    to a permutation of devices).
+
+Partial sums (the extension of sections 2 and 4): a source type `[...] sum{y}` gives every
+rank the partial value numbered by its coordinates along the sum axes. Every rank's data is
+tracked as (box, set of partials summed into it): allgather and alltoall only combine
+blocks of equal partial sets, allreduce and reducescatter add disjoint sets, and at the end
+the ranks that differ only along the target's sum axes must hold disjoint sets that together
+are all the partials (without target sums: every rank holds the full sum). Their costs are
+not in DESIGN.md; the checker uses the usual ring costs, allreduce = 2 x localsize,
+reducescatter = localsize before.
+
+Usage: check_program.py [--no-memory-check] FILE...   ('-' reads standard input)
+As a module: check(program_dict, memory=True) returns a summary or raises CheckError.
+Python 3 standard library only.
+"""
+
+import json
+import math
+import sys
+
+
+class CheckError(Exception):
+    pass
+
+
+def fail(msg):
+    raise CheckError(msg)
+
+
+# --------------------------------------------------------------------------------------
+# Meshes and types (DESIGN.md section 2)
+
+class Mesh:
+    """Named axes in declared order; ranks are row-major (last declared axis fastest)."""
+
+    def __init__(self, axes):
+        self.names = [n for n, _ in axes]
+        self.sizes = dict(axes)
+        if len(set(self.names)) != len(self.names):
+            fail("mesh declares an axis twice: %r" % (self.names,))
+        for n, s in axes:
+            if not isinstance(s, int) or s < 1:
+                fail("mesh axis %r has bad size %r" % (n, s))
+        self.devices = math.prod(s for _, s in axes)
+        # rank = sum_a i_a * prod_{b declared after a} size_b
+        self.stride = {}
+        acc = 1
+        for n in reversed(self.names):
+            self.stride[n] = acc
+            acc *= self.sizes[n]
+
+    def coord(self, axis, rank):
+        return (rank // self.stride[axis]) % self.sizes[axis]
+
+
+class Scanner:
+    def __init__(self, s):
+        self.s, self.i = s, 0
+
+    def ws(self):
+        while self.i < len(self.s) and self.s[self.i] in " \t\r\n":
+            self.i += 1
+
+    def peek(self):
+        self.ws()
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def take(self, ch):
+        if self.peek() == ch:
+            self.i += 1
+            return True
+        return False
+
+    def need(self, ch):
+        if not self.take(ch):
+            fail("expected %r at column %d of %r" % (ch, self.i + 1, self.s))
+
+    def number(self):
+        self.ws()
+        j = self.i
+        while self.i < len(self.s) and self.s[self.i].isdigit():
+            self.i += 1
+        if j == self.i:
+            fail("expected a number at column %d of %r" % (j + 1, self.s))
+        return int(self.s[j:self.i])
+
+    def name(self):
+        self.ws()
+        if self.peek() in ("'", '"'):
+            q = self.s[self.i]
+            j = self.s.index(q, self.i + 1)
+            n = self.s[self.i + 1:j]
+            self.i = j + 1
+            return n
+        j = self.i
+        while self.i < len(self.s) and (self.s[self.i].isalnum() or self.s[self.i] == "_"):
+            self.i += 1
+        if j == self.i:
+            fail("expected an axis name at column %d of %r" % (j + 1, self.s))
+        return self.s[j:self.i]
+
+    def end(self):
+        if self.peek() != "":
+            fail("trailing text at column %d of %r" % (self.i + 1, self.s))
+
+
+def parse_mesh(s):
+    """`{x: 4, y: 8}` or `{"x": 4}`."""
+    sc = Scanner(s)
+    sc.need("{")
+    axes = []
+    if not sc.take("}"):
+        while True:
+            n = sc.name()
+            sc.need(":")
+            axes.append((n, sc.number()))
+            if sc.take("}"):
+                break
+            sc.need(",")
+    sc.end()
+    return Mesh(axes)
+
+
+class AxisRef:
+    """A mesh axis or a sub-axis `x:(pre)size`: the digit of size `size` of axis x's
+    coordinate that has `pre` (product of the more-major digits) above it."""
+
+    def __init__(self, mesh, name, pre=None, size=None):
+        if name not in mesh.sizes:
+            fail("unknown axis %r" % name)
+        n = mesh.sizes[name]
+        if pre is None:
+            pre, size = 1, n
+        if size < 1 or n % (pre * size) != 0:
+            fail("sub-axis %s:(%d)%d does not fit axis %s of size %d" % (name, pre, size, name, n))
+        self.name, self.pre, self.size = name, pre, size
+        self.minor = n // (pre * size)  # product of the more-minor digits
+
+    def coord(self, mesh, rank):
+        return (mesh.coord(self.name, rank) // self.minor) % self.size
+
+    def overlaps(self, o):
+        return self.name == o.name and self.pre < o.pre * o.size and o.pre < self.pre * self.size
+
+
+class Type:
+    """dims: list of (global, [AxisRef, ...] minor-to-major); sums: pending-sum AxisRefs."""
+
+    def __init__(self, mesh, dims, text, sums=()):
+        self.mesh, self.dims, self.text, self.sums = mesh, dims, text, list(sums)
+        self.tiles = []
+        for g, axes in dims:
+            k = math.prod(a.size for a in axes)
+            if g % k != 0:
+                fail("dimension of size %d cannot be split into %d tiles in %r" % (g, k, text))
+            self.tiles.append(g // k)
+
+    @property
+    def global_shape(self):
+        return [g for g, _ in self.dims]
+
+    def local_size(self):
+        return math.prod(self.tiles)
+
+    def box(self, rank):
+        """The rank's tile, a tuple of (lo, hi) per dimension: base offset (Fig. 7a)
+        D[[c{x, xs}n]](i) = c*i_x + D[[(c*k_x){xs}n]](i), axes minor-to-major."""
+        out = []
+        for (g, axes), tile in zip(self.dims, self.tiles):
+            off, step = 0, tile
+            for a in axes:
+                off += step * a.coord(self.mesh, rank)
+                step *= a.size
+            out.append((off, off + tile))
+        return tuple(out)
+
+    def boxes(self):
+        return [self.box(r) for r in range(self.mesh.devices)]
+
+    def partial(self, rank):
+        """Which partial value the rank holds: its coordinates along the sum axes."""
+        return tuple(a.coord(self.mesh, rank) for a in self.sums)
+
+    def all_partials(self):
+        out = [()]
+        for a in self.sums:
+            out = [p + (c,) for p in out for c in range(a.size)]
+        return frozenset(out)
+
+    def summing_group(self, rank):
+        """Key shared by the ranks that differ from this one only along the sum axes."""
+        coords = {n: self.mesh.coord(n, rank) for n in self.mesh.names}
+        for a in self.sums:
+            coords[a.name] -= a.coord(self.mesh, rank) * a.minor
+        return tuple(coords[n] for n in self.mesh.names)
+
+
+def parse_type(mesh, s):
+    """`[64{x}256, 1024]`, `[{x, y}256, 8]`, `[2{x:(1)2}8]`: tile optional, axes
+    minor-to-major, a bare size is unpartitioned."""
+    sc = Scanner(s)
+    sc.need("[")
+    dims, used = [], []
+    if not sc.take("]"):
+        while True:
+            tile = sc.number() if sc.peek().isdigit() else None
+            if sc.take("{"):
+                axes = axis_list(sc, mesh, used, s)
+                g = sc.number()
+                k = math.prod(a.size for a in axes)
+                if tile is not None and tile * k != g:
+                    fail("tile %d is not %d / %d in %r" % (tile, g, k, s))
+                dims.append((g, axes))
+            else:
+                if tile is None:
+                    fail("expected a size at column %d of %r" % (sc.i + 1, s))
+                dims.append((tile, []))
+            if sc.take("]"):
+                break
+            sc.need(",")
+    sums = []
+    if sc.peek() == "s":
+        if sc.name() != "sum":
+            fail("expected sum{...} at column %d of %r" % (sc.i + 1, s))
+        sc.need("{")
+        sums = axis_list(sc, mesh, used, s)
+    sc.end()
+    return Type(mesh, dims, s, sums)
+
+
+def axis_list(sc, mesh, used, s):
+    """`x, y:(2)2}`: axis references up to the closing brace."""
+    axes = []
+    if sc.take("}"):
+        return axes
+    while True:
+        n = sc.name()
+        if sc.take(":"):
+            sc.need("(")
+            pre = sc.number()
+            sc.need(")")
+            ref = AxisRef(mesh, n, pre, sc.number())
+        else:
+            ref = AxisRef(mesh, n)
+        if any(ref.overlaps(u) for u in used):
+            fail("axis %r used twice in %r" % (n, s))
+        used.append(ref)
+        axes.append(ref)
+        if sc.take("}"):
+            return axes
+        sc.need(",")
+
+
+# --------------------------------------------------------------------------------------
+# Programs (DESIGN.md section 4)
+
+def volume(box):
+    return math.prod(hi - lo for lo, hi in box)
+
+
+def box_text(box):
+    return "[" + ", ".join("%d:%d" % b for b in box) + ")"
+
+
+def field(obj, key, where):
+    if not isinstance(obj, dict) or key not in obj:
+        fail("%s: missing field %r" % (where, key))
+    return obj[key]
+
+
+def uint(v, where):
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        fail("%s: expected an unsigned integer, found %r" % (where, v))
+    return v
+
+
+def dim_index(step, key, where, rank):
+    d = uint(field(step, key, where), where + "." + key)
+    if d >= rank:
+        fail("%s.%s: dimension %d out of range" % (where, key, d))
+    return d
+
+
+def check_groups(step, where, D):
+    groups = field(step, "groups", where)
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, list) for g in groups):
+        fail("%s.groups: expected a non-empty list of lists" % where)
+    n = len(groups[0])
+    if n == 0 or any(len(g) != n for g in groups):
+        fail("%s.groups: groups of different sizes %s" % (where, sorted({len(g) for g in groups})))
+    members = [uint(r, where + ".groups") for g in groups for r in g]
+    if sorted(members) != list(range(D)):
+        fail("%s.groups: the groups do not partition the ranks 0..%d" % (where, D - 1))
+    return groups
+
+
+def split(box, d, n, where, rank):
+    lo, hi = box[d]
+    if (hi - lo) % n != 0:
+        fail("%s: rank %d's extent %d along dimension %d does not split into %d" % (where, rank, hi - lo, d, n))
+    c = (hi - lo) // n
+    return [box[:d] + ((lo + m * c, lo + (m + 1) * c),) + box[d + 1:] for m in range(n)]
+
+
+def concat(parts, d, where, who):
+    """Concatenate (box, partials) blocks along d: the boxes must agree elsewhere and be
+    adjacent in order, and the blocks must be the same partial sum."""
+    first = parts[0][0]
+    for k in range(1, len(parts)):
+        (p, ps), (q, qs) = parts[k - 1], parts[k]
+        if any(p[e] != q[e] for e in range(len(p)) if e != d):
+            fail("%s: %s: blocks %s and %s differ outside dimension %d" % (where, who, box_text(p), box_text(q), d))
+        if p[d][1] != q[d][0]:
+            fail("%s: %s: blocks %s and %s are not adjacent along dimension %d" % (where, who, box_text(p), box_text(q), d))
+        if ps != qs:
+            fail("%s: %s: blocks %s and %s are different partial sums" % (where, who, box_text(p), box_text(q)))
+    return (first[:d] + ((first[d][0], parts[-1][0][d][1]),) + first[d + 1:], parts[0][1])
+
+
+def add(parts, where, who):
+    """Element-wise sum of (box, partials) blocks: same box, disjoint partials."""
+    box, total = parts[0][0], set()
+    for b, ps in parts:
+        if b != box:
+            fail("%s: %s: summing different blocks %s and %s" % (where, who, box_text(box), box_text(b)))
+        if total & ps:
+            fail("%s: %s: a partial value would be added twice" % (where, who))
+        total |= ps
+    return (box, frozenset(total))
+
+
+def apply_step(step, state, where, rank, D):
+    """One step of section 4 on every rank's (box, partials)."""
+    op = field(step, "op", where)
+    out = list(state)
+    if op in ("allgather", "alltoall", "allreduce", "reducescatter"):
+        groups = check_groups(step, where, D)
+    if op == "allgather":
+        d = dim_index(step, "concat_dim", where, rank)
+        for g in groups:
+            whole = concat([state[r] for r in g], d, where, "group %s" % g)
+            for r in g:
+                out[r] = whole
+    elif op == "alltoall" or op == "reducescatter":
+        sd = dim_index(step, "split_dim", where, rank)
+        cd = dim_index(step, "concat_dim", where, rank) if op == "alltoall" else None
+        if cd == sd:
+            fail("%s: concat_dim == split_dim" % where)
+        for g in groups:
+            chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r)] for r in g]
+            for m, r in enumerate(g):
+                got = [chunks[k][m] for k in range(len(g))]
+                who = "member %d of group %s" % (r, g)
+                out[r] = concat(got, cd, where, who) if op == "alltoall" else add(got, where, who)
+    elif op == "allreduce":
+        for g in groups:
+            total = add([state[r] for r in g], where, "group %s" % g)
+            for r in g:
+                out[r] = total
+    elif op == "dynslice":
+        d = dim_index(step, "split_dim", where, rank)
+        parts = uint(field(step, "parts", where), where + ".parts")
+        index = field(step, "index", where)
+        if parts < 1 or not isinstance(index, list) or len(index) != D:
+            fail("%s: needs parts >= 1 and one index per rank" % where)
+        for r in range(D):
+            i = uint(index[r], where + ".index")
+            if i >= parts:
+                fail("%s: index[%d] = %d is not below parts = %d" % (where, r, i, parts))
+            out[r] = (split(state[r][0], d, parts, where, r)[i], state[r][1])
+    elif op == "allpermute":
+        dest = field(step, "dest", where)
+        if not isinstance(dest, list) or sorted(uint(x, where + ".dest") for x in dest) != list(range(D)):
+            fail("%s: dest is not a bijection of the ranks 0..%d" % (where, D - 1))
+        for r in range(D):
+            out[dest[r]] = state[r]
+    else:
+        fail("%s: unknown op %r" % (where, op))
+    return out
+
+
+def cost_elements(op, before, after):
+    """Fig. 11, elements per device (allreduce, reducescatter: ring costs)."""
+    return {"allgather": after, "alltoall": before, "allpermute": before, "dynslice": 0,
+            "allreduce": 2 * before, "reducescatter": before}[op]
+
+
+def local_of(state, where):
+    sizes = {volume(b) for b, _ in state}
+    if len(sizes) != 1:
+        fail("%s: ranks hold tiles of different sizes %s" % (where, sorted(sizes)))
+    return sizes.pop()
+
+
+def check(prog, memory=True):
+    """Check a program (a dict parsed from JSON); raise CheckError or return a summary."""
+    if field(prog, "format", "program") != "redist-program/1":
+        fail("unsupported format %r" % prog["format"])
+    mesh_axes = field(prog, "mesh", "program")
+    if not isinstance(mesh_axes, list) or not all(isinstance(a, list) and len(a) == 2 for a in mesh_axes):
+        fail("mesh: expected [[name, size], ...]")
+    mesh = Mesh([(n, s) for n, s in mesh_axes])
+    D = mesh.devices
+    src = parse_type(mesh, field(prog, "source", "program"))
+    dst = parse_type(mesh, field(prog, "target", "program"))
+    shape = field(prog, "global_shape", "program")
+    if src.global_shape != shape or dst.global_shape != shape:
+        fail("global_shape %s, source %s, target %s differ" % (shape, src.global_shape, dst.global_shape))
+    ebytes = uint(field(prog, "element_bytes", "program"), "element_bytes")
+    rank = len(shape)
+
+    state = [(src.box(r), frozenset([src.partial(r)])) for r in range(D)]
+    local = local_of(state, "source")
+    peak = local
+    cost = 0
+    steps = field(prog, "steps", "program")
+    for i, step in enumerate(steps):
+        where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
+        state = apply_step(step, state, where, rank, D)
+        after = local_of(state, where)
+        c = cost_elements(step["op"], local, after)
+        cost += c
+        local = after
+        peak = max(peak, local)
+        if "local_elements" in step and step["local_elements"] != local:
+            fail("%s: local_elements %r, the ranks hold %d" % (where, step["local_elements"], local))
+        if "cost_bytes" in step and step["cost_bytes"] != c * ebytes:
+            fail("%s: cost_bytes %r, the cost model gives %d" % (where, step["cost_bytes"], c * ebytes))
+        if "type" in step:
+            t = parse_type(mesh, step["type"])
+            want, boxes = t.boxes(), [b for b, _ in state]
+            if step.get("type_exact", False):
+                if want != boxes:
+                    r = next(r for r in range(D) if want[r] != boxes[r])
+                    fail("%s: claims exact type %s but rank %d holds %s, not %s"
+                         % (where, step["type"], r, box_text(boxes[r]), box_text(want[r])))
+            elif sorted(want) != sorted(boxes):
+                fail("%s: the tiles are not those of %s up to a device permutation" % (where, step["type"]))
+
+    want = dst.boxes()
+    for r in range(D):
+        if state[r][0] != want[r]:
+            fail("rank %d ends with %s, its target tile is %s" % (r, box_text(state[r][0]), box_text(want[r])))
+    # Partial sums: the ranks that differ only along the target's sum axes add up to the
+    # full sum of the source's partials.
+    groups = {}
+    for r in range(D):
+        groups.setdefault(dst.summing_group(r), []).append(r)
+    everything = src.all_partials()
+    for g in groups.values():
+        total = add([state[r] for r in g], "the end", "ranks %s" % g)[1]
+        if total != everything:
+            fail("ranks %s end with %d of the %d partial values summed" % (g, len(total), len(everything)))
+    if uint(field(prog, "cost_bytes", "program"), "cost_bytes") != cost * ebytes:
+        fail("cost_bytes %d, the cost model gives %d" % (prog["cost_bytes"], cost * ebytes))
+    if uint(field(prog, "peak_local_elements", "program"), "peak_local_elements") != peak:
+        fail("peak_local_elements %d, the program peaks at %d" % (prog["peak_local_elements"], peak))
+    bound = uint(field(prog, "memory_bound_elements", "program"), "memory_bound_elements")
+    paper_bound = max(src.local_size(), dst.local_size())
+    if memory and peak > bound:
+        fail("peak local size %d exceeds memory_bound_elements %d" % (peak, bound))
+    if memory and peak > paper_bound:
+        fail("peak local size %d exceeds max(localsize(source), localsize(target)) = %d" % (peak, paper_bound))
+    return {"steps": len(steps), "cost_bytes": cost * ebytes, "peak": peak, "bound": bound}
+
+
+def main(argv):
+    memory = "--no-memory-check" not in argv
+    files = [a for a in argv if a != "--no-memory-check"] or ["-"]
+    bad = 0
+    for f in files:
+        try:
+            prog = json.load(sys.stdin if f == "-" else open(f))
+            s = check(prog, memory=memory)
+            print("%s: ok (%d steps, %d bytes, peak %d, bound %d)" % (f, s["steps"], s["cost_bytes"], s["peak"], s["bound"]))
+        except (CheckError, ValueError, KeyError, TypeError) as e:
+            print("%s: FAILED: %s" % (f, e))
+            bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""ctest driver for the behaviour of the `redist` command line (DESIGN.md section 5):
+the plan of seed 000 Listing 3, and bad input: exit status 1 and exactly one line on
+stderr naming the option, the problem and (for text) the column.
+
+Usage: test_cli.py --redist build/tools/redist
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+LISTING3 = ["--mesh", "{devs: 32}", "--from", "[32, 64{devs}2048]", "--to", "[1{devs}32, 2048]"]
+GOOD = ["--mesh", "{x: 4, y: 8}", "--from", "[64{x}256, 1024]", "--to", "[256, 128{y}1024]"]
+
+# (arguments after `redist plan`, expected stderr line) -- each exits 1.
+BAD_INPUT = [
+    (["--mesh", "{x: 4, y 8}", "--from", "[8]", "--to", "[8]"],
+     "redist: error: --mesh: expected ':' after the axis name but found '8' (at column 10 of '{x: 4, y 8}')"),
+    (["--mesh", "{x: 4, x: 8}", "--from", "[8]", "--to", "[8]"],
+     "redist: error: --mesh: axis 'x' is declared twice in the mesh (at column 8 of '{x: 4, x: 8}')"),
+    (["--mesh", "{x: 0}", "--from", "[8]", "--to", "[8]"],
+     "redist: error: --mesh: axis 'x' has size 0 (at column 5 of '{x: 0}')"),
+    (["--mesh", "{x: 4294967296, y: 4294967296}", "--from", "[8]", "--to", "[8]"],
+     "redist: error: --mesh: the number of devices in the mesh does not fit in 64 bits "
+     "(at column 17 of '{x: 4294967296, y: 4294967296}')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[64{x}256, 1024", "--to", "[256, 1024]"],
+     "redist: error: --from: expected ',' or ']' after a dimension but the text ended (at column 16 of '[64{x}256, 1024')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[64{z}256, 1024]", "--to", "[256, 1024]"],
+     "redist: error: --from: unknown axis 'z' (the mesh declares x, y) (at column 5 of '[64{z}256, 1024]')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[256, 1024]", "--to", "[{x}256, 128{y, x}1024]"],
+     "redist: error: --to: axis 'x' is used twice in the type (at column 17 of '[{x}256, 128{y, x}1024]')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[{y}250, 1024]", "--to", "[250, 1024]"],
+     "redist: error: --from: global size 250 of dimension 0 is not divisible by 8, the product of its axis sizes "
+     "(at column 5 of '[{y}250, 1024]')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[63{x}256, 1024]", "--to", "[256, 1024]"],
+     "redist: error: --from: tile size 63 of dimension 0 should be 64 (global 256 / 4 tiles) (at column 2 of '[63{x}256, 1024]')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[{x}256, 1024]", "--to", "[256, 512]"],
+     "redist: error: --to: global types differ: source is [256, 1024], target is [256, 512]"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[{x}256, 1024]", "--to", "[256, 1024, 1]"],
+     "redist: error: --to: global types differ: source is [256, 1024], target is [256, 1024, 1]"),
+    (["--mesh", "{x: 4}", "--from", "[{x}4294967296, 4294967296]", "--to", "[8]"],
+     "redist: error: --from: the global size of the array does not fit in 64 bits (at column 17 of '[{x}4294967296, 4294967296]')"),
+    (["--mesh", "{x: 4}", "--from", "[18446744073709551616]", "--to", "[8]"],
+     "redist: error: --from: number does not fit in 64 bits (at column 2 of '[18446744073709551616]')"),
+    (["--mesh", "{a: 2, b: 2}", "--from", "[{a}8] sun{b}", "--to", "[{a}8]"],
+     "redist: error: --from: expected 'sum{...}' or the end of the type (at column 8 of '[{a}8] sun{b}')"),
+    (["--mesh", "{a: 2, b: 2}", "--from", "[{a}8]", "--to", "[{a}8] sum{b}"],
+     "redist: error: --to: the target has pending sums the source does not have: "
+     "a redistribution can reduce partial sums, not create them"),
+    (GOOD + ["--budget", "0.5"], "redist: error: --budget: the memory budget factor must be at least 1"),
+    (GOOD + ["--budget", "nan"], "redist: error: --budget: the memory budget factor must be at least 1"),
+    (GOOD + ["--bytes", "0"], "redist: error: --bytes: element size must be at least 1 byte"),
+    (GOOD + ["--bytes", "-4"], "redist: error: --bytes: expected a number of bytes per element, found '-4'"),
+    (GOOD + ["--bytes", "18446744073709551615"],
+     "redist: error: --bytes: the cost in bytes (32768 elements of 18446744073709551615 bytes) does not fit in 64 bits"),
+]
+
+# Command-line usage errors: exit 2, CLI11's message.
+USAGE = [
+    ([], "A subcommand is required"),
+    (["plan", "--mesh", "{x: 4}", "--from", "[8]"], "--to is required"),
+    (["plan"] + GOOD + ["--baseline", "nope"], "--baseline: nope not in {naive"),
+    (["plan"] + GOOD + ["--baseline", "naive", "--budget", "2"], "--budget excludes --baseline"),
+    (["plan"] + GOOD + ["--frobnicate"], "The following argument was not expected: --frobnicate"),
+]
+
+
+def run(redist, args):
+    return subprocess.run([redist] + args, capture_output=True, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--redist", required=True)
+    redist = ap.parse_args().redist
+    failures = []
+
+    def expect(cond, what):
+        if not cond:
+            failures.append(what)
+
+    # Listing 3 (seed 000): one alltoall, localsize 2048 * 4 bytes.
+    r = run(redist, ["plan"] + LISTING3 + ["--json"])
+    expect(r.returncode == 0 and r.stderr == "", "listing 3 --json: rc %d, stderr %r" % (r.returncode, r.stderr))
+    prog = json.loads(r.stdout)
+    expect([s["op"] for s in prog["steps"]] == ["alltoall"], "listing 3: steps %s" % [s["op"] for s in prog["steps"]])
+    step = prog["steps"][0]
+    expect(step["concat_dim"] == 1 and step["split_dim"] == 0 and step["groups"] == [list(range(32))],
+           "listing 3: alltoall %s" % {k: step[k] for k in ("concat_dim", "split_dim", "groups")})
+    expect(prog["cost_bytes"] == 8192 and prog["element_bytes"] == 4, "listing 3: cost_bytes %r" % prog["cost_bytes"])
+    expect(prog["peak_local_elements"] == 2048 and prog["memory_bound_elements"] == 2048,
+           "listing 3: peak %r bound %r" % (prog["peak_local_elements"], prog["memory_bound_elements"]))
+    expect(list(prog)[:4] == ["format", "mesh", "global_shape", "element_bytes"], "JSON key order %s" % list(prog))
+    expect(prog["format"] == "redist-program/1" and prog["mesh"] == [["devs", 32]] and prog["global_shape"] == [32, 2048],
+           "listing 3: header %r" % {k: prog[k] for k in ("format", "mesh", "global_shape")})
+    expect(r.stdout.startswith('{\n  "format": "redist-program/1",\n'), "JSON not indented by 2: %r" % r.stdout[:40])
+
+    r = run(redist, ["plan"] + LISTING3)
+    lines = r.stdout.splitlines()
+    expect(r.returncode == 0 and len(lines) == 4, "listing 3 table: rc %d\n%s" % (r.returncode, r.stdout))
+    expect(lines[0] == "redist program on {devs: 32}: [32, 64{devs}2048] -> [1{devs}32, 2048], 4-byte elements",
+           "listing 3 header: %r" % lines[0])
+    expect(lines[2].split() == ["1", "alltoall", "1", "0", "32", "1", "8192", "2048", "[1{devs}32,", "2048]"],
+           "listing 3 step row: %r" % lines[2])
+    expect(lines[3] == "total 8192 B per device (2048 elements) | peak 2048 | bound 2048 | memory-efficient",
+           "listing 3 totals: %r" % lines[3])
+    r = run(redist, ["plan"] + LISTING3 + ["--bytes", "2"])
+    expect("total 4096 B per device (2048 elements)" in r.stdout, "--bytes 2: %r" % r.stdout)
+
+    # The naive baseline: allgather then dynslice, above the memory bound.
+    r = run(redist, ["plan"] + GOOD + ["--baseline", "naive", "--json"])
+    naive = json.loads(r.stdout)
+    expect([s["op"] for s in naive["steps"]] == ["allgather", "dynslice"], "naive steps %s" % naive["steps"])
+    expect(naive["peak_local_elements"] == 256 * 1024 and naive["memory_bound_elements"] == 64 * 1024,
+           "naive peak %r bound %r" % (naive["peak_local_elements"], naive["memory_bound_elements"]))
+    r = run(redist, ["plan"] + GOOD + ["--baseline", "naive"])
+    expect(r.stdout.rstrip().endswith("| NOT memory-efficient"), "naive table: %r" % r.stdout)
+
+    for args, line in BAD_INPUT:
+        r = run(redist, ["plan"] + args)
+        expect(r.returncode == 1, "%s: exit %d, expected 1" % (args, r.returncode))
+        expect(r.stderr == line + "\n", "%s:\n  stderr   %r\n  expected %r" % (args, r.stderr, line + "\n"))
+        expect(r.stdout == "", "%s: printed %r" % (args, r.stdout))
+    for args, text in USAGE:
+        r = run(redist, args)
+        expect(r.returncode == 2 and text in r.stderr, "%s: exit %d, stderr %r" % (args, r.returncode, r.stderr))
+    r = run(redist, ["plan", "--help"])
+    expect(r.returncode == 0 and "--baseline" in r.stdout and "--budget" in r.stdout, "plan --help: %r" % r.stdout)
+
+    for f in failures:
+        print("FAIL " + f)
+    print("%d checks failed" % len(failures) if failures else "all CLI checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+// tools/commands.hpp -- the subcommands of the `redist` tool, one source file each.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace redist::tools {
+
+void add_plan_command(CLI::App& app);  // plan_command.cpp
+void add_run_command(CLI::App& app);   // run_command.cpp: `redist run`
+
+}  // namespace redist::tools
