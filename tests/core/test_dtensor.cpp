@@ -1,0 +1,60 @@
+// tests/core/test_dtensor.cpp -- PyTorch DTensor placements in and out (core/dtensor.hpp).
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "redist/core/dtensor.hpp"
+#include "support/random_problems.hpp"
+
+namespace {
+const redist::device_mesh m = redist::parse_mesh("{x: 2, y: 4, z: 2}");
+const std::vector<std::uint64_t> g{256, 1024, 64};
+
+std::string via(const char* placements) { return redist::type_text(m, redist::from_dtensor(m, g, placements)).str(); }
+}  // namespace
+
+TEST_CASE("placements map to the paper syntax; the first mesh dimension is the major one", "[core][dtensor]") {
+  CHECK(via("[Shard(0), Replicate(), Shard(0)]") == "[64{z, x}256, 1024, 64]");
+  CHECK(via("[Shard(1), Shard(1), Partial()]") == "[256, 128{y, x}1024, 64] sum{z}");
+  CHECK(via("(Shard(dim=-1), Replicate(), Partial(reduce_op='sum'))") == "[256, 1024, 32{x}64] sum{z}");
+  CHECK(via("[Replicate(), Replicate(), Replicate()]") == "[256, 1024, 64]");
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[64{z, x}256, 1024, 64]")) == "[Shard(0), Replicate(), Shard(0)]");
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[256, 1024, 64] sum{y}")) == "[Replicate(), Partial(), Replicate()]");
+}
+
+TEST_CASE("bad placements name the problem", "[core][dtensor]") {
+  CHECK_THROWS_WITH(via("[Shard(3), Replicate(), Replicate()]"),
+                    "Shard(3) names no dimension of a 3-D array (at column 8 of '[Shard(3), Replicate(), Replicate()]')");
+  CHECK_THROWS_WITH(via("[Shard(0)]"), "there are 1 placements but the mesh has 3 axes; DTensor needs one per mesh dimension");
+  CHECK_THROWS_WITH(via("[Partial(reduce_op='max'), Replicate(), Replicate()]"), Catch::Contains("only Partial sums"));
+  CHECK_THROWS_WITH(via("[Shard(0), Mystery(), Replicate()]"), Catch::Contains("unknown placement 'Mystery'"));
+  CHECK_THROWS_WITH(via("[Shard(0), Replicate(), Replicate(), Replicate()]"), Catch::Contains("more placements than the mesh has axes"));
+  // The order within a dimension must be the mesh's, and sub-axes have no placement.
+  CHECK_THROWS_WITH(redist::to_dtensor(m, redist::parse_type(m, "[64{x, z}256, 1024, 64]")), Catch::Contains("order"));
+  CHECK_THROWS_WITH(redist::to_dtensor(m, redist::parse_type(m, "[128{y:(1)2}256, 1024, 64]")), Catch::Contains("sub-axis"));
+}
+
+TEST_CASE("ours -> DTensor -> ours round-trips where placements can express the type", "[core][dtensor]") {
+  std::size_t tried = 0, expressible = 0;
+  redist::testing::workload w = redist::testing::paper_workload();
+  w.partial_sums = true;
+  for (const auto& pt : redist::testing::random_problems(w, 500, 17)) {
+    const redist::device_mesh mm = redist::parse_mesh(pt.mesh);
+    const redist::dist_type t = redist::parse_type(mm, pt.from);
+    std::vector<std::uint64_t> gl;
+    for (int d = 0; d < t.rank; ++d) gl.push_back(t.dims[d].global);
+    ++tried;
+    std::string s;
+    try {
+      s = redist::to_dtensor(mm, t);
+    } catch (const redist::redist_error& e) {
+      CHECK(std::string(e.what()).find("order other than the mesh's") != std::string::npos);
+      continue;
+    }
+    INFO(pt.mesh << " " << pt.from << " -> " << s);
+    CHECK(redist::from_dtensor(mm, gl, s) == t);
+    ++expressible;
+  }
+  CHECK(tried == 500);
+  CHECK(expressible > 300);
+}

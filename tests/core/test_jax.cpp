@@ -1,0 +1,55 @@
+// tests/core/test_jax.cpp -- JAX PartitionSpec in and out (core/jax.hpp).
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "redist/core/jax.hpp"
+#include "support/random_problems.hpp"
+
+namespace {
+const redist::device_mesh m = redist::parse_mesh("{x: 2, y: 4, z: 2}");
+const std::vector<std::uint64_t> g{256, 1024, 64};
+
+std::string via_jax(const char* spec) { return redist::type_text(m, redist::from_jax(m, g, spec)).str(); }
+}  // namespace
+
+TEST_CASE("PartitionSpec maps to the paper syntax, tuples reversed to minor-to-major", "[core][jax]") {
+  CHECK(via_jax("PartitionSpec('x', None, ('y', 'z'))") == "[128{x}256, 1024, 8{z, y}64]");
+  CHECK(via_jax("P(('x', 'y'))") == "[32{y, x}256, 1024, 64]");
+  CHECK(via_jax("P(\"x\")") == "[128{x}256, 1024, 64]");
+  CHECK(via_jax("P()") == "[256, 1024, 64]");
+  CHECK(via_jax("P(None, ())") == "[256, 1024, 64]");
+  const redist::dist_type t = redist::parse_type(m, "[128{x}256, 1024, 8{z, y}64]");
+  CHECK(redist::to_jax(m, t) == "PartitionSpec('x', None, ('y', 'z'))");
+  CHECK(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64]")) == "PartitionSpec()");
+}
+
+TEST_CASE("bad PartitionSpecs name the problem and the column", "[core][jax]") {
+  CHECK_THROWS_WITH(via_jax("P(None, 'q')"), "unknown mesh axis 'q' (at column 9 of 'P(None, 'q')')");
+  CHECK_THROWS_WITH(via_jax("P('x', 'x')"), "mesh axis 'x' is used twice (at column 8 of 'P('x', 'x')')");
+  CHECK_THROWS_WITH(via_jax("P('x', None, None, 'y')"), "PartitionSpec has 4 entries but the array has 3 dimensions");
+  CHECK_THROWS_WITH(via_jax("Q('x')"), Catch::Contains("expected PartitionSpec(...) or P(...)"));
+  CHECK_THROWS_WITH(via_jax("P('x',"), Catch::Contains("but the text ended"));
+  const std::vector<std::uint64_t> odd{3, 1024, 64};
+  CHECK_THROWS_WITH(redist::from_jax(m, odd, "P('y')"), Catch::Contains("cannot be split into 4 tiles"));
+  CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[128{y:(1)2}256, 1024, 64]")), Catch::Contains("sub-axis"));
+  CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64] sum{x}")), Catch::Contains("pending sums"));
+}
+
+TEST_CASE("ours -> JAX -> ours round-trips on random types", "[core][jax]") {
+  std::size_t n = 0;
+  for (const auto& w : redist::testing::mixed_workloads()) {
+    for (const auto& pt : redist::testing::random_problems(w, 100, 31)) {
+      const redist::device_mesh mm = redist::parse_mesh(pt.mesh);
+      for (const auto& s : {pt.from, pt.to}) {
+        const redist::dist_type t = redist::parse_type(mm, s);
+        std::vector<std::uint64_t> gl;
+        for (int d = 0; d < t.rank; ++d) gl.push_back(t.dims[d].global);
+        INFO(pt.mesh << " " << s);
+        CHECK(redist::from_jax(mm, gl, redist::to_jax(mm, t)) == t);
+        ++n;
+      }
+    }
+  }
+  CHECK(n == 1400);
+}
