@@ -59,7 +59,10 @@ struct program {
   std::uint64_t peak_local_elements = 0;    ///< max localsize over source, intermediates, target
   std::uint64_t memory_bound_elements = 0;  ///< the bound the search kept to
 
-  [[nodiscard]] constexpr std::uint64_t cost_bytes() const { return cost_elements * element_bytes; }
+  /// Bytes per device (saturates at 2^64-1 instead of wrapping around).
+  [[nodiscard]] constexpr std::uint64_t cost_bytes() const {
+    return element_bytes != 0 && cost_elements > UINT64_MAX / element_bytes ? UINT64_MAX : cost_elements * element_bytes;
+  }
   [[nodiscard]] constexpr std::uint64_t devices() const { return m.devices; }
   [[nodiscard]] constexpr int rank() const { return source.rank; }
   [[nodiscard]] constexpr std::size_t count(op o) const {

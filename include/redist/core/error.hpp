@@ -48,7 +48,8 @@ constexpr std::string_view errc_name(errc e) {
 /// A fixed-capacity string builder that works in constant evaluation.
 /// Text beyond the capacity is dropped (messages stay readable, never overflow).
 struct text {
-  static constexpr int capacity = 200;
+  /// Enough for any type of max_dims dimensions with long axis names.
+  static constexpr int capacity = 1000;
   char data[capacity + 1]{};
   int len = 0;
 

@@ -106,6 +106,8 @@ constexpr error mesh_add_axis(device_mesh& m, std::string_view name, std::uint64
     error e; e.code = errc::bad_size; e.column = col; e.message = t; return e;
   }
   if (m.naxes >= max_axes) return error::make(errc::capacity, "a mesh may have at most 16 axes", col);
+  if (name.empty() || static_cast<int>(name.size()) > max_name)
+    return error::make(errc::capacity, "an axis name must have 1 to 31 characters", col);
   std::uint64_t devices = 0;
   if (!detail::mul_ok(m.devices, size, devices))
     return error::make(errc::overflow, "the number of devices in the mesh does not fit in 64 bits", col);
