@@ -80,10 +80,14 @@ TEST_CASE("types that hold only up to a device permutation are marked with ~") {
 }
 
 TEST_CASE("text cut at the core's fixed capacity is marked") {
-  std::string axes;
-  for (int i = 0; i < 7; ++i) axes += (i ? ", " : "") + fmt::format("an_axis_with_a_long_name_{}: 2", i);
-  device_mesh m = parse_mesh("{" + axes + "}");
-  const std::string s = fmt::format("{}", m);
+  // Two long-named axes of 2^20 devices, every prime sub-axis written on its own.
+  const std::string a(31, 'a'), b(31, 'b');
+  std::string subs;
+  for (const std::string* n : {&a, &b})
+    for (std::uint64_t pre = 1; pre < (1u << 20); pre *= 2) subs += (subs.empty() ? "" : ", ") + *n + ":(" + std::to_string(pre) + ")2";
+  const device_mesh m = parse_mesh("{" + a + ": 1048576, " + b + ": 1048576}");
+  const dist_type t = parse_type(m, "[{" + subs + "}1099511627776]");
+  const std::string s = fmt::format("{}", typed{m, t});
   CHECK(s.size() == static_cast<std::size_t>(text::capacity) + 3);
   CHECK(s.ends_with("..."));
   CHECK(fmt::format("{}", parse_mesh("{x: 4}")) == "{x: 4}");

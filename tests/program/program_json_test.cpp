@@ -270,19 +270,25 @@ TEST_CASE("malformed programs are rejected with one line naming the field") {
   CHECK(read_error(with(gather, [](json& j) { j["peak_local_elements"] = 4; })) ==
         "program JSON: peak_local_elements: 4 but the steps peak at 65536");
 
-  // A type longer than the core's text capacity cannot be written (rather than cut).
-  std::string axes, names;
-  for (int i = 0; i < 7; ++i) {
-    axes += (i ? ", " : "") + fmt::format("an_axis_with_a_long_name_{}: 2", i);
-    names += (i ? ", " : "") + fmt::format("an_axis_with_a_long_name_{}", i);
-  }
-  program longp = synthesize("{" + axes + "}", "[{" + names + "}256]", "[256]");
-  try {
-    (void)to_json(longp);
-    FAIL("no error");
-  } catch (const redist_error& e) {
-    CHECK(e.code() == errc::capacity);
-    CHECK(std::string(e.what()) == "the source type is longer than 200 characters and cannot be written");
+  // A type longer than the core's text capacity cannot be written (rather than cut): two
+  // long-named axes of 2^20 devices, every prime sub-axis written on its own.
+  {
+    const std::string a(31, 'a'), b(31, 'b');
+    std::string subs;
+    for (const std::string* n : {&a, &b})
+      for (std::uint64_t pre = 1; pre < (1u << 20); pre *= 2) subs += (subs.empty() ? "" : ", ") + *n + ":(" + std::to_string(pre) + ")2";
+    program longp;
+    longp.m = parse_mesh("{" + a + ": 1048576, " + b + ": 1048576}");
+    longp.source = parse_type(longp.m, "[{" + subs + "}1099511627776]");
+    longp.target = parse_type(longp.m, "[1099511627776]");
+    try {
+      (void)to_json(longp);
+      FAIL("no error");
+    } catch (const redist_error& e) {
+      CHECK(e.code() == errc::capacity);
+      CHECK(std::string(e.what()) == "the source type is longer than " + std::to_string(text::capacity) +
+                                         " characters and cannot be written");
+    }
   }
 
   // JSON syntax errors are redist_errors too.
