@@ -404,6 +404,16 @@ class executor {
     }
   }
 
+  /// Point every local rank's send buffer at its current tile and its receive buffer at
+  /// the other one (the collectives whose output lands in the spare buffer).
+  void bind_current_to_other() {
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      rank_state& rs = ranks_[i];
+      send_[local_[i]] = rs.buf[rs.cur].data();
+      recv_[local_[i]] = rs.buf[1 - rs.cur].data();
+    }
+  }
+
   void run_step(std::size_t si) {
     const step& s = p_.steps[si];
     const extents& before = shapes_.ext[si];
@@ -432,11 +442,7 @@ class executor {
       }
       case op::allgather: {
         // send: the tile; recv: n blocks, then concatenated along concat_dim.
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          send_[local_[i]] = rs.buf[rs.cur].data();
-          recv_[local_[i]] = rs.buf[other(rs)].data();
-        }
+        bind_current_to_other();
         for_local_groups(s, [&](std::span<const rank_t> g) { b_.allgather(g, io(), L); });
         const bool direct = split_is_contiguous(after.span(), s.concat_dim);
         for (std::size_t i = 0; i < local_.size(); ++i) {
@@ -488,11 +494,7 @@ class executor {
         break;
       }
       case op::allpermute: {
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          send_[local_[i]] = rs.buf[rs.cur].data();
-          recv_[local_[i]] = rs.buf[other(rs)].data();
-        }
+        bind_current_to_other();
         b_.permute(s.dest, io(), L);
         for (std::size_t i = 0; i < local_.size(); ++i) {
           rank_state& rs = ranks_[i];
