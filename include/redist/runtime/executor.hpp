@@ -414,6 +414,24 @@ class executor {
     }
   }
 
+  /// Local rank i's sends for a collective that splits its tile (extents `before`) into
+  /// n chunks along `dim`: the tile itself when the chunks are contiguous, else the chunks
+  /// packed into the spare buffer. Points send at them and receive at the other buffer;
+  /// returns the index of the buffer holding the sends.
+  int bind_split_sends(std::size_t i, const extents& before, int dim, std::uint64_t n, bool contiguous) {
+    rank_state& rs = ranks_[i];
+    const std::uint64_t L = before.size();
+    int sb = rs.cur;
+    if (!contiguous) {
+      mem().split_all(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), dim, n,
+                      std::span<T>(rs.buf[1 - rs.cur].data(), L));
+      sb = 1 - rs.cur;
+    }
+    send_[local_[i]] = rs.buf[sb].data();
+    recv_[local_[i]] = rs.buf[1 - sb].data();
+    return sb;
+  }
+
   void run_step(std::size_t si) {
     const step& s = p_.steps[si];
     const extents& before = shapes_.ext[si];
@@ -465,18 +483,7 @@ class executor {
         const bool packed = split_is_contiguous(before.span(), s.split_dim);
         const bool direct = split_is_contiguous(after.span(), s.concat_dim);
         std::vector<int> send_buf(local_.size());
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          int sb = rs.cur;
-          if (!packed) {
-            mem().split_all(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), s.split_dim, n,
-                            std::span<T>(rs.buf[other(rs)].data(), L));
-            sb = other(rs);
-          }
-          send_buf[i] = sb;
-          send_[local_[i]] = rs.buf[sb].data();
-          recv_[local_[i]] = rs.buf[1 - sb].data();
-        }
+        for (std::size_t i = 0; i < local_.size(); ++i) send_buf[i] = bind_split_sends(i, before, s.split_dim, n, packed);
         for_local_groups(s, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), L / n); });
         for (std::size_t i = 0; i < local_.size(); ++i) {
           rank_state& rs = ranks_[i];
@@ -527,18 +534,8 @@ class executor {
         // recv: the sum of every member's chunk m, already the new tile.
         if constexpr (reducing_backend_for<B, T>) {
           const bool packed = split_is_contiguous(before.span(), s.split_dim);
-          for (std::size_t i = 0; i < local_.size(); ++i) {
-            rank_state& rs = ranks_[i];
-            int sb = rs.cur;
-            if (!packed) {
-              mem().split_all(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), s.split_dim, n,
-                              std::span<T>(rs.buf[other(rs)].data(), L));
-              sb = other(rs);
-            }
-            send_[local_[i]] = rs.buf[sb].data();
-            recv_[local_[i]] = rs.buf[1 - sb].data();
-            rs.cur = 1 - sb;
-          }
+          for (std::size_t i = 0; i < local_.size(); ++i)
+            ranks_[i].cur = 1 - bind_split_sends(i, before, s.split_dim, n, packed);
           for_local_groups(s, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n); });
           for (std::size_t i = 0; i < local_.size(); ++i) account((n - 1) * (L / n) * sizeof(T));
           live(2 * L);
