@@ -184,8 +184,8 @@ row run_problem(const bench::mesh_workload& mw, const testing::problem_text& pt,
   }
   if (!prog[ours].memory_efficient()) fails.push_back({"ours", what, "the program exceeds the memory bound"});
   x.bound = prog[ours].memory_bound_elements;
-  x.lb = bench::movement_lower_bound(m, a, b);
-  x.received = bench::max_received(prog[ours]);
+  x.lb = movement_lower_bound(m, a, b);
+  x.received = prog[ours].received_elements();
   x.ours_text = testing::describe(prog[ours]);
   x.xla_text = testing::describe(prog[xla]);
   return x;

@@ -1,23 +1,29 @@
 // tools/cli.hpp -- pieces shared by the subcommands of the `redist` tool: the problem
-// options (--mesh, --from, --to, --bytes), the baselines, and errors that name the option
-// whose value is wrong.
+// options (--mesh, --from, --to, --bytes), types in the paper, JAX or DTensor notation
+// (--from-jax, --from-dtensor with --shape), printing in a notation, the baselines, and
+// errors that name the option whose value is wrong.
 #pragma once
 
 #include <charconv>
 #include <cstdint>
+#include <fstream>
+#include <initializer_list>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "baselines/naive.hpp"
 #include "baselines/xla.hpp"
+#include "redist/core/dtensor.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
+#include "redist/core/jax.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/program.hpp"
 #include "redist/search/weak_graph.hpp"
@@ -41,16 +47,144 @@ auto for_option(std::string_view option, F&& f) -> decltype(f()) {
   }
 }
 
+/// A distributed type given in one of three notations: the paper syntax (`--from`), a JAX
+/// PartitionSpec (`--from-jax`) or PyTorch DTensor placements (`--from-dtensor`). The
+/// latter two need the global shape (`--shape`, shared by the types of a command).
+struct type_option {
+  std::string paper, jax, dtensor;                 ///< the values given
+  std::string paper_name, jax_name, dtensor_name;  ///< the option names, e.g. --from, --from-jax
+  CLI::Option* paper_opt = nullptr;
+  CLI::Option* jax_opt = nullptr;
+  CLI::Option* dtensor_opt = nullptr;
+};
+
+/// Register the three spellings of a type (`name`, `name-jax`, `name-dtensor`, or
+/// `name`, `jax`, `dtensor` when `jax_name`/`dtensor_name` are given) as mutually
+/// exclusive options; the JAX and DTensor ones need `shape`.
+inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, const std::string& name,
+                            const std::string& what, const std::string& jax_name = {},
+                            const std::string& dtensor_name = {}) {
+  o.paper_name = name;
+  o.jax_name = jax_name.empty() ? name + "-jax" : jax_name;
+  o.dtensor_name = dtensor_name.empty() ? name + "-dtensor" : dtensor_name;
+  o.paper_opt = cmd.add_option(o.paper_name, o.paper, what + " in the paper syntax, e.g. '[64{x}256, 1024]'");
+  o.jax_opt = cmd.add_option(o.jax_name, o.jax, what + " as a JAX PartitionSpec, e.g. \"P('x', None)\" (with --shape)")
+                  ->needs(shape)
+                  ->excludes(o.paper_opt);
+  o.dtensor_opt =
+      cmd.add_option(o.dtensor_name, o.dtensor, what + " as DTensor placements, e.g. '[Shard(0), Replicate()]' (with --shape)")
+          ->needs(shape)
+          ->excludes(o.paper_opt)
+          ->excludes(o.jax_opt);
+}
+
+/// True if the type is given in JAX or DTensor notation (which need --shape).
+inline bool needs_shape(const type_option& o) { return o.jax_opt->count() + o.dtensor_opt->count() > 0; }
+
+/// A usage error (exit 2) unless one of the spellings was given.
+inline void require_type(const type_option& o) {
+  if (o.paper_opt->count() + o.jax_opt->count() + o.dtensor_opt->count() == 0) throw CLI::RequiredError(o.paper_name);
+}
+
+/// The `--shape` option: the global shape that JAX and DTensor notations leave out.
+inline CLI::Option* add_shape_option(CLI::App& cmd, std::string& shape) {
+  return cmd.add_option("--shape", shape, "global shape for the JAX and DTensor notations, e.g. '[256, 1024]'");
+}
+
+/// A usage error (exit 2) if --shape was given but no type uses it.
+inline void check_shape_used(const CLI::Option* shape, std::initializer_list<const type_option*> types) {
+  for (const type_option* t : types)
+    if (needs_shape(*t)) return;
+  if (shape->count() > 0) {
+    std::string names;
+    for (const type_option* t : types) names += (names.empty() ? "" : ", ") + t->jax_name + ", " + t->dtensor_name;
+    throw CLI::ValidationError("--shape", "only used with " + names);
+  }
+}
+
+/// Parse `--shape '[256, 1024]'` (the paper syntax with no axes), blaming --shape.
+inline std::vector<std::uint64_t> parse_shape(const redist::device_mesh& m, const std::string& text) {
+  const dist_type t = for_option("--shape", [&] { return parse_type(m, text); });
+  bool plain = t.nsum == 0;
+  for (int d = 0; d < t.rank; ++d) plain = plain && t.dims[d].n == 0;
+  if (!plain) throw input_error("--shape", "expected a global shape such as '[256, 1024]', found the distributed type '" + text + "'");
+  std::vector<std::uint64_t> g;
+  for (int d = 0; d < t.rank; ++d) g.push_back(t.dims[d].global);
+  return g;
+}
+
+/// Parse a type given in any of its notations, blaming the option used.
+inline dist_type parse_type_option(const redist::device_mesh& m, const type_option& o, const std::string& shape) {
+  if (o.jax_opt->count() > 0) {
+    const std::vector<std::uint64_t> g = parse_shape(m, shape);
+    return for_option(o.jax_name, [&] { return from_jax(m, g, o.jax); });
+  }
+  if (o.dtensor_opt->count() > 0) {
+    const std::vector<std::uint64_t> g = parse_shape(m, shape);
+    return for_option(o.dtensor_name, [&] { return from_dtensor(m, g, o.dtensor); });
+  }
+  return for_option(o.paper_name, [&] { return parse_type(m, o.paper); });
+}
+
+/// The notations the tool prints types in (--notation, convert --to).
+inline const std::vector<std::string>& notation_names() {
+  static const std::vector<std::string> names{"redist", "jax", "dtensor"};
+  return names;
+}
+
+/// The notation's name for people: "JAX PartitionSpec", "DTensor placements".
+inline std::string_view notation_title(std::string_view notation) {
+  return notation == "jax" ? "JAX PartitionSpec" : notation == "dtensor" ? "DTensor placements" : "redist";
+}
+
+/// A type written in a notation, or why that notation cannot write it.
+struct notated {
+  std::string text;     ///< the type in the notation (empty if it has none)
+  std::string why_not;  ///< why it has none (empty if it has one)
+};
+
+inline notated in_notation(const redist::device_mesh& m, const dist_type& t, std::string_view notation) {
+  try {
+    if (notation == "jax") return {to_jax(m, t), {}};
+    if (notation == "dtensor") return {to_dtensor(m, t), {}};
+  } catch (const redist_error& e) {
+    return {{}, e.what()};
+  }
+  return {type_text(m, t).str(), {}};
+}
+
+/// One line for a type that a notation cannot write: why, and the type in ours.
+inline std::string not_expressible(const redist::device_mesh& m, const dist_type& t, std::string_view notation,
+                                   const std::string& why) {
+  return fmt::format("{} (no {}: {})", type_text(m, t).str(), notation_title(notation), why);
+}
+
+/// The type in `notation`, or (one line) ours and why that notation cannot write it.
+inline std::string type_in(const redist::device_mesh& m, const dist_type& t, std::string_view notation) {
+  const notated n = in_notation(m, t, notation);
+  return n.why_not.empty() ? n.text : not_expressible(m, t, notation, n.why_not);
+}
+
+/// Write `content` to the file `path`, blaming `option` if it cannot.
+inline void write_file(std::string_view option, const std::string& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary);
+  if (f) f << content;
+  if (!f || !f.flush()) throw input_error(option, "cannot write the file '" + path + "'");
+}
+
 /// The options that state a redistribution problem.
 struct problem_options {
-  std::string mesh, from, to;
+  std::string mesh, shape;
+  CLI::Option* shape_opt = nullptr;
+  type_option from, to;
   std::string bytes = "4";  ///< checked by parse_problem, so that a bad value is an input error
 };
 
 inline void add_problem_options(CLI::App& cmd, problem_options& o) {
   cmd.add_option("--mesh", o.mesh, "device mesh, e.g. '{x: 4, y: 8}' (row-major device order)")->required();
-  cmd.add_option("--from", o.from, "source type, e.g. '[64{x}256, 1024]'")->required();
-  cmd.add_option("--to", o.to, "target type, e.g. '[256, 128{y}1024]'")->required();
+  o.shape_opt = add_shape_option(cmd, o.shape);
+  add_type_option(cmd, o.from, o.shape_opt, "--from", "source type");
+  add_type_option(cmd, o.to, o.shape_opt, "--to", "target type");
   cmd.add_option("--bytes", o.bytes, "bytes per element")->type_name("UINT")->capture_default_str();
 }
 
@@ -61,15 +195,20 @@ struct problem {
   std::uint64_t bytes = 4;
 };
 
-/// Parse and check the problem options, blaming the option whose value is wrong.
+/// Parse and check the problem options, blaming the option whose value is wrong. A
+/// missing type or an unused --shape is a usage error (CLI::ParseError, exit 2).
 inline problem parse_problem(const problem_options& o) {
+  require_type(o.from);
+  require_type(o.to);
+  check_shape_used(o.shape_opt, {&o.from, &o.to});
   problem p;
   p.m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
-  p.from = for_option("--from", [&] { return parse_type(p.m, o.from); });
-  p.to = for_option("--to", [&] { return parse_type(p.m, o.to); });
+  p.from = parse_type_option(p.m, o.from, o.shape);
+  p.to = parse_type_option(p.m, o.to, o.shape);
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say.
-  for_option("--to", [&] { return make_weak_problem(p.m, p.from, p.to).get(); });
+  const std::string& to_name = o.to.jax_opt->count() ? o.to.jax_name : o.to.dtensor_opt->count() ? o.to.dtensor_name : o.to.paper_name;
+  for_option(to_name, [&] { return make_weak_problem(p.m, p.from, p.to).get(); });
   const char* end = o.bytes.data() + o.bytes.size();
   auto [ptr, ec] = std::from_chars(o.bytes.data(), end, p.bytes);
   if (ec != std::errc{} || ptr != end || o.bytes.empty())

@@ -7,5 +7,7 @@ namespace redist::tools {
 
 void add_plan_command(CLI::App& app);  // plan_command.cpp
 void add_run_command(CLI::App& app);   // run_command.cpp: `redist run`
+void add_show_command(CLI::App& app);     // show_command.cpp: `redist show`
+void add_convert_command(CLI::App& app);  // convert_command.cpp: `redist convert`
 
 }  // namespace redist::tools

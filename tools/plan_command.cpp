@@ -1,5 +1,7 @@
 // tools/plan_command.cpp -- `redist plan`: synthesize the program of a redistribution and
-// print it (a table by default, the JSON of DESIGN.md section 4 with --json).
+// print it (a table by default, the JSON of DESIGN.md section 4 with --json); with
+// --notation jax|dtensor also the types of the program in that notation; with --svg FILE
+// also draw it (redist/draw.hpp plan_svg: one panel per state).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,6 +13,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "redist/core/error.hpp"
+#include "redist/draw.hpp"
 #include "redist/format.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/program_json.hpp"
@@ -25,7 +28,21 @@ struct plan_options {
   bool json = false;
   double budget = 1.0;
   std::string baseline;
+  std::string svg;                  ///< file to draw the program into
+  std::string notation = "redist";  ///< notation of the extra type lines
 };
+
+/// The program's types (source, after each step, target) in a notation, one line each.
+std::string types_in_notation(const program& prog, const std::string& notation) {
+  std::string out = fmt::format("types as {}:\n", notation_title(notation));
+  out += fmt::format("  source  {}\n", type_in(prog.m, prog.source, notation));
+  for (std::size_t i = 0; i < prog.steps.size(); ++i) {
+    const step& s = prog.steps[i];
+    if (s.type_exact) out += fmt::format("  step {}  {}\n", i + 1, type_in(prog.m, s.type_after, notation));
+    else out += fmt::format("  step {}  (a type up to a device permutation)\n", i + 1);
+  }
+  return out + fmt::format("  target  {}\n", type_in(prog.m, prog.target, notation));
+}
 
 void run_plan(const plan_options& o) {
   const problem pr = parse_problem(o.problem);
@@ -42,8 +59,10 @@ void run_plan(const plan_options& o) {
   if (!detail::mul_ok(prog.cost_elements, prog.element_bytes, cost_bytes))
     throw input_error("--bytes", "the cost in bytes (" + std::to_string(prog.cost_elements) + " elements of " +
                                      std::to_string(prog.element_bytes) + " bytes) does not fit in 64 bits");
+  if (!o.svg.empty()) write_file("--svg", o.svg, plan_svg(prog));  // first: a failure prints nothing
   if (o.json) fmt::print("{}\n", program_json_text(prog));
   else fmt::print("{}\n", prog);
+  if (!o.json && o.notation != "redist") fmt::print("{}", types_in_notation(prog, o.notation));
 }
 
 }  // namespace
@@ -62,6 +81,13 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--baseline", opts->baseline, "print a baseline's program instead of the synthesized one")
       ->check(CLI::IsMember(names))
       ->excludes(budget);
+  cmd->add_option("--svg", opts->svg, "also draw the program into this SVG file: one panel per state")
+      ->type_name("FILE");
+  CLI::Option* json = cmd->get_option("--json");
+  cmd->add_option("--notation", opts->notation, "also print the program's types in this notation")
+      ->check(CLI::IsMember(notation_names()))
+      ->excludes(json)
+      ->capture_default_str();
   cmd->callback([opts] { run_plan(*opts); });
 }
 

@@ -274,16 +274,16 @@ TEST_CASE("the data-movement lower bound and the data a program moves") {
   const device_mesh m = parse_mesh("{a: 2, b: 2}");
   // alltoall: every rank keeps a quarter of its target tile and receives the rest.
   const dist_type a = parse_type(m, "[{a}8, 8]"), b = parse_type(m, "[8, {a}8]");
-  CHECK(bench::movement_lower_bound(m, a, b) == 32 - 16);
+  CHECK(movement_lower_bound(m, a, b) == 32 - 16);
   const program p = synthesize(m, a, b);
-  CHECK(bench::max_received(p) == 16);  // (n-1)/n of a 32-element tile
+  CHECK(p.received_elements() == 16);  // (n-1)/n of a 32-element tile
   // Gathering to replicated: receive the other half.
-  CHECK(bench::movement_lower_bound(m, a, parse_type(m, "[8, 8]")) == 32);
-  CHECK(bench::max_received(synthesize(m, a, parse_type(m, "[8, 8]"))) == 32);
+  CHECK(movement_lower_bound(m, a, parse_type(m, "[8, 8]")) == 32);
+  CHECK(synthesize(m, a, parse_type(m, "[8, 8]")).received_elements() == 32);
   // Slicing needs nothing.
-  CHECK(bench::movement_lower_bound(m, a, parse_type(m, "[{a}8, {b}8]")) == 0);
+  CHECK(movement_lower_bound(m, a, parse_type(m, "[{a}8, {b}8]")) == 0);
   // A permutation of full tiles: every tile moves.
   const dist_type t = parse_type(m, "[{a}8, {b}8]"), u = parse_type(m, "[{b}8, {a}8]");
-  CHECK(bench::movement_lower_bound(m, t, u) == 16);
-  CHECK(bench::max_received(baselines::xla_program(m, t, u)) == 16);
+  CHECK(movement_lower_bound(m, t, u) == 16);
+  CHECK(baselines::xla_program(m, t, u).received_elements() == 16);
 }

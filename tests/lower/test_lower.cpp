@@ -230,6 +230,31 @@ TEST_CASE("program accessors", "[lower][program]") {
       for (rank_t r : s.group(g)) flat.push_back(r);
     CHECK(flat == s.members);
   }
+  SECTION("received elements: (n-1)/n of an alltoall, (n-1) tiles of an allgather, moved tiles of a permute") {
+    // A dynslice to 8192 elements, then an allgather of 4: each rank receives 3 tiles.
+    REQUIRE(p.steps.size() == 2);
+    CHECK(p.steps[1].kind == op::allgather);
+    CHECK(p.steps[1].parts == 4);
+    CHECK(p.received_elements() == 3 * 8192);
+    CHECK(movement_lower_bound(p.m, p.source, p.target) == 3 * 8192);
+    const device_mesh m2 = parse_mesh("{a: 2, b: 2}");
+    CHECK(synthesize(m2, parse_type(m2, "[{a}8, 8]"), parse_type(m2, "[8, 8]")).received_elements() == 32);
+    const program perm = synthesize(m2, parse_type(m2, "[{a}8, {b}8]"), parse_type(m2, "[{b}8, {a}8]"));
+    REQUIRE(perm.count(op::allpermute) == 1);
+    CHECK(perm.received_elements() == 16);  // ranks 1 and 2 swap their 16-element tiles
+    CHECK(movement_lower_bound(m2, perm.source, perm.target) == 16);
+  }
+  SECTION("at equal cost, the program whose ranks receive least") {
+    // Three alltoalls (each rank receives 3 x 16) cost the same 96 elements as the
+    // alltoall-alltoall-permute paths (16 + 16 + 32), which keep less in place.
+    const device_mesh m3 = parse_mesh("{a: 2, b: 2, c: 2}");
+    const program q = synthesize(m3, parse_type(m3, "[{c, b, a}16, 4, 4]"), parse_type(m3, "[16, {a, b}4, {c}4]"));
+    REDIST_REQUIRE_VERIFIED(q);
+    CHECK(q.cost_elements == 96);
+    CHECK(q.count(op::allpermute) == 0);
+    CHECK(q.received_elements() == 48);
+    CHECK(movement_lower_bound(m3, q.source, q.target) == 28);
+  }
   SECTION("the identity is the empty program") {
     const program e = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[64{x}256, 1024]");
     REDIST_REQUIRE_VERIFIED(e);

@@ -70,6 +70,11 @@ void check_problem(const testing::problem_text& t, double budget = 1.0) {
   CHECK(own.value.cost_elements == plan.total.cost + vo.permute_cost);
   CHECK(own.value.count(op::allpermute) <= 1);
   CHECK(p.cost_elements <= own.value.cost_elements);
+  // What ranks receive: never below the data-movement lower bound, and at the program's
+  // cost never more than the search's own path receives.
+  const std::uint64_t received = p.received_elements();
+  CHECK(received >= movement_lower_bound(m, a, b));
+  if (p.cost_elements == own.value.cost_elements) CHECK(received <= own.value.received_elements());
 
   // The compile-time search leads to the same program (lower.hpp: canonical ties).
   const result<program> q = lower(m, a, b, wp, search_constexpr(wp), 4);

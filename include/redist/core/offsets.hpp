@@ -50,6 +50,26 @@ constexpr void base_offsets(const device_mesh& m, const dist_type& t, std::uint6
   for (int d = 0; d < t.rank; ++d) out[d] = base_offset(m, t.dims[d], rank);
 }
 
+/// The data-movement lower bound of redistributing `a` to `b`, in elements: the most any
+/// rank must receive, |target tile| - |target tile intersected with its source tile| (tiles
+/// as boxes of global indices). Every rank must end with its target tile and holds only the
+/// overlap without communication. Pending sums are ignored (a weaker bound with them).
+constexpr std::uint64_t movement_lower_bound(const device_mesh& m, const dist_type& a, const dist_type& b) {
+  std::uint64_t worst = 0;
+  const std::uint64_t want = local_size(m, b);
+  for (std::uint64_t r = 0; r < m.devices; ++r) {
+    std::uint64_t overlap = 1;
+    for (int d = 0; d < a.rank && d < b.rank; ++d) {
+      const std::uint64_t lo_a = base_offset(m, a.dims[d], r), lo_b = base_offset(m, b.dims[d], r);
+      const std::uint64_t hi_a = lo_a + tile(m, a.dims[d]), hi_b = lo_b + tile(m, b.dims[d]);
+      const std::uint64_t lo = lo_a > lo_b ? lo_a : lo_b, hi = hi_a < hi_b ? hi_a : hi_b;
+      overlap *= hi > lo ? hi - lo : 0;
+    }
+    worst = want - overlap > worst ? want - overlap : worst;
+  }
+  return worst;
+}
+
 /// The default device map: rank of the mesh point with these per-axis coordinates.
 constexpr std::uint64_t rank_of(const device_mesh& m, const std::uint64_t* axis_coords) {
   std::uint64_t r = 0;

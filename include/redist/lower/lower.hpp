@@ -443,50 +443,68 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
 }
 
 namespace detail {
-/// The order in which lowered programs are preferred: fewer bytes (Fig. 11), then no
-/// permutation (at equal cost a permutation moves whole tiles where the collectives it
-/// replaces keep part of them in place), then fewer steps.
-constexpr bool better_program(const program& x, const program& y) {
-  if (x.cost_elements != y.cost_elements) return x.cost_elements < y.cost_elements;
-  const std::size_t px = x.count(op::allpermute), py = y.count(op::allpermute);
-  if (px != py) return px < py;
-  return x.steps.size() < y.steps.size();
+/// A lowered candidate with the measures it is ranked by.
+struct ranked_program {
+  program prog;
+  std::uint64_t received = 0;  ///< program::received_elements()
+};
+
+/// The order in which lowered programs are preferred: fewer bytes (Fig. 11), then fewer
+/// bytes on the wire (the most any rank receives: Fig. 11 charges an allgather or an
+/// alltoall the whole tile where a rank receives (n-1)/n of it, and a permutation moves
+/// whole tiles where the collectives it replaces keep part of them in place), then
+/// fewer steps.
+constexpr bool better_program(const ranked_program& x, const ranked_program& y) {
+  if (x.prog.cost_elements != y.prog.cost_elements) return x.prog.cost_elements < y.prog.cost_elements;
+  if (x.received != y.received) return x.received < y.received;
+  return x.prog.steps.size() < y.prog.steps.size();
 }
 
 /// Lower a path, trying every order of the source's pending-sum axes when the path
-/// reduces some (at most 24 orders); keeps the cheapest program and its order.
-constexpr result<program> lower_any_sum_order(const device_mesh& m, const dist_type& a, const dist_type& b,
-                                              const weak_problem& p, const std::vector<weak_step>& path,
-                                              std::uint64_t element_bytes, bool annotate,
-                                              std::array<std::uint8_t, max_subaxes>& order) {
+/// reduces some (at most 24 orders); keeps the best program and its order.
+constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                                     const weak_problem& p, const std::vector<weak_step>& path,
+                                                     std::uint64_t element_bytes,
+                                                     std::array<std::uint8_t, max_subaxes>& order) {
+  auto ranked = [&](const std::uint8_t* sum_order) {
+    result<program> r = lower_path(m, a, b, p, path, element_bytes, false, sum_order);
+    result<ranked_program> out;
+    out.err = r.err;
+    if (r.ok()) {
+      out.value.received = r.value.received_elements();
+      out.value.prog = std::move(r.value);
+    }
+    return out;
+  };
   for (int i = 0; i < a.nsum; ++i) order[static_cast<std::size_t>(i)] = a.sum[i];
   bool reduces = false;
   for (const auto& st : path) reduces = reduces || st.edge.kind == op::allreduce || st.edge.kind == op::reducescatter;
-  result<program> best = lower_path(m, a, b, p, path, element_bytes, annotate, order.data());
-  if (!reduces || a.nsum < 2 || (best.ok() && best.value.count(op::allpermute) == 0)) return best;
+  result<ranked_program> best = ranked(order.data());
+  if (!reduces || a.nsum < 2 || (best.ok() && best.value.prog.count(op::allpermute) == 0)) return best;
   std::array<std::uint8_t, max_subaxes> cur = order;
   const auto end = cur.begin() + a.nsum;
   for (int tries = 0; tries < 24 && std::next_permutation(cur.begin(), end); ++tries) {
-    result<program> r = lower_path(m, a, b, p, path, element_bytes, annotate, cur.data());
+    result<ranked_program> r = ranked(cur.data());
     if (r.ok() && (!best.ok() || better_program(r.value, best.value))) {
       best = std::move(r);
       order = cur;
     }
-    if (best.ok() && best.value.count(op::allpermute) == 0) break;
+    if (best.ok() && best.value.prog.count(op::allpermute) == 0) break;
   }
   return best;
 }
 }  // namespace detail
 
 /// Lower a weak plan. Every shortest path the search enumerated (weak_plan::ties) is
-/// lowered and the cheapest program is kept: a permutation-free one if any, then fewer
-/// steps, then the first in enumeration order. The enumeration is canonical: every node
-/// of a shortest path other than the target has a smaller (cost, height, steps) than the
-/// target, so both searches settle it with its exact distance before they stop, and the
-/// depth-first walk over those distances visits the same paths in the same order. The
-/// run-time and compile-time searches therefore yield the same program. If the best
-/// needs a permutation, costlier weak paths are lowered too while they can still beat
-/// it. Usable in constant evaluation.
+/// lowered, and the best program kept (detail::better_program: fewer bytes, then fewer
+/// bytes received, then fewer steps, then the first in enumeration order). The
+/// enumeration is canonical: every node of a shortest path other than the target has a
+/// smaller (cost, height, steps) than the target, so both searches settle it with its
+/// exact distance before they stop, and the depth-first walk over those distances visits
+/// the same paths in the same order. The run-time and compile-time searches therefore
+/// yield the same program. Unless the best already costs the weak optimum and receives
+/// no more than the data-movement lower bound, costlier weak paths are lowered too while
+/// they can still beat it. Usable in constant evaluation.
 constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                 const weak_plan& wp, std::uint64_t element_bytes = 4) {
   if (!wp.found) {
@@ -497,42 +515,42 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   std::array<std::uint8_t, max_subaxes> order{}, chosen_order{};
   const std::vector<std::vector<weak_step>> primary{wp.steps};
   const std::vector<std::vector<weak_step>>& candidates = wp.ties.empty() ? primary : wp.ties;
-  result<program> best;
+  const std::uint64_t floor = wp.total.cost, least_received = movement_lower_bound(m, a, b);
+  detail::ranked_program best;
   bool have = false;  // best holds a lowered program
   std::vector<weak_step> chosen;
-  auto better = [&](const result<program>& r) {
-    if (!r.ok()) return false;
-    return !have || detail::better_program(r.value, best.value);
-  };
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    result<program> r = detail::lower_any_sum_order(m, a, b, p, candidates[i], element_bytes, false, order);
-    if (i == 0 && !r.ok()) best = r;
-    if (better(r)) {
-      best = std::move(r);
+  auto consider = [&](const std::vector<weak_step>& path) {
+    result<detail::ranked_program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, order);
+    if (r.ok() && (!have || detail::better_program(r.value, best))) {
+      best = std::move(r.value);
       have = true;
-      chosen = candidates[i];
+      chosen = path;
       chosen_order = order;
     }
-    if (have && best.value.count(op::allpermute) == 0) break;
+    return r.err;
+  };
+  // Nothing beats a program of the weak optimum's cost that receives the lower bound.
+  auto optimal = [&] { return have && best.prog.cost_elements == floor && best.received <= least_received; };
+  error first_error{};
+  for (std::size_t i = 0; i < candidates.size() && !optimal(); ++i) {
+    const error e = consider(candidates[i]);
+    if (i == 0) first_error = e;
   }
-  if (!have) return best;
-  // A costlier weak path may need no permutation, or need it on a smaller tile. Lower
-  // the weak paths cheaper than the best program so far, then (if the best still needs
-  // a permutation) those of equal cost; at most two steps more than the shortest (bytes
-  // are not all that counts: every collective has a latency).
-  const std::uint64_t floor = wp.total.cost;
-  for (int phase = 0; phase < 2 && best.value.count(op::allpermute) > 0; ++phase) {
-    const std::uint64_t budget = best.value.cost_elements - (phase == 0 ? 1 : 0);
+  if (!have) {
+    result<program> r;
+    r.err = first_error;
+    return r;
+  }
+  // A costlier weak path may need no permutation, or need it on a smaller tile, or keep
+  // more of each tile in place. Lower the weak paths cheaper than the best program so
+  // far, then those of equal cost; at most two steps more than the shortest (bytes are
+  // not all that counts: every collective has a latency).
+  for (int phase = 0; phase < 2 && !optimal(); ++phase) {
+    const std::uint64_t budget = best.prog.cost_elements - (phase == 0 ? 1 : 0);
     near_paths(p, budget, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
                [&](const std::vector<weak_step>& path, std::uint64_t) {
-                 result<program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, false, order);
-                 if (better(r)) {
-                   best = std::move(r);
-                   chosen = path;
-                   chosen_order = order;
-                 }
-                 // Nothing beats the weak optimum without a permutation.
-                 return best.value.cost_elements > floor || best.value.count(op::allpermute) > 0;
+                 consider(path);
+                 return !optimal();
                });
   }
   return lower_path(m, a, b, p, chosen, element_bytes, true, chosen_order.data());

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
@@ -26,6 +25,10 @@ struct shape_hash {
       h ^= s.parts[d] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
       h *= 0xbf58476d1ce4e5b9ULL;
     }
+    // splitmix64's finalizer: parts are mostly powers of two, so without it the low bits
+    // that pick a slot would cluster.
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
     return static_cast<std::size_t>(h ^ (h >> 31));
   }
 };
@@ -43,19 +46,23 @@ class weak_graph {
   explicit weak_graph(const weak_problem& p) : p_(&p) {}
 
   std::size_t intern(const shape& s) const {
-    auto [it, inserted] = ids_.try_emplace(s, nodes_.size());
-    if (inserted) {
-      nodes_.push_back(s);
-      potential_.push_back(p_->potential(s));
-    }
-    return it->second;
+    const std::uint64_t h = shape_hash{}(s) | 1;  // 0 marks an empty slot
+    const std::size_t i = slot(s, h);
+    if (slots_[i].hash != 0) return slots_[i].id;
+    const std::size_t id = nodes_.size();
+    slots_[i] = {h, id};
+    nodes_.push_back(s);
+    potential_.push_back(p_->potential(s));
+    if (2 * nodes_.size() > slots_.size()) grow();
+    return id;
   }
   [[nodiscard]] std::uint64_t potential(std::size_t v) const { return potential_[v]; }
   [[nodiscard]] const shape& node(std::size_t v) const { return nodes_[v]; }
   /// Id of a shape seen so far, or SIZE_MAX.
   [[nodiscard]] std::size_t find(const shape& s) const {
-    auto it = ids_.find(s);
-    return it == ids_.end() ? SIZE_MAX : it->second;
+    const std::uint64_t h = shape_hash{}(s) | 1;
+    const slot_t& x = slots_[slot(s, h)];
+    return x.hash == 0 ? SIZE_MAX : x.id;
   }
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
 
@@ -72,10 +79,31 @@ class weak_graph {
   }
 
  private:
+  // Node ids by shape: open addressing with linear probing over a power-of-two table at
+  // most half full, each slot holding the shape's hash, so that a lookup (one per edge
+  // Dijkstra examines) usually touches one cache line; std::unordered_map spent half of
+  // the search's time chasing its nodes.
+  struct slot_t {
+    std::uint64_t hash = 0;  ///< 0: empty
+    std::size_t id = 0;
+  };
+  /// The slot holding `s`, or the empty slot where it belongs.
+  [[nodiscard]] std::size_t slot(const shape& s, std::uint64_t h) const {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = static_cast<std::size_t>(h) & mask;; i = (i + 1) & mask)
+      if (slots_[i].hash == 0 || (slots_[i].hash == h && nodes_[slots_[i].id] == s)) return i;
+  }
+  void grow() const {
+    std::vector<slot_t> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const slot_t& x : old)
+      if (x.hash != 0) slots_[slot(nodes_[x.id], x.hash)] = x;
+  }
+
   const weak_problem* p_;
   mutable std::vector<shape> nodes_;
   mutable std::vector<std::uint64_t> potential_;
-  mutable std::unordered_map<shape, std::size_t, shape_hash> ids_;
+  mutable std::vector<slot_t> slots_ = std::vector<slot_t>(1024);
   mutable std::vector<edge> buf_;
 };
 

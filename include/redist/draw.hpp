@@ -1,0 +1,724 @@
+// redist/draw.hpp -- pictures of distributed arrays and of collective programs: which
+// device holds which box of the global array, in the terminal (Unicode box drawing,
+// optional ANSI colour) and as standalone SVG, like jax.debug.visualize_array_sharding.
+//
+//   auto m = redist::parse_mesh("{x: 2, y: 2}");
+//   auto t = redist::parse_type(m, "[64{x}128, 32{y}64]");
+//   fmt::print("{}", redist::show_text(m, t));      // header line + the picture below
+//   std::string svg = redist::show_svg(m, t);       // the same as an SVG 1.1 document
+//   std::string prog = redist::plan_svg(program);   // one panel per state of a program
+//
+//   mesh {x: 2, y: 2} | type [64{x}128, 32{y}64] | global [128, 64] | tile [64, 32] | local size 2048 elements
+//       0  32  64
+//     0 ┌───┬───┐
+//       │ 0 │ 1 │
+//    64 ├───┼───┤
+//       │ 2 │ 3 │
+//   128 └───┴───┘
+//
+// Layout: a 1-D array is one row of boxes; a 2-D array a grid (dimension 0 down,
+// dimension 1 across); a higher-rank array one such grid per block of its leading
+// dimensions, titled with that block's index range (`[0:64, :, :]`). The numbers on the
+// borders are the global indices where boxes start and end. A box is labelled with the
+// ranks (default device map) of the devices that hold it: `0,2`, runs as `0-3`, long lists
+// shortened with `…`. With pending sums every device of a box holds a partial value; the
+// label joins the devices of different partials with `+` (`0+1`: device 0 holds one
+// partial, device 1 the other; the box's value is their sum). Rows wider than
+// draw_options::max_columns boxes wrap into bands.
+//
+// Who holds what comes from the core's base offsets (core/offsets.hpp) for a type, and by
+// following every device's box through the steps of a program (DESIGN.md section 4) for
+// plan_svg: an intermediate type is drawn as it really lies on the devices, also where
+// the program only knows it up to a device permutation (step::type_exact false).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/offsets.hpp"
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// The largest pictures drawn: more devices or boxes than this throw redist_error
+/// (errc::capacity) instead of allocating and printing without end.
+inline constexpr std::uint64_t max_draw_devices = std::uint64_t{1} << 16;
+inline constexpr std::uint64_t max_draw_boxes = 4096;
+
+/// Every device's box of global indices (all boxes have the same extents) and the set of
+/// partial values its data adds up.
+struct device_boxes {
+  std::vector<std::uint64_t> global;                 ///< global shape
+  std::vector<std::uint64_t> tile;                   ///< extents of every device's box
+  std::vector<std::uint64_t> lo;                     ///< lower corners: lo[rank * dims + d]
+  std::vector<std::vector<std::uint32_t>> partials;  ///< per device: ids of the source's partials it holds the sum of
+  std::uint32_t total_partials = 1;                  ///< partial values that make up the array
+
+  [[nodiscard]] int rank() const { return static_cast<int>(global.size()); }
+  [[nodiscard]] std::uint64_t devices() const { return partials.size(); }
+  [[nodiscard]] std::uint64_t local_size() const {
+    std::uint64_t s = 1;
+    for (std::uint64_t e : tile) s *= e;
+    return s;
+  }
+};
+
+/// The boxes of a type under the default device map: base offsets and tiles (Fig. 7a);
+/// device r holds partial number sum_index(m, t, r).
+inline device_boxes device_boxes_of(const device_mesh& m, const dist_type& t) {
+  if (m.devices > max_draw_devices)
+    throw redist_error(errc::capacity, fmt::format("the mesh has {} devices, too many to draw (at most {})", m.devices,
+                                                   max_draw_devices));
+  device_boxes b;
+  const auto R = static_cast<std::size_t>(t.rank);
+  for (int d = 0; d < t.rank; ++d) {
+    b.global.push_back(t.dims[d].global);
+    b.tile.push_back(tile(m, t.dims[d]));
+  }
+  b.lo.resize(m.devices * R);
+  b.partials.resize(m.devices);
+  std::uint64_t off[max_dims]{};
+  for (std::uint64_t r = 0; r < m.devices; ++r) {
+    base_offsets(m, t, r, off);
+    std::copy(off, off + R, b.lo.begin() + static_cast<std::ptrdiff_t>(r * R));
+    b.partials[r] = {static_cast<std::uint32_t>(sum_index(m, t, r))};
+  }
+  b.total_partials = static_cast<std::uint32_t>(sum_parts(m, t));
+  return b;
+}
+
+namespace detail::pic {
+
+[[noreturn]] inline void bad_step(std::size_t i, const step& s, const std::string& why) {
+  throw redist_error(errc::runtime,
+                     fmt::format("cannot follow step {} ({}) of the program: {}", i + 1, op_name(s.kind), why));
+}
+
+/// The groups of an allgather/alltoall/allreduce/reducescatter must partition the ranks.
+inline void check_groups(std::size_t i, const step& s, std::uint64_t D) {
+  if (s.parts == 0 || s.members.size() != D || D % s.parts != 0)
+    bad_step(i, s, fmt::format("{} members in groups of {} for {} devices", s.members.size(), s.parts, D));
+  std::vector<bool> seen(D, false);
+  for (rank_t r : s.members) {
+    if (r >= D || seen[r]) bad_step(i, s, fmt::format("rank {} is out of range or in two groups", r));
+    seen[r] = true;
+  }
+}
+
+}  // namespace detail::pic
+
+/// The boxes before the first step of `p` (its source) and after each step, following the
+/// semantics of DESIGN.md section 4. Throws redist_error if a step is malformed (a rank or
+/// dimension out of range, an extent that does not split evenly).
+inline std::vector<device_boxes> program_boxes(const program& p) {
+  std::vector<device_boxes> states{device_boxes_of(p.m, p.source)};
+  const std::uint64_t D = p.m.devices;
+  const auto R = static_cast<std::uint64_t>(p.source.rank);
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step& s = p.steps[i];
+    const device_boxes& cur = states.back();
+    device_boxes next = cur;
+    auto lo = [&](const device_boxes& b, std::uint64_t r, int d) -> std::uint64_t {
+      return b.lo[r * R + static_cast<std::uint64_t>(d)];
+    };
+    auto set_lo = [&](std::uint64_t r, int d, std::uint64_t v) { next.lo[r * R + static_cast<std::uint64_t>(d)] = v; };
+    auto need_dim = [&](int d, const char* what) {
+      if (d < 0 || static_cast<std::uint64_t>(d) >= R) detail::pic::bad_step(i, s, fmt::format("{} {} out of range", what, d));
+    };
+    auto split = [&](int d, std::uint64_t n) {  // the extent of one chunk of dimension d
+      const auto ud = static_cast<std::size_t>(d);
+      if (n == 0 || cur.tile[ud] % n != 0)
+        detail::pic::bad_step(i, s, fmt::format("extent {} of dimension {} does not split into {}", cur.tile[ud], d, n));
+      next.tile[ud] = cur.tile[ud] / n;
+      return next.tile[ud];
+    };
+    switch (s.kind) {
+      case op::allgather:
+      case op::alltoall: {
+        detail::pic::check_groups(i, s, D);
+        need_dim(s.concat_dim, "concat_dim");
+        const std::uint64_t n = s.parts;
+        std::uint64_t e = 0;
+        if (s.kind == op::alltoall) {
+          need_dim(s.split_dim, "split_dim");
+          e = split(s.split_dim, n);
+        }
+        next.tile[static_cast<std::size_t>(s.concat_dim)] *= n;
+        for (std::size_t g = 0; g < s.group_count(); ++g) {
+          const auto grp = s.group(g);
+          // Member m ends with the blocks of all members concatenated in member order:
+          // the first member's box, grown along concat_dim; an alltoall keeps chunk m of
+          // split_dim.
+          for (std::uint64_t k = 0; k < n; ++k) {
+            for (int d = 0; d < p.source.rank; ++d) set_lo(grp[k], d, lo(cur, grp[0], d));
+            if (s.kind == op::alltoall && s.split_dim != s.concat_dim)
+              set_lo(grp[k], s.split_dim, lo(cur, grp[0], s.split_dim) + k * e);
+            next.partials[grp[k]] = cur.partials[grp[0]];
+          }
+        }
+        break;
+      }
+      case op::dynslice: {
+        need_dim(s.split_dim, "split_dim");
+        if (s.index.size() != D) detail::pic::bad_step(i, s, "index needs one entry per rank");
+        const std::uint64_t e = split(s.split_dim, s.parts);
+        for (std::uint64_t r = 0; r < D; ++r) {
+          if (s.index[r] >= s.parts) detail::pic::bad_step(i, s, fmt::format("rank {} keeps chunk {} of {}", r, s.index[r], s.parts));
+          set_lo(r, s.split_dim, lo(cur, r, s.split_dim) + s.index[r] * e);
+        }
+        break;
+      }
+      case op::allpermute: {
+        if (s.dest.size() != D) detail::pic::bad_step(i, s, "dest needs one entry per rank");
+        std::vector<bool> seen(D, false);
+        for (std::uint64_t r = 0; r < D; ++r) {
+          const rank_t t = s.dest[r];
+          if (t >= D || seen[t]) detail::pic::bad_step(i, s, "dest is not a permutation of the ranks");
+          seen[t] = true;
+          for (int d = 0; d < p.source.rank; ++d) set_lo(t, d, lo(cur, r, d));
+          next.partials[t] = cur.partials[r];
+        }
+        break;
+      }
+      case op::allreduce:
+      case op::reducescatter: {
+        detail::pic::check_groups(i, s, D);
+        const std::uint64_t n = s.parts;
+        std::uint64_t e = 0;
+        if (s.kind == op::reducescatter) {
+          need_dim(s.split_dim, "split_dim");
+          e = split(s.split_dim, n);
+        }
+        for (std::size_t g = 0; g < s.group_count(); ++g) {
+          const auto grp = s.group(g);
+          std::vector<std::uint32_t> sum;
+          for (rank_t r : grp) sum.insert(sum.end(), cur.partials[r].begin(), cur.partials[r].end());
+          std::sort(sum.begin(), sum.end());
+          sum.erase(std::unique(sum.begin(), sum.end()), sum.end());
+          for (std::uint64_t k = 0; k < n; ++k) {
+            next.partials[grp[k]] = sum;
+            if (s.kind == op::reducescatter)
+              set_lo(grp[k], s.split_dim, lo(cur, grp[k], s.split_dim) + k * e);
+          }
+        }
+        break;
+      }
+    }
+    states.push_back(std::move(next));
+  }
+  return states;
+}
+
+/// The picture's model: the global array cut into a grid of equal boxes and, per box, the
+/// devices that hold it, grouped by the partial value they hold.
+struct tiling {
+  std::vector<std::uint64_t> global;  ///< global shape
+  std::vector<std::uint64_t> tile;    ///< box extents
+  std::vector<std::uint64_t> blocks;  ///< boxes per dimension
+  /// holders[b] for box b (row-major over `blocks`): groups of ranks, ascending, one group
+  /// per distinct partial value; a single group when its devices hold the whole value.
+  std::vector<std::vector<std::vector<rank_t>>> holders;
+  bool partial = false;  ///< some box is held as partial values (pending sums)
+
+  [[nodiscard]] int rank() const { return static_cast<int>(global.size()); }
+  [[nodiscard]] std::uint64_t boxes() const { return holders.size(); }
+  /// The index range of box b, `[0:64, 32:64]`.
+  [[nodiscard]] std::string box_range(std::uint64_t b) const {
+    std::vector<std::string> r(global.size());
+    for (std::size_t d = global.size(); d-- > 0;) {
+      const std::uint64_t i = b % blocks[d];
+      b /= blocks[d];
+      r[d] = fmt::format("{}:{}", i * tile[d], (i + 1) * tile[d]);
+    }
+    return fmt::format("[{}]", fmt::join(r, ", "));
+  }
+};
+
+/// Group the devices by the box they hold. Throws redist_error if a box does not lie on
+/// the grid of its extents (no valid program produces one).
+inline tiling tiling_of(const device_boxes& b) {
+  tiling t;
+  t.global = b.global;
+  t.tile = b.tile;
+  std::uint64_t n = 1;
+  for (std::size_t d = 0; d < b.global.size(); ++d) {
+    t.blocks.push_back(b.tile[d] ? b.global[d] / b.tile[d] : 0);
+    n *= t.blocks.back();
+  }
+  if (n > max_draw_boxes)
+    throw redist_error(errc::capacity, fmt::format("the array is cut into {} boxes, too many to draw (at most {})", n,
+                                                   max_draw_boxes));
+  std::vector<std::map<std::vector<std::uint32_t>, std::vector<rank_t>>> by_partial(n);
+  const std::size_t R = b.global.size();
+  for (std::uint64_t r = 0; r < b.devices(); ++r) {
+    std::uint64_t box = 0;
+    for (std::size_t d = 0; d < R; ++d) {
+      const std::uint64_t l = b.lo[r * R + d];
+      if (l % b.tile[d] != 0 || l / b.tile[d] >= t.blocks[d])
+        throw redist_error(errc::runtime, fmt::format("device {} holds a box off the grid of {}-wide tiles along dimension {}",
+                                                      r, b.tile[d], d));
+      box = box * t.blocks[d] + l / b.tile[d];
+    }
+    by_partial[box][b.partials[r]].push_back(static_cast<rank_t>(r));
+    if (b.partials[r].size() != b.total_partials) t.partial = true;
+  }
+  t.holders.resize(n);
+  for (std::uint64_t i = 0; i < n; ++i)
+    for (auto& [k, ranks] : by_partial[i]) t.holders[i].push_back(std::move(ranks));
+  return t;
+}
+
+inline tiling tiling_of(const device_mesh& m, const dist_type& t) { return tiling_of(device_boxes_of(m, t)); }
+
+/// How pictures are drawn.
+struct draw_options {
+  bool color = false;              ///< text: ANSI colours, one per box (24-bit, the SVG palette)
+  std::size_t max_label = 20;      ///< longest device label (columns) before it is shortened with `…`
+  std::uint64_t max_columns = 16;  ///< boxes per row; wider rows wrap into bands
+  std::string type_label;          ///< show_*: the type as the header prints it (empty: the paper syntax)
+};
+
+namespace detail::pic {
+
+/// Display columns of UTF-8 text (every character used here is one column wide).
+inline std::size_t columns(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+/// Ranks as `0,2,4` with runs of three or more as `0-3`; one token per item.
+inline std::vector<std::string> rank_tokens(const std::vector<rank_t>& r) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < r.size();) {
+    std::size_t j = i + 1;
+    while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
+    if (j - i >= 3) out.push_back(fmt::format("{}-{}", r[i], r[j - 1]));
+    else
+      for (std::size_t k = i; k < j; ++k) out.push_back(fmt::to_string(r[k]));
+    i = j;
+  }
+  return out;
+}
+
+/// Cut text to `max` columns, the last one `…`.
+inline std::string cut(const std::string& s, std::size_t max) {
+  if (columns(s) <= max) return s;
+  std::string out;
+  std::size_t cols = 0;
+  for (char c : s) {
+    const bool starts = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts && ++cols > max - 1) break;
+    out += c;
+  }
+  return out + "…";
+}
+
+/// The label of a box: its devices, partial groups joined by '+', at most `max` columns.
+inline std::string box_label(const std::vector<std::vector<rank_t>>& groups, std::size_t max) {
+  if (groups.empty()) return "-";
+  max = std::max<std::size_t>(max, 4);
+  if (groups.size() == 1) {
+    const std::vector<std::string> tok = rank_tokens(groups[0]);
+    std::string all = fmt::format("{}", fmt::join(tok, ","));
+    if (columns(all) <= max) return all;
+    for (std::size_t k = tok.size() - 1; k-- > 0;) {  // first k+1 tokens, `…`, the last token
+      std::string s = fmt::format("{},…,{}", fmt::join(tok.begin(), tok.begin() + static_cast<std::ptrdiff_t>(k + 1), ","), tok.back());
+      if (columns(s) <= max) return s;
+    }
+    return cut(all, max);
+  }
+  std::vector<std::string> parts;
+  for (const auto& g : groups) {
+    std::string s = fmt::format("{}", fmt::join(rank_tokens(g), ","));
+    parts.push_back(g.size() > 1 ? "(" + s + ")" : s);
+  }
+  return cut(fmt::format("{}", fmt::join(parts, "+")), max);
+}
+
+/// The fixed palette (matplotlib's tab20, as visualize_array_sharding uses): box b gets
+/// colour b mod 20.
+struct rgb {
+  unsigned r, g, b;
+};
+inline constexpr rgb palette[] = {
+    {0x1f, 0x77, 0xb4}, {0xae, 0xc7, 0xe8}, {0xff, 0x7f, 0x0e}, {0xff, 0xbb, 0x78}, {0x2c, 0xa0, 0x2c},
+    {0x98, 0xdf, 0x8a}, {0xd6, 0x27, 0x28}, {0xff, 0x98, 0x96}, {0x94, 0x67, 0xbd}, {0xc5, 0xb0, 0xd5},
+    {0x8c, 0x56, 0x4b}, {0xc4, 0x9c, 0x94}, {0xe3, 0x77, 0xc2}, {0xf7, 0xb6, 0xd2}, {0x7f, 0x7f, 0x7f},
+    {0xc7, 0xc7, 0xc7}, {0xbc, 0xbd, 0x22}, {0xdb, 0xdb, 0x8d}, {0x17, 0xbe, 0xcf}, {0x9e, 0xda, 0xe5}};
+inline constexpr std::size_t palette_size = sizeof(palette) / sizeof(palette[0]);
+inline rgb box_color(std::uint64_t b) { return palette[b % palette_size]; }
+/// White text on dark colours, black on light ones.
+inline bool is_dark(rgb c) { return 299 * c.r + 587 * c.g + 114 * c.b < 150000; }
+inline std::string hex(rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
+
+/// One grid of a picture: the boxes of one block of the leading dimensions (lead, flat
+/// index) and one band of columns.
+struct view {
+  std::string title;                          ///< `[0:64, :, :]` for arrays of 3 or more dimensions
+  std::uint64_t lead = 0, rows = 1, cols = 1; ///< rows and columns of the whole grid
+  std::uint64_t col_begin = 0, col_end = 1;   ///< the band drawn
+  [[nodiscard]] std::uint64_t box(std::uint64_t row, std::uint64_t col) const { return (lead * rows + row) * cols + col; }
+};
+
+inline std::vector<view> views(const tiling& t, std::uint64_t max_columns) {
+  const int R = t.rank();
+  const auto uR = static_cast<std::size_t>(R);
+  view v;
+  v.rows = R >= 2 ? t.blocks[uR - 2] : 1;
+  v.cols = R >= 1 ? t.blocks[uR - 1] : 1;
+  std::uint64_t nlead = 1;
+  for (int d = 0; d + 2 < R; ++d) nlead *= t.blocks[static_cast<std::size_t>(d)];
+  const std::uint64_t band = std::max<std::uint64_t>(max_columns, 1);
+  std::vector<view> out;
+  for (std::uint64_t lead = 0; lead < nlead; ++lead) {
+    v.lead = lead;
+    if (R >= 3) {
+      std::vector<std::string> r(uR, ":");
+      std::uint64_t q = lead;
+      for (std::size_t d = uR - 2; d-- > 0;) {
+        const std::uint64_t i = q % t.blocks[d];
+        q /= t.blocks[d];
+        r[d] = fmt::format("{}:{}", i * t.tile[d], (i + 1) * t.tile[d]);
+      }
+      v.title = fmt::format("[{}]", fmt::join(r, ", "));
+    }
+    for (std::uint64_t c = 0; c < v.cols; c += band) {
+      v.col_begin = c;
+      v.col_end = std::min(v.cols, c + band);
+      out.push_back(v);
+      v.title.clear();  // a title heads the first band of its block only
+    }
+  }
+  return out;
+}
+
+inline std::vector<std::string> labels(const tiling& t, const draw_options& o) {
+  std::vector<std::string> l;
+  for (const auto& h : t.holders) l.push_back(box_label(h, o.max_label));
+  return l;
+}
+
+inline std::string repeat(std::string_view s, std::uint64_t n) {
+  std::string out;
+  for (std::uint64_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+/// Place tick texts centred on positions, left to right, skipping those that would touch
+/// the previous one.
+inline std::string tick_line(const std::vector<std::pair<std::size_t, std::string>>& ticks) {
+  std::string line;
+  for (const auto& [pos, s] : ticks) {
+    std::size_t start = pos >= s.size() / 2 ? pos - s.size() / 2 : 0;
+    if (!line.empty() && start <= line.size()) continue;
+    line.resize(start, ' ');
+    line += s;
+  }
+  return line;
+}
+
+}  // namespace detail::pic
+
+/// The picture of a tiling as text: one grid per view, box-drawing characters, each box
+/// one line tall and labelled with its devices; the global index where every row and
+/// column of boxes starts (and the last one ends) on the borders. Lines end with '\n'.
+inline std::string draw_text(const tiling& t, const draw_options& o = {}) {
+  using namespace detail::pic;
+  const int R = t.rank();
+  const auto uR = static_cast<std::size_t>(R);
+  const std::vector<std::string> label = labels(t, o);
+  std::size_t w = 1;
+  for (const auto& l : label) w = std::max(w, columns(l));
+  w += 2;  // a space each side
+  const std::uint64_t tile_r = R >= 2 ? t.tile[uR - 2] : 0, tile_c = R >= 1 ? t.tile[uR - 1] : 0;
+  std::size_t margin = 0;
+  if (R >= 2) margin = fmt::formatted_size("{}", t.global[uR - 2]) + 1;
+  std::string out;
+  for (const view& v : views(t, o.max_columns)) {
+    if (!v.title.empty()) out += v.title + "\n";
+    const std::uint64_t ncol = v.col_end - v.col_begin;
+    if (R >= 1) {
+      std::vector<std::pair<std::size_t, std::string>> ticks;
+      for (std::uint64_t j = 0; j <= ncol; ++j)
+        ticks.emplace_back(margin + j * (w + 1), fmt::to_string((v.col_begin + j) * tile_c));
+      out += tick_line(ticks) + "\n";
+    }
+    auto border = [&](std::uint64_t row, std::string_view l, std::string_view mid, std::string_view r) {
+      std::string s = R >= 2 ? fmt::format("{:>{}} ", row * tile_r, margin - 1) : std::string();
+      s += l;
+      for (std::uint64_t j = 0; j < ncol; ++j) s += repeat("─", w) + std::string(j + 1 < ncol ? mid : r);
+      out += s + "\n";
+    };
+    for (std::uint64_t row = 0; row < v.rows; ++row) {
+      if (row == 0) border(row, "┌", "┬", "┐");
+      else border(row, "├", "┼", "┤");
+      std::string s(margin, ' ');
+      s += "│";
+      for (std::uint64_t c = v.col_begin; c < v.col_end; ++c) {
+        const std::uint64_t b = v.box(row, c);
+        const std::string& l = label[b];
+        const std::size_t pad = w - columns(l), left = pad / 2;
+        std::string cell = std::string(left, ' ') + l + std::string(pad - left, ' ');
+        if (o.color) {
+          const rgb bg = box_color(b), fg = is_dark(bg) ? rgb{255, 255, 255} : rgb{0, 0, 0};
+          cell = fmt::format("\x1b[38;2;{};{};{};48;2;{};{};{}m{}\x1b[0m", fg.r, fg.g, fg.b, bg.r, bg.g, bg.b, cell);
+        }
+        s += cell + "│";
+      }
+      out += s + "\n";
+    }
+    border(v.rows, "└", "┴", "┘");
+  }
+  return out;
+}
+
+namespace detail::pic {
+
+inline std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// SVG geometry, in user units (pixels at scale 1): 12px monospace, about 7.2px a character.
+inline constexpr int char_w = 8, line_h = 18, box_h = 28, tick_h = 16, gap = 14;
+inline int text_w(std::string_view s) { return static_cast<int>(columns(s)) * char_w; }
+
+struct extent {
+  int w = 0, h = 0;
+};
+
+inline std::string svg_text(int x, int y, std::string_view cls, std::string_view s, std::string_view extra = {}) {
+  return fmt::format("<text class=\"{}\" x=\"{}\" y=\"{}\"{}{}>{}</text>\n", cls, x, y, extra.empty() ? "" : " ", extra,
+                     xml_escape(s));
+}
+
+/// Append the grids of a tiling at (x, y); returns their size.
+inline extent svg_tiling(std::string& out, const tiling& t, int x, int y, const draw_options& o) {
+  const int R = t.rank();
+  const auto uR = static_cast<std::size_t>(R);
+  const std::vector<std::string> label = labels(t, o);
+  int bw = 48;
+  for (const auto& l : label) bw = std::max(bw, text_w(l) + 16);
+  const std::uint64_t tile_r = R >= 2 ? t.tile[uR - 2] : 0, tile_c = R >= 1 ? t.tile[uR - 1] : 0;
+  const int margin = R >= 2 ? text_w(fmt::to_string(t.global[uR - 2])) + 8 : 0;
+  extent e;
+  int cy = y;
+  for (const view& v : views(t, o.max_columns)) {
+    if (cy != y) cy += gap;
+    if (!v.title.empty()) {
+      out += svg_text(x, cy + 13, "slice", v.title);
+      cy += line_h;
+    }
+    const auto ncol = static_cast<int>(v.col_end - v.col_begin);
+    const int gx = x + margin;
+    if (R >= 1) {  // column ticks, centred on the borders, skipping those that would touch
+      int right = -1 << 30;
+      for (int j = 0; j <= ncol; ++j) {
+        const std::string s = fmt::to_string((v.col_begin + static_cast<std::uint64_t>(j)) * tile_c);
+        const int cx = gx + j * bw, half = text_w(s) / 2;
+        if (cx - half <= right + 4) continue;
+        out += svg_text(cx, cy + 12, "tick", s, "text-anchor=\"middle\"");
+        right = cx + half;
+        e.w = std::max(e.w, cx + half - x);
+      }
+      cy += tick_h;
+    }
+    for (std::uint64_t row = 0; row < v.rows; ++row) {
+      const int ry = cy + static_cast<int>(row) * box_h;
+      for (std::uint64_t c = v.col_begin; c < v.col_end; ++c) {
+        const std::uint64_t b = v.box(row, c);
+        const int rx = gx + static_cast<int>(c - v.col_begin) * bw;
+        const rgb col = box_color(b);
+        std::string who;
+        std::size_t n = 0;
+        for (std::size_t g = 0; g < t.holders[b].size(); ++g) {
+          who += fmt::format("{}{}", g ? " + " : "", fmt::join(t.holders[b][g], ","));
+          n += t.holders[b][g].size();
+        }
+        out += fmt::format(
+            "<rect class=\"tile\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} on {}</title></rect>\n",
+            rx, ry, bw, box_h, hex(col), t.box_range(b),
+            n == 0 ? std::string("no device") : fmt::format("device{} {}", n == 1 ? "" : "s", xml_escape(who)));
+        out += svg_text(rx + bw / 2, ry + box_h / 2 + 4, "label", label[b],
+                        fmt::format("text-anchor=\"middle\" fill=\"{}\"", is_dark(col) ? "#ffffff" : "#000000"));
+      }
+    }
+    if (R >= 2)
+      for (std::uint64_t row = 0; row <= v.rows; ++row)
+        out += svg_text(gx - 4, cy + static_cast<int>(row) * box_h + 4, "tick", fmt::to_string(row * tile_r),
+                        "text-anchor=\"end\"");
+    cy += static_cast<int>(v.rows) * box_h;
+    e.w = std::max(e.w, margin + ncol * bw);
+  }
+  e.h = cy - y;
+  return e;
+}
+
+/// A standalone SVG 1.1 document of the given size around `body`.
+inline std::string svg_document(int w, int h, std::string_view title, std::string_view body) {
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\">\n"
+      "<title>{2}</title>\n"
+      "<style type=\"text/css\">text {{ font-family: monospace; font-size: 12px; fill: #000000; }} "
+      "text.label {{ fill: inherit; }} text.title {{ font-size: 13px; font-weight: bold; }} "
+      "rect.tile {{ stroke: #333333; stroke-width: 1; }}</style>\n"
+      "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#ffffff\"/>\n"
+      "{3}</svg>\n",
+      w, h, xml_escape(title), body);
+}
+
+/// The pending-sum axes of a type as its text writes them (`y` for `... sum{y}`).
+inline std::string sum_axes_text(const device_mesh& m, const dist_type& t) {
+  const std::string s = type_text(m, t).str();
+  const std::size_t at = s.rfind(" sum{");
+  return at == std::string::npos ? std::string() : s.substr(at + 5, s.size() - at - 6);
+}
+
+}  // namespace detail::pic
+
+/// The header line of show_text and show_svg: mesh, type, global shape, tile, local size.
+inline std::string show_header(const device_mesh& m, const dist_type& t, const draw_options& o = {}) {
+  std::vector<std::uint64_t> g, tl;
+  for (int d = 0; d < t.rank; ++d) {
+    g.push_back(t.dims[d].global);
+    tl.push_back(tile(m, t.dims[d]));
+  }
+  return fmt::format("mesh {} | type {} | global [{}] | tile [{}] | local size {} elements", mesh_text(m).str(),
+                     o.type_label.empty() ? type_text(m, t).str() : o.type_label, fmt::join(g, ", "), fmt::join(tl, ", "),
+                     local_size(m, t));
+}
+
+/// The note under the header for a type with pending sums (empty without).
+inline std::string show_note(const device_mesh& m, const dist_type& t) {
+  if (t.nsum == 0) return {};
+  return fmt::format("partial over {}: a box is the sum of {} partial values; '+' joins the devices of different partials",
+                     detail::pic::sum_axes_text(m, t), sum_parts(m, t));
+}
+
+/// The header, the note on pending sums if any, and the picture of a type.
+inline std::string show_text(const device_mesh& m, const dist_type& t, const draw_options& o = {}) {
+  std::string out = show_header(m, t, o) + "\n";
+  if (const std::string n = show_note(m, t); !n.empty()) out += n + "\n";
+  return out + draw_text(tiling_of(m, t), o);
+}
+
+/// show_text as a standalone SVG 1.1 document: one rect per box, coloured from a fixed
+/// palette, labelled with its devices; the index ticks; the header as its title.
+inline std::string show_svg(const device_mesh& m, const dist_type& t, const draw_options& o = {}) {
+  using namespace detail::pic;
+  const std::string header = show_header(m, t, o), note = show_note(m, t);
+  std::string body = svg_text(gap, gap + 13, "title", header);
+  int y = gap + line_h;
+  int w = text_w(header);
+  if (!note.empty()) {
+    body += svg_text(gap, y + 13, "note", note);
+    y += line_h;
+    w = std::max(w, text_w(note));
+  }
+  y += 6;
+  const extent e = svg_tiling(body, tiling_of(m, t), gap, y, o);
+  return svg_document(std::max(w, e.w) + 2 * gap, y + e.h + gap, header, body);
+}
+
+/// A program drawn as panels left to right: the source, then the state after every step
+/// (which device holds which box, from program_boxes), with the collective between two
+/// panels (op, dimensions, groups, bytes per device) and, under each panel, its local size
+/// against the program's memory bound (a bar; red above the bound).
+inline std::string plan_svg(const program& p, const draw_options& o = {}) {
+  using namespace detail::pic;
+  const std::vector<device_boxes> states = program_boxes(p);
+  const std::uint64_t bound = std::max<std::uint64_t>(p.memory_bound_elements, 1);
+  const std::string title = fmt::format("redist program on {}: {} -> {}, {}-byte elements", mesh_text(p.m).str(),
+                                        type_text(p.m, p.source).str(), type_text(p.m, p.target).str(), p.element_bytes);
+  const std::string totals = fmt::format("total {} B per device | peak {} | bound {} elements | {}", p.cost_bytes(),
+                                         p.peak_local_elements, p.memory_bound_elements,
+                                         p.memory_efficient() ? "memory-efficient" : "NOT memory-efficient");
+  std::string body = svg_text(gap, gap + 13, "title", title) + svg_text(gap, gap + 13 + line_h, "note", totals);
+  const int top = gap + 2 * line_h + 10;
+  int x = gap, height = 0;
+  constexpr int bar_w = 120, bar_h = 10, arrow_w = 190;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    std::vector<std::string> caption;
+    if (i == 0) {
+      caption = {"source", type_text(p.m, p.source).str()};
+    } else {
+      const step& s = p.steps[i - 1];
+      caption = {fmt::format("after step {}: {}", i, op_name(s.kind)),
+                 s.type_exact ? type_text(p.m, s.type_after).str() : std::string("(a type up to a device permutation)")};
+      // The collective between the previous panel and this one.
+      std::vector<std::string> lines{std::string(op_name(s.kind))};
+      if (s.concat_dim >= 0 && s.split_dim >= 0) lines.push_back(fmt::format("dim {} -> dim {}", s.split_dim, s.concat_dim));
+      else if (s.concat_dim >= 0) lines.push_back(fmt::format("gather dim {}", s.concat_dim));
+      else if (s.split_dim >= 0) lines.push_back(fmt::format("split dim {} in {}", s.split_dim, s.parts));
+      if (s.kind != op::dynslice && s.kind != op::allpermute)
+        lines.push_back(fmt::format("{} group{} of {}", s.group_count(), s.group_count() == 1 ? "" : "s", s.parts));
+      lines.push_back(fmt::format("{} B per device", s.cost * p.element_bytes));
+      const int ay = top + 40;
+      body += fmt::format("<g class=\"step\">\n");
+      for (std::size_t l = 0; l < lines.size(); ++l)
+        body += svg_text(x + arrow_w / 2, ay + static_cast<int>(l) * line_h, l == 0 ? "op" : "opinfo", lines[l],
+                         "text-anchor=\"middle\"");
+      const int ly = ay + static_cast<int>(lines.size()) * line_h;
+      body += fmt::format("<path class=\"arrow\" d=\"M {} {} H {} m -8 -5 l 8 5 l -8 5\" fill=\"none\" stroke=\"#333333\" stroke-width=\"2\"/>\n",
+                          x + 10, ly, x + arrow_w - 10);
+      body += "</g>\n";
+      x += arrow_w;
+    }
+    const device_boxes& b = states[i];
+    const tiling t = tiling_of(b);
+    body += fmt::format("<g class=\"panel\">\n");
+    int y = top, w = 0;
+    for (const std::string& c : caption) {
+      body += svg_text(x, y + 13, "caption", c);
+      w = std::max(w, text_w(c));
+      y += line_h;
+    }
+    if (t.partial) {
+      const std::string n = "partial sums: '+' joins devices of different partials";
+      body += svg_text(x, y + 13, "note", n);
+      w = std::max(w, text_w(n));
+      y += line_h;
+    }
+    y += 4;
+    const extent e = svg_tiling(body, t, x, y, o);
+    w = std::max(w, e.w);
+    y += e.h + 12;
+    const std::uint64_t local = b.local_size();
+    const bool over = local > p.memory_bound_elements;
+    const int fill = static_cast<int>(static_cast<double>(bar_w) * static_cast<double>(std::min(local, bound)) / static_cast<double>(bound));
+    body += fmt::format("<rect class=\"bound\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" stroke=\"#333333\"/>\n",
+                        x, y, bar_w, bar_h);
+    body += fmt::format("<rect class=\"local\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", x, y, fill, bar_h,
+                        over ? "#d62728" : "#2ca02c");
+    const std::string mem = fmt::format("local {} / bound {}{}", local, p.memory_bound_elements, over ? " (over)" : "");
+    body += svg_text(x + bar_w + 6, y + bar_h, "memory", mem);
+    w = std::max(w, bar_w + 6 + text_w(mem));
+    y += bar_h + 6;
+    body += "</g>\n";
+    height = std::max(height, y);
+    x += w + gap;
+  }
+  const int width = std::max(x, text_w(title) + 2 * gap);
+  return svg_document(width, height + gap, title, body);
+}
+
+}  // namespace redist

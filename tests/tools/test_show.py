@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""ctest driver for `redist show`, `redist convert`, `redist plan --svg` and the JAX / DTensor
+notation options (--from-jax, --to-dtensor, --shape, --notation): exact pictures, the SVG
+documents parsed as XML (xml.etree) and checked element by element, colour on a terminal (a
+pseudo-terminal) but not in a pipe or under NO_COLOR, bad input (exit 1, one line naming the
+option and the column) and usage errors (exit 2).
+
+Usage: test_show.py --redist build/tools/redist
+"""
+
+import argparse
+import json
+import os
+import pty
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+SVG = "{http://www.w3.org/2000/svg}"
+MESH = ["--mesh", "{x: 2, y: 2}"]
+GRID = [
+    "mesh {x: 2, y: 2} | type [64{x}128, 32{y}64] | global [128, 64] | tile [64, 32] | local size 2048 elements",
+    "    0  32  64",
+    "  0 ┌───┬───┐",
+    "    │ 0 │ 1 │",
+    " 64 ├───┼───┤",
+    "    │ 2 │ 3 │",
+    "128 └───┴───┘",
+]
+
+# (arguments, expected stderr line): bad input, exit 1, nothing on stdout.
+BAD_INPUT = [
+    (["show"] + MESH + ["--type", "[64{z}128]"],
+     "redist: error: --type: unknown axis 'z' (the mesh declares x, y) (at column 5 of '[64{z}128]')"),
+    (["show"] + MESH + ["--jax", "P('x', 'q')", "--shape", "[8, 8]"],
+     "redist: error: --jax: unknown mesh axis 'q' (at column 8 of 'P('x', 'q')')"),
+    (["show"] + MESH + ["--jax", "P('x',", "--shape", "[8]"],
+     "redist: error: --jax: expected an axis name but the text ended (at column 7 of 'P('x',')"),
+    (["show"] + MESH + ["--dtensor", "[Shard(2), Replicate()]", "--shape", "[8, 8]"],
+     "redist: error: --dtensor: Shard(2) names no dimension of a 2-D array (at column 8 of '[Shard(2), Replicate()]')"),
+    (["show"] + MESH + ["--dtensor", "[Shard(0)]", "--shape", "[8]"],
+     "redist: error: --dtensor: there are 1 placements but the mesh has 2 axes; DTensor needs one per mesh dimension"),
+    (["show"] + MESH + ["--jax", "P('x')", "--shape", "[8, 8"],
+     "redist: error: --shape: expected ',' or ']' after a dimension but the text ended (at column 6 of '[8, 8')"),
+    (["show"] + MESH + ["--jax", "P('x')", "--shape", "[4{x}8]"],
+     "redist: error: --shape: expected a global shape such as '[256, 1024]', found the distributed type '[4{x}8]'"),
+    (["show"] + MESH + ["--type", "[8]", "--svg", "/nonexistent-dir/a.svg"],
+     "redist: error: --svg: cannot write the file '/nonexistent-dir/a.svg'"),
+    (["show", "--mesh", "{x: 64, y: 128}", "--type", "[{x}64, {y}128]"],
+     "redist: error: --type: the array is cut into 8192 boxes, too many to draw (at most 4096)"),
+    (["plan"] + MESH + ["--from-jax", "P('x')", "--shape", "[8]", "--to-dtensor", "[Replicate(), Shard(1)]"],
+     "redist: error: --to-dtensor: Shard(1) names no dimension of a 1-D array (at column 21 of '[Replicate(), Shard(1)]')"),
+    (["plan"] + MESH + ["--from-jax", "P('x')", "--shape", "[8]", "--to", "[16]"],
+     "redist: error: --to: global types differ: source is [8], target is [16]"),
+    (["plan"] + MESH + ["--from", "[{x}8]", "--to-jax", "P('y')", "--shape", "[16]"],
+     "redist: error: --to-jax: global types differ: source is [8], target is [16]"),
+    (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--svg", "/nonexistent-dir/p.svg"],
+     "redist: error: --svg: cannot write the file '/nonexistent-dir/p.svg'"),
+    (["run", "--backend", "host"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[6]", "--to", "[6]"],
+     "redist: error: --from-dtensor: placements: dimension 0 of size 6 cannot be split into 4 tiles"),
+    (["convert"] + MESH + ["--type", "[{x}8] sum{y}", "--to", "jax"],
+     "redist: error: --to: the type has no JAX PartitionSpec: a type with pending sums has no PartitionSpec"),
+    (["convert", "--mesh", "{x: 4}", "--type", "[4{x:(1)2}8]", "--to", "dtensor"],
+     "redist: error: --to: the type has no DTensor placements: dimension 0 is split by a sub-axis, which placements cannot name"),
+]
+
+# (arguments, text in stderr): usage errors, exit 2.
+USAGE = [
+    (["show"] + MESH, "--type is required"),
+    (["show"] + MESH + ["--jax", "P('x')"], "--jax requires --shape"),
+    (["show"] + MESH + ["--type", "[8]", "--jax", "P()", "--shape", "[8]"], "--type excludes --jax"),
+    (["show"] + MESH + ["--type", "[8]", "--shape", "[8]"], "--shape: only used with --jax, --dtensor"),
+    (["show"] + MESH + ["--type", "[8]", "--color", "sometimes"], "--color: sometimes not in {auto,always,never}"),
+    (["show"] + MESH + ["--type", "[8]", "--notation", "numpy"], "--notation: numpy not in {redist,jax,dtensor}"),
+    (["plan"] + MESH + ["--from", "[8]", "--from-dtensor", "[Replicate(), Replicate()]", "--shape", "[8]", "--to", "[8]"],
+     "--from excludes --from-dtensor"),
+    (["plan"] + MESH + ["--from-jax", "P()", "--to", "[8]"], "--from-jax requires --shape"),
+    (["plan"] + MESH + ["--from", "[8]"], "--to is required"),
+    (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--json", "--notation", "jax"], "--json excludes --notation"),
+    (["run", "--backend", "host"] + MESH + ["--from", "[8]", "--to", "[8]", "--shape", "[8]"],
+     "--shape: only used with --from-jax, --from-dtensor, --to-jax, --to-dtensor"),
+    (["convert"] + MESH + ["--type", "[8]", "--to", "yaml"], "--to: yaml not in {redist,jax,dtensor}"),
+    (["convert"] + MESH, "--type is required"),
+]
+
+
+def run(redist, args, env=None):
+    return subprocess.run([redist] + args, capture_output=True, text=True, env=env)
+
+
+def run_in_terminal(redist, args, env):
+    """stdout on a pseudo-terminal: what a user at a terminal sees."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([redist] + args, stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    p.wait()
+    return out.decode()
+
+
+def svg_tiles(path):
+    """Parse an SVG file (raises on malformed XML); its root and its tile rects."""
+    root = ET.parse(path).getroot()
+    return root, [r for r in root.iter(SVG + "rect") if r.get("class") == "tile"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--redist", required=True)
+    redist = ap.parse_args().redist
+    failures = []
+
+    def expect(cond, what):
+        if not cond:
+            failures.append(what)
+
+    # The picture of the issue's example, exactly; plain in a pipe.
+    r = run(redist, ["show"] + MESH + ["--type", "[64{x}128, 32{y}64]"])
+    expect(r.returncode == 0 and r.stderr == "", "show: rc %d stderr %r" % (r.returncode, r.stderr))
+    expect(r.stdout.splitlines() == GRID, "show picture:\n%s" % r.stdout)
+    # The same type in JAX and DTensor notation draws the same picture.
+    for alt in (["--jax", "PartitionSpec('x', 'y')"], ["--dtensor", "[Shard(0), Shard(1)]"]):
+        r = run(redist, ["show"] + MESH + alt + ["--shape", "[128, 64]"])
+        expect(r.returncode == 0 and r.stdout.splitlines() == GRID, "show %s:\n%s%s" % (alt, r.stdout, r.stderr))
+    r = run(redist, ["show"] + MESH + ["--type", "[64{x}128, 32{y}64]", "--notation", "jax"])
+    expect(r.stdout.splitlines()[0] == GRID[0].replace("[64{x}128, 32{y}64]", "PartitionSpec('x', 'y')"),
+           "show --notation jax: %r" % r.stdout)
+    r = run(redist, ["show"] + MESH + ["--type", "[64{x}128, 32{y}64]", "--notation", "dtensor"])
+    expect(r.stdout.splitlines()[0] == GRID[0].replace("[64{x}128, 32{y}64]", "[Shard(0), Shard(1)]"),
+           "show --notation dtensor: %r" % r.stdout)
+    # Pending sums: a note and '+' between the devices of different partials; a notation
+    # that cannot write the type says so in one line and the header shows ours.
+    r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Partial()]", "--shape", "[8]", "--notation", "jax"])
+    expect(r.returncode == 0 and r.stdout.splitlines() == [
+        "no JAX PartitionSpec: a type with pending sums has no PartitionSpec; the type is shown in redist notation",
+        "mesh {x: 2, y: 2} | type [4{x}8] sum{y} | global [8] | tile [4] | local size 4 elements",
+        "partial over y: a box is the sum of 2 partial values; '+' joins the devices of different partials",
+        "0     4     8",
+        "┌─────┬─────┐",
+        "│ 0+1 │ 2+3 │",
+        "└─────┴─────┘"], "show partial:\n%s%s" % (r.stdout, r.stderr))
+
+    # Colour: on a terminal unless NO_COLOR is set, with --color always anywhere, never with never.
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    show = ["show"] + MESH + ["--type", "[64{x}128, 32{y}64]"]
+    expect("\x1b[38;2;255;255;255;48;2;31;119;180m 0 \x1b[0m" in run_in_terminal(redist, show, env), "no colour on a terminal")
+    expect("\x1b[" not in run_in_terminal(redist, show, dict(env, NO_COLOR="1")), "colour despite NO_COLOR")
+    expect("\x1b[" not in run_in_terminal(redist, show + ["--color", "never"], env), "colour with --color never")
+    expect("\x1b[48" not in run(redist, show, env).stdout, "colour in a pipe")
+    r = run(redist, show + ["--color", "always"], dict(env, NO_COLOR="1"))
+    expect(r.stdout.count("\x1b[0m") == 4, "--color always: %r" % r.stdout)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # show --svg: valid SVG 1.1, one rect per box with a palette colour each, labels, ticks.
+        path = os.path.join(tmp, "show.svg")
+        r = run(redist, show + ["--svg", path])
+        expect(r.returncode == 0 and r.stdout.splitlines() == GRID, "show --svg stdout %r" % r.stdout)
+        root, tiles = svg_tiles(path)
+        expect(root.tag == SVG + "svg" and root.get("version") == "1.1", "svg root %s %s" % (root.tag, root.attrib))
+        w, h = int(root.get("width")), int(root.get("height"))
+        expect(root.get("viewBox") == "0 0 %d %d" % (w, h) and w > 100 and h > 100, "viewBox %r" % root.get("viewBox"))
+        expect(len(tiles) == 4 and len({t.get("fill") for t in tiles}) == 4, "tiles %s" % [t.attrib for t in tiles])
+        texts = {t.get("class"): [] for t in root.iter(SVG + "text")}
+        for t in root.iter(SVG + "text"):
+            texts[t.get("class")].append(t.text)
+        expect(texts.get("label") == ["0", "1", "2", "3"], "labels %s" % texts.get("label"))
+        expect(sorted(texts.get("tick", []), key=int) == ["0", "0", "32", "64", "64", "128"], "ticks %s" % texts.get("tick"))
+        expect(texts.get("title") == [GRID[0]], "title %s" % texts.get("title"))
+        expect([t.find(SVG + "title").text for t in tiles][3] == "[64:128, 32:64] on device 3", "tile tooltips")
+
+        # A 3-D, replicated type: one grid per leading block, each titled.
+        path3 = os.path.join(tmp, "show3.svg")
+        r = run(redist, ["show", "--mesh", "{x: 2, y: 2, z: 2}", "--type", "[{x}8, {y}4, 12]", "--svg", path3])
+        root, tiles = svg_tiles(path3)
+        slices = [t.text for t in root.iter(SVG + "text") if t.get("class") == "slice"]
+        expect(slices == ["[0:4, :, :]", "[4:8, :, :]"] and len(tiles) == 4, "3-D slices %s tiles %d" % (slices, len(tiles)))
+        expect([t.text for t in root.iter(SVG + "text") if t.get("class") == "label"] == ["0,1", "2,3", "4,5", "6,7"],
+               "3-D labels")
+
+        # plan --svg: the printed plan is unchanged (table and JSON); one panel per state.
+        good = ["plan", "--mesh", "{x: 4, y: 8}", "--from", "[64{x}256, 1024]", "--to", "[256, 128{y}1024]"]
+        plain_table, plain_json = run(redist, good).stdout, run(redist, good + ["--json"]).stdout
+        ppath = os.path.join(tmp, "plan.svg")
+        r = run(redist, good + ["--svg", ppath])
+        expect(r.returncode == 0 and r.stdout == plain_table, "plan --svg changed the table: %r" % r.stdout)
+        r = run(redist, good + ["--json", "--svg", ppath])
+        expect(r.returncode == 0 and r.stdout == plain_json, "plan --json --svg changed the JSON")
+        prog = json.loads(plain_json)
+        root, tiles = svg_tiles(ppath)
+        groups = [g.get("class") for g in root.iter(SVG + "g")]
+        expect(groups.count("panel") == len(prog["steps"]) + 1 and groups.count("step") == len(prog["steps"]),
+               "plan panels %s" % groups)
+        expect(len(tiles) == 4 + 32 + 8, "plan tiles %d" % len(tiles))
+        texts = [t.text for t in root.iter(SVG + "text")]
+        for want in ["source", "after step 1: dynslice", "after step 2: allgather", "8 groups of 4", "131072 B per device",
+                     "local 65536 / bound 65536", "local 8192 / bound 65536", "local 32768 / bound 65536"]:
+            expect(want in texts, "plan svg lacks %r" % want)
+
+        # The same plan from the JAX and DTensor spellings of its types, and the types printed back.
+        r2 = run(redist, ["plan", "--mesh", "{x: 4, y: 8}", "--from-jax", "P('x')", "--to-dtensor", "[Replicate(), Shard(1)]",
+                          "--shape", "[256, 1024]"])
+        expect(r2.returncode == 0 and r2.stdout == plain_table, "plan from JAX/DTensor:\n%s%s" % (r2.stdout, r2.stderr))
+        r = run(redist, good + ["--notation", "jax"])
+        expect(r.stdout == plain_table + "types as JAX PartitionSpec:\n  source  PartitionSpec('x')\n"
+               "  step 1  PartitionSpec('x', 'y')\n  step 2  PartitionSpec(None, 'y')\n  target  PartitionSpec(None, 'y')\n",
+               "plan --notation jax:\n%s" % r.stdout)
+        r = run(redist, ["plan", "--mesh", "{x: 2, y: 2}", "--from", "[{x}8] sum{y}", "--to", "[8]", "--notation", "dtensor"])
+        lines = r.stdout.splitlines()
+        expect(lines[-5:] == ["types as DTensor placements:", "  source  [Shard(0), Partial()]", "  step 1  [Shard(0), Shard(0)]",
+                              "  step 2  [Replicate(), Replicate()]", "  target  [Replicate(), Replicate()]"],
+               "plan --notation dtensor:\n%s" % r.stdout)
+        r = run(redist, ["plan", "--mesh", "{x: 2, y: 2}", "--from", "[{x}8] sum{y}", "--to", "[8]", "--notation", "jax"])
+        expect("  source  [4{x}8] sum{y} (no JAX PartitionSpec: a type with pending sums has no PartitionSpec)" in
+               r.stdout.splitlines(), "plan --notation jax, partial:\n%s" % r.stdout)
+
+    # convert: all notations, or one; round trips.
+    r = run(redist, ["convert"] + MESH + ["--type", "[64{x}128, 32{y}64]"])
+    expect(r.returncode == 0 and r.stdout == "redist       [64{x}128, 32{y}64]\njax          PartitionSpec('x', 'y')\n"
+           "dtensor      [Shard(0), Shard(1)]\n", "convert: %r" % r.stdout)
+    r = run(redist, ["convert"] + MESH + ["--jax", "P(('x', 'y'), None)", "--shape", "[8, 4]", "--to", "redist"])
+    expect(r.stdout == "[2{y, x}8, 4]\n", "convert jax -> redist: %r" % r.stdout)
+    r = run(redist, ["convert"] + MESH + ["--type", "[2{y, x}8, 4]", "--to", "jax,dtensor"])
+    expect(r.stdout == "jax          PartitionSpec(('x', 'y'))\ndtensor      [Shard(0), Shard(0)]\n", "convert --to jax,dtensor: %r" % r.stdout)
+    r = run(redist, ["convert"] + MESH + ["--type", "[2{x, y}8]"])
+    expect(r.returncode == 0 and r.stdout.splitlines()[2] ==
+           "dtensor      none: dimension 0 is split in an order other than the mesh's, which placements cannot express",
+           "convert, no placements: %r" % r.stdout)
+    r = run(redist, ["convert"] + MESH + ["--dtensor", "[Partial(), Shard(0)]", "--shape", "[8]", "--to", "redist"])
+    expect(r.stdout == "[4{y}8] sum{x}\n", "convert dtensor partial: %r" % r.stdout)
+
+    for args, line in BAD_INPUT:
+        r = run(redist, args)
+        expect(r.returncode == 1, "%s: exit %d, expected 1 (%r)" % (args, r.returncode, r.stderr))
+        expect(r.stderr == line + "\n", "%s:\n  stderr   %r\n  expected %r" % (args, r.stderr, line + "\n"))
+        expect(r.stdout == "", "%s: printed %r" % (args, r.stdout))
+    for args, text in USAGE:
+        r = run(redist, args)
+        expect(r.returncode == 2 and text in r.stderr, "%s: exit %d, stderr %r" % (args, r.returncode, r.stderr))
+    for sub, opts in (("show", ["--svg", "--color", "--jax", "--dtensor", "--notation"]),
+                      ("convert", ["--jax", "--dtensor", "--to"]),
+                      ("plan", ["--svg", "--from-jax", "--to-dtensor", "--shape", "--notation"])):
+        r = run(redist, [sub, "--help"])
+        expect(r.returncode == 0 and all(o in r.stdout for o in opts), "%s --help: %r" % (sub, r.stdout))
+
+    for f in failures:
+        print("FAIL " + f)
+    print("%d checks failed" % len(failures) if failures else "all show/convert/svg checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+// tools/convert_command.cpp -- `redist convert`: a type in the paper syntax, as a JAX
+// PartitionSpec and as PyTorch DTensor placements (core/jax.hpp, core/dtensor.hpp).
+//
+//   redist convert --mesh '{x: 2, y: 2}' --type '[64{x}128, 32{y}64]'
+//   redist       [64{x}128, 32{y}64]
+//   jax          PartitionSpec('x', 'y')
+//   dtensor      [Shard(0), Shard(1)]
+//
+//   redist convert --mesh '{x: 2, y: 2}' --jax "P(('x', 'y'))" --shape '[128]' --to redist
+//   [32{y, x}128]
+//
+// With one notation in --to only the type is printed, and a type that notation cannot
+// write is an error (exit 1); with several, one labelled line each, saying so instead.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+namespace redist::tools {
+
+namespace {
+
+struct convert_options {
+  std::string mesh, shape;
+  type_option type;
+  CLI::Option* shape_opt = nullptr;
+  std::vector<std::string> to = notation_names();
+};
+
+void run_convert(const convert_options& o) {
+  require_type(o.type);
+  check_shape_used(o.shape_opt, {&o.type});
+  const device_mesh m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
+  const dist_type t = parse_type_option(m, o.type, o.shape);
+  if (o.to.size() == 1) {
+    const notated n = in_notation(m, t, o.to[0]);
+    if (!n.why_not.empty()) throw input_error("--to", fmt::format("the type has no {}: {}", notation_title(o.to[0]), n.why_not));
+    fmt::print("{}\n", n.text);
+    return;
+  }
+  for (const std::string& name : o.to) {
+    const notated n = in_notation(m, t, name);
+    fmt::print("{:<12} {}\n", name, n.why_not.empty() ? n.text : "none: " + n.why_not);
+  }
+}
+
+}  // namespace
+
+void add_convert_command(CLI::App& app) {
+  auto opts = std::make_shared<convert_options>();
+  CLI::App* cmd = app.add_subcommand("convert", "write a type in the redist, JAX and DTensor notations");
+  cmd->add_option("--mesh", opts->mesh, "device mesh, e.g. '{x: 2, y: 2}' (row-major device order)")->required();
+  opts->shape_opt = add_shape_option(*cmd, opts->shape);
+  add_type_option(*cmd, opts->type, opts->shape_opt, "--type", "the type", "--jax", "--dtensor");
+  cmd->add_option("--to", opts->to, "the notations to print (default: all three)")
+      ->check(CLI::IsMember(notation_names()))
+      ->delimiter(',');
+  cmd->callback([opts] { run_convert(*opts); });
+}
+
+}  // namespace redist::tools

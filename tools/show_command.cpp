@@ -1,0 +1,87 @@
+// tools/show_command.cpp -- `redist show`: draw which device holds which box of a
+// distributed array (redist/draw.hpp), in the terminal and, with --svg FILE, as SVG.
+//
+//   redist show --mesh '{x: 2, y: 2}' --type '[64{x}128, 32{y}64]'
+//   redist show --mesh '{x: 2, y: 2}' --jax "P('x', 'y')" --shape '[128, 64]' --svg a.svg
+//   redist show --mesh '{x: 2, y: 2}' --dtensor '[Shard(0), Partial()]' --shape '[128, 64]'
+//
+// Colour: --color auto (the default) colours the boxes when stdout is a terminal and the
+// NO_COLOR environment variable is unset or empty; always and never force it.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "redist/draw.hpp"
+
+namespace redist::tools {
+
+namespace {
+
+struct show_options {
+  std::string mesh, shape, svg;
+  type_option type;
+  CLI::Option* shape_opt = nullptr;
+  std::string color = "auto";
+  std::string notation = "redist";
+};
+
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  return isatty(fileno(stdout)) != 0;
+}
+
+void run_show(const show_options& o) {
+  require_type(o.type);
+  check_shape_used(o.shape_opt, {&o.type});
+  const device_mesh m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
+  const dist_type t = parse_type_option(m, o.type, o.shape);
+  draw_options d;
+  std::string note;  // the one line saying the notation cannot write the type
+  if (o.notation != "redist") {
+    const notated n = in_notation(m, t, o.notation);
+    if (n.why_not.empty()) d.type_label = n.text;
+    else note = fmt::format("no {}: {}; the type is shown in redist notation\n", notation_title(o.notation), n.why_not);
+  }
+  const std::string& type_name = o.type.jax_opt->count()       ? o.type.jax_name
+                                 : o.type.dtensor_opt->count() ? o.type.dtensor_name
+                                                               : o.type.paper_name;
+  // Too large to draw is the type's problem (or the mesh's).
+  const std::string text = for_option(type_name, [&] {
+    draw_options plain = d;
+    if (!o.svg.empty()) write_file("--svg", o.svg, show_svg(m, t, plain));
+    d.color = use_color(o.color);
+    return show_text(m, t, d);
+  });
+  fmt::print("{}{}", note, text);
+}
+
+}  // namespace
+
+void add_show_command(CLI::App& app) {
+  auto opts = std::make_shared<show_options>();
+  CLI::App* cmd = app.add_subcommand("show", "draw which device holds which tile of a distributed array");
+  cmd->add_option("--mesh", opts->mesh, "device mesh, e.g. '{x: 2, y: 2}' (row-major device order)")->required();
+  opts->shape_opt = add_shape_option(*cmd, opts->shape);
+  add_type_option(*cmd, opts->type, opts->shape_opt, "--type", "the type", "--jax", "--dtensor");
+  cmd->add_option("--svg", opts->svg, "also draw the picture into this SVG file")->type_name("FILE");
+  cmd->add_option("--color", opts->color, "colour the boxes: auto (a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  cmd->add_option("--notation", opts->notation, "write the type in the header in this notation")
+      ->check(CLI::IsMember(notation_names()))
+      ->capture_default_str();
+  cmd->callback([opts] { run_show(*opts); });
+}
+
+}  // namespace redist::tools
