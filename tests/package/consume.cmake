@@ -6,14 +6,7 @@
 # its exact line (every element of the redistribution in place).
 cmake_minimum_required(VERSION 3.20)
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    string(REPLACE ";" " " cmd "${ARGN}")
-    message(FATAL_ERROR "'${cmd}' failed (${rc}):\n${out}${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 
 file(REMOVE_RECURSE ${BINARY_DIR})
 run(${CMAKE_COMMAND} -S ${CONSUMER} -B ${BINARY_DIR} -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX}

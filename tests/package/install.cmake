@@ -6,14 +6,7 @@
 # TOOL, when given, is built first (a no-op after a full build): install needs it.
 cmake_minimum_required(VERSION 3.20)
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    string(REPLACE ";" " " cmd "${ARGN}")
-    message(FATAL_ERROR "'${cmd}' failed (${rc}):\n${out}${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 
 set(staging ${PREFIX}-staging)
 file(REMOVE_RECURSE ${staging} ${PREFIX})
