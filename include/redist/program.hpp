@@ -73,26 +73,19 @@ struct program {
   /// Height (Def. 4.4): the largest local size along the program.
   [[nodiscard]] constexpr std::uint64_t height() const { return peak_local_elements; }
   /// The most elements any rank receives from other ranks over the whole program (the
-  /// data on the wire, where Fig. 11 rounds (n-1)/n up to 1): allgather (n-1) tiles,
-  /// alltoall and reducescatter (n-1)/n of the tile, allreduce 2(n-1)/n of it (reduce-
-  /// scatter then allgather), allpermute the tile unless the rank keeps its own.
+  /// data on the wire, core/cost.hpp received_elements; Fig. 11 rounds (n-1)/n up to 1).
+  /// An allpermute counts for the ranks whose tile changes.
   [[nodiscard]] constexpr std::uint64_t received_elements() const {
     const std::uint64_t D = m.devices;
     if (D == 0) return 0;
     std::vector<std::uint64_t> got(D, 0);
     std::uint64_t local = local_size(m, source), all = 0;  // `all`: received by every rank
     for (const step& s : steps) {
-      const std::uint64_t n = s.parts ? s.parts : 1;
-      switch (s.kind) {
-        case op::allgather: all += (n - 1) * local; break;
-        case op::alltoall:
-        case op::reducescatter: all += (n - 1) * (local / n); break;
-        case op::allreduce: all += 2 * (n - 1) * (local / n); break;
-        case op::allpermute:
-          for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
-            if (s.dest[r] != r) got[s.dest[r]] += local;
-          break;
-        default: break;
+      if (s.kind == op::allpermute) {
+        for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
+          if (s.dest[r] != r) got[s.dest[r]] += local;
+      } else {
+        all += redist::received_elements(s.kind, s.parts, local);
       }
       local = s.local_after;
     }

@@ -68,3 +68,18 @@ TEST_CASE("Fig. 11 on the paper's examples", "[cost]") {
     CHECK(cost_elements(op::reducescatter, 100, 25) == 100);
   }
 }
+
+TEST_CASE("received elements: the data on the wire per device", "[cost][received]") {
+  // Groups of 4 with 100-element tiles.
+  CHECK(received_elements(op::allgather, 4, 100) == 300);     // three tiles of the others
+  CHECK(received_elements(op::alltoall, 4, 100) == 75);       // three of four chunks
+  CHECK(received_elements(op::reducescatter, 4, 100) == 75);  // the others' parts of one chunk
+  CHECK(received_elements(op::allreduce, 4, 100) == 150);     // reduce-scatter, then allgather
+  CHECK(received_elements(op::allpermute, 4, 100) == 100);
+  CHECK(received_elements(op::dynslice, 4, 100) == 0);
+  // Fig. 11 rounds (n-1)/n up: it never charges less than what arrives.
+  for (op o : all_ops)
+    for (std::uint64_t n : {1, 2, 3, 8})
+      CHECK(received_elements(o, n, 24) <= cost_elements(o, 24, o == op::allgather ? 24 * n : 24));
+  static_assert(received_elements(op::alltoall, 2, 10) == 5);
+}

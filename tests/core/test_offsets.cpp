@@ -164,3 +164,15 @@ TEST_CASE("sum_index: the partial a rank holds", "[offsets][sums]") {
   for (std::uint64_t c : count) CHECK(c == m.devices / 4);  // every partial held equally often
   CHECK(sum_index(m, parse_type(m, "[12]"), 5) == 0);
 }
+
+TEST_CASE("movement_lower_bound: what a rank must receive at least", "[offsets][bound]") {
+  const device_mesh m = parse_mesh("{a: 2, b: 2}");
+  const auto bound = [&](const char* a, const char* b) { return movement_lower_bound(m, parse_type(m, a), parse_type(m, b)); };
+  CHECK(bound("[{a}8, 8]", "[8, {a}8]") == 32 - 16);     // keeps the quarter both tiles share
+  CHECK(bound("[{a}8, 8]", "[8, 8]") == 32);             // gathers the other half
+  CHECK(bound("[{a}8, 8]", "[{a}8, {b}8]") == 0);        // slicing needs nothing
+  CHECK(bound("[{a}8, {b}8]", "[{b}8, {a}8]") == 16);    // ranks 1 and 2 need a whole new tile
+  CHECK(bound("[8, {b}8]", "[{a, b}8, 8]") == 8);        // a quarter of the rows of the other half
+  CHECK(bound("[{a, b}8, 8]", "[{a, b}8, 8]") == 0);
+  static_assert(movement_lower_bound(m22, t22, t22) == 0);
+}

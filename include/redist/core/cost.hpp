@@ -53,4 +53,23 @@ constexpr std::uint64_t cost_elements(op o, std::uint64_t local_before, std::uin
   return 0;
 }
 
+/// Elements a device receives from the others in one collective over groups of n whose
+/// members hold `local_before` elements each (the data on the wire, where Fig. 11 rounds
+/// (n-1)/n up to 1): an allgather n-1 tiles, an alltoall or a reduce-scatter (n-1)/n of
+/// the tile, an all-reduce 2(n-1)/n of it (reduce-scatter, then allgather), a dynslice
+/// nothing. An allpermute brings a whole tile to a device unless it keeps its own, which
+/// depends on the device: callers count it per device.
+constexpr std::uint64_t received_elements(op o, std::uint64_t n, std::uint64_t local_before) {
+  if (n == 0) return 0;
+  switch (o) {
+    case op::allgather: return (n - 1) * local_before;
+    case op::alltoall:
+    case op::reducescatter: return (n - 1) * (local_before / n);
+    case op::allreduce: return 2 * (n - 1) * (local_before / n);
+    case op::allpermute: return local_before;
+    case op::dynslice: return 0;
+  }
+  return 0;
+}
+
 }  // namespace redist

@@ -443,21 +443,38 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
 }
 
 namespace detail {
-/// A lowered candidate with the measures it is ranked by.
-struct ranked_program {
-  program prog;
-  std::uint64_t received = 0;  ///< program::received_elements()
+/// What lowered programs are ranked by, in this order: bytes (Fig. 11), then the most
+/// bytes any rank receives (Fig. 11 charges an allgather or an alltoall the whole tile
+/// where a rank receives (n-1)/n of it, and a permutation moves whole tiles where the
+/// collectives it replaces keep part of them in place), then steps.
+struct program_rank {
+  std::uint64_t cost = 0, received = 0;
+  std::size_t steps = 0;
+  friend constexpr bool operator<(const program_rank& x, const program_rank& y) {
+    if (x.cost != y.cost) return x.cost < y.cost;
+    if (x.received != y.received) return x.received < y.received;
+    return x.steps < y.steps;
+  }
 };
 
-/// The order in which lowered programs are preferred: fewer bytes (Fig. 11), then fewer
-/// bytes on the wire (the most any rank receives: Fig. 11 charges an allgather or an
-/// alltoall the whole tile where a rank receives (n-1)/n of it, and a permutation moves
-/// whole tiles where the collectives it replaces keep part of them in place), then
-/// fewer steps.
-constexpr bool better_program(const ranked_program& x, const ranked_program& y) {
-  if (x.prog.cost_elements != y.prog.cost_elements) return x.prog.cost_elements < y.prog.cost_elements;
-  if (x.received != y.received) return x.received < y.received;
-  return x.prog.steps.size() < y.prog.steps.size();
+/// A lowered candidate and its rank.
+struct ranked_program {
+  program prog;
+  program_rank rank;
+};
+
+/// The rank of a weak path before lowering: every program lowered from it ranks no better
+/// (the lowering adds at most a permutation, which adds bytes, receives and a step).
+constexpr program_rank path_rank(const weak_problem& p, const std::vector<weak_step>& path) {
+  program_rank r;
+  r.steps = path.size();
+  std::uint64_t local = p.ctx.local_size(p.source);
+  for (const weak_step& st : path) {
+    r.cost += st.weight.cost;
+    r.received += received_elements(st.edge.kind, st.edge.factor, local);
+    local = p.ctx.local_size(st.after);
+  }
+  return r;
 }
 
 /// Lower a path, trying every order of the source's pending-sum axes when the path
@@ -471,7 +488,7 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
     result<ranked_program> out;
     out.err = r.err;
     if (r.ok()) {
-      out.value.received = r.value.received_elements();
+      out.value.rank = {r.value.cost_elements, r.value.received_elements(), r.value.steps.size()};
       out.value.prog = std::move(r.value);
     }
     return out;
@@ -485,7 +502,7 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
   const auto end = cur.begin() + a.nsum;
   for (int tries = 0; tries < 24 && std::next_permutation(cur.begin(), end); ++tries) {
     result<ranked_program> r = ranked(cur.data());
-    if (r.ok() && (!best.ok() || better_program(r.value, best.value))) {
+    if (r.ok() && (!best.ok() || r.value.rank < best.value.rank)) {
       best = std::move(r);
       order = cur;
     }
@@ -495,16 +512,16 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
 }
 }  // namespace detail
 
-/// Lower a weak plan. Every shortest path the search enumerated (weak_plan::ties) is
-/// lowered, and the best program kept (detail::better_program: fewer bytes, then fewer
-/// bytes received, then fewer steps, then the first in enumeration order). The
-/// enumeration is canonical: every node of a shortest path other than the target has a
-/// smaller (cost, height, steps) than the target, so both searches settle it with its
-/// exact distance before they stop, and the depth-first walk over those distances visits
-/// the same paths in the same order. The run-time and compile-time searches therefore
-/// yield the same program. Unless the best already costs the weak optimum and receives
-/// no more than the data-movement lower bound, costlier weak paths are lowered too while
-/// they can still beat it. Usable in constant evaluation.
+/// Lower a weak plan: the best program (detail::program_rank: fewer bytes, then fewer
+/// bytes received, then fewer steps; then the first in enumeration order) among the
+/// shortest paths the search enumerated (weak_plan::ties) and, unless one of those is
+/// already best possible, weak paths up to two steps longer. The enumeration is
+/// canonical: every node of a shortest path other than the target has a smaller (cost,
+/// height, steps) than the target, so both searches settle it with its exact distance
+/// before they stop, and the depth-first walk over those distances visits the same paths
+/// in the same order. The run-time and compile-time searches therefore yield the same
+/// program. A path is lowered only if its rank before lowering (detail::path_rank) can
+/// still beat the best so far. Usable in constant evaluation.
 constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
                                 const weak_plan& wp, std::uint64_t element_bytes = 4) {
   if (!wp.found) {
@@ -520,8 +537,9 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   bool have = false;  // best holds a lowered program
   std::vector<weak_step> chosen;
   auto consider = [&](const std::vector<weak_step>& path) {
+    if (have && !(detail::path_rank(p, path) < best.rank)) return error{};  // cannot win
     result<detail::ranked_program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, order);
-    if (r.ok() && (!have || detail::better_program(r.value, best))) {
+    if (r.ok() && (!have || r.value.rank < best.rank)) {
       best = std::move(r.value);
       have = true;
       chosen = path;
@@ -530,11 +548,19 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     return r.err;
   };
   // Nothing beats a program of the weak optimum's cost that receives the lower bound.
-  auto optimal = [&] { return have && best.prog.cost_elements == floor && best.received <= least_received; };
+  auto optimal = [&] { return have && best.rank.cost == floor && best.rank.received <= least_received; };
+  // The ties, fewest bytes received first, in canonical order among equals.
+  // Lowered, a tie either needs no permutation and keeps its rank, or costs more bytes;
+  // so once one needs none, the remaining ones cannot beat it.
+  std::vector<std::pair<std::uint64_t, std::size_t>> by_received;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    by_received.emplace_back(detail::path_rank(p, candidates[i]).received, i);
+  std::sort(by_received.begin(), by_received.end());  // (received, index): stable
   error first_error{};
-  for (std::size_t i = 0; i < candidates.size() && !optimal(); ++i) {
-    const error e = consider(candidates[i]);
-    if (i == 0) first_error = e;
+  for (std::size_t k = 0; k < by_received.size() && !optimal(); ++k) {
+    const error e = consider(candidates[by_received[k].second]);
+    if (k == 0) first_error = e;
+    if (have && best.rank.cost == floor && best.prog.count(op::allpermute) == 0) break;
   }
   if (!have) {
     result<program> r;
@@ -546,7 +572,7 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   // far, then those of equal cost; at most two steps more than the shortest (bytes are
   // not all that counts: every collective has a latency).
   for (int phase = 0; phase < 2 && !optimal(); ++phase) {
-    const std::uint64_t budget = best.prog.cost_elements - (phase == 0 ? 1 : 0);
+    const std::uint64_t budget = best.rank.cost - (phase == 0 ? 1 : 0);
     near_paths(p, budget, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
                [&](const std::vector<weak_step>& path, std::uint64_t) {
                  consider(path);
