@@ -8,8 +8,9 @@ Usage: test_cli.py --redist build/tools/redist
 
 import argparse
 import json
-import subprocess
 import sys
+
+from cli_checks import Checks, run
 
 LISTING3 = ["--mesh", "{devs: 32}", "--from", "[32, 64{devs}2048]", "--to", "[1{devs}32, 2048]"]
 GOOD = ["--mesh", "{x: 4, y: 8}", "--from", "[64{x}256, 1024]", "--to", "[256, 128{y}1024]"]
@@ -67,19 +68,12 @@ USAGE = [
 ]
 
 
-def run(redist, args):
-    return subprocess.run([redist] + args, capture_output=True, text=True)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--redist", required=True)
     redist = ap.parse_args().redist
-    failures = []
-
-    def expect(cond, what):
-        if not cond:
-            failures.append(what)
+    checks = Checks()
+    expect = checks.expect
 
     # Listing 3 (seed 000): one alltoall, localsize 2048 * 4 bytes.
     r = run(redist, ["plan"] + LISTING3 + ["--json"])
@@ -129,10 +123,7 @@ def main():
     r = run(redist, ["plan", "--help"])
     expect(r.returncode == 0 and "--baseline" in r.stdout and "--budget" in r.stdout, "plan --help: %r" % r.stdout)
 
-    for f in failures:
-        print("FAIL " + f)
-    print("%d checks failed" % len(failures) if failures else "all CLI checks passed")
-    return 1 if failures else 0
+    return checks.report("all CLI checks passed")
 
 
 if __name__ == "__main__":

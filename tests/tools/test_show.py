@@ -17,6 +17,8 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from cli_checks import Checks, run
+
 SVG = "{http://www.w3.org/2000/svg}"
 MESH = ["--mesh", "{x: 2, y: 2}"]
 GRID = [
@@ -85,10 +87,6 @@ USAGE = [
 ]
 
 
-def run(redist, args, env=None):
-    return subprocess.run([redist] + args, capture_output=True, text=True, env=env)
-
-
 def run_in_terminal(redist, args, env):
     """stdout on a pseudo-terminal: what a user at a terminal sees."""
     master, slave = pty.openpty()
@@ -118,11 +116,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--redist", required=True)
     redist = ap.parse_args().redist
-    failures = []
-
-    def expect(cond, what):
-        if not cond:
-            failures.append(what)
+    checks = Checks()
+    expect = checks.expect
 
     # The picture of the issue's example, exactly; plain in a pipe.
     r = run(redist, ["show"] + MESH + ["--type", "[64{x}128, 32{y}64]"])
@@ -253,10 +248,7 @@ def main():
         r = run(redist, [sub, "--help"])
         expect(r.returncode == 0 and all(o in r.stdout for o in opts), "%s --help: %r" % (sub, r.stdout))
 
-    for f in failures:
-        print("FAIL " + f)
-    print("%d checks failed" % len(failures) if failures else "all show/convert/svg checks passed")
-    return 1 if failures else 0
+    return checks.report("all show/convert/svg checks passed")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ import tempfile
 import zlib
 from collections import Counter
 
+from cli_checks import Checks, run
+
 
 def decode_png(data):
     """(width, height, rows of (r, g, b) tuples) of an 8-bit RGB or RGBA, non-interlaced PNG."""
@@ -75,11 +77,8 @@ def main():
     ap.add_argument("--redist", required=True)
     ap.add_argument("--chromium", required=True)
     args = ap.parse_args()
-    failures = []
-
-    def expect(cond, what):
-        if not cond:
-            failures.append(what)
+    checks = Checks()
+    expect = checks.expect
 
     cases = [
         ("show2d", ["show", "--mesh", "{x: 2, y: 2}", "--type", "[64{x}128, 32{y}64]"]),
@@ -89,14 +88,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, cmd in cases:
             svg, png = os.path.join(tmp, name + ".svg"), os.path.join(tmp, name + ".png")
-            r = subprocess.run([args.redist] + cmd + ["--svg", svg], capture_output=True, text=True)
+            r = run(args.redist, cmd + ["--svg", svg])
             if r.returncode != 0:
-                failures.append("%s: redist exit %d: %s" % (name, r.returncode, r.stderr))
+                checks.fail("%s: redist exit %d: %s" % (name, r.returncode, r.stderr))
                 continue
             try:
                 (sw, sh), (w, h, rows) = screenshot(args.chromium, svg, png, os.path.join(tmp, "profile-" + name))
             except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-                failures.append("%s: no screenshot: %s" % (name, e))
+                checks.fail("%s: no screenshot: %s" % (name, e))
                 continue
             pixels = Counter(p for row in rows for p in row)
             white = pixels.get((255, 255, 255), 0)
@@ -110,10 +109,7 @@ def main():
             if name == "plan":
                 expect(pixels.get((0x2c, 0xa0, 0x2c), 0) >= 50, "plan: the memory bars are not visible")
 
-    for f in failures:
-        print("FAIL " + f)
-    print("%d checks failed" % len(failures) if failures else "the SVGs render")
-    return 1 if failures else 0
+    return checks.report("the SVGs render")
 
 
 if __name__ == "__main__":
