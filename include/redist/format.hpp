@@ -4,6 +4,7 @@
 //   fmt::print("{}", mesh)                  {x: 4, y: 8}
 //   fmt::print("{}", op::alltoall)          alltoall
 //   fmt::print("{}", typed{mesh, type})     [64{x}256, 1024]        (a type needs its mesh)
+//   fmt::print("{}", step)                  alltoall concat 1 split 0, 1 group of 32 | cost 2048 | local 2048
 //   fmt::print("{}", program)               the plan as a table:
 //
 //   redist program on {devs: 32}: [32, 64{devs}2048] -> [1{devs}32, 2048], 4-byte elements
@@ -72,6 +73,34 @@ struct fmt::formatter<redist::typed> : fmt::formatter<std::string_view> {
   }
 };
 
+/// One step on one line: the collective, its dimensions and groups, what each device sends
+/// (Fig. 11, elements) and holds afterwards. (Its type needs the program's mesh: the plan
+/// table prints it.)
+///   alltoall concat 1 split 0, 1 group of 32 | cost 2048 | local 2048
+template <>
+struct fmt::formatter<redist::step> {
+  constexpr auto parse(fmt::format_parse_context& ctx) -> decltype(ctx.begin()) { return ctx.begin(); }
+
+  template <class Context>
+  auto format(const redist::step& s, Context& ctx) const -> decltype(ctx.out()) {
+    using redist::op;
+    auto out = fmt::format_to(ctx.out(), "{}", s.kind);
+    if (s.concat_dim >= 0) out = fmt::format_to(out, " concat {}", s.concat_dim);
+    if (s.split_dim >= 0) out = fmt::format_to(out, " split {}", s.split_dim);
+    if (s.kind == op::dynslice) {
+      out = fmt::format_to(out, " in {}", s.parts);
+    } else if (s.kind == op::allpermute) {
+      std::size_t moved = 0;
+      for (std::size_t r = 0; r < s.dest.size(); ++r) moved += s.dest[r] != r;
+      out = fmt::format_to(out, ", {} of {} tiles move", moved, s.dest.size());
+    } else {
+      const std::size_t g = s.group_count();
+      out = fmt::format_to(out, ", {} group{} of {}", g, g == 1 ? "" : "s", s.parts);
+    }
+    return fmt::format_to(out, " | cost {} | local {}", s.cost, s.local_after);
+  }
+};
+
 namespace redist::detail {
 
 /// The plan table: one row of cells per step, columns aligned to their widest cell.
@@ -132,6 +161,7 @@ namespace redist {
 inline std::ostream& operator<<(std::ostream& os, const device_mesh& m) { return os << fmt::to_string(m); }
 inline std::ostream& operator<<(std::ostream& os, op o) { return os << op_name(o); }
 inline std::ostream& operator<<(std::ostream& os, const typed& x) { return os << fmt::to_string(x); }
+inline std::ostream& operator<<(std::ostream& os, const step& s) { return os << fmt::to_string(s); }
 inline std::ostream& operator<<(std::ostream& os, const program& p) { return os << fmt::to_string(p); }
 
 }  // namespace redist

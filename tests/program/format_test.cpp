@@ -47,6 +47,19 @@ TEST_CASE("columns align across steps; dynslice and allgather show their parts")
         "total 65536 B per device (32768 elements) | peak 65536 | bound 65536 | memory-efficient");
 }
 
+TEST_CASE("a step prints on one line") {
+  const program p = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]");
+  REQUIRE(p.steps.size() == 2);
+  CHECK(fmt::format("{}", p.steps[0]) == "dynslice split 1 in 8 | cost 0 | local 8192");
+  CHECK(fmt::format("{}", p.steps[1]) == "allgather concat 0, 8 groups of 4 | cost 32768 | local 32768");
+  const program l3 = synthesize("{devs: 32}", "[32, 64{devs}2048]", "[1{devs}32, 2048]");
+  std::ostringstream os;
+  os << l3.steps.at(0);
+  CHECK(os.str() == "alltoall concat 1 split 0, 1 group of 32 | cost 2048 | local 2048");
+  const program perm = synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]");
+  CHECK(fmt::format("{}", perm.steps.at(0)) == "allpermute, 2 of 4 tiles move | cost 2 | local 2");
+}
+
 TEST_CASE("an allpermute, an empty program and a program above the bound") {
   program perm = synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]");
   CHECK(fmt::format("{}", perm).find("   1  allpermute       -      -  -       -         8      2  [2{y}4]\n") !=
