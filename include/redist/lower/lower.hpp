@@ -569,13 +569,16 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   }
   // A costlier weak path may need no permutation, or need it on a smaller tile, or keep
   // more of each tile in place. Lower the weak paths cheaper than the best program so
-  // far, then those of equal cost; at most two steps more than the shortest (bytes are
-  // not all that counts: every collective has a latency).
-  for (int phase = 0; phase < 2 && !optimal(); ++phase) {
-    const std::uint64_t budget = best.rank.cost - (phase == 0 ? 1 : 0);
+  // far, then, if the best still permutes, those of equal cost; at most two steps more
+  // than the shortest (bytes are not all that counts: every collective has a latency).
+  // The budget follows the best program, so the walk prunes what can no longer win.
+  for (int phase = 0; phase < 2 && !optimal() && (phase == 0 || best.prog.count(op::allpermute) > 0); ++phase) {
+    const std::uint64_t slack = phase == 0 ? 1 : 0;
+    std::uint64_t budget = best.rank.cost - slack;
     near_paths(p, budget, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
                [&](const std::vector<weak_step>& path, std::uint64_t) {
                  consider(path);
+                 budget = std::min(budget, best.rank.cost - slack);
                  return !optimal();
                });
   }

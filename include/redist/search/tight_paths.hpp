@@ -61,7 +61,7 @@ constexpr std::vector<std::vector<weak_step>> tight_paths(const weak_problem& p,
 
 namespace detail {
 template <class F>
-constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g, std::uint64_t budget,
+constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g, const std::uint64_t& budget,
                         std::size_t max_len, std::vector<weak_step>& path, F& on_path, std::size_t& paths,
                         std::size_t& expansions) {
   if (cur == p.target) {
@@ -88,10 +88,11 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
 /// Call on_path(path, cost) for weak paths from p.source to p.target of cost at most
 /// `budget` and at most `max_len` steps (not only shortest ones), depth first in the
 /// successor order and pruned with the potential; at most `max_paths` paths and
-/// `max_expansions` edges examined. on_path returns false to stop.
+/// `max_expansions` edges examined. on_path returns false to stop; it may lower `budget`
+/// (read by reference) to prune the rest of the walk.
 template <class F>
-constexpr void near_paths(const weak_problem& p, std::uint64_t budget, std::size_t max_len, std::size_t max_paths,
-                          std::size_t max_expansions, F on_path) {
+constexpr void near_paths(const weak_problem& p, const std::uint64_t& budget, std::size_t max_len,
+                          std::size_t max_paths, std::size_t max_expansions, F on_path) {
   std::vector<weak_step> path;
   std::size_t paths = max_paths, expansions = max_expansions;
   if (paths > 0) detail::near_dfs(p, p.source, 0, budget, max_len, path, on_path, paths, expansions);
