@@ -512,7 +512,15 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
 }
 }  // namespace detail
 
-/// Lower a weak plan: the best program (detail::program_rank: fewer bytes, then fewer
+/// The weak path `lower` turns into the program, and the order of the source's pending-
+/// sum axes it lowers with; `err` is set when no path lowers.
+struct lowering_choice {
+  std::vector<weak_step> path;
+  std::array<std::uint8_t, max_subaxes> sum_order{};
+  error err{};
+};
+
+/// Choose what to lower: the best program (detail::program_rank: fewer bytes, then fewer
 /// bytes received, then fewer steps; then the first in enumeration order) among the
 /// shortest paths the search enumerated (weak_plan::ties) and, unless one of those is
 /// already best possible, weak paths up to two steps longer. The enumeration is
@@ -522,28 +530,27 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
 /// in the same order. The run-time and compile-time searches therefore yield the same
 /// program. A path is lowered only if its rank before lowering (detail::path_rank) can
 /// still beat the best so far. Usable in constant evaluation.
-constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
-                                const weak_plan& wp, std::uint64_t element_bytes = 4) {
+constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                          const weak_problem& p, const weak_plan& wp, std::uint64_t element_bytes = 4) {
+  lowering_choice chosen;
   if (!wp.found) {
-    result<program> r;
-    r.err = error::make(errc::no_plan, "no redistribution exists within the memory budget");
-    return r;
+    chosen.err = error::make(errc::no_plan, "no redistribution exists within the memory budget");
+    return chosen;
   }
-  std::array<std::uint8_t, max_subaxes> order{}, chosen_order{};
+  std::array<std::uint8_t, max_subaxes> order{};
   const std::vector<std::vector<weak_step>> primary{wp.steps};
   const std::vector<std::vector<weak_step>>& candidates = wp.ties.empty() ? primary : wp.ties;
   const std::uint64_t floor = wp.total.cost, least_received = movement_lower_bound(m, a, b);
   detail::ranked_program best;
   bool have = false;  // best holds a lowered program
-  std::vector<weak_step> chosen;
   auto consider = [&](const std::vector<weak_step>& path) {
     if (have && !(detail::path_rank(p, path) < best.rank)) return error{};  // cannot win
     result<detail::ranked_program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, order);
     if (r.ok() && (!have || r.value.rank < best.rank)) {
       best = std::move(r.value);
       have = true;
-      chosen = path;
-      chosen_order = order;
+      chosen.path = path;
+      chosen.sum_order = order;
     }
     return r.err;
   };
@@ -556,17 +563,13 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
   for (std::size_t i = 0; i < candidates.size(); ++i)
     by_received.emplace_back(detail::path_rank(p, candidates[i]).received, i);
   std::sort(by_received.begin(), by_received.end());  // (received, index): stable
-  error first_error{};
   for (std::size_t k = 0; k < by_received.size() && !optimal(); ++k) {
     const error e = consider(candidates[by_received[k].second]);
-    if (k == 0) first_error = e;
+    if (k == 0) chosen.err = e;
     if (have && best.rank.cost == floor && best.prog.count(op::allpermute) == 0) break;
   }
-  if (!have) {
-    result<program> r;
-    r.err = first_error;
-    return r;
-  }
+  if (!have) return chosen;
+  chosen.err = error{};
   // A costlier weak path may need no permutation, or need it on a smaller tile, or keep
   // more of each tile in place. Lower the weak paths cheaper than the best program so
   // far, then, if the best still permutes, those of equal cost; at most two steps more
@@ -582,7 +585,19 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
                  return !optimal();
                });
   }
-  return lower_path(m, a, b, p, chosen, element_bytes, true, chosen_order.data());
+  return chosen;
+}
+
+/// Lower a weak plan: the program of choose_lowering's path, with its types annotated.
+constexpr result<program> lower(const device_mesh& m, const dist_type& a, const dist_type& b, const weak_problem& p,
+                                const weak_plan& wp, std::uint64_t element_bytes = 4) {
+  const lowering_choice c = choose_lowering(m, a, b, p, wp, element_bytes);
+  if (c.err) {
+    result<program> r;
+    r.err = c.err;
+    return r;
+  }
+  return lower_path(m, a, b, p, c.path, element_bytes, true, c.sum_order.data());
 }
 
 }  // namespace redist

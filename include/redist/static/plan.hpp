@@ -137,19 +137,58 @@ constexpr static_program<NSteps, D> freeze(const program& p) {
 }
 
 template <static_type A, static_type B, plan_budget Budget>
-constexpr result<program> compute_plan() {
-  constexpr const device_mesh& m = A::mesh_type::value;
+constexpr result<weak_problem> plan_problem() {
   const double budget = static_cast<double>(Budget.num) / static_cast<double>(Budget.den == 0 ? 1 : Budget.den);
-  result<weak_problem> wp = make_weak_problem(m, A::value, B::value, search_options{budget});
-  if (!wp.ok()) return result<program>{{}, wp.err};
-  return lower(m, A::value, B::value, wp.value, search_constexpr(wp.value), 1);
+  return make_weak_problem(A::mesh_type::value, A::value, B::value, search_options{budget});
+}
+
+/// Longest weak path a compile-time plan stores (a path changes one factor of the
+/// partitioning per step; twice the sub-axes a mesh can have, and some).
+inline constexpr std::size_t max_static_path = 2 * max_subaxes + 8;
+
+/// What choose_lowering found, in fixed-size storage so that it can be a constexpr value:
+/// the search and the choice among candidate paths run once per plan, and only the chosen
+/// path is lowered again to size and fill the static_program.
+struct frozen_choice {
+  std::array<weak_step, max_static_path> path{};
+  std::size_t length = 0;
+  std::array<std::uint8_t, max_subaxes> sum_order{};
+  error err{};
+};
+
+template <static_type A, static_type B, plan_budget Budget>
+constexpr frozen_choice choose_plan() {
+  frozen_choice f;
+  const result<weak_problem> wp = plan_problem<A, B, Budget>();
+  if (!wp.ok()) {
+    f.err = wp.err;
+    return f;
+  }
+  const lowering_choice c = choose_lowering(A::mesh_type::value, A::value, B::value, wp.value,
+                                            search_constexpr(wp.value), 1);
+  f.err = c.err;
+  f.sum_order = c.sum_order;
+  if (c.path.size() > max_static_path) {
+    f.err = error::make(errc::capacity, "the plan is longer than a compile-time plan can store");
+    return f;
+  }
+  f.length = c.path.size();
+  for (std::size_t i = 0; i < c.path.size(); ++i) f.path[i] = c.path[i];
+  return f;
 }
 
 template <static_type A, static_type B, plan_budget Budget>
 struct plan_holder {
   static constexpr std::size_t devices = A::mesh_type::value.devices;
-  static constexpr std::size_t nsteps = compute_plan<A, B, Budget>().value.steps.size();
-  static constexpr static_program<nsteps, devices> value = freeze<nsteps, devices>(compute_plan<A, B, Budget>().value);
+  static constexpr frozen_choice choice = choose_plan<A, B, Budget>();
+  static constexpr result<program> lowered() {
+    if (choice.err) return result<program>{{}, choice.err};
+    const std::vector<weak_step> path(choice.path.begin(), choice.path.begin() + choice.length);
+    return lower_path(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget>().value, path, 1, true,
+                      choice.sum_order.data());
+  }
+  static constexpr std::size_t nsteps = lowered().value.steps.size();
+  static constexpr static_program<nsteps, devices> value = freeze<nsteps, devices>(lowered().value);
 };
 
 constexpr text global_text(const dist_type& t) {
