@@ -27,8 +27,8 @@
 // draw_options::max_columns boxes wrap into bands.
 //
 // Who holds what comes from the core's base offsets (core/offsets.hpp) for a type, and by
-// following every device's box through the steps of a program (DESIGN.md section 4) for
-// plan_svg: an intermediate type is drawn as it really lies on the devices, also where
+// following every device's box through the steps of a well-formed program (DESIGN.md
+// section 4, checked by runtime/program_check.hpp) for plan_svg: an intermediate type is drawn as it really lies on the devices, also where
 // the program only knows it up to a device permutation (step::type_exact false).
 #pragma once
 
@@ -46,6 +46,7 @@
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
 #include "redist/program.hpp"
+#include "redist/runtime/program_check.hpp"
 
 namespace redist {
 
@@ -96,62 +97,28 @@ inline device_boxes device_boxes_of(const device_mesh& m, const dist_type& t) {
   return b;
 }
 
-namespace detail::pic {
-
-[[noreturn]] inline void bad_step(std::size_t i, const step& s, const std::string& why) {
-  throw redist_error(errc::runtime,
-                     fmt::format("cannot follow step {} ({}) of the program: {}", i + 1, op_name(s.kind), why));
-}
-
-/// The groups of an allgather/alltoall/allreduce/reducescatter must partition the ranks.
-inline void check_groups(std::size_t i, const step& s, std::uint64_t D) {
-  if (s.parts == 0 || s.members.size() != D || D % s.parts != 0)
-    bad_step(i, s, fmt::format("{} members in groups of {} for {} devices", s.members.size(), s.parts, D));
-  std::vector<bool> seen(D, false);
-  for (rank_t r : s.members) {
-    if (r >= D || seen[r]) bad_step(i, s, fmt::format("rank {} is out of range or in two groups", r));
-    seen[r] = true;
-  }
-}
-
-}  // namespace detail::pic
-
 /// The boxes before the first step of `p` (its source) and after each step, following the
-/// semantics of DESIGN.md section 4. Throws redist_error if a step is malformed (a rank or
-/// dimension out of range, an extent that does not split evenly).
+/// semantics of DESIGN.md section 4. Throws redist_error if the program is not well-formed
+/// (runtime/program_check.hpp, the executor's check).
 inline std::vector<device_boxes> program_boxes(const program& p) {
+  if (const detail::program_shapes shapes = detail::check_program(p); !shapes.error.empty())
+    throw redist_error(errc::runtime, shapes.error);
   std::vector<device_boxes> states{device_boxes_of(p.m, p.source)};
   const std::uint64_t D = p.m.devices;
   const auto R = static_cast<std::uint64_t>(p.source.rank);
-  for (std::size_t i = 0; i < p.steps.size(); ++i) {
-    const step& s = p.steps[i];
+  for (const step& s : p.steps) {
     const device_boxes& cur = states.back();
     device_boxes next = cur;
-    auto lo = [&](const device_boxes& b, std::uint64_t r, int d) -> std::uint64_t {
-      return b.lo[r * R + static_cast<std::uint64_t>(d)];
-    };
+    auto lo = [&](std::uint64_t r, int d) -> std::uint64_t { return cur.lo[r * R + static_cast<std::uint64_t>(d)]; };
     auto set_lo = [&](std::uint64_t r, int d, std::uint64_t v) { next.lo[r * R + static_cast<std::uint64_t>(d)] = v; };
-    auto need_dim = [&](int d, const char* what) {
-      if (d < 0 || static_cast<std::uint64_t>(d) >= R) detail::pic::bad_step(i, s, fmt::format("{} {} out of range", what, d));
-    };
     auto split = [&](int d, std::uint64_t n) {  // the extent of one chunk of dimension d
-      const auto ud = static_cast<std::size_t>(d);
-      if (n == 0 || cur.tile[ud] % n != 0)
-        detail::pic::bad_step(i, s, fmt::format("extent {} of dimension {} does not split into {}", cur.tile[ud], d, n));
-      next.tile[ud] = cur.tile[ud] / n;
-      return next.tile[ud];
+      return next.tile[static_cast<std::size_t>(d)] = cur.tile[static_cast<std::size_t>(d)] / n;
     };
     switch (s.kind) {
       case op::allgather:
       case op::alltoall: {
-        detail::pic::check_groups(i, s, D);
-        need_dim(s.concat_dim, "concat_dim");
         const std::uint64_t n = s.parts;
-        std::uint64_t e = 0;
-        if (s.kind == op::alltoall) {
-          need_dim(s.split_dim, "split_dim");
-          e = split(s.split_dim, n);
-        }
+        const std::uint64_t e = s.kind == op::alltoall ? split(s.split_dim, n) : 0;
         next.tile[static_cast<std::size_t>(s.concat_dim)] *= n;
         for (std::size_t g = 0; g < s.group_count(); ++g) {
           const auto grp = s.group(g);
@@ -159,45 +126,30 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
           // the first member's box, grown along concat_dim; an alltoall keeps chunk m of
           // split_dim.
           for (std::uint64_t k = 0; k < n; ++k) {
-            for (int d = 0; d < p.source.rank; ++d) set_lo(grp[k], d, lo(cur, grp[0], d));
+            for (int d = 0; d < p.source.rank; ++d) set_lo(grp[k], d, lo(grp[0], d));
             if (s.kind == op::alltoall && s.split_dim != s.concat_dim)
-              set_lo(grp[k], s.split_dim, lo(cur, grp[0], s.split_dim) + k * e);
+              set_lo(grp[k], s.split_dim, lo(grp[0], s.split_dim) + k * e);
             next.partials[grp[k]] = cur.partials[grp[0]];
           }
         }
         break;
       }
       case op::dynslice: {
-        need_dim(s.split_dim, "split_dim");
-        if (s.index.size() != D) detail::pic::bad_step(i, s, "index needs one entry per rank");
         const std::uint64_t e = split(s.split_dim, s.parts);
-        for (std::uint64_t r = 0; r < D; ++r) {
-          if (s.index[r] >= s.parts) detail::pic::bad_step(i, s, fmt::format("rank {} keeps chunk {} of {}", r, s.index[r], s.parts));
-          set_lo(r, s.split_dim, lo(cur, r, s.split_dim) + s.index[r] * e);
-        }
+        for (std::uint64_t r = 0; r < D; ++r) set_lo(r, s.split_dim, lo(r, s.split_dim) + s.index[r] * e);
         break;
       }
       case op::allpermute: {
-        if (s.dest.size() != D) detail::pic::bad_step(i, s, "dest needs one entry per rank");
-        std::vector<bool> seen(D, false);
         for (std::uint64_t r = 0; r < D; ++r) {
-          const rank_t t = s.dest[r];
-          if (t >= D || seen[t]) detail::pic::bad_step(i, s, "dest is not a permutation of the ranks");
-          seen[t] = true;
-          for (int d = 0; d < p.source.rank; ++d) set_lo(t, d, lo(cur, r, d));
-          next.partials[t] = cur.partials[r];
+          for (int d = 0; d < p.source.rank; ++d) set_lo(s.dest[r], d, lo(r, d));
+          next.partials[s.dest[r]] = cur.partials[r];
         }
         break;
       }
       case op::allreduce:
       case op::reducescatter: {
-        detail::pic::check_groups(i, s, D);
         const std::uint64_t n = s.parts;
-        std::uint64_t e = 0;
-        if (s.kind == op::reducescatter) {
-          need_dim(s.split_dim, "split_dim");
-          e = split(s.split_dim, n);
-        }
+        const std::uint64_t e = s.kind == op::reducescatter ? split(s.split_dim, n) : 0;
         for (std::size_t g = 0; g < s.group_count(); ++g) {
           const auto grp = s.group(g);
           std::vector<std::uint32_t> sum;
@@ -206,8 +158,7 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
           sum.erase(std::unique(sum.begin(), sum.end()), sum.end());
           for (std::uint64_t k = 0; k < n; ++k) {
             next.partials[grp[k]] = sum;
-            if (s.kind == op::reducescatter)
-              set_lo(grp[k], s.split_dim, lo(cur, grp[k], s.split_dim) + k * e);
+            if (s.kind == op::reducescatter) set_lo(grp[k], s.split_dim, lo(grp[k], s.split_dim) + k * e);
           }
         }
         break;

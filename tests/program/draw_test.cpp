@@ -223,7 +223,7 @@ TEST_CASE("a program whose type is known only up to a permutation is drawn as it
   const auto states = program_boxes(p);
   CHECK(tiling_of(states[1]).holders == std::vector<std::vector<std::vector<rank_t>>>{{{1}}, {{0}}});
   p.steps[0].dest = {0, 0};
-  CHECK_THROWS_WITH(program_boxes(p), "cannot follow step 1 (allpermute) of the program: dest is not a permutation of the ranks");
+  CHECK_THROWS_WITH(program_boxes(p), "invalid program: step 0 (allpermute): dest must be a permutation of the ranks");
 }
 
 TEST_CASE("show_svg: a standalone SVG 1.1 document, one coloured rect and one label per box") {
