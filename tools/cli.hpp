@@ -78,6 +78,11 @@ inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, c
           ->excludes(o.jax_opt);
 }
 
+/// The name of the spelling given: `--from`, `--from-jax` or `--from-dtensor`.
+inline const std::string& given_name(const type_option& o) {
+  return o.jax_opt->count() ? o.jax_name : o.dtensor_opt->count() ? o.dtensor_name : o.paper_name;
+}
+
 /// True if the type is given in JAX or DTensor notation (which need --shape).
 inline bool needs_shape(const type_option& o) { return o.jax_opt->count() + o.dtensor_opt->count() > 0; }
 
@@ -124,6 +129,37 @@ inline dist_type parse_type_option(const redist::device_mesh& m, const type_opti
     return for_option(o.dtensor_name, [&] { return from_dtensor(m, g, o.dtensor); });
   }
   return for_option(o.paper_name, [&] { return parse_type(m, o.paper); });
+}
+
+/// The options of a command about one type (show, convert): --mesh, --shape and the type
+/// as --type, --jax or --dtensor.
+struct one_type_options {
+  std::string mesh, shape;
+  CLI::Option* shape_opt = nullptr;
+  type_option type;
+};
+
+inline void add_one_type_options(CLI::App& cmd, one_type_options& o) {
+  cmd.add_option("--mesh", o.mesh, "device mesh, e.g. '{x: 2, y: 2}' (row-major device order)")->required();
+  o.shape_opt = add_shape_option(cmd, o.shape);
+  add_type_option(cmd, o.type, o.shape_opt, "--type", "the type", "--jax", "--dtensor");
+}
+
+/// A parsed, checked mesh and type.
+struct one_type {
+  redist::device_mesh m;
+  dist_type t;
+};
+
+/// Parse and check one_type_options: a missing type or an unused --shape is a usage error
+/// (exit 2), a bad value an input error naming its option.
+inline one_type parse_one_type(const one_type_options& o) {
+  require_type(o.type);
+  check_shape_used(o.shape_opt, {&o.type});
+  one_type r;
+  r.m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
+  r.t = parse_type_option(r.m, o.type, o.shape);
+  return r;
 }
 
 /// The notations the tool prints types in (--notation, convert --to).
@@ -207,8 +243,7 @@ inline problem parse_problem(const problem_options& o) {
   p.to = parse_type_option(p.m, o.to, o.shape);
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say.
-  const std::string& to_name = o.to.jax_opt->count() ? o.to.jax_name : o.to.dtensor_opt->count() ? o.to.dtensor_name : o.to.paper_name;
-  for_option(to_name, [&] { return make_weak_problem(p.m, p.from, p.to).get(); });
+  for_option(given_name(o.to), [&] { return make_weak_problem(p.m, p.from, p.to).get(); });
   const char* end = o.bytes.data() + o.bytes.size();
   auto [ptr, ec] = std::from_chars(o.bytes.data(), end, p.bytes);
   if (ec != std::errc{} || ptr != end || o.bytes.empty())

@@ -26,17 +26,14 @@ namespace redist::tools {
 namespace {
 
 struct convert_options {
-  std::string mesh, shape;
-  type_option type;
-  CLI::Option* shape_opt = nullptr;
+  one_type_options in;
   std::vector<std::string> to = notation_names();
 };
 
 void run_convert(const convert_options& o) {
-  require_type(o.type);
-  check_shape_used(o.shape_opt, {&o.type});
-  const device_mesh m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
-  const dist_type t = parse_type_option(m, o.type, o.shape);
+  const one_type in = parse_one_type(o.in);
+  const device_mesh& m = in.m;
+  const dist_type& t = in.t;
   if (o.to.size() == 1) {
     const notated n = in_notation(m, t, o.to[0]);
     if (!n.why_not.empty()) throw input_error("--to", fmt::format("the type has no {}: {}", notation_title(o.to[0]), n.why_not));
@@ -54,9 +51,7 @@ void run_convert(const convert_options& o) {
 void add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<convert_options>();
   CLI::App* cmd = app.add_subcommand("convert", "write a type in the redist, JAX and DTensor notations");
-  cmd->add_option("--mesh", opts->mesh, "device mesh, e.g. '{x: 2, y: 2}' (row-major device order)")->required();
-  opts->shape_opt = add_shape_option(*cmd, opts->shape);
-  add_type_option(*cmd, opts->type, opts->shape_opt, "--type", "the type", "--jax", "--dtensor");
+  add_one_type_options(*cmd, opts->in);
   cmd->add_option("--to", opts->to, "the notations to print (default: all three)")
       ->check(CLI::IsMember(notation_names()))
       ->delimiter(',');

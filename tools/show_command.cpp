@@ -26,9 +26,8 @@ namespace redist::tools {
 namespace {
 
 struct show_options {
-  std::string mesh, shape, svg;
-  type_option type;
-  CLI::Option* shape_opt = nullptr;
+  one_type_options in;
+  std::string svg;
   std::string color = "auto";
   std::string notation = "redist";
 };
@@ -42,10 +41,9 @@ bool use_color(const std::string& mode) {
 }
 
 void run_show(const show_options& o) {
-  require_type(o.type);
-  check_shape_used(o.shape_opt, {&o.type});
-  const device_mesh m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
-  const dist_type t = parse_type_option(m, o.type, o.shape);
+  const one_type in = parse_one_type(o.in);
+  const device_mesh& m = in.m;
+  const dist_type& t = in.t;
   draw_options d;
   std::string note;  // the one line saying the notation cannot write the type
   if (o.notation != "redist") {
@@ -53,11 +51,8 @@ void run_show(const show_options& o) {
     if (n.why_not.empty()) d.type_label = n.text;
     else note = fmt::format("no {}: {}; the type is shown in redist notation\n", notation_title(o.notation), n.why_not);
   }
-  const std::string& type_name = o.type.jax_opt->count()       ? o.type.jax_name
-                                 : o.type.dtensor_opt->count() ? o.type.dtensor_name
-                                                               : o.type.paper_name;
   // Too large to draw is the type's problem (or the mesh's).
-  const std::string text = for_option(type_name, [&] {
+  const std::string text = for_option(given_name(o.in.type), [&] {
     draw_options plain = d;
     if (!o.svg.empty()) write_file("--svg", o.svg, show_svg(m, t, plain));
     d.color = use_color(o.color);
@@ -71,9 +66,7 @@ void run_show(const show_options& o) {
 void add_show_command(CLI::App& app) {
   auto opts = std::make_shared<show_options>();
   CLI::App* cmd = app.add_subcommand("show", "draw which device holds which tile of a distributed array");
-  cmd->add_option("--mesh", opts->mesh, "device mesh, e.g. '{x: 2, y: 2}' (row-major device order)")->required();
-  opts->shape_opt = add_shape_option(*cmd, opts->shape);
-  add_type_option(*cmd, opts->type, opts->shape_opt, "--type", "the type", "--jax", "--dtensor");
+  add_one_type_options(*cmd, opts->in);
   cmd->add_option("--svg", opts->svg, "also draw the picture into this SVG file")->type_name("FILE");
   cmd->add_option("--color", opts->color, "colour the boxes: auto (a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
