@@ -442,27 +442,21 @@ struct nccl_options {
 
 namespace detail {
 
-/// RAII holders, so that a constructor that throws halfway releases what it made.
-struct nccl_comm_holder {
-  ncclComm_t comm = nullptr;
+/// RAII holders, so that a constructor that throws halfway releases what it made: a
+/// handle released with `Release` when owned (a borrowed one is left alone).
+template <class Handle, auto Release>
+struct handle_holder {
+  Handle h = nullptr;
   bool owned = false;
-  nccl_comm_holder() = default;
-  nccl_comm_holder(const nccl_comm_holder&) = delete;
-  nccl_comm_holder& operator=(const nccl_comm_holder&) = delete;
-  ~nccl_comm_holder() {
-    if (owned && comm != nullptr) (void)ncclCommDestroy(comm);
+  handle_holder() = default;
+  handle_holder(const handle_holder&) = delete;
+  handle_holder& operator=(const handle_holder&) = delete;
+  ~handle_holder() {
+    if (owned && h != nullptr) (void)Release(h);
   }
 };
-struct cuda_stream_holder {
-  cudaStream_t stream = nullptr;
-  bool owned = false;
-  cuda_stream_holder() = default;
-  cuda_stream_holder(const cuda_stream_holder&) = delete;
-  cuda_stream_holder& operator=(const cuda_stream_holder&) = delete;
-  ~cuda_stream_holder() {
-    if (owned && stream != nullptr) (void)cudaStreamDestroy(stream);
-  }
-};
+using nccl_comm_holder = handle_holder<ncclComm_t, &ncclCommDestroy>;
+using cuda_stream_holder = handle_holder<cudaStream_t, &cudaStreamDestroy>;
 #if defined(REDIST_WITH_MPI)
 struct mpi_comm_holder {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -516,7 +510,7 @@ class nccl_backend {
     mpi_call(MPI_Bcast(&boot, static_cast<int>(sizeof boot), MPI_BYTE, 0, mpi_.comm), "MPI_Bcast");
     if (boot.rc != static_cast<int>(ncclSuccess))
       detail::nccl_failed("ncclGetUniqueId(&id) on rank 0", __FILE__, __LINE__, static_cast<ncclResult_t>(boot.rc));
-    REDIST_NCCL_CHECK(ncclCommInitRank(&comm_.comm, size, boot.id, rank));
+    REDIST_NCCL_CHECK(ncclCommInitRank(&comm_.h, size, boot.id, rank));
     comm_.owned = true;
     setup(device, o.stream);
   }
@@ -534,7 +528,7 @@ class nccl_backend {
     if (o.device >= 0 && o.device != device)
       throw redist_error(errc::runtime, "nccl backend: options.device is " + std::to_string(o.device) +
                                             " but the communicator uses CUDA device " + std::to_string(device));
-    comm_.comm = comm;
+    comm_.h = comm;
     size_ = static_cast<std::uint64_t>(size);
     me_ = static_cast<rank_t>(rank);
     setup(device, o.stream);
@@ -543,9 +537,9 @@ class nccl_backend {
   nccl_backend(const nccl_backend&) = delete;
   nccl_backend& operator=(const nccl_backend&) = delete;
   ~nccl_backend() {
-    (void)cudaStreamSynchronize(stream_.stream);  // nothing may be in flight on the communicators
+    (void)cudaStreamSynchronize(stream_.h);  // nothing may be in flight on the communicators
     for (auto& [g, c] : groups_)
-      if (c != comm_.comm) (void)ncclCommDestroy(c);
+      if (c != comm_.h) (void)ncclCommDestroy(c);
   }
 
   [[nodiscard]] std::uint64_t devices() const { return size_; }
@@ -554,9 +548,9 @@ class nccl_backend {
   /// The rank's CUDA device.
   [[nodiscard]] int device() const { return mem_.device(); }
   /// The stream every operation is ordered on.
-  [[nodiscard]] cudaStream_t stream() const { return stream_.stream; }
+  [[nodiscard]] cudaStream_t stream() const { return stream_.h; }
   /// The backend's communicator over all ranks.
-  [[nodiscard]] ncclComm_t comm() const { return comm_.comm; }
+  [[nodiscard]] ncclComm_t comm() const { return comm_.h; }
   /// The memory space of the executor's buffers (runtime/memory.hpp).
   [[nodiscard]] const cuda_memory& memory() const { return mem_; }
   /// Communicators built so far (for tests: the cache must not grow on reruns).
@@ -570,7 +564,7 @@ class nccl_backend {
 #endif
   }
   /// Wait until everything issued on the stream is done.
-  void synchronize() const { REDIST_CUDA_CHECK(cudaStreamSynchronize(stream_.stream)); }
+  void synchronize() const { REDIST_CUDA_CHECK(cudaStreamSynchronize(stream_.h)); }
 
   agreement agree(std::uint64_t hash, bool ok) {
     std::uint64_t v[3] = {hash, ~hash, ok ? 0u : 1u}, r[3] = {0, 0, 0};
@@ -580,10 +574,10 @@ class nccl_backend {
       return {r[0] == ~r[1], r[2] == 0};
     }
 #endif
-    REDIST_CUDA_CHECK(cudaMemcpyAsync(agree_.data(), v, sizeof v, cudaMemcpyHostToDevice, stream_.stream));
-    REDIST_NCCL_CHECK(ncclAllReduce(agree_.data(), agree_.data(), 3, ncclUint64, ncclMax, comm_.comm, stream_.stream));
-    REDIST_CUDA_CHECK(cudaMemcpyAsync(r, agree_.data(), sizeof r, cudaMemcpyDeviceToHost, stream_.stream));
-    REDIST_CUDA_CHECK(cudaStreamSynchronize(stream_.stream));
+    REDIST_CUDA_CHECK(cudaMemcpyAsync(agree_.data(), v, sizeof v, cudaMemcpyHostToDevice, stream_.h));
+    REDIST_NCCL_CHECK(ncclAllReduce(agree_.data(), agree_.data(), 3, ncclUint64, ncclMax, comm_.h, stream_.h));
+    REDIST_CUDA_CHECK(cudaMemcpyAsync(r, agree_.data(), sizeof r, cudaMemcpyDeviceToHost, stream_.h));
+    REDIST_CUDA_CHECK(cudaStreamSynchronize(stream_.h));
     return {r[0] == ~r[1], r[2] == 0};
   }
 
@@ -598,10 +592,10 @@ class nccl_backend {
     bool identity = n == size_;
     for (std::size_t k = 0; identity && k < n; ++k) identity = group[k] == k;
     if (identity) {  // every rank sees the same partition, so every rank skips the split
-      groups_.emplace(group, comm_.comm);
+      groups_.emplace(group, comm_.h);
     } else if (n > 1) {
       ncclComm_t c = nullptr;
-      REDIST_NCCL_CHECK(ncclCommSplit(comm_.comm, static_cast<int>(p / n), static_cast<int>(p % n), &c, nullptr));
+      REDIST_NCCL_CHECK(ncclCommSplit(comm_.h, static_cast<int>(p / n), static_cast<int>(p % n), &c, nullptr));
       if (!groups_.emplace(group, c).second) (void)ncclCommDestroy(c);  // same group from another partition
     }
     partitions_.insert(std::move(key));
@@ -615,7 +609,7 @@ class nccl_backend {
     const std::byte* send = bufs.first;
     std::byte* recv = bufs.second;
     if (local_copy(g, send, recv, bytes)) return;
-    REDIST_NCCL_CHECK(ncclAllGather(send, recv, bytes, ncclUint8, group_comm(g), stream_.stream));
+    REDIST_NCCL_CHECK(ncclAllGather(send, recv, bytes, ncclUint8, group_comm(g), stream_.h));
   }
 
   template <class T>
@@ -629,14 +623,14 @@ class nccl_backend {
     ncclComm_t c = group_comm(g);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
     if (!grouped_) {
-      REDIST_NCCL_CHECK(ncclAlltoAll(send, recv, bytes, ncclUint8, c, stream_.stream));
+      REDIST_NCCL_CHECK(ncclAlltoAll(send, recv, bytes, ncclUint8, c, stream_.h));
       return;
     }
 #endif
     in_group([&] {
       for (std::size_t k = 0; k < g.size(); ++k) {
-        REDIST_NCCL_CHECK(ncclSend(send + k * bytes, bytes, ncclUint8, static_cast<int>(k), c, stream_.stream));
-        REDIST_NCCL_CHECK(ncclRecv(recv + k * bytes, bytes, ncclUint8, static_cast<int>(k), c, stream_.stream));
+        REDIST_NCCL_CHECK(ncclSend(send + k * bytes, bytes, ncclUint8, static_cast<int>(k), c, stream_.h));
+        REDIST_NCCL_CHECK(ncclRecv(recv + k * bytes, bytes, ncclUint8, static_cast<int>(k), c, stream_.h));
       }
     });
   }
@@ -655,8 +649,8 @@ class nccl_backend {
       return;
     }
     in_group([&] {
-      REDIST_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, static_cast<int>(to), comm_.comm, stream_.stream));
-      REDIST_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, static_cast<int>(from), comm_.comm, stream_.stream));
+      REDIST_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, static_cast<int>(to), comm_.h, stream_.h));
+      REDIST_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, static_cast<int>(from), comm_.h, stream_.h));
     });
   }
 
@@ -668,7 +662,7 @@ class nccl_backend {
     const std::byte* send = bufs.first;
     std::byte* recv = bufs.second;
     if (local_copy(g, send, recv, bytes)) return;
-    REDIST_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.stream));
+    REDIST_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.h));
   }
 
   template <class T>
@@ -680,7 +674,7 @@ class nccl_backend {
     std::byte* recv = bufs.second;
     if (local_copy(g, send, recv, bytes)) return;
     REDIST_NCCL_CHECK(
-        ncclReduceScatter(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.stream));
+        ncclReduceScatter(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.h));
   }
 
  private:
@@ -746,12 +740,12 @@ class nccl_backend {
   void setup(int device, cudaStream_t stream) {
     detail::device_guard g(device);
     if (stream != nullptr) {
-      stream_.stream = stream;
+      stream_.h = stream;
     } else {
-      REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_.stream, cudaStreamNonBlocking));
+      REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_.h, cudaStreamNonBlocking));
       stream_.owned = true;
     }
-    mem_ = cuda_memory(device, stream_.stream);
+    mem_ = cuda_memory(device, stream_.h);
     agree_ = cuda_buffer<std::uint64_t>(3, device);
   }
 
@@ -764,7 +758,7 @@ class nccl_backend {
   }
 
   void copy_bytes(std::byte* dst, const std::byte* src, std::size_t bytes) const {
-    if (bytes != 0) REDIST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.stream));
+    if (bytes != 0) REDIST_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.h));
   }
 
   /// A singleton group of a backend of several ranks: a local copy (true), after checking
