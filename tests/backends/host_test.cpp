@@ -180,6 +180,13 @@ TEST_CASE("host backend collectives, block by block", "[host]") {
   CHECK(r[0] == s[3]);
   CHECK_THROWS_WITH(host.allgather<int>(std::vector<redist::rank_t>{0, 4}, io, 1),
                     "host backend: rank 4 is not among the 4 simulated devices");
+  // Destinations that are not a bijection are refused before any tile is written.
+  const std::vector<int> before = r[1];
+  CHECK_THROWS_WITH(host.permute<int>(std::vector<redist::rank_t>{1, 1, 3, 0}, io, 4),
+                    "host backend: permute destinations are not a permutation of the ranks");
+  CHECK_THROWS_WITH(host.permute<int>(std::vector<redist::rank_t>{1, 0}, io, 4),
+                    "host backend: permute needs one destination per rank (4), got 2");
+  CHECK(r[1] == before);
   CHECK_THROWS_WITH(redist::host_backend(0), "host backend: cannot simulate 0 devices");
   for (int k = 0; k < 4; ++k) {
     s[k] = {k, 10 * k, 100 * k, 1000 * k};

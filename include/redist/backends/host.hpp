@@ -95,10 +95,7 @@ class host_backend {
   template <class T>
     requires std::is_trivially_copyable_v<T>
   void permute(std::span<const rank_t> dest, block_io<T> io, std::size_t count) {
-    if (dest.size() != ranks_.size())
-      throw redist_error(errc::runtime, "host backend: permute needs one destination per rank (" +
-                                            std::to_string(ranks_.size()) + "), got " + std::to_string(dest.size()));
-    check_group(dest);
+    detail::check_permutation("host backend", dest, ranks_.size(), 0);
     check_buffers(ranks_, io);
     for (std::size_t r = 0; r < dest.size(); ++r) std::memcpy(io.recv[dest[r]], io.send[r], count * sizeof(T));
   }

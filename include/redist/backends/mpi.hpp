@@ -204,15 +204,9 @@ class mpi_backend {
   template <class T>
     requires mpi_element<T>
   void permute(std::span<const rank_t> dest, block_io<T> io, std::size_t count) {
-    if (dest.size() != size_)
-      throw redist_error(errc::runtime, "mpi backend: permute needs one destination per rank (" +
-                                            std::to_string(size_) + "), got " + std::to_string(dest.size()));
+    const auto [to, from_rank] = detail::check_permutation("mpi backend", dest, size_, me_);
     const int cnt = checked_count(count);
-    const rank_t to = dest[me_];
-    const auto from_it = std::find(dest.begin(), dest.end(), me_);
-    if (to >= size_ || from_it == dest.end())
-      throw redist_error(errc::runtime, "mpi backend: permute destinations are not a permutation of the ranks");
-    const auto from = static_cast<int>(from_it - dest.begin());
+    const auto from = static_cast<int>(from_rank);
     if (to == me_) {
       std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
       return;

@@ -182,23 +182,6 @@ inline void check_partition(const std::string& who, std::span<const rank_t> memb
   }
 }
 
-/// `dest` must be a bijection of the `size` ranks; returns {dest[me], the rank sending to me}.
-inline std::pair<rank_t, rank_t> check_permutation(const std::string& who, std::span<const rank_t> dest,
-                                                    std::uint64_t size, rank_t me) {
-  if (dest.size() != size)
-    throw redist_error(errc::runtime, who + ": permute needs one destination per rank (" + std::to_string(size) +
-                                          "), got " + std::to_string(dest.size()));
-  std::vector<bool> seen(size, false);
-  rank_t from = 0;
-  for (std::size_t r = 0; r < dest.size(); ++r) {
-    if (dest[r] >= size || seen[dest[r]])
-      throw redist_error(errc::runtime, who + ": permute destinations are not a permutation of the ranks");
-    seen[dest[r]] = true;
-    if (dest[r] == me) from = static_cast<rank_t>(r);
-  }
-  return {dest[me], from};
-}
-
 /// Bytes of `count` elements of T, refusing counts whose size overflows.
 template <class T>
 std::size_t block_bytes(const std::string& who, std::size_t count) {

@@ -63,8 +63,12 @@
 #include <concepts>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "redist/core/error.hpp"
 #include "redist/program.hpp"
 
 namespace redist {
@@ -109,5 +113,26 @@ concept reducing_backend_for =
       b.allreduce(group, io, count);
       b.reducescatter(group, io, count);
     };
+
+namespace detail {
+/// The check every backend's permute makes of its destinations (`who` names the backend in
+/// the message): `dest` must be a bijection of the `size` ranks. Returns {dest[me], the
+/// rank sending to me}.
+inline std::pair<rank_t, rank_t> check_permutation(const std::string& who, std::span<const rank_t> dest,
+                                                    std::uint64_t size, rank_t me) {
+  if (dest.size() != size)
+    throw redist_error(errc::runtime, who + ": permute needs one destination per rank (" + std::to_string(size) +
+                                          "), got " + std::to_string(dest.size()));
+  std::vector<bool> seen(size, false);
+  rank_t from = 0;
+  for (std::size_t r = 0; r < dest.size(); ++r) {
+    if (dest[r] >= size || seen[dest[r]])
+      throw redist_error(errc::runtime, who + ": permute destinations are not a permutation of the ranks");
+    seen[dest[r]] = true;
+    if (dest[r] == me) from = static_cast<rank_t>(r);
+  }
+  return {dest[me], from};
+}
+}  // namespace detail
 
 }  // namespace redist
