@@ -137,12 +137,7 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
     if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no placement");
     place[static_cast<std::size_t>(a)] = "Partial()";
   }
-  std::string s = "[";
-  for (std::size_t i = 0; i < place.size(); ++i) {
-    if (i) s += ", ";
-    s += place[i];
-  }
-  return s + "]";
+  return detail::listed("[", place, "]");
 }
 
 }  // namespace redist

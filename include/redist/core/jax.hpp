@@ -59,6 +59,13 @@ inline bool whole_axes(const device_mesh& m, const dim& d, std::vector<int>& out
 }
 
 inline std::string quoted(const device_mesh& m, int a) { return "'" + std::string(m.names[a].view()) + "'"; }
+
+/// `open` + the items separated by ", " + `close`, as Python prints a sequence.
+inline std::string listed(std::string_view open, const std::vector<std::string>& items, std::string_view close) {
+  std::string s(open);
+  for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  return s.append(close);
+}
 }  // namespace detail
 
 /// Parse a PartitionSpec (`PartitionSpec('x', None, ('y', 'z'))` or `P(...)`) for an
@@ -139,21 +146,13 @@ inline std::string to_jax(const device_mesh& m, const dist_type& t) {
     if (axes.empty()) entries.push_back("None");
     else if (axes.size() == 1) entries.push_back(detail::quoted(m, axes[0]));
     else {
-      std::string s = "(";
-      for (std::size_t i = axes.size(); i-- > 0;) {  // major-to-minor
-        s += detail::quoted(m, axes[i]);
-        if (i) s += ", ";
-      }
-      entries.push_back(s + ")");
+      std::vector<std::string> names;
+      for (std::size_t i = axes.size(); i-- > 0;) names.push_back(detail::quoted(m, axes[i]));  // major-to-minor
+      entries.push_back(detail::listed("(", names, ")"));
     }
   }
   while (!entries.empty() && entries.back() == "None") entries.pop_back();
-  std::string s = "PartitionSpec(";
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (i) s += ", ";
-    s += entries[i];
-  }
-  return s + ")";
+  return detail::listed("PartitionSpec(", entries, ")");
 }
 
 }  // namespace redist
