@@ -211,6 +211,10 @@ TEST_CASE("errors: nothing is touched and the message says what is wrong", "[exe
     bad3.steps.back().dest.assign(8, 0);
     redist::executor<float, redist::host_backend> ex3(host, bad3);
     CHECK_THROWS_WITH(ex3.run(in, out), "invalid program: step 0 (allpermute): dest must be a permutation of the ranks");
+    auto bad4 = p;
+    bad4.steps.front().parts = 3;  // every rank listed once, but 8 ranks make no groups of 3
+    redist::executor<float, redist::host_backend> ex4(host, bad4);
+    CHECK_THROWS_WITH(ex4.run(in, out), "invalid program: step 0 (alltoall): the 8 devices do not split into groups of 3");
     CHECK(all_equal(out, -1.0f));
   }
 }

@@ -58,56 +58,60 @@ inline program_shapes check_program(const program& p) {
   s.ext.push_back(x);
   s.cap = x.size();
   auto dim_ok = [&](int d) { return d >= 0 && d < R; };
+  // The problem with a step's groups (allgather, alltoall, allreduce, reducescatter), or "".
+  auto groups_problem = [&](const step& st) -> std::string {
+    if (st.parts == 0) return "group size 0";
+    if (!is_permutation_of_ranks(st.members, D))
+      return "the groups must list every rank of the " + std::to_string(D) + " devices exactly once";
+    if (D % st.parts != 0)
+      return "the " + std::to_string(D) + " devices do not split into groups of " + std::to_string(st.parts);
+    return {};
+  };
+  // The problem with splitting the tile into st.parts chunks along st.split_dim, or "";
+  // without one, the split is applied to x.
+  auto split = [&](const step& st) -> std::string {
+    if (!dim_ok(st.split_dim)) return "split_dim " + std::to_string(st.split_dim) + " out of range";
+    if (st.parts == 0 || x[st.split_dim] % st.parts != 0)
+      return "extent " + std::to_string(x[st.split_dim]) + " of dimension " + std::to_string(st.split_dim) +
+             " cannot be split into " + std::to_string(st.parts);
+    x[st.split_dim] /= st.parts;
+    return {};
+  };
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& st = p.steps[i];
     const std::string name = step_name(p, i);
+    std::string problem;
     switch (st.kind) {
       case op::allgather:
-      case op::alltoall: {
-        if (st.parts == 0) return fail(name + ": group size 0");
-        if (!is_permutation_of_ranks(st.members, D))
-          return fail(name + ": the groups must list every rank of the " + std::to_string(D) + " devices exactly once");
-        if (!dim_ok(st.concat_dim)) return fail(name + ": concat_dim " + std::to_string(st.concat_dim) + " out of range");
-        if (st.kind == op::alltoall) {
-          if (!dim_ok(st.split_dim)) return fail(name + ": split_dim " + std::to_string(st.split_dim) + " out of range");
-          if (x[st.split_dim] % st.parts != 0)
-            return fail(name + ": extent " + std::to_string(x[st.split_dim]) + " of dimension " +
-                        std::to_string(st.split_dim) + " cannot be split into " + std::to_string(st.parts));
-          x[st.split_dim] /= st.parts;
+      case op::alltoall:
+        if (!(problem = groups_problem(st)).empty()) break;
+        if (!dim_ok(st.concat_dim)) {
+          problem = "concat_dim " + std::to_string(st.concat_dim) + " out of range";
+          break;
         }
+        if (st.kind == op::alltoall && !(problem = split(st)).empty()) break;
         x[st.concat_dim] *= st.parts;
         break;
-      }
-      case op::dynslice: {
-        if (!dim_ok(st.split_dim)) return fail(name + ": split_dim " + std::to_string(st.split_dim) + " out of range");
-        if (st.parts == 0 || x[st.split_dim] % st.parts != 0)
-          return fail(name + ": extent " + std::to_string(x[st.split_dim]) + " of dimension " +
-                      std::to_string(st.split_dim) + " cannot be split into " + std::to_string(st.parts));
-        if (st.index.size() != D) return fail(name + ": index must have one entry per rank");
+      case op::dynslice:
+        if (st.index.size() != D) {
+          problem = "index must have one entry per rank";
+          break;
+        }
         for (rank_t v : st.index)
-          if (v >= st.parts) return fail(name + ": index " + std::to_string(v) + " is not below parts " + std::to_string(st.parts));
-        x[st.split_dim] /= st.parts;
+          if (v >= st.parts) problem = "index " + std::to_string(v) + " is not below parts " + std::to_string(st.parts);
+        if (problem.empty()) problem = split(st);
         break;
-      }
       case op::allpermute:
-        if (!is_permutation_of_ranks(st.dest, D)) return fail(name + ": dest must be a permutation of the ranks");
+        if (!is_permutation_of_ranks(st.dest, D)) problem = "dest must be a permutation of the ranks";
         break;
       case op::allreduce:
-      case op::reducescatter: {
-        if (st.parts == 0) return fail(name + ": group size 0");
-        if (!is_permutation_of_ranks(st.members, D))
-          return fail(name + ": the groups must list every rank of the " + std::to_string(D) + " devices exactly once");
-        if (st.kind == op::reducescatter) {
-          if (!dim_ok(st.split_dim)) return fail(name + ": split_dim " + std::to_string(st.split_dim) + " out of range");
-          if (x[st.split_dim] % st.parts != 0)
-            return fail(name + ": extent " + std::to_string(x[st.split_dim]) + " of dimension " +
-                        std::to_string(st.split_dim) + " cannot be split into " + std::to_string(st.parts));
-          x[st.split_dim] /= st.parts;
-        }
+      case op::reducescatter:
+        if (!(problem = groups_problem(st)).empty()) break;
+        if (st.kind == op::reducescatter) problem = split(st);
         s.sums = true;
         break;
-      }
     }
+    if (!problem.empty()) return fail(name + ": " + problem);
     if (st.after.rank == R) {  // the recorded shape (tiles per dimension), when present
       for (int d = 0; d < R; ++d)
         if (st.after.parts[d] == 0 || p.source.dims[d].global / st.after.parts[d] != x[d])
