@@ -215,8 +215,29 @@ program make_program(const run_options& o) {
   return synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
 }
 
+/// The most memory `redist run --backend host` uses for its simulated devices.
+constexpr std::uint64_t host_simulation_limit = 8ull << 30;
+
+/// Refuse, before allocating anything, a host run whose simulated devices would together hold
+/// more than host_simulation_limit: every device's source and target tiles plus the
+/// executor's buffers (at most 2 x the program's peak local size).
+void check_host_simulation(const program& prog) {
+  const long double per_device = static_cast<long double>(local_size(prog.m, prog.source)) +
+                                 static_cast<long double>(local_size(prog.m, prog.target)) +
+                                 2.0L * static_cast<long double>(prog.peak_local_elements);
+  const long double total = per_device * static_cast<long double>(prog.element_bytes) *
+                            static_cast<long double>(prog.devices());
+  if (total > static_cast<long double>(host_simulation_limit))
+    throw input_error("--backend", fmt::format("host: {} simulated devices would hold {:.1f} GiB (tiles in and out and the "
+                                               "executor's buffers), more than the {} GiB the host backend simulates; "
+                                               "use a smaller array or mesh, or --backend mpi",
+                                               prog.devices(), static_cast<double>(total / (1ull << 30)),
+                                               host_simulation_limit >> 30));
+}
+
 void run_host(const run_options& o) {
   const program prog = make_program(o);
+  check_host_simulation(prog);
   host_backend host(prog.devices());
   const measurement me = execute_bytes(host, prog, o);
   report(prog, o, me, prog.devices());

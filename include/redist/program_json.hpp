@@ -46,6 +46,11 @@ namespace redist {
 /// The format tag of section 4.
 inline constexpr std::string_view program_json_format = "redist-program/1";
 
+/// The deepest nesting of arrays and objects program_from_json_text reads (a program
+/// needs 5: the document, "steps", a step, "groups", a group). Deeper text is refused
+/// before it is parsed.
+inline constexpr int max_json_depth = 32;
+
 namespace detail {
 
 /// text -> std::string, refusing a result the fixed-capacity buffer may have cut short.
@@ -168,6 +173,46 @@ void dump_compact(const Json& j, int indent, int level, std::string& out) {
 
 // ---- reading ----
 
+/// Appends a bounded rendering of `v` (nlohmann's compact dump() for small values): at
+/// most `depth` levels of nesting and about 80 characters. Error messages quote input with
+/// it, so a hostile document (100,000 levels deep, megabytes long) can neither exhaust the
+/// stack nor flood a message, as a plain dump() would.
+inline void json_excerpt_into(const nlohmann::json& v, int depth, std::string& out) {
+  constexpr std::size_t width = 80;
+  if (!v.is_structured()) {
+    std::string s = v.dump();
+    if (s.size() > width / 2) s = s.substr(0, width / 2 - 3) + "...";
+    out += s;
+    return;
+  }
+  const bool object = v.is_object();
+  out += object ? '{' : '[';
+  if (!v.empty() && depth == 0) out += "...";
+  if (depth > 0) {
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!first) out += ',';
+      first = false;
+      if (out.size() > width) {
+        out += "...";
+        break;
+      }
+      if (object) {
+        json_excerpt_into(nlohmann::json(it.key()), 0, out);
+        out += ':';
+      }
+      json_excerpt_into(it.value(), depth - 1, out);
+    }
+  }
+  out += object ? '}' : ']';
+}
+
+inline std::string json_excerpt(const nlohmann::json& v) {
+  std::string out;
+  json_excerpt_into(v, 3, out);
+  return out;
+}
+
 [[noreturn]] inline void json_fail(errc code, const std::string& where, const std::string& what) {
   throw redist_error(code, "program JSON: " + (where.empty() ? what : where + ": " + what));
 }
@@ -184,17 +229,17 @@ inline std::string json_join(const std::string& where, const std::string& key) {
 
 inline std::uint64_t json_uint(const nlohmann::json& v, const std::string& where) {
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-    json_fail(errc::syntax, where, "expected an unsigned integer, found " + v.dump());
+    json_fail(errc::syntax, where, "expected an unsigned integer, found " + json_excerpt(v));
   return v.get<std::uint64_t>();
 }
 
 inline std::string json_string(const nlohmann::json& v, const std::string& where) {
-  if (!v.is_string()) json_fail(errc::syntax, where, "expected a string, found " + v.dump());
+  if (!v.is_string()) json_fail(errc::syntax, where, "expected a string, found " + json_excerpt(v));
   return v.get<std::string>();
 }
 
 inline const nlohmann::json& json_array(const nlohmann::json& v, const std::string& where) {
-  if (!v.is_array()) json_fail(errc::syntax, where, "expected an array, found " + v.dump());
+  if (!v.is_array()) json_fail(errc::syntax, where, "expected an array, found " + json_excerpt(v));
   return v;
 }
 
@@ -247,6 +292,29 @@ inline std::string shape_string(const shape& s) {
   return out;
 }
 
+/// Refuse text whose arrays and objects nest deeper than max_json_depth (a scan that
+/// skips strings; the parser reports any other malformation).
+inline void check_json_nesting(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_json_depth)
+        throw redist_error(errc::capacity, "program JSON: arrays and objects nested deeper than " +
+                                               std::to_string(max_json_depth) + " levels (at byte " +
+                                               std::to_string(i) + ")");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 }  // namespace detail
 
 /// The program as JSON (keys sorted, nlohmann::json's object order).
@@ -269,18 +337,20 @@ inline std::string program_json_text(const program& p, int indent = 2) {
 /// sizes and costs are recomputed; intermediate types are taken from "type" when given.
 inline program program_from_json(const nlohmann::json& j) {
   using namespace detail;
-  if (!j.is_object()) json_fail(errc::syntax, "", "expected a JSON object, found " + j.dump());
+  if (!j.is_object()) json_fail(errc::syntax, "", "expected a JSON object, found " + json_excerpt(j));
   program p;
   std::string format = json_string(json_field(j, "format", ""), "format");
   if (format != program_json_format)
-    json_fail(errc::syntax, "format", "unsupported format '" + format + "' (expected '" + std::string(program_json_format) + "')");
+    json_fail(errc::syntax, "format",
+              "unsupported format '" + (format.size() > 40 ? format.substr(0, 37) + "..." : format) + "' (expected '" +
+                  std::string(program_json_format) + "')");
 
   // Mesh: [["x", 4], ["y", 8]].
   const auto& jm = json_array(json_field(j, "mesh", ""), "mesh");
   for (std::size_t a = 0; a < jm.size(); ++a) {
     const std::string where = "mesh[" + std::to_string(a) + "]";
     const auto& ax = json_array(jm[a], where);
-    if (ax.size() != 2) json_fail(errc::syntax, where, "expected [name, size], found " + ax.dump());
+    if (ax.size() != 2) json_fail(errc::syntax, where, "expected [name, size], found " + json_excerpt(ax));
     std::string name = json_string(ax[0], where + "[0]");
     if (name.empty() || name.size() > static_cast<std::size_t>(max_name))
       json_fail(errc::syntax, where + "[0]", "an axis name has 1 to " + std::to_string(max_name) + " characters");
@@ -300,7 +370,7 @@ inline program program_from_json(const nlohmann::json& j) {
   bool same = jg.size() == static_cast<std::size_t>(p.source.rank);
   for (std::size_t d = 0; same && d < jg.size(); ++d)
     same = json_uint(jg[d], "global_shape[" + std::to_string(d) + "]") == p.source.dims[d].global;
-  if (!same) json_fail(errc::global_mismatch, "global_shape", jg.dump() + " is not the global shape of the source type");
+  if (!same) json_fail(errc::global_mismatch, "global_shape", json_excerpt(jg) + " is not the global shape of the source type");
 
   const int R = p.source.rank;
   const weak_context ctx = weak_context_of(m, p.source);
@@ -312,7 +382,7 @@ inline program program_from_json(const nlohmann::json& j) {
   for (std::size_t i = 0; i < jsteps.size(); ++i) {
     const std::string where = "steps[" + std::to_string(i) + "]";
     const auto& js = jsteps[i];
-    if (!js.is_object()) json_fail(errc::syntax, where, "expected an object, found " + js.dump());
+    if (!js.is_object()) json_fail(errc::syntax, where, "expected an object, found " + json_excerpt(js));
     step s;
     const std::string name = json_string(json_field(js, "op", where), where + ".op");
     if (!op_from_name(name, s.kind)) json_fail(errc::syntax, where + ".op", "unknown op '" + name + "'");
@@ -330,7 +400,7 @@ inline program program_from_json(const nlohmann::json& j) {
         const std::string wg = where + ".groups";
         const auto& groups = json_array(json_field(js, "groups", where), wg);
         if (groups.empty()) json_fail(errc::bad_size, wg, "no groups");
-        std::vector<bool> seen(D, false);
+        std::vector<bool> seen;  // allocated once the groups' sizes add up to D
         for (std::size_t g = 0; g < groups.size(); ++g) {
           const std::string wgi = wg + "[" + std::to_string(g) + "]";
           const auto& grp = json_array(groups[g], wgi);
@@ -340,6 +410,7 @@ inline program program_from_json(const nlohmann::json& j) {
               json_fail(errc::bad_size, wg,
                         std::to_string(groups.size()) + " groups of " + std::to_string(grp.size()) +
                             " ranks do not partition the " + std::to_string(D) + " ranks");
+            seen.assign(D, false);
           } else if (grp.size() != s.parts) {
             json_fail(errc::bad_size, wgi,
                       "has " + std::to_string(grp.size()) + " ranks, expected " + std::to_string(s.parts) +
@@ -407,17 +478,17 @@ inline program program_from_json(const nlohmann::json& j) {
                   "'" + it->get<std::string>() + "' does not have the tiles per dimension " + shape_string(cur) +
                       " that the steps produce");
       if (auto ex = js.find("type_exact"); ex != js.end()) {
-        if (!ex->is_boolean()) json_fail(errc::syntax, where + ".type_exact", "expected true or false, found " + ex->dump());
+        if (!ex->is_boolean()) json_fail(errc::syntax, where + ".type_exact", "expected true or false, found " + json_excerpt(*ex));
         s.type_exact = ex->get<bool>();
       }
     }
     if (auto it = js.find("local_elements"); it != js.end() && json_uint(*it, where + ".local_elements") != local)
-      json_fail(errc::rule, where + ".local_elements", it->dump() + " but the step leaves " + std::to_string(local));
+      json_fail(errc::rule, where + ".local_elements", json_excerpt(*it) + " but the step leaves " + std::to_string(local));
     if (auto it = js.find("cost_bytes"); it != js.end()) {
       std::uint64_t b = 0;
       if (!mul_ok(s.cost, p.element_bytes, b) || json_uint(*it, where + ".cost_bytes") != b)
         json_fail(errc::rule, where + ".cost_bytes",
-                  it->dump() + " but the step costs " + std::to_string(s.cost) + " elements of " +
+                  json_excerpt(*it) + " but the step costs " + std::to_string(s.cost) + " elements of " +
                       std::to_string(p.element_bytes) + " bytes");
     }
     p.steps.push_back(std::move(s));
@@ -431,11 +502,11 @@ inline program program_from_json(const nlohmann::json& j) {
     std::uint64_t b = 0;
     if (!mul_ok(p.cost_elements, p.element_bytes, b) || json_uint(*it, "cost_bytes") != b)
       json_fail(errc::rule, "cost_bytes",
-                it->dump() + " but the steps cost " + std::to_string(p.cost_elements) + " elements of " +
+                json_excerpt(*it) + " but the steps cost " + std::to_string(p.cost_elements) + " elements of " +
                     std::to_string(p.element_bytes) + " bytes");
   }
   if (auto it = j.find("peak_local_elements"); it != j.end() && json_uint(*it, "peak_local_elements") != p.peak_local_elements)
-    json_fail(errc::rule, "peak_local_elements", it->dump() + " but the steps peak at " + std::to_string(p.peak_local_elements));
+    json_fail(errc::rule, "peak_local_elements", json_excerpt(*it) + " but the steps peak at " + std::to_string(p.peak_local_elements));
   if (auto it = j.find("memory_bound_elements"); it != j.end())
     p.memory_bound_elements = json_uint(*it, "memory_bound_elements");
   else
@@ -448,13 +519,18 @@ inline void to_json(nlohmann::json& j, const program& p) { j = to_json(p); }
 inline void to_json(nlohmann::ordered_json& j, const program& p) { j = to_ordered_json(p); }
 inline void from_json(const nlohmann::json& j, program& p) { p = program_from_json(j); }
 
-/// Parse JSON text and read the program; a JSON syntax error is a redist_error too.
+/// Parse JSON text and read the program. Malformed JSON, a number JSON cannot hold (1e400),
+/// and nesting deeper than max_json_depth are redist_errors too.
 inline program program_from_json_text(std::string_view text) {
+  detail::check_json_nesting(text);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw redist_error(errc::syntax, std::string("program JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
+    // what() is "[json.exception.parse_error.101] parse error at line 1, ...": keep the words.
+    std::string_view what = e.what();
+    if (what.starts_with("[json.exception.")) what.remove_prefix(std::min(what.size(), what.find("] ") + 2));
+    throw redist_error(errc::syntax, "program JSON: " + std::string(what));
   }
   return program_from_json(j);
 }

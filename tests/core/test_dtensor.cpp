@@ -34,6 +34,23 @@ TEST_CASE("bad placements name the problem", "[core][dtensor]") {
   CHECK_THROWS_WITH(redist::to_dtensor(m, redist::parse_type(m, "[128{y:(1)2}256, 1024, 64]")), Catch::Contains("sub-axis"));
 }
 
+TEST_CASE("hostile placements are refused with a message (fuzz regressions)", "[core][dtensor][fuzz]") {
+  // Negating the most negative 64-bit integer was undefined behaviour (UBSan: signed overflow).
+  CHECK_THROWS_WITH(via("[Shard(-9223372036854775808), Replicate(), Replicate()]"),
+                    Catch::StartsWith("Shard(-9223372036854775808) names no dimension of a 3-D array (at column 9"));
+  CHECK_THROWS_WITH(via("[Shard(-18446744073709551615), Replicate(), Replicate()]"),
+                    Catch::StartsWith("Shard(-18446744073709551615) names no dimension"));
+  CHECK_THROWS_WITH(via("[Shard(-4), Replicate(), Replicate()]"), Catch::StartsWith("Shard(-4) names no dimension"));
+  // Python's rule: -3 is the first of three dimensions, -0 is 0.
+  CHECK(via("[Shard(-3), Replicate(), Replicate()]") == "[128{x}256, 1024, 64]");
+  CHECK(via("[Shard(-0), Replicate(), Replicate()]") == "[128{x}256, 1024, 64]");
+  // A truncated keyword inside Partial(...) gave a redist_error with an empty message.
+  CHECK_THROWS_WITH(via("[Partial(re"), "expected Partial(), Partial('sum') or Partial(reduce_op='sum') (at column 2 of '[Partial(re')");
+  CHECK_THROWS_WITH(via("[Partial(reduce_op"), "expected '=' after reduce_op but the text ended (at column 19 of '[Partial(reduce_op')");
+  CHECK_THROWS_WITH(via("[Partia"), "expected '(' after the placement but the text ended (at column 8 of '[Partia')");
+  CHECK_THROWS_WITH(via("[Shard(di"), "expected Shard(dim) or Shard(dim=d) (at column 2 of '[Shard(di')");
+}
+
 TEST_CASE("ours -> DTensor -> ours round-trips where placements can express the type", "[core][dtensor]") {
   std::size_t tried = 0, expressible = 0;
   redist::testing::workload w = redist::testing::paper_workload();

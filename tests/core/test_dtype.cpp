@@ -239,6 +239,22 @@ TEST_CASE("type errors: class, message and 0-based column", "[dtype][errors]") {
   CHECK(parse_type_text(parse_mesh(m46), "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]").ok());
 }
 
+TEST_CASE("texts past max_text_input are refused; long inputs are quoted around the column", "[dtype][errors]") {
+  const device_mesh m = parse_mesh("{x: 4, y: 6}");
+  const std::string spaces(static_cast<std::size_t>(max_text_input) - 3, ' ');
+  CHECK(type_text(m, parse_type(m, "[" + spaces + "8]")).view() == "[8]");  // exactly the limit
+  CHECK_THROWS_WITH(parse_type(m, "[ " + spaces + "8]"),
+                    "the text has 65537 characters, more than the 65536 the parser reads");
+  CHECK_THROWS_WITH(parse_mesh("{" + spaces + spaces + "}"), Catch::StartsWith("the text has 131068 characters"));
+  // An error far into a long text quotes 100 characters around its column.
+  const std::string pad(300, ' ');
+  CHECK_THROWS_WITH(parse_type(m, "[" + pad + "8{q}8" + pad + "]"),
+                    "unknown axis 'q' (the mesh declares x, y) (at column 304 of '..." + std::string(48, ' ') + "8{q}8" +
+                        std::string(47, ' ') + "...')");
+  CHECK_THROWS_WITH(parse_type(m, "[8{q}8" + pad + "]"),
+                    "unknown axis 'q' (the mesh declares x, y) (at column 4 of '[8{q}8" + std::string(94, ' ') + "...')");
+}
+
 TEST_CASE("well-formedness of constructed types (Fig. 7b)", "[dtype][check]") {
   const device_mesh m = parse_mesh("{x: 4, y: 6}");
   const dist_type good = parse_type(m, "[3{x}12, 2{y}12]");

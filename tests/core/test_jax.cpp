@@ -36,6 +36,13 @@ TEST_CASE("bad PartitionSpecs name the problem and the column", "[core][jax]") {
   CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64] sum{x}")), Catch::Contains("pending sums"));
 }
 
+TEST_CASE("truncated PartitionSpecs are refused with a message (fuzz regressions)", "[core][jax][fuzz]") {
+  CHECK_THROWS_WITH(via_jax("Partia"), "expected PartitionSpec(...) or P(...) (at column 1 of 'Partia')");
+  CHECK_THROWS_WITH(via_jax("PartitionSpec("), "expected an axis name but the text ended (at column 15 of 'PartitionSpec(')");
+  CHECK_THROWS_WITH(via_jax("P(('x', "), "expected an axis name but the text ended (at column 9 of 'P(('x', ')");
+  CHECK_THROWS_WITH(via_jax("P(Non"), "unknown mesh axis 'Non' (at column 3 of 'P(Non')");
+}
+
 TEST_CASE("ours -> JAX -> ours round-trips on random types", "[core][jax]") {
   std::size_t n = 0;
   for (const auto& w : redist::testing::mixed_workloads()) {

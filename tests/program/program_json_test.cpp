@@ -297,6 +297,50 @@ TEST_CASE("malformed programs are rejected with one line naming the field") {
     FAIL("no error");
   } catch (const redist_error& e) {
     CHECK(e.code() == errc::syntax);
-    CHECK(std::string(e.what()).starts_with("program JSON: [json.exception.parse_error.101]"));
+    CHECK(std::string(e.what()).starts_with("program JSON: parse error at line 1, column "));
   }
+}
+
+TEST_CASE("hostile JSON is refused with one line, never a crash (fuzz regressions)", "[fuzz]") {
+  auto refused = [](const std::string& text) -> std::string {
+    try {
+      (void)program_from_json_text(text);
+    } catch (const redist_error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  // 100,000 levels overflowed the stack (in dump(), writing the message).
+  CHECK(refused(deep) == "program JSON: arrays and objects nested deeper than 32 levels (at byte 32)");
+  CHECK(refused(R"({"format": "redist-program/1", "mesh": )" + deep + "}") ==
+        "program JSON: arrays and objects nested deeper than 32 levels (at byte 70)");
+  // Brackets inside strings do not nest; 32 levels are read (and refused for what they hold).
+  CHECK(refused(R"({"format": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})") ==
+        "program JSON: format: unsupported format '" + std::string(37, '[') + "...' (expected 'redist-program/1')");
+  CHECK(refused("{\"format\": " + std::string(31, '[') + std::string(31, ']') + "}") ==
+        "program JSON: format: expected a string, found [[[[...]]]]");
+  // Numbers JSON cannot hold let nlohmann's out_of_range escape.
+  CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 1e400]]})") ==
+        "program JSON: number overflow parsing '1e400'");
+  CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 1e322]]})") ==
+        "program JSON: number overflow parsing '1e322'");
+  CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 1.5e3]]})") ==
+        "program JSON: mesh[0][1]: expected an unsigned integer, found 1500.0");
+  // A document built in memory is never dumped whole into a message.
+  json dom = json::array();
+  json* cur = &dom;
+  for (int i = 0; i < 100000; ++i) {
+    cur->push_back(json::array());
+    cur = &(*cur)[0];
+  }
+  CHECK_THROWS_WITH(program_from_json(dom), "program JSON: expected a JSON object, found [[[[...]]]]");
+  const json wide = json{{"format", std::string(100000, 'f')}};
+  CHECK_THROWS_WITH(program_from_json(wide), "program JSON: format: unsupported format '" + std::string(37, 'f') +
+                                                 "...' (expected 'redist-program/1')");
+  // A mesh of 2^32 - 1 devices with a one-rank group is refused before anything per rank is allocated.
+  CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 4294967295]], "element_bytes": 4,
+                    "source": "[4294967295]", "target": "[4294967295]", "global_shape": [4294967295],
+                    "steps": [{"op": "allgather", "concat_dim": 0, "groups": [[0]]}]})") ==
+        "program JSON: steps[0].groups: 1 groups of 1 ranks do not partition the 4294967295 ranks");
 }

@@ -117,6 +117,22 @@ def main():
         expect(r.returncode == 1, "%s: exit %d, expected 1" % (args, r.returncode))
         expect(r.stderr == line + "\n", "%s:\n  stderr   %r\n  expected %r" % (args, r.stderr, line + "\n"))
         expect(r.stdout == "", "%s: printed %r" % (args, r.stdout))
+    # Limits (docs/reference.md, "Limits"): 100,000 devices are planned; a host run that would
+    # hold terabytes is refused before anything is allocated; a text past 65,536 characters is
+    # refused with its length.
+    huge = ["--mesh", "{x: 100000}", "--from", "[{x}100000, 4]", "--to", "[100000, 4]"]
+    r = run(redist, ["plan"] + huge)
+    expect(r.returncode == 0 and "1  allgather" in r.stdout, "100,000 devices: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    r = run(redist, ["run", "--backend", "host"] + huge)
+    expect(r.returncode == 1 and r.stdout == "" and r.stderr ==
+           "redist: error: --backend: host: 100000 simulated devices would hold 447.0 GiB (tiles in and out and the "
+           "executor's buffers), more than the 8 GiB the host backend simulates; use a smaller array or mesh, or "
+           "--backend mpi\n", "100,000 devices on the host: rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = run(redist, ["plan", "--mesh", "{x: 4}", "--from", "[" + " " * 70000 + "8]", "--to", "[8]"])
+    expect(r.returncode == 1 and r.stderr ==
+           "redist: error: --from: the text has 70003 characters, more than the 65536 the parser reads\n",
+           "long text: rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
+
     for args, text in USAGE:
         r = run(redist, args)
         expect(r.returncode == 2 and text in r.stderr, "%s: exit %d, stderr %r" % (args, r.returncode, r.stderr))

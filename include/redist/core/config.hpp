@@ -15,5 +15,7 @@ inline constexpr int max_dims = 12;
 inline constexpr int max_name = 31;
 /// Distinct primes among a mesh's sub-axes.
 inline constexpr int max_primes = 16;
+/// Characters of one text the parsers read (a mesh, a type, a PartitionSpec, placements).
+inline constexpr int max_text_input = 1 << 16;
 
 }  // namespace redist

@@ -30,6 +30,7 @@ namespace redist {
 /// mesh axis in declared order, for an array of the given global shape. Throws
 /// redist_error naming the column.
 inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view placements) {
+  if (error e = detail::check_text_length(placements); !e.ok()) throw redist_error(e);
   detail::scanner sc{placements};
   auto fail = [&]() { throw redist_error(sc.err, placements); };
   const int rank = static_cast<int>(global.size());
@@ -67,14 +68,17 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
         sc.skip();
         const int dcol = sc.pos;
         if (!sc.integer(d)) fail();
-        const std::int64_t dim = neg ? rank - static_cast<std::int64_t>(d) : static_cast<std::int64_t>(d);
-        if (dim < 0 || dim >= rank) {
+        // Python's rule: a negative d counts from the end (-1 is the last dimension, -0 is 0).
+        // Compared as unsigned, so that no value of d can overflow.
+        const auto R = static_cast<std::uint64_t>(rank);
+        const bool named = neg && d > 0 ? d <= R : d < R;
+        if (!named) {
           sc.err = error::make(errc::syntax, "Shard(" + std::string(neg ? "-" : "") + std::to_string(d) +
                                                  ") names no dimension of a " + std::to_string(rank) + "-D array",
                                dcol);
           fail();
         }
-        axes[static_cast<std::size_t>(dim)].push_back(mesh_dim);
+        axes[static_cast<std::size_t>(neg && d > 0 ? R - d : d)].push_back(mesh_dim);
       } else if (kind == "Replicate") {
       } else if (kind == "Partial") {
         sc.skip();
@@ -82,7 +86,11 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
           if (detail::is_ident_start(sc.peek())) {
             std::string_view kw;
             sc.name(kw);
-            if (kw != "reduce_op" || !sc.expect('=', "'=' after reduce_op")) fail();
+            if (kw != "reduce_op") {
+              sc.err = error::make(errc::syntax, "expected Partial(), Partial('sum') or Partial(reduce_op='sum')", col);
+              fail();
+            }
+            if (!sc.expect('=', "'=' after reduce_op")) fail();
           }
           std::string_view op;
           sc.skip();

@@ -210,6 +210,7 @@ constexpr bool parse_axis_ref(scanner& sc, const device_mesh& m, dim& out, std::
 constexpr result<dist_type> parse_type_text(const device_mesh& m, std::string_view s) {
   result<dist_type> r;
   dist_type& t = r.value;
+  if (r.err = detail::check_text_length(s); !r.err.ok()) return r;
   detail::scanner sc{s};
   std::uint64_t seen = 0;
   std::uint64_t gsize = 1;

@@ -2,6 +2,7 @@
 // exception the run-time API throws.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -118,10 +119,20 @@ class redist_error : public std::runtime_error {
   /// 0-based column in the parsed text, or -1.
   [[nodiscard]] int column() const noexcept { return column_; }
 
+  /// The message, and where in `input` when it has a column. A long input is quoted only
+  /// around the column (`...` marks what is left out), so a message stays one short line.
   static std::string describe(const error& e, std::string_view input) {
     std::string s(e.message.view());
     if (e.column >= 0 && !input.empty()) {
-      s += " (at column " + std::to_string(e.column + 1) + " of '" + std::string(input) + "')";
+      constexpr std::size_t shown = 100;
+      std::string quoted(input);
+      if (input.size() > shown) {
+        const std::size_t col = std::min(static_cast<std::size_t>(e.column), input.size());
+        const std::size_t from = col > shown / 2 ? std::min(col - shown / 2, input.size() - shown) : 0;
+        quoted = (from > 0 ? "..." : "") + std::string(input.substr(from, shown)) +
+                 (from + shown < input.size() ? "..." : "");
+      }
+      s += " (at column " + std::to_string(e.column + 1) + " of '" + quoted + "')";
     }
     return s;
   }

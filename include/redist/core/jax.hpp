@@ -71,6 +71,7 @@ inline std::string listed(std::string_view open, const std::vector<std::string>&
 /// Parse a PartitionSpec (`PartitionSpec('x', None, ('y', 'z'))` or `P(...)`) for an
 /// array of the given global shape. Throws redist_error naming the column.
 inline dist_type from_jax(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view spec) {
+  if (error e = detail::check_text_length(spec); !e.ok()) throw redist_error(e);
   detail::scanner sc{spec};
   std::vector<std::vector<int>> axes;
   auto fail = [&]() { throw redist_error(sc.err, spec); };

@@ -14,6 +14,15 @@ constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
 constexpr bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 constexpr bool is_ident(char c) { return is_ident_start(c) || is_digit(c); }
 
+/// The error for a text longer than the parsers read (max_text_input), else ok: columns
+/// are ints, and no real mesh or type comes near the limit.
+constexpr error check_text_length(std::string_view s) {
+  if (s.size() <= static_cast<std::size_t>(max_text_input)) return {};
+  text t("the text has ");
+  t.append_uint(s.size()).append(" characters, more than the ").append_uint(max_text_input).append(" the parser reads");
+  return error::make(errc::capacity, t.view());
+}
+
 /// A cursor over the input that remembers the first error.
 struct scanner {
   std::string_view s;

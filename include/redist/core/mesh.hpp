@@ -144,6 +144,7 @@ constexpr error mesh_add_axis(device_mesh& m, std::string_view name, std::uint64
 /// grammar). An empty mesh `{}` has one device.
 constexpr result<device_mesh> parse_mesh_text(std::string_view s) {
   result<device_mesh> r;
+  if (r.err = detail::check_text_length(s); !r.err.ok()) return r;
   detail::scanner sc{s};
   if (sc.expect('{', "'{' to open the mesh")) {
     if (!sc.accept('}')) {

@@ -1,0 +1,109 @@
+// tests/fuzz/synthesize_fuzzer.cpp -- a structured fuzzer of the search and the lowering.
+// The input bytes choose a mesh (1 to 3 axes of sizes 1-6, 8, 12), an array of 1 to 4
+// dimensions, and two types of it (every axis partitions a dimension or replicates; the
+// source may carry a pending sum over an axis it does not use). synthesize must either
+// refuse with a redist_error or return a memory-efficient program that the independent
+// checker (tests/support/verify.hpp) accepts; small programs also run on the host backend
+// with every element checked.
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fuzz_support.hpp"
+#include "redist/backends/host.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/verify.hpp"
+#include "support/verify.hpp"
+
+namespace {
+
+constexpr std::uint64_t axis_sizes[] = {1, 2, 3, 4, 5, 6, 8, 12};
+const char* const axis_names[] = {"x", "y", "z"};
+
+/// Every axis partitions a dimension (in a drawn order within it) or replicates.
+std::vector<std::vector<int>> draw_assignment(redist::fuzz::byte_reader& in, int naxes, int rank) {
+  std::vector<std::vector<int>> dims(static_cast<std::size_t>(rank));
+  for (int a = 0; a < naxes; ++a) {
+    const auto d = static_cast<int>(in.in(0, static_cast<std::uint64_t>(rank)));  // rank = replicate
+    if (d == rank) continue;
+    auto& v = dims[static_cast<std::size_t>(d)];
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(in.in(0, v.size())), a);
+  }
+  return dims;
+}
+
+std::string type_string(const std::vector<std::vector<int>>& dims, const std::vector<std::uint64_t>& global,
+                        int sum_axis) {
+  std::string s = "[";
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (d) s += ", ";
+    if (!dims[d].empty()) {
+      s += "{";
+      for (std::size_t i = 0; i < dims[d].size(); ++i) s += std::string(i ? ", " : "") + axis_names[dims[d][i]];
+      s += "}";
+    }
+    s += std::to_string(global[d]);
+  }
+  s += "]";
+  if (sum_axis >= 0) s += std::string(" sum{") + axis_names[sum_axis] + "}";
+  return s;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace redist;
+  fuzz::byte_reader in{data, size};
+  const int naxes = static_cast<int>(in.in(1, 3));
+  std::vector<std::uint64_t> sizes;
+  std::string mesh = "{";
+  for (int a = 0; a < naxes; ++a) {
+    sizes.push_back(axis_sizes[in.in(0, 7)]);
+    mesh += std::string(a ? ", " : "") + axis_names[a] + ": " + std::to_string(sizes.back());
+  }
+  mesh += "}";
+  const int rank = static_cast<int>(in.in(1, 4));
+  const auto from = draw_assignment(in, naxes, rank);
+  const auto to = draw_assignment(in, naxes, rank);
+  // Global sizes: a multiple of both types' partition counts.
+  std::vector<std::uint64_t> global;
+  for (int d = 0; d < rank; ++d) {
+    std::uint64_t kf = 1, kt = 1;
+    for (int a : from[static_cast<std::size_t>(d)]) kf *= sizes[static_cast<std::size_t>(a)];
+    for (int a : to[static_cast<std::size_t>(d)]) kt *= sizes[static_cast<std::size_t>(a)];
+    global.push_back(std::lcm(kf, kt) * in.in(1, 3));
+  }
+  int sum_axis = -1;
+  if (in.in(0, 3) == 0) {
+    const auto a = static_cast<int>(in.in(0, static_cast<std::uint64_t>(naxes - 1)));
+    bool used = false;
+    for (const auto& v : from)
+      for (int b : v) used = used || b == a;
+    if (!used && sizes[static_cast<std::size_t>(a)] > 1) sum_axis = a;
+  }
+  const std::string a_text = type_string(from, global, sum_axis), b_text = type_string(to, global, -1);
+
+  fuzz::refused_cleanly_or_ran([&] {
+    const program p = synthesize(mesh, a_text, b_text, {.element_bytes = 4});
+    if (!p.memory_efficient()) fuzz::finding("synthesize returned a program over the memory bound: " + mesh + " " + a_text + " -> " + b_text);
+    if (const auto v = testing::verify(p); !v.ok)
+      fuzz::finding("the checker refuses the program of " + mesh + " " + a_text + " -> " + b_text + ": " + v.message);
+    const std::uint64_t D = p.m.devices;
+    if (D * p.peak_local_elements > (1u << 14)) return;
+    host_backend b(D);
+    std::vector<darray<std::uint32_t>> tiles;
+    for (rank_t r = 0; r < D; ++r) {
+      tiles.emplace_back(p.m, p.source, r);
+      fill_global_index(tiles.back());
+    }
+    executor<std::uint32_t, host_backend> ex(b, p);
+    for (const auto& t : ex.run(std::span<const darray<std::uint32_t>>(tiles)))
+      if (!check_global_index(t).ok())
+        fuzz::finding("the program of " + mesh + " " + a_text + " -> " + b_text + " left a wrong tile");
+  });
+  return 0;
+}
