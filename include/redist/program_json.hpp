@@ -176,11 +176,12 @@ void dump_compact(const Json& j, int indent, int level, std::string& out) {
 /// Appends a bounded rendering of `v` (nlohmann's compact dump() for small values): at
 /// most `depth` levels of nesting and about 80 characters. Error messages quote input with
 /// it, so a hostile document (100,000 levels deep, megabytes long) can neither exhaust the
-/// stack nor flood a message, as a plain dump() would.
+/// stack nor flood a message, as a plain dump() would. Strings that are not UTF-8 (possible
+/// in a document built in memory) print with U+FFFD instead of throwing.
 inline void json_excerpt_into(const nlohmann::json& v, int depth, std::string& out) {
   constexpr std::size_t width = 80;
   if (!v.is_structured()) {
-    std::string s = v.dump();
+    std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (s.size() > width / 2) s = s.substr(0, width / 2 - 3) + "...";
     out += s;
     return;
@@ -359,7 +360,9 @@ inline program program_from_json(const nlohmann::json& j) {
   }
   const device_mesh& m = p.m;
   const std::uint64_t D = m.devices;
-  if (D > UINT32_MAX) json_fail(errc::capacity, "mesh", "more than 2^32 devices");
+  if (D > max_program_devices)
+    json_fail(errc::capacity, "mesh",
+              std::to_string(D) + " devices; programs are for at most " + std::to_string(max_program_devices));
 
   p.element_bytes = json_uint_field(j, "element_bytes", "");
   if (p.element_bytes == 0) json_fail(errc::bad_size, "element_bytes", "must be at least 1");

@@ -238,3 +238,20 @@ TEST_CASE("default device map: row-major over the declared axes", "[mesh][device
   const std::uint64_t c[] = {3, 7};
   CHECK(rank_of(m, c) == 31);
 }
+
+TEST_CASE("axis sizes with huge prime factors are refused at once, not factored for minutes (fuzz regression)", "[mesh][fuzz]") {
+  // The largest prime below 2^64 took 2^31 trial divisions.
+  CHECK_THROWS_WITH(redist::parse_mesh("{x: 18446744073709551557}"),
+                    "axis 'x' has size 18446744073709551557, which cannot be split into prime sub-axes (a factor of at "
+                    "least 2^32 with no prime factor below 65536) (at column 5 of '{x: 18446744073709551557}')");
+  CHECK_THROWS_AS(redist::parse_mesh("{x: 18446744073709551614}"), redist::redist_error);  // 2 * 7^2 * ... * 92737 * 649657
+  // Every size below 2^32 factors: the largest prime below 2^32 is one sub-axis.
+  const redist::device_mesh m = redist::parse_mesh("{x: 4294967291, y: 12}");
+  CHECK(m.sub_count[0] == 1);
+  CHECK(m.sub[0].size == 4294967291u);
+  CHECK(m.devices == 4294967291ull * 12);
+  // Above 2^32, sizes whose large part is a prime below 2^32 still factor.
+  const redist::device_mesh big = redist::parse_mesh("{x: 17179869164}");  // 4 * 4294967291
+  CHECK(big.sub_count[0] == 3);
+  CHECK(big.sub[2].size == 4294967291u);
+}

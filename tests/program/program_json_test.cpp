@@ -338,9 +338,22 @@ TEST_CASE("hostile JSON is refused with one line, never a crash (fuzz regression
   const json wide = json{{"format", std::string(100000, 'f')}};
   CHECK_THROWS_WITH(program_from_json(wide), "program JSON: format: unsupported format '" + std::string(37, 'f') +
                                                  "...' (expected 'redist-program/1')");
-  // A mesh of 2^32 - 1 devices with a one-rank group is refused before anything per rank is allocated.
+  // A mesh of 2^32 - 1 devices is refused before anything per rank is allocated.
   CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 4294967295]], "element_bytes": 4,
                     "source": "[4294967295]", "target": "[4294967295]", "global_shape": [4294967295],
                     "steps": [{"op": "allgather", "concat_dim": 0, "groups": [[0]]}]})") ==
-        "program JSON: steps[0].groups: 1 groups of 1 ranks do not partition the 4294967295 ranks");
+        "program JSON: mesh: 4294967295 devices; programs are for at most 1048576");
+  CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 1048576]], "element_bytes": 4,
+                    "source": "[1048576]", "target": "[1048576]", "global_shape": [1048576],
+                    "steps": [{"op": "allgather", "concat_dim": 0, "groups": [[0]]}]})") ==
+        "program JSON: steps[0].groups: 1 groups of 1 ranks do not partition the 1048576 ranks");
+}
+
+TEST_CASE("a document built in memory with strings that are not UTF-8 is refused, not thrown past", "[fuzz]") {
+  json j = json::parse(R"({"format": "redist-program/1", "mesh": [["x", 2]], "element_bytes": 4,
+                           "source": "[2]", "target": "[2]", "global_shape": [2], "steps": []})");
+  j["mesh"] = json::array({json::array({"\xff", "\xfe"})});
+  CHECK_THROWS_WITH(program_from_json(j), "program JSON: mesh[0][1]: expected an unsigned integer, found \"\xEF\xBF\xBD\"");
+  j["format"] = 7;
+  CHECK_THROWS_WITH(program_from_json(j), "program JSON: format: expected a string, found 7");
 }

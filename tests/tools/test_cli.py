@@ -128,6 +128,10 @@ def main():
            "redist: error: --backend: host: 100000 simulated devices would hold 447.0 GiB (tiles in and out and the "
            "executor's buffers), more than the 8 GiB the host backend simulates; use a smaller array or mesh, or "
            "--backend mpi\n", "100,000 devices on the host: rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = run(redist, ["plan", "--mesh", "{x: 4611686018427387904}", "--from", "[{x}4611686018427387904]",
+                     "--to", "[4611686018427387904]"])
+    expect(r.returncode == 1 and r.stderr == "redist: error: the mesh has 4611686018427387904 devices; collective "
+           "programs are made for at most 1048576\n", "2^62 devices: rc %d, stderr %r" % (r.returncode, r.stderr))
     r = run(redist, ["plan", "--mesh", "{x: 4}", "--from", "[" + " " * 70000 + "8]", "--to", "[8]"])
     expect(r.returncode == 1 and r.stderr ==
            "redist: error: --from: the text has 70003 characters, more than the 65536 the parser reads\n",

@@ -15,6 +15,9 @@ inline constexpr int max_dims = 12;
 inline constexpr int max_name = 31;
 /// Distinct primes among a mesh's sub-axes.
 inline constexpr int max_primes = 16;
+/// Devices of a mesh that a collective program is made for: a program lists every rank in
+/// every step, and the lowering follows every rank's tile (linear time and memory in D).
+inline constexpr std::uint64_t max_program_devices = std::uint64_t{1} << 20;
 /// Characters of one text the parsers read (a mesh, a type, a PartitionSpec, placements).
 inline constexpr int max_text_input = 1 << 16;
 

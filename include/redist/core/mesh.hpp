@@ -83,11 +83,18 @@ struct device_mesh {
 };
 
 namespace detail {
-/// Smallest prime factor of n >= 2 (trial division).
+/// Trial division tries factors below this: every size below 2^32 (its square) factors
+/// completely, and no axis costs more than 2^15 divisions (a 64-bit prime would cost 2^31).
+inline constexpr std::uint64_t max_trial_factor = std::uint64_t{1} << 16;
+
+/// Smallest prime factor of n >= 2 by trial division; 0 when n has no factor below
+/// max_trial_factor yet is too large (>= 2^32) to be known prime.
 constexpr std::uint64_t smallest_prime_factor(std::uint64_t n) {
   if (n % 2 == 0) return 2;
-  for (std::uint64_t f = 3; f <= n / f; f += 2)
+  for (std::uint64_t f = 3; f <= n / f; f += 2) {
+    if (f >= max_trial_factor) return 0;
     if (n % f == 0) return f;
+  }
   return n;
 }
 }  // namespace detail
@@ -116,6 +123,12 @@ constexpr error mesh_add_axis(device_mesh& m, std::string_view name, std::uint64
   int np = 0;
   for (std::uint64_t n = size; n > 1;) {
     std::uint64_t p = detail::smallest_prime_factor(n);
+    if (p == 0) {
+      text t("axis '");
+      t.append(name).append("' has size ").append_uint(size).append(
+          ", which cannot be split into prime sub-axes (a factor of at least 2^32 with no prime factor below 65536)");
+      error e; e.code = errc::bad_size; e.column = col; e.message = t; return e;
+    }
     primes[np++] = p;
     n /= p;
   }

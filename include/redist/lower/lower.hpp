@@ -253,6 +253,14 @@ constexpr dist_type type_of_state(const device_mesh& m, const dist_type& global,
   return t;
 }
 
+/// A program lists every rank in every step: refuse meshes of more than max_program_devices.
+constexpr error check_program_devices(const device_mesh& m) {
+  if (m.devices <= max_program_devices) return {};
+  text t("the mesh has ");
+  t.append_uint(m.devices).append(" devices; collective programs are made for at most ").append_uint(max_program_devices);
+  return error::make(errc::capacity, t.view());
+}
+
 }  // namespace detail
 
 /// Lower one weak path (from shape_of(a) to shape_of(b)) to a collective program.
@@ -265,10 +273,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
                                       bool annotate = true, const std::uint8_t* sum_order = nullptr) {
   using namespace detail;
   result<program> res;
-  if (m.devices > UINT32_MAX) {
-    res.err = error::make(errc::capacity, "meshes of more than 2^32 devices cannot be lowered");
-    return res;
-  }
+  if (res.err = detail::check_program_devices(m); res.err) return res;
   program& prog = res.value;
   prog.m = m;
   prog.source = a;

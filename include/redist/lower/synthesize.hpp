@@ -24,6 +24,7 @@ struct synth_options {
 /// ill-formed types, differing global shapes, or a budget below 1.
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
+  if (error e = detail::check_program_devices(m)) throw redist_error(e);
   weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
   weak_plan wp = search_bgl(p);
   return lower(m, a, b, p, wp, opt.element_bytes).get();
