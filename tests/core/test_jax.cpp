@@ -43,6 +43,14 @@ TEST_CASE("truncated PartitionSpecs are refused with a message (fuzz regressions
   CHECK_THROWS_WITH(via_jax("P(Non"), "unknown mesh axis 'Non' (at column 3 of 'P(Non')");
 }
 
+TEST_CASE("axis names holding a quote are written as Python writes them (fuzz regression)", "[core][jax][fuzz]") {
+  const redist::device_mesh q = redist::parse_mesh(R"({"it's": 2, 'say "x"': 3})");
+  const std::vector<std::uint64_t> shape{6, 4};
+  const redist::dist_type t = redist::parse_type(q, R"([{'say "x"'}6, {"it's"}4])");
+  CHECK(redist::to_jax(q, t) == R"(PartitionSpec('say "x"', "it's"))");
+  CHECK(redist::from_jax(q, shape, redist::to_jax(q, t)) == t);
+}
+
 TEST_CASE("ours -> JAX -> ours round-trips on random types", "[core][jax]") {
   std::size_t n = 0;
   for (const auto& w : redist::testing::mixed_workloads()) {

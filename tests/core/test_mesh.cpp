@@ -255,3 +255,13 @@ TEST_CASE("axis sizes with huge prime factors are refused at once, not factored 
   CHECK(big.sub_count[0] == 3);
   CHECK(big.sub[2].size == 4294967291u);
 }
+
+TEST_CASE("names holding a quote print back in the other quote (fuzz regression)", "[mesh][fuzz]") {
+  // A name holding '"' was printed between '"'s, which does not parse.
+  const redist::device_mesh m = redist::parse_mesh(R"({'a"b': 3, "it's": 2, x: 2})");
+  CHECK(redist::mesh_text(m).view() == R"({'a"b': 3, "it's": 2, x: 2})");
+  CHECK(redist::parse_mesh(redist::mesh_text(m).view()) == m);
+  const redist::dist_type t = redist::parse_type(m, R"([{'a"b', "it's"}12, 2])");
+  CHECK(redist::type_text(m, t).view() == R"([2{'a"b', "it's"}12, 2])");
+  CHECK(redist::parse_type(m, redist::type_text(m, t).view()) == t);
+}

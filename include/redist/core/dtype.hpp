@@ -320,9 +320,7 @@ constexpr void append_axes(text& t, const device_mesh& m, const dim& d) {
     int lo = d.axes[j - 1], hi = d.axes[i];  // ids [lo, hi]
     if (!first) t.append(", ");
     first = false;
-    const axis_name& n = m.names[a];
-    if (n.needs_quotes()) t.append('"').append(n.view()).append('"');
-    else t.append(n.view());
+    m.names[a].write(t);
     bool whole = lo == m.sub_begin[a] && hi == m.sub_begin[a] + m.sub_count[a] - 1;
     if (!whole) {
       std::uint64_t size = 1;

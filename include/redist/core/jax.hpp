@@ -58,7 +58,12 @@ inline bool whole_axes(const device_mesh& m, const dim& d, std::vector<int>& out
   return true;
 }
 
-inline std::string quoted(const device_mesh& m, int a) { return "'" + std::string(m.names[a].view()) + "'"; }
+/// An axis name as Python's repr() writes a string: in single quotes unless it holds one.
+inline std::string quoted(const device_mesh& m, int a) {
+  const std::string_view n = m.names[a].view();
+  const char q = n.find('\'') == std::string_view::npos ? '\'' : '"';
+  return q + std::string(n) + q;
+}
 
 /// `open` + the items separated by ", " + `close`, as Python prints a sequence.
 inline std::string listed(std::string_view open, const std::vector<std::string>& items, std::string_view close) {

@@ -38,6 +38,19 @@ struct axis_name {
       if (!detail::is_ident(chars[i])) return true;
     return false;
   }
+  /// The quote that writes the name back: none for an identifier, '"' unless the name holds
+  /// one, else '\'' (a name never holds both: the parser has no escapes).
+  [[nodiscard]] constexpr char quote() const {
+    if (!needs_quotes()) return 0;
+    for (int i = 0; i < len; ++i)
+      if (chars[i] == '"') return '\'';
+    return '"';
+  }
+  /// Append the name as the parsers read it back.
+  constexpr void write(text& t) const {
+    if (const char q = quote()) t.append(q).append(view()).append(q);
+    else t.append(view());
+  }
 };
 
 /// One prime-sized piece of a mesh axis.
@@ -191,8 +204,7 @@ constexpr text mesh_text(const device_mesh& m) {
   text t("{");
   for (int a = 0; a < m.naxes; ++a) {
     if (a) t.append(", ");
-    if (m.names[a].needs_quotes()) t.append('"').append(m.names[a].view()).append('"');
-    else t.append(m.names[a].view());
+    m.names[a].write(t);
     t.append(": ").append_uint(m.sizes[a]);
   }
   return t.append("}");
@@ -202,9 +214,7 @@ constexpr text mesh_text(const device_mesh& m) {
 constexpr text subaxis_text(const device_mesh& m, int k) {
   const subaxis& s = m.sub[k];
   text t;
-  const axis_name& n = m.names[s.axis];
-  if (n.needs_quotes()) t.append('"').append(n.view()).append('"');
-  else t.append(n.view());
+  m.names[s.axis].write(t);
   if (m.sub_count[s.axis] > 1) t.append(":(").append_uint(s.pre).append(")").append_uint(s.size);
   return t;
 }
