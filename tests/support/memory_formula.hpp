@@ -62,9 +62,8 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
   for (std::size_t s = 0; s < S; ++s) {
     const step& st = p.steps[s];
     const std::uint64_t n = st.parts, L = product(t[s]);
-    auto piece = [&](std::uint64_t block) {
-      return n * std::min(block, std::max<std::uint64_t>(1, pack_chunk_bytes / (n * e)));
-    };
+    const std::uint64_t C = std::min(pack_chunk_bytes, std::max(product(t[0]), out) * e / 2);
+    auto piece = [&](std::uint64_t block) { return n * std::min(block, std::max<std::uint64_t>(1, C / (n * e))); };
     const bool send_ok = st.kind == op::alltoall || st.kind == op::reducescatter ? chunks_contiguous(t[s], st.split_dim, n)
                                                                                   : true;
     const bool recv_ok =

@@ -22,9 +22,10 @@
 //
 //   scratch = A + B elements, A = max{ t_i : 0 < i < S, S - i odd },
 //                             B = max{ t_i : 0 < i < S, S - i even, t_i > t_S }
-//   pack    = Ps + Pr elements: for every step the executor packs (below), with n its group
-//             size and b its block (all-to-all, reduce-scatter: L/n of its input tile of L
-//             elements; all-gather: L), piece = min(b, max(1, pack_chunk_bytes / (n e))):
+//   pack    = Ps + Pr elements: with C = min(pack_chunk_bytes, max(t_0, t_S) e / 2) bytes,
+//             for every step the executor packs (below), n its group size and b its block
+//             (all-to-all, reduce-scatter: L/n of its input tile of L elements; all-gather:
+//             L), piece = min(b, max(1, floor(C / (n e)))):
 //             Ps = max n * piece over packed all-to-alls and reduce-scatters (sends),
 //             Pr = max n * piece over packed all-to-alls and all-gathers (receives)
 //   held    = (scratch + pack) * e bytes
@@ -38,7 +39,8 @@
 // 2 max(in, out) + pack, and at most max(in, out) + pack when S <= 2 or when every
 // intermediate at an even distance from the end fits in the output tile (the lowering's
 // programs: slices first, gathers last). executor_options::pack_chunk_bytes (default
-// 1 MiB) bounds each pack buffer. Buffers are allocated once when the executor is built and
+// 1 MiB) bounds each pack buffer, and so does half of max(in, out), so that a program
+// whose intermediates fit in the output tile holds at most 2 max(in, out) in all. Buffers are allocated once when the executor is built and
 // reused by every run.
 //
 // The caller's tiles. Input and output tiles must not overlap (run() refuses them, like
@@ -324,10 +326,7 @@ class executor {
     for (std::size_t s = 0; s < S; ++s) {
       const step& st = p_.steps[s];
       const std::uint64_t n = st.parts, L = shapes_.ext[s].size();
-      auto piece = [&](std::uint64_t block) {
-        const std::uint64_t fit = std::max<std::uint64_t>(1, opt_.pack_chunk_bytes / (n * sizeof(T)));
-        return n * std::min(block, fit);
-      };
+      auto piece = [&](std::uint64_t block) { return n * piece_elements(s, block); };
       switch (st.kind) {
         case op::allgather:
           path_[s] = recv_layout(s).contiguous() ? block_path::direct
@@ -367,7 +366,9 @@ class executor {
   /// The elements of block `block` per piece in a packed step.
   std::uint64_t piece_elements(std::size_t s, std::uint64_t block) const {
     const std::uint64_t n = p_.steps[s].parts;
-    return std::min(block, std::max<std::uint64_t>(1, opt_.pack_chunk_bytes / (n * sizeof(T))));
+    const std::uint64_t in_out = std::max(shapes_.ext.front().size(), shapes_.ext.back().size());
+    const std::uint64_t chunk = std::min(opt_.pack_chunk_bytes, in_out * sizeof(T) / 2);
+    return std::min(block, std::max<std::uint64_t>(1, chunk / (n * sizeof(T))));
   }
 
   /// Local rank i's buffer at location w.
