@@ -169,6 +169,16 @@ void report(const std::vector<row>& rows, const options& o, unsigned threads) {
     for (const row& r : rows) v.push_back(r.after / r.memcpy_s);
     fmt::print("{:.2f} | {:.2f} | {:.2f} |\n", geomean(v), median(v), *std::max_element(v.begin(), v.end()));
   }
+  fmt::print("\n| after, {} threads, time / memcpy by program length | problems | geomean | median | max |\n"
+             "|---|---:|---:|---:|---:|\n", threads);
+  for (std::size_t lo : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+    std::vector<double> v;
+    for (const row& r : rows)
+      if (lo < 3 ? r.steps == lo : r.steps >= lo) v.push_back(r.after / r.memcpy_s);
+    if (v.empty()) continue;
+    fmt::print("| {} step{} | {} | {:.2f} | {:.2f} | {:.2f} |\n", lo < 3 ? fmt::format("{}", lo) : "3 or more",
+               lo == 1 ? "" : "s", v.size(), geomean(v), median(v), *std::max_element(v.begin(), v.end()));
+  }
   double hb1 = 0, ha1 = 0, hb = 0, ha = 0;
   std::size_t n1 = 0;
   for (const row& r : rows) {

@@ -41,7 +41,7 @@ namespace redist {
 /// Options of the host backend.
 struct host_options {
   unsigned threads = 0;                      ///< copy threads; 0: std::thread::hardware_concurrency()
-  std::uint64_t parallel_bytes = 1u << 20;   ///< calls moving fewer bytes run on the calling thread
+  std::uint64_t parallel_bytes = 8u << 20;   ///< calls moving fewer bytes run on the calling thread
   bool strided_blocks = true;                ///< move strided blocks in place (false: the executor packs)
 };
 

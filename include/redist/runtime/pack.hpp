@@ -182,14 +182,25 @@ inline strided_copy concat_all_plan(std::span<const std::uint64_t> chunk_ext, in
   return s.merged();
 }
 
-/// Execute a strided copy in host memory: one std::memcpy per run, rows outermost.
+/// Copy one run of `width` elements: std::memcpy for long runs; element by element (a
+/// fixed-size copy the compiler inlines) for runs shorter than 64 bytes, where a call per
+/// run would cost more than the copy.
+template <class T>
+inline void copy_run(T* dst, const T* src, std::uint64_t width) {
+  if (width * sizeof(T) >= 64) {
+    std::memcpy(dst, src, width * sizeof(T));
+    return;
+  }
+  for (std::uint64_t e = 0; e < width; ++e) std::memcpy(dst + e, src + e, sizeof(T));
+}
+
+/// Execute a strided copy in host memory: one copy_run per run, rows outermost.
 template <class T>
 void host_strided_copy(const strided_copy& c, const T* src, T* dst) {
   if (c.width == 0) return;
   for (std::uint64_t j = 0; j < c.rows; ++j)
     for (std::uint64_t i = 0; i < c.count; ++i)
-      std::memcpy(dst + c.dst + i * c.dst_step + j * c.dst_pitch, src + c.src + i * c.src_step + j * c.src_pitch,
-                  c.width * sizeof(T));
+      copy_run(dst + c.dst + i * c.dst_step + j * c.dst_pitch, src + c.src + i * c.src_step + j * c.src_pitch, c.width);
 }
 
 }  // namespace detail
@@ -329,12 +340,21 @@ void host_block_copy(const T* src, const block_layout& sl, std::uint64_t sk, T* 
   if (total != dl.block_elements())
     throw redist_error(errc::runtime, "pack: blocks of " + std::to_string(total) + " and " +
                                           std::to_string(dl.block_elements()) + " elements");
-  std::uint64_t done = 0;
-  while (done < total) {
-    const std::uint64_t sj = done / sl.run, so = done % sl.run, dj = done / dl.run, doff = done % dl.run;
+  const T* s = src + sk * sl.step;  // start of the source run
+  T* d = dst + dk * dl.step;        // start of the destination run
+  std::uint64_t so = 0, doff = 0;   // offsets within the current runs
+  for (std::uint64_t done = 0; done < total;) {
     const std::uint64_t w = std::min(sl.run - so, dl.run - doff);
-    std::memcpy(dst + dk * dl.step + dj * dl.row + doff, src + sk * sl.step + sj * sl.row + so, w * sizeof(T));
+    copy_run(d + doff, s + so, w);
     done += w;
+    if ((so += w) == sl.run) {
+      s += sl.row;
+      so = 0;
+    }
+    if ((doff += w) == dl.run) {
+      d += dl.row;
+      doff = 0;
+    }
   }
 }
 }  // namespace detail
