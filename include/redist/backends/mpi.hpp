@@ -18,8 +18,10 @@
 //   derived datatype per side (MPI_Type_vector of the block's runs, resized so that block k
 //   starts k blocks further), so MPI moves them straight between the tiles. Whether the
 //   executor hands an op's blocks in place or packs them is mpi_options::alltoall_in_place
-//   / allgather_in_place (the defaults are the faster on the exec benchmark,
-//   docs/benchmarks.md).
+//   / allgather_in_place. On the exec benchmark (docs/benchmarks.md, 8 ranks on 2 cores)
+//   the two paths are within the run-to-run noise for both ops (programs with
+//   all-to-alls: datatypes 1.04x faster, with all-gathers: 1.00x), so both default to
+//   datatypes, which need no pack buffers.
 // - allreduce / reducescatter (partial sums): MPI_Allreduce / MPI_Reduce_scatter_block
 //   with MPI_SUM.
 // - permute: one MPI_Sendrecv per rank (to dest[r], from the rank whose dest is r);
