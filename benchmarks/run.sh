@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/run.sh -- the benchmark report in one command: plan quality and synthesis time
-# on the paper / mixed / scale workloads, execution on the MPI backend with 8 ranks, and a
-# figure (SVG). Prints the tables and writes them, the per-problem CSVs and the figure to
+# on the paper / mixed / scale workloads, execution on the host backend against memcpy
+# (before and after issue 13), execution on the MPI backend with 8 ranks, and a figure (SVG). Prints the tables and writes them, the per-problem CSVs and the figure to
 # the output folder.
 #
 #   benchmarks/run.sh                 configure and build (Release) in build-bench/, full report
@@ -39,7 +39,7 @@ mkdir -p "$out"
 if [[ $no_build -eq 0 ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDIST_BUILD_TESTS=OFF -DREDIST_BUILD_EXAMPLES=OFF \
     -DREDIST_BUILD_TOOLS=OFF >"$out/configure.log"
-  cmake --build "$build" --target plan_quality -j 2
+  cmake --build "$build" --target plan_quality host_execution -j 2
   cmake --build "$build" --target mpi_execution -j 2 2>/dev/null || echo "run.sh: no MPI: the execution benchmark is skipped"
 fi
 
@@ -61,6 +61,11 @@ status=0
 echo "== plan quality and synthesis time" >&2
 if "$bin/plan_quality" "${quick_flag[@]}" --csv "$out" >"$out/quality.md"; then :; else status=1; fi
 cat "$out/quality.md" >>"$report"
+
+echo "== execution on the host backend against memcpy" >&2
+if "$bin/host_execution" "${quick_flag[@]}" --problems "$problems" --csv "$out/host_execution.csv" \
+    >"$out/host_execution.md"; then :; else status=1; fi
+{ echo; cat "$out/host_execution.md"; } >>"$report"
 
 if [[ -x "$bin/mpi_execution" ]]; then
   echo "== execution on MPI, 8 ranks" >&2

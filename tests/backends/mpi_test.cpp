@@ -19,6 +19,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
 namespace {
@@ -67,14 +68,25 @@ std::vector<redist::testing::workload> workloads_for(std::uint64_t D) {
   return ws;
 }
 
+/// One problem on `mpi` (blocks in place or packed, as its options say), with pack pieces
+/// of at most `chunk` bytes.
 template <class T>
-void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& pt, totals& tot) {
+void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& pt, totals& tot,
+                 std::uint64_t chunk = std::uint64_t{1} << 20) {
   const int me = static_cast<int>(mpi.rank());
   const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
-  redist::executor<T, redist::mpi_backend> ex(mpi, p);
+  redist::executor<T, redist::mpi_backend> ex(mpi, p, {.pack_chunk_bytes = chunk});
   redist::darray<T> in(p.m, p.source, mpi.rank());
   redist::fill_global_index(in);
+  const std::vector<T> before(in.span().begin(), in.span().end());
   redist::darray<T> out = ex.run(in);
+  if (!std::equal(before.begin(), before.end(), in.span().begin()))
+    fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": the input tile was modified");
+  const std::uint64_t formula = redist::testing::expected_bytes_held(
+      p, sizeof(T), {mpi.options().alltoall_in_place, mpi.options().allgather_in_place}, chunk);
+  if (ex.peak_bytes_held() != formula)
+    fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": holds " + std::to_string(ex.peak_bytes_held()) +
+                 " bytes, the memory formula says " + std::to_string(formula));
   if (p.target.nsum > 0) {
     // Pending sums in the target: add up the partials of every sum group.
     MPI_Comm group = MPI_COMM_NULL;
@@ -202,6 +214,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     redist::mpi_backend mpi;
+    redist::mpi_backend packing(MPI_COMM_WORLD, {.alltoall_in_place = false, .allgather_in_place = false});
     const int me = static_cast<int>(mpi.rank());
     const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 120;
     totals tot;
@@ -212,9 +225,12 @@ int main(int argc, char** argv) {
         const auto& w = ws[i % ws.size()];
         std::mt19937_64 rng(0x6d7069 + i);
         const auto pt = redist::testing::random_problem(rng, w);
-        if (i % 3 == 0) run_problem<float>(mpi, pt, tot);
-        else if (i % 3 == 1) run_problem<double>(mpi, pt, tot);
-        else run_problem<std::int16_t>(mpi, pt, tot);
+        // every other problem with packed blocks, in pieces of at most 48 bytes
+        redist::mpi_backend& b = i / 3 % 2 == 0 ? mpi : packing;
+        const std::uint64_t chunk = i / 3 % 2 == 0 ? std::uint64_t{1} << 20 : 48;
+        if (i % 3 == 0) run_problem<float>(b, pt, tot, chunk);
+        else if (i % 3 == 1) run_problem<double>(b, pt, tot, chunk);
+        else run_problem<std::int16_t>(b, pt, tot, chunk);
       }
       error_cases(mpi);
     } catch (const std::exception& e) {

@@ -28,6 +28,7 @@
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/pack.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
 namespace {
@@ -166,13 +167,17 @@ struct sim_totals {
   std::uint64_t ops[6] = {};
 };
 
-/// Synthesize, run on D simulated ranks sharing the GPU, check every element.
+/// Synthesize, run on D simulated ranks sharing the GPU, check every element, the memory
+/// formula (packed pieces of at most `chunk` bytes) and that the input tiles are unchanged.
 template <class T>
-void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, sim_totals& tot) {
-  INFO(pt.mesh << "  " << pt.from << " -> " << pt.to << "  (" << sizeof(T) << "-byte elements)");
+void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, sim_totals& tot,
+             std::uint64_t chunk = std::uint64_t{1} << 20) {
+  INFO(pt.mesh << "  " << pt.from << " -> " << pt.to << "  (" << sizeof(T) << "-byte elements, pack chunk " << chunk
+                << ")");
   const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
   redist::testing::cuda_sim_backend sim(p.devices(), mem);
-  redist::executor<T, redist::testing::cuda_sim_backend> ex(sim, p);
+  redist::executor<T, redist::testing::cuda_sim_backend> ex(sim, p, {.pack_chunk_bytes = chunk});
+  CHECK(ex.peak_bytes_held() == redist::testing::expected_bytes_held(p, sizeof(T), {false, false}, chunk));
   std::vector<cuda_buffer<T>> din, dout;
   std::vector<redist::darray<T>> in, out;
   for (redist::rank_t r = 0; r < p.devices(); ++r) {
@@ -186,6 +191,10 @@ void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, si
     out.emplace_back(p.m, p.target, r, dout[r].span());
   }
   ex.run(std::span<const redist::darray<T>>(in), std::span<redist::darray<T>>(out));
+  for (redist::rank_t r = 0; r < p.devices(); ++r) {  // the inputs are as they were
+    redist::darray<T> again(p.m, p.source, r, download(din[r], mem.stream()));
+    if (p.source.nsum == 0) CHECK(redist::check_global_index(again).ok());
+  }
   std::vector<redist::darray<T>> res;
   for (redist::rank_t r = 0; r < p.devices(); ++r) res.emplace_back(p.m, p.target, r, download(dout[r], mem.stream()));
   if (p.target.nsum > 0)
@@ -219,7 +228,7 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
   auto paper = redist::testing::paper_workload(1 << 16);
   paper.max_multiplier = 8;
   for (const auto& pt : redist::testing::random_problems(paper, 300, 0x67707532)) {
-    if (i++ % 2 == 0) run_sim<float>(mem, pt, tot);
+    if (i++ % 2 == 0) run_sim<float>(mem, pt, tot, i % 4 == 1 ? 96 : std::uint64_t{1} << 20);
     else run_sim<std::uint16_t>(mem, pt, tot);
   }
   for (auto w : redist::testing::mixed_workloads(1 << 14))

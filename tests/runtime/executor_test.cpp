@@ -11,6 +11,8 @@
 #include "redist/backends/host.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/memory_formula.hpp"
+#include "support/random_problems.hpp"
 
 namespace {
 
@@ -66,10 +68,11 @@ TEST_CASE("seed 000 Listing 3 scaled to 8 devices moves every element to its tar
     CHECK(c.checked == 4 * 2048);
     CHECK(c.ok());
   }
-  // One all-to-all of the whole tile: cap = 8192 elements, two buffers.
+  // One all-to-all of the whole tile, straight from the input tiles into the output tiles:
+  // nothing held on top of them; live data = the input and the output tile.
   CHECK(ex.capacity() == 8192);
-  CHECK(ex.peak_bytes_held() == 2 * 8192 * sizeof(float));
-  CHECK(ex.peak_bytes_live() <= ex.peak_bytes_held());
+  CHECK(ex.peak_bytes_held() == 0);
+  CHECK(ex.peak_bytes_live() == 2 * 8192 * sizeof(float));
   // Inputs are left as they were.
   CHECK(all_index_encoded(in));
 }
@@ -82,6 +85,7 @@ TEST_CASE("Example 3.1 (factor decomposition) on {x: 4, y: 6}", "[executor]") {
   const auto out = ex.run(filled_inputs<double>(p));
   CHECK(all_index_encoded(out));
   CHECK(ex.peak_bytes_held() <= 2 * 6 * sizeof(double));
+  CHECK(ex.peak_bytes_held() == redist::testing::expected_bytes_held(p, sizeof(double)));
 }
 
 TEST_CASE("an executor runs its program again with the same buffers", "[executor]") {
@@ -268,4 +272,117 @@ TEST_CASE("partial sums: allreduce and reducescatter add the partial values", "[
     CHECK_THROWS_WITH(ex.run(in, out), "the program adds partial sums, which needs an element type with + and a backend "
                                        "with allreduce and reducescatter");
   }
+}
+
+namespace {
+
+/// Run p on `host` with every tile checked; returns the executor's peak bytes held and
+/// checks that the inputs were not modified (bit for bit).
+template <class T>
+std::uint64_t run_checked(redist::host_backend& host, const redist::program& p, redist::executor_options o) {
+  redist::executor<T, redist::host_backend> ex(host, p, o);
+  const auto in = filled_inputs<T>(p);
+  std::vector<std::vector<T>> copy;
+  for (const auto& t : in) copy.emplace_back(t.span().begin(), t.span().end());
+  auto out = sentinel_outputs<T>(p, T(7));
+  ex.run(in, out);
+  CHECK(all_index_encoded(out));
+  for (std::size_t r = 0; r < in.size(); ++r) CHECK(std::equal(copy[r].begin(), copy[r].end(), in[r].span().begin()));
+  CHECK(ex.bytes_held() == ex.peak_bytes_held());
+  return ex.peak_bytes_held();
+}
+
+}  // namespace
+
+TEST_CASE("the executor holds exactly its memory formula, and never writes the inputs", "[executor][memory]") {
+  // The paper's workload, small: every program run with the host backend's blocks in place,
+  // and packed with a pack chunk of 40 bytes (pieces that cut runs, many calls per step).
+  auto w = redist::testing::paper_workload(1 << 10);
+  w.max_multiplier = 8;
+  std::uint64_t packed_steps = 0, multi = 0, zero_one_step = 0;
+  for (const auto& pt : redist::testing::random_problems(w, 250, 0x6d656d32)) {
+    INFO(pt.mesh << "  " << pt.from << " -> " << pt.to);
+    const auto p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = 4});
+    if (p.source.nsum > 0) continue;
+    const std::uint64_t in_out = std::max(redist::local_size(p.m, p.source), redist::local_size(p.m, p.target)) * 4;
+    redist::host_backend direct(p.devices());
+    const std::uint64_t held = run_checked<float>(direct, p, {});
+    CHECK(held == redist::testing::expected_bytes_held(p, 4));
+    if (p.steps.size() <= 2) CHECK(held <= in_out);
+    if (p.steps.size() == 1) zero_one_step += held == 0;
+    multi += p.steps.size() > 1;
+    redist::host_backend packing(p.devices(), {.strided_blocks = false});
+    const redist::executor_options small{.pack_chunk_bytes = 40};
+    const std::uint64_t held_packed = run_checked<float>(packing, p, small);
+    CHECK(held_packed == redist::testing::expected_bytes_held(p, 4, {false, false}, 40));
+    redist::executor<float, redist::host_backend> probe(packing, p, small);
+    for (std::size_t s = 0; s < p.steps.size(); ++s) packed_steps += probe.path(s) == redist::block_path::packed;
+  }
+  CHECK(packed_steps > 50);
+  CHECK(multi > 50);
+  CHECK(zero_one_step > 10);
+}
+
+TEST_CASE("the memory formula on named programs", "[executor][memory]") {
+  SECTION("one all-to-all with contiguous blocks needs no buffer, even packing") {
+    const auto p = redist::synthesize("{x: 2, y: 2}", "[{x, y}16, 4]", "[{y, x}16, 4]");
+    REQUIRE(p.steps.size() == 1);
+    redist::host_backend packing(4, {.strided_blocks = false});
+    CHECK(run_checked<float>(packing, p, {}) == 0);
+  }
+  SECTION("the issue's case: in place it holds nothing; packed, two pack pieces") {
+    const auto p = redist::synthesize("{x: 2, y: 4}", "[{x}64, {y}64]", "[{y, x}64, 64]");
+    REQUIRE(p.steps.size() == 1);
+    REQUIRE(p.steps[0].kind == redist::op::alltoall);
+    redist::host_backend direct(8);
+    CHECK(run_checked<float>(direct, p, {}) == 0);
+    redist::host_backend packing(8, {.strided_blocks = false});
+    // blocks of 32 x 16 / 4 = 128 floats, n = 4; 256-byte chunk: pieces of 16 floats
+    CHECK(run_checked<float>(packing, p, {.pack_chunk_bytes = 256}) == 2 * 4 * 16 * sizeof(float));
+    // by default each pack buffer holds at most half of max(in, out) = 256 floats: pieces of 64
+    CHECK(run_checked<float>(packing, p, {}) == 2 * 4 * 64 * sizeof(float));
+  }
+  SECTION("Example 3.1: the intermediate tiles in one scratch buffer and the output tile") {
+    const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]");
+    REQUIRE(p.steps.size() >= 2);
+    redist::host_backend host(24);
+    const std::uint64_t held = run_checked<float>(host, p, {});
+    CHECK(held > 0);
+    CHECK(held <= 6 * sizeof(float));  // max(in, out) = 6 elements
+    CHECK(held == redist::testing::expected_bytes_held(p, 4));
+  }
+}
+
+TEST_CASE("outputs that overlap an input or another output are refused, nothing moved", "[executor][errors]") {
+  const auto p = redist::synthesize("{x: 4}", "[{x}8, 4]", "[8, 4]");
+  redist::host_backend host(4);
+  redist::executor<float, redist::host_backend> ex(host, p);
+  const auto in = filled_inputs<float>(p);
+  std::vector<float> pool(4 * 32 + 4, -1.0f);
+  std::vector<darray<float>> out;
+  for (redist::rank_t r = 0; r < 4; ++r) out.emplace_back(p.m, p.target, r, std::span<float>(pool.data() + 32 * r, 32));
+  // Rank 3's output starts 4 elements into rank 2's.
+  std::vector<darray<float>> shifted;
+  for (redist::rank_t r = 0; r < 4; ++r)
+    shifted.emplace_back(p.m, p.target, r, std::span<float>(pool.data() + (r == 3 ? 2 * 32 + 4 : 32 * r), 32));
+  CHECK_THROWS_WITH(ex.run(in, shifted),
+                    "the output tile of rank 3 overlaps the output tile of rank 2: outputs must not share memory with "
+                    "inputs or other outputs (the executor writes an output while it reads the inputs); nothing was moved");
+  CHECK(std::all_of(pool.begin(), pool.end(), [](float v) { return v == -1.0f; }));
+  // An output over an input.
+  std::vector<darray<float>> over;
+  for (redist::rank_t r = 0; r < 4; ++r) over.emplace_back(p.m, p.target, r, std::span<float>(pool.data() + 32 * r, 32));
+  std::vector<darray<float>> in_view = in;  // rank 1's input: the last 2 elements of its output and 6 of rank 2's
+  in_view[1] = darray<float>(p.m, p.source, 1, std::span<float>(pool.data() + 32 + 30, 8));
+  CHECK_THROWS_WITH(ex.run(in_view, over),
+                    "the input tile of rank 1 overlaps the output tile of rank 1: outputs must not share memory with "
+                    "inputs or other outputs (the executor writes an output while it reads the inputs); nothing was moved");
+  CHECK(std::all_of(pool.begin(), pool.end(), [](float v) { return v == -1.0f; }));
+  // Inputs may share memory: they are only read.
+  std::vector<float> shared(8);
+  for (std::size_t i = 0; i < 8; ++i) shared[i] = static_cast<float>(i);
+  std::vector<darray<float>> same_in;
+  for (redist::rank_t r = 0; r < 4; ++r) same_in.emplace_back(p.m, p.source, r, std::span<float>(shared));
+  ex.run(same_in, out);
+  CHECK(out[2].span()[9] == 1.0f);  // block 1 of every output is rank 1's tile = shared
 }

@@ -17,6 +17,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
 namespace {
@@ -32,7 +33,7 @@ struct tagged_memory {
   };
 
   std::set<const void*> mine;
-  std::uint64_t allocations = 0, copies = 0, split_copies = 0, splits = 0, concats = 0, checks = 0;
+  std::uint64_t allocations = 0, copies = 0, split_copies = 0, splits = 0, concats = 0, strided_copies = 0, checks = 0;
 
   template <class T>
   buffer<T> allocate(std::size_t n) {
@@ -65,16 +66,21 @@ struct tagged_memory {
     redist::concat_all<T>(chunks, ext, d, n, tile);
   }
   template <class T>
+  void strided(const redist::detail::strided_copy& c, const T* src, T* dst) {
+    ++strided_copies;
+    redist::host_memory{}.strided(c, src, dst);
+  }
+  template <class T>
   std::string check_pointer(const T* p) {
     ++checks;
     return mine.count(p) ? std::string() : std::string("is not tagged memory");
   }
 };
 
-/// The host backend with its own memory space.
+/// The host backend with its own memory space; the executor packs strided blocks through it.
 class tagged_backend : public redist::host_backend {
  public:
-  using host_backend::host_backend;
+  explicit tagged_backend(std::uint64_t devices) : host_backend(devices, {.strided_blocks = false}) {}
   tagged_memory& memory() { return mem_; }
 
  private:
@@ -115,18 +121,25 @@ TEST_CASE("a backend's memory space gets every buffer, copy and pack of a run", 
     for (auto& a : in.arrays) redist::fill_global_index(a);
     const std::uint64_t user_allocations = m.allocations;
     redist::executor<float, tagged_backend> ex(b, p);
-    CHECK(m.allocations - user_allocations == 2 * p.devices());  // two buffers per rank, made once
+    // scratch, send pack and receive pack per rank, made once
+    CHECK(m.allocations - user_allocations == 3 * p.devices());
+    CHECK(ex.peak_bytes_held() == redist::testing::expected_bytes_held(p, 4, {false, false}));
     ex.run(std::span<const redist::darray<float>>(in.arrays), std::span<redist::darray<float>>(out.arrays));
     for (const auto& a : out.arrays) CHECK(redist::check_global_index(a).ok());
-    CHECK(m.copies == 2 * p.devices());  // each tile in, each result out
+    // straight from the input tiles into the output tiles (a program of no steps copies them)
+    CHECK(m.copies == (p.steps.empty() ? p.devices() : 0));
     CHECK(m.checks == 2 * p.devices());  // every tile checked
-    std::uint64_t dynslices = 0;
-    for (const auto& s : p.steps) dynslices += s.kind == redist::op::dynslice ? 1 : 0;
+    std::uint64_t dynslices = 0, packed = 0;
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+      dynslices += p.steps[s].kind == redist::op::dynslice ? 1 : 0;
+      packed += ex.path(s) == redist::block_path::packed ? 1 : 0;
+    }
     CHECK(m.split_copies == dynslices * p.devices());
-    packs += m.splits + m.concats;
+    CHECK((m.strided_copies > 0) == (packed > 0));  // packing goes through the memory space
+    packs += m.strided_copies;
     // A second run allocates nothing.
     ex.run(std::span<const redist::darray<float>>(in.arrays), std::span<redist::darray<float>>(out.arrays));
-    CHECK(m.allocations - user_allocations == 2 * p.devices());
+    CHECK(m.allocations - user_allocations == 3 * p.devices());
     ++problems;
   }
   CHECK(problems > 100);

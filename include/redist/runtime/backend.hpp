@@ -49,6 +49,28 @@
 // The order in which terms are added is the backend's (floating-point sums may differ in
 // the last bits between backends; integer sums are exact, modulo 2^bits if unsigned).
 //
+// Blocks in place (optional, concept strided_backend_for<B, T>). A backend that can move
+// blocks lying strided in a tile (pack.hpp's block_layout: the host backend's copies, MPI
+// derived datatypes) saves the executor its packing and the pack space:
+//
+//   b.strided_blocks(k)        bool, may depend on the op k (op::alltoall, op::allgather)
+//                              and on the backend's options: whether the executor hands
+//                              this op's blocks in place (true) or packs them (false).
+//   b.alltoall(g, io, sl, rl)  every member's send holds n blocks laid out as `sl`; member
+//                              m's recv block k (laid out as `rl`) = block m of member k's
+//                              send. sl and rl have n blocks of the same size.
+//   b.allgather(g, io, rl)     member k's send holds rl.block_elements() contiguous
+//                              elements; every member's recv block k (layout rl) = member
+//                              k's send.
+//
+// Ranks in parallel (optional, concept parallel_backend): a backend driving several ranks
+// in one process may offer b.parallel_for(n, bytes, fn): call fn(i) for every i in
+// [0, n), in any order and possibly concurrently (bytes: the data the calls move in all,
+// a hint for whether threads pay off); it returns when all calls have returned and
+// rethrows the first exception one threw. The executor then runs the groups of a step
+// and the local copies of its ranks through it; the data-moving calls on disjoint groups
+// must then be safe to make concurrently.
+//
 // A backend reports misuse (a group with a rank outside 0..D-1, a count it cannot
 // express) by throwing redist_error with errc::runtime before moving any data.
 //
@@ -70,6 +92,7 @@
 
 #include "redist/core/error.hpp"
 #include "redist/program.hpp"
+#include "redist/runtime/pack.hpp"
 
 namespace redist {
 
@@ -113,6 +136,19 @@ concept reducing_backend_for =
       b.allreduce(group, io, count);
       b.reducescatter(group, io, count);
     };
+
+template <class B, class T>
+concept strided_backend_for =
+    backend_for<B, T> && requires(B& b, const B& cb, std::span<const rank_t> group, block_io<T> io, block_layout l) {
+      { cb.strided_blocks(op::alltoall) } -> std::convertible_to<bool>;
+      b.alltoall(group, io, l, l);
+      b.allgather(group, io, l);
+    };
+
+template <class B>
+concept parallel_backend = requires(B& b, std::size_t n, std::uint64_t bytes, void (*fn)(std::size_t)) {
+  b.parallel_for(n, bytes, fn);
+};
 
 namespace detail {
 /// The check every backend's permute makes of its destinations (`who` names the backend in

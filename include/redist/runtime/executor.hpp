@@ -1,40 +1,77 @@
 // redist/runtime/executor.hpp -- runs a collective program (DESIGN.md section 4) on real
 // tiles through a backend (runtime/backend.hpp).
 //
-// For every step the executor packs the blocks each local rank sends (pack.hpp), calls the
-// backend's collective on the step's groups, and unpacks what arrived into the rank's new
-// tile. It drives the ranks the backend names in local_ranks(): all D simulated devices
-// for the host backend, one rank for MPI.
+// For every step the executor hands each local rank's blocks to the backend's collective
+// on the step's groups: straight from the tile the step reads and straight into the tile
+// it writes when the blocks lie contiguous there or the backend moves strided blocks itself
+// (strided_backend_for: the host backend's copies, MPI derived datatypes), otherwise
+// through small pack buffers, piece by piece. It drives the ranks the backend names in
+// local_ranks(): all D simulated devices for the host backend, one rank for MPI and NCCL.
 //
-// Memory. Every local rank owns two buffers of `cap` elements, allocated once when the
-// executor is built and reused by every run, where cap is the largest local size along
-// the program (source, every intermediate, target). The tile of a step lives in one buffer;
-// packed sends or received blocks go to the other; the roles swap as the program goes.
-// Hence bytes held per rank = 2 * cap * sizeof(T) <= 2 * max(local in, local out) bytes for
-// a memory-efficient program (the default search only returns such programs). The executor
-// accounts these bytes (bytes_held, peak_bytes_held) and the bytes holding live data at
-// any moment of a step (peak_bytes_live).
+// Where the tiles live. Step 0 reads the caller's input tile, which is never written; the
+// last step writes the caller's output tile. A tile between two steps (t_i after step
+// i-1, 0 < i < S, S steps) lives, counting back from the end, in the output tile or in
+// one scratch buffer per rank, so that no step reads and writes the same buffer:
 //
-// Memory space (runtime/memory.hpp). The buffers, the copies of the tiles into and out of
-// them and the pack/unpack between them go through the backend's memory space,
-// memory_of(backend): host memory and pack.hpp for the host and MPI backends; device
-// memory and stream-ordered device copies for NCCL (backends/nccl.hpp), where the user's
-// tiles are darrays borrowing device memory and run() returns without waiting for the
-// stream. The run() overloads that return new owned tiles need a host-accessible memory
-// space. Everything else below is the same for every memory.
+//   t_i with S - i odd                              -> scratch region A (offset 0)
+//   t_i with S - i even, local_size(t_i) <= out     -> the caller's output tile
+//   t_i with S - i even, local_size(t_i) >  out     -> scratch region B (offset A)
+//
+// Memory formula (exact; what bytes_held() and peak_bytes_held() report, per local rank,
+// on top of the caller's tiles; e = sizeof(T), max of nothing = 0):
+//
+//   scratch = A + B elements, A = max{ t_i : 0 < i < S, S - i odd },
+//                             B = max{ t_i : 0 < i < S, S - i even, t_i > t_S }
+//   pack    = Ps + Pr elements: with C = min(pack_chunk_bytes, max(t_0, t_S) e / 2) bytes,
+//             for every step the executor packs (below), n its group size and b its block
+//             (all-to-all, reduce-scatter: L/n of its input tile of L elements; all-gather:
+//             L), piece = min(b, max(1, floor(C / (n e)))):
+//             Ps = max n * piece over packed all-to-alls and reduce-scatters (sends),
+//             Pr = max n * piece over packed all-to-alls and all-gathers (receives)
+//   held    = (scratch + pack) * e bytes
+//
+// A step is packed when its blocks are not contiguous in the tiles (pack.hpp's
+// block_layout::contiguous) and the backend does not move them in place (for
+// reduce-scatters: whenever its send blocks are not contiguous). A one-step program needs
+// no scratch; one whose blocks are contiguous (an all-to-all splitting and concatenating
+// on dimension 0, an all-gather on dimension 0), or run by the host backend, holds nothing.
+// Every memory-efficient program (intermediate tiles <= max(in, out)) holds at most
+// 2 max(in, out) + pack, and at most max(in, out) + pack when S <= 2 or when every
+// intermediate at an even distance from the end fits in the output tile (the lowering's
+// programs: slices first, gathers last). executor_options::pack_chunk_bytes (default
+// 1 MiB) bounds each pack buffer, and so does half of max(in, out), so that a program
+// whose intermediates fit in the output tile holds at most 2 max(in, out) in all. Buffers are allocated once when the executor is built and
+// reused by every run.
+//
+// The caller's tiles. Input and output tiles must not overlap (run() refuses them, like
+// every bad tile); the output tile may hold intermediate data during a run. Inputs are
+// never modified.
+//
+// Memory space (runtime/memory.hpp). The buffers, the dynamic slices and the packing go
+// through the backend's memory space, memory_of(backend): host memory and pack.hpp for the
+// host and MPI backends; device memory and stream-ordered device copies for NCCL
+// (backends/nccl.hpp), where the user's tiles are darrays borrowing device memory and run()
+// returns without waiting for the stream. The run() overloads that return new owned tiles
+// need a host-accessible memory space. Everything else below is the same for every memory.
+//
+// Ranks in parallel. A backend driving several ranks (the host backend) may offer
+// parallel_for (runtime/backend.hpp): the executor then runs the groups of a step, and the
+// slices and packing of its ranks, through it.
 //
 // Errors. Building an executor is local and never throws for a bad program; run() first
 // checks the program and its tiles on every local rank (program well-formed, mesh device
-// count == communicator size, element size, tile types, mesh and buffer sizes), then makes
-// one agreement call (backend::agree: every rank compares the program hash and whether its
-// checks passed) and only then moves data. A failed check or a mismatch throws
-// redist_error(errc::runtime) on every rank, before any buffer or tile is touched.
+// count == communicator size, element size, tile types, mesh and buffer sizes, no output
+// overlapping another tile), then makes one agreement call (backend::agree: every rank
+// compares the program hash and whether its checks passed) and only then moves data. A
+// failed check or a mismatch throws redist_error(errc::runtime) on every rank, before any
+// buffer or tile is touched.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -123,6 +160,20 @@ struct step_stats {
   double seconds = 0;                ///< wall time of the step (pack, collective, unpack)
 };
 
+/// Options of an executor.
+struct executor_options {
+  /// The most bytes of one pack buffer (sends or receives) of a step the executor packs;
+  /// a step moving more is split into pieces (see the memory formula above).
+  std::uint64_t pack_chunk_bytes = std::uint64_t{1} << 20;
+};
+
+/// How the executor moves the blocks of a step.
+enum class block_path : std::uint8_t {
+  local,     ///< no collective call with blocks (dynslice, permute, allreduce)
+  direct,    ///< contiguous blocks, straight from tile to tile
+  in_place,  ///< strided blocks, handed in place to the backend (strided_backend_for)
+  packed,    ///< pieces packed into the pack buffers
+};
 
 /// Runs one program, any number of times, on the ranks a backend drives.
 template <class T, class B>
@@ -132,8 +183,8 @@ class executor {
   /// The backend's memory space (runtime/memory.hpp).
   using memory_type = memory_space_t<B>;
 
-  executor(B& backend, const program& p)
-      : b_(backend), p_(p), shapes_(detail::check_program(p)), hash_(program_hash(p, element_tag<T>())) {
+  executor(B& backend, const program& p, executor_options o = {})
+      : b_(backend), p_(p), opt_(o), shapes_(detail::check_program(p)), hash_(program_hash(p, element_tag<T>())) {
     const auto local = b_.local_ranks();
     local_.assign(local.begin(), local.end());
     if (shapes_.error.empty()) {
@@ -147,24 +198,26 @@ class executor {
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
     }
-    if (shapes_.error.empty()) {
-      ranks_.resize(local_.size());
-      for (auto& rs : ranks_) {
-        rs.buf[0] = mem().template allocate<T>(shapes_.cap);
-        rs.buf[1] = mem().template allocate<T>(shapes_.cap);
-      }
-      held_ = 2 * shapes_.cap * sizeof(T);
-      peak_held_ = held_;
-    }
     stats_.resize(p_.steps.size());
     for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
+    if (!shapes_.error.empty()) return;
+    plan_memory();
+    ranks_.resize(local_.size());
+    for (auto& rs : ranks_) {
+      rs.scratch = mem().template allocate<T>(scratch_a_ + scratch_b_);
+      rs.pack_send = mem().template allocate<T>(pack_send_);
+      rs.pack_recv = mem().template allocate<T>(pack_recv_);
+    }
+    held_ = (scratch_a_ + scratch_b_ + pack_send_ + pack_recv_) * sizeof(T);
+    peak_held_ = held_;
   }
 
   executor(const executor&) = delete;
   executor& operator=(const executor&) = delete;
 
   /// Redistribute the tiles of all local ranks: in[i] and out[i] belong to local_ranks()[i];
-  /// in[i] has the program's source type, out[i] (owned or borrowed) its target type.
+  /// in[i] has the program's source type, out[i] (owned or borrowed) its target type. The
+  /// inputs are not modified; no output may overlap an input or another output.
   void run(std::span<const darray<T>> in, std::span<darray<T>> out) {
     std::string err = shapes_.error;
     if (err.empty()) err = check_tiles(in, out);
@@ -177,20 +230,22 @@ class executor {
                          "ranks disagree on the program (hash mismatch): every rank must run the same program with the "
                          "same element type; nothing was moved");
     prepare();
+    in_.resize(local_.size());
+    out_.resize(local_.size());
     for (std::size_t i = 0; i < local_.size(); ++i) {
-      rank_state& rs = ranks_[i];
-      mem().copy(rs.buf[0].data(), in[i].data(), in[i].size());
-      rs.cur = 0;
+      in_[i] = in[i].data();
+      out_[i] = out[i].data();
     }
     live(shapes_.ext.front().size());
+    if (p_.steps.empty()) {  // source == target: the tile itself
+      each_rank(shapes_.ext.front().size() * sizeof(T),
+                [&](std::size_t i) { mem().copy(out_[i], in_[i], shapes_.ext.front().size()); });
+      live(2 * shapes_.ext.front().size());
+    }
     for (std::size_t s = 0; s < p_.steps.size(); ++s) {
       const auto t0 = std::chrono::steady_clock::now();
       run_step(s);
       stats_[s].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      rank_state& rs = ranks_[i];
-      mem().copy(out[i].data(), rs.buf[rs.cur].data(), out[i].size());
     }
     ++runs_;
   }
@@ -221,16 +276,24 @@ class executor {
   [[nodiscard]] const program& prog() const { return p_; }
   [[nodiscard]] std::uint64_t hash() const { return hash_; }
   [[nodiscard]] std::span<const rank_t> local_ranks() const { return local_; }
+  [[nodiscard]] const executor_options& options() const { return opt_; }
   /// Per-step statistics of the last run.
   [[nodiscard]] const std::vector<step_stats>& stats() const { return stats_; }
-  /// Elements of the largest tile along the program (the size of each of the two buffers).
+  /// Elements of the largest tile along the program (source, intermediates, target).
   [[nodiscard]] std::uint64_t capacity() const { return shapes_.cap; }
-  /// Bytes the executor holds per rank now (its two buffers).
+  /// Elements of the scratch buffer per rank (regions A + B of the memory formula).
+  [[nodiscard]] std::uint64_t scratch_elements() const { return scratch_a_ + scratch_b_; }
+  /// Elements of the send and receive pack buffers per rank.
+  [[nodiscard]] std::uint64_t pack_send_elements() const { return pack_send_; }
+  [[nodiscard]] std::uint64_t pack_recv_elements() const { return pack_recv_; }
+  /// How step s moves its blocks.
+  [[nodiscard]] block_path path(std::size_t s) const { return s < path_.size() ? path_[s] : block_path::local; }
+  /// Bytes the executor holds per rank now, on top of the caller's tiles (the formula above).
   [[nodiscard]] std::uint64_t bytes_held() const { return held_; }
-  /// The most bytes it ever held per rank.
+  /// The most bytes it ever held per rank (it allocates once: bytes_held()).
   [[nodiscard]] std::uint64_t peak_bytes_held() const { return peak_held_; }
-  /// The most bytes of live data (a tile, packed sends, received blocks) one rank had at
-  /// once during a run; at most peak_bytes_held().
+  /// The most bytes of live data one rank had at once during a run, counting the tile a
+  /// step reads and the tile it writes, whether the caller's or the executor's.
   [[nodiscard]] std::uint64_t peak_bytes_live() const { return peak_live_ * sizeof(T); }
   /// Number of completed runs.
   [[nodiscard]] std::uint64_t runs() const { return runs_; }
@@ -238,9 +301,86 @@ class executor {
  private:
   using buffer_type = decltype(std::declval<memory_type&>().template allocate<T>(0));
   struct rank_state {
-    buffer_type buf[2];
-    int cur = 0;  ///< which buffer holds the tile
+    buffer_type scratch, pack_send, pack_recv;
   };
+  enum where : std::uint8_t { in_tile, out_tile, scratch_a, scratch_b };
+
+  /// Where every tile lives, how every step moves its blocks, and the buffer sizes: the
+  /// memory formula at the top of this file.
+  void plan_memory() {
+    const std::size_t S = p_.steps.size();
+    const std::uint64_t out_size = shapes_.ext.back().size();
+    loc_.assign(S + 1, out_tile);
+    loc_[0] = in_tile;
+    for (std::size_t i = 1; i < S; ++i) {
+      const std::uint64_t t = shapes_.ext[i].size();
+      if ((S - i) % 2 == 1) {
+        loc_[i] = scratch_a;
+        scratch_a_ = std::max(scratch_a_, t);
+      } else if (t > out_size) {
+        loc_[i] = scratch_b;
+        scratch_b_ = std::max(scratch_b_, t);
+      }
+    }
+    path_.assign(S, block_path::local);
+    for (std::size_t s = 0; s < S; ++s) {
+      const step& st = p_.steps[s];
+      const std::uint64_t n = st.parts, L = shapes_.ext[s].size();
+      auto piece = [&](std::uint64_t block) { return n * piece_elements(s, block); };
+      switch (st.kind) {
+        case op::allgather:
+          path_[s] = recv_layout(s).contiguous() ? block_path::direct
+                     : in_place(op::allgather)   ? block_path::in_place
+                                                 : block_path::packed;
+          if (path_[s] == block_path::packed) pack_recv_ = std::max(pack_recv_, piece(L));
+          break;
+        case op::alltoall:
+          path_[s] = send_layout(s).contiguous() && recv_layout(s).contiguous() ? block_path::direct
+                     : in_place(op::alltoall)                                    ? block_path::in_place
+                                                                                 : block_path::packed;
+          if (path_[s] == block_path::packed) {
+            pack_send_ = std::max(pack_send_, piece(L / n));
+            pack_recv_ = std::max(pack_recv_, piece(L / n));
+          }
+          break;
+        case op::reducescatter:
+          path_[s] = send_layout(s).contiguous() ? block_path::direct : block_path::packed;
+          if (path_[s] == block_path::packed) pack_send_ = std::max(pack_send_, piece(L / n));
+          break;
+        default: break;
+      }
+    }
+  }
+
+  bool in_place(op k) const {
+    if constexpr (strided_backend_for<B, T>) return b_.strided_blocks(k);
+    else return false;
+  }
+  /// The blocks step s sends (split of its input tile) and receives (split of its output).
+  block_layout send_layout(std::size_t s) const {
+    return split_layout(shapes_.ext[s].span(), p_.steps[s].split_dim, p_.steps[s].parts);
+  }
+  block_layout recv_layout(std::size_t s) const {
+    return split_layout(shapes_.ext[s + 1].span(), p_.steps[s].concat_dim, p_.steps[s].parts);
+  }
+  /// The elements of block `block` per piece in a packed step.
+  std::uint64_t piece_elements(std::size_t s, std::uint64_t block) const {
+    const std::uint64_t n = p_.steps[s].parts;
+    const std::uint64_t in_out = std::max(shapes_.ext.front().size(), shapes_.ext.back().size());
+    const std::uint64_t chunk = std::min(opt_.pack_chunk_bytes, in_out * sizeof(T) / 2);
+    return std::min(block, std::max<std::uint64_t>(1, chunk / (n * sizeof(T))));
+  }
+
+  /// Local rank i's buffer at location w.
+  T* buffer(std::size_t i, where w) {
+    switch (w) {
+      case in_tile: return const_cast<T*>(in_[i]);  // only ever read: backends never write sends
+      case out_tile: return out_[i];
+      case scratch_a: return ranks_[i].scratch.data();
+      case scratch_b: return ranks_[i].scratch.data() + scratch_a_;
+    }
+    return nullptr;
+  }
 
   std::string check_tiles(std::span<const darray<T>> in, std::span<darray<T>> out) const {
     if (in.size() != local_.size())
@@ -269,6 +409,42 @@ class executor {
       if (std::string e = one(in[i], local_[i], p_.source, "input"); !e.empty()) return e;
       if (std::string e = one(out[i], local_[i], p_.target, "output"); !e.empty()) return e;
     }
+    return check_overlaps(in, out);
+  }
+
+  /// "" unless an output tile overlaps an input tile or another output tile (inputs may
+  /// share memory: they are only read).
+  std::string check_overlaps(std::span<const darray<T>> in, std::span<darray<T>> out) const {
+    struct range {
+      std::uintptr_t lo, hi;
+      bool output;
+      rank_t rank;
+    };
+    std::vector<range> rs;
+    auto add = [&](const T* p, std::size_t n, bool output, rank_t r) {
+      if (n == 0) return;
+      const auto lo = reinterpret_cast<std::uintptr_t>(p);
+      rs.push_back({lo, lo + n * sizeof(T), output, r});
+    };
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      add(in[i].data(), in[i].size(), false, local_[i]);
+      add(out[i].data(), out[i].size(), true, local_[i]);
+    }
+    std::sort(rs.begin(), rs.end(), [](const range& a, const range& b) { return a.lo < b.lo; });
+    auto name = [](const range& x) {
+      return std::string(x.output ? "output" : "input") + " tile of rank " + std::to_string(x.rank);
+    };
+    const range* far_any = nullptr;  // of the ranges so far, the one reaching furthest
+    const range* far_out = nullptr;  // the same among outputs
+    for (const range& x : rs) {
+      const range* hit = x.output ? far_any : far_out;
+      if (hit != nullptr && x.lo < hit->hi)
+        return "the " + name(x) + " overlaps the " + name(*hit) +
+               ": outputs must not share memory with inputs or other outputs (the executor writes an output while it "
+               "reads the inputs); nothing was moved";
+      if (far_any == nullptr || x.hi > far_any->hi) far_any = &x;
+      if (x.output && (far_out == nullptr || x.hi > far_out->hi)) far_out = &x;
+    }
     return {};
   }
 
@@ -287,151 +463,177 @@ class executor {
 
   block_io<T> io() { return {std::span<T* const>(send_), std::span<T* const>(recv_)}; }
 
-  /// Call `fn(group)` for every group of the step that holds a local rank.
+  /// fn(i) for every local rank i, in parallel where the backend offers it.
   template <class F>
-  void for_local_groups(const step& s, F&& fn) {
+  void each_rank(std::uint64_t bytes, F&& fn) {
+    if constexpr (parallel_backend<B>) b_.parallel_for(local_.size(), bytes, fn);
+    else
+      for (std::size_t i = 0; i < local_.size(); ++i) fn(i);
+  }
+
+  /// Call `fn(group)` for every group of the step that holds a local rank (in parallel
+  /// where the backend offers it).
+  template <class F>
+  void for_local_groups(const step& s, std::uint64_t bytes, F&& fn) {
+    groups_.clear();
     for (std::size_t g = 0; g < s.group_count(); ++g) {
       const auto grp = s.group(g);
       bool mine = false;
       for (rank_t r : grp) mine = mine || send_[r] != nullptr;
-      if (mine) fn(grp);
+      if (mine) groups_.push_back(g);
     }
+    if constexpr (parallel_backend<B>)
+      b_.parallel_for(groups_.size(), bytes, [&](std::size_t k) { fn(s.group(groups_[k])); });
+    else
+      for (std::size_t g : groups_) fn(s.group(g));
   }
 
-  /// Point every local rank's send buffer at its current tile and its receive buffer at
-  /// the other one (the collectives whose output lands in the spare buffer).
-  void bind_current_to_other() {
+  /// Point every local rank's send at send(i) and receive at recv(i).
+  template <class S, class R>
+  void bind(S&& send, R&& recv) {
     for (std::size_t i = 0; i < local_.size(); ++i) {
-      rank_state& rs = ranks_[i];
-      send_[local_[i]] = rs.buf[rs.cur].data();
-      recv_[local_[i]] = rs.buf[1 - rs.cur].data();
+      send_[local_[i]] = send(i);
+      recv_[local_[i]] = recv(i);
     }
-  }
-
-  /// Local rank i's sends for a collective that splits its tile (extents `before`) into
-  /// n chunks along `dim`: the tile itself when the chunks are contiguous, else the chunks
-  /// packed into the spare buffer. Points send at them and receive at the other buffer;
-  /// returns the index of the buffer holding the sends.
-  int bind_split_sends(std::size_t i, const extents& before, int dim, std::uint64_t n, bool contiguous) {
-    rank_state& rs = ranks_[i];
-    const std::uint64_t L = before.size();
-    int sb = rs.cur;
-    if (!contiguous) {
-      mem().split_all(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), dim, n,
-                      std::span<T>(rs.buf[1 - rs.cur].data(), L));
-      sb = 1 - rs.cur;
-    }
-    send_[local_[i]] = rs.buf[sb].data();
-    recv_[local_[i]] = rs.buf[1 - sb].data();
-    return sb;
   }
 
   void run_step(std::size_t si) {
     const step& s = p_.steps[si];
     const extents& before = shapes_.ext[si];
-    const extents& after = shapes_.ext[si + 1];
     const std::uint64_t L = before.size(), n = s.parts;
+    const std::uint64_t bytes = L * sizeof(T) * local_.size();
     step_stats& st = stats_[si];
     st.bytes_moved = st.max_rank_bytes = 0;
     send_.assign(p_.m.devices, nullptr);
     recv_.assign(p_.m.devices, nullptr);
-    auto other = [](const rank_state& rs) { return 1 - rs.cur; };
-    auto account = [&](std::uint64_t bytes) {
-      st.bytes_moved += bytes;
-      st.max_rank_bytes = std::max(st.max_rank_bytes, bytes);
+    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
+    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto account = [&](std::uint64_t b) {
+      for (std::size_t i = 0; i < local_.size(); ++i) {
+        st.bytes_moved += b;
+        st.max_rank_bytes = std::max(st.max_rank_bytes, b);
+      }
+    };
+    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
+    auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv.data(); };
+    // Packed steps: pieces [a, b) of every block of `block` elements.
+    auto pieces = [&](std::uint64_t block, auto&& fn) {
+      const std::uint64_t c = piece_elements(si, block);
+      for (std::uint64_t a = 0; a < block; a += c) fn(a, std::min(block, a + c));
+    };
+    auto piece_copy = [&](const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack, std::size_t i) {
+      const piece_copies pc = block_piece_copies(l, a, b, pack);
+      const T* from = pack ? src(i) : pack_recv(i);
+      T* to = pack ? pack_send(i) : dst(i);
+      for (int k = 0; k < pc.count; ++k) mem().strided(pc.copy[k], from, to);
     };
 
     switch (s.kind) {
       case op::dynslice: {
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          mem().split_copy(std::span<const T>(rs.buf[rs.cur].data(), L), before.span(), s.split_dim, n,
-                           s.index[local_[i]], std::span<T>(rs.buf[other(rs)].data(), L / n));
-          rs.cur = other(rs);
-        }
+        each_rank(bytes / n, [&](std::size_t i) {
+          mem().split_copy(std::span<const T>(src(i), L), before.span(), s.split_dim, n, s.index[local_[i]],
+                           std::span<T>(dst(i), L / n));
+        });
         live(L + L / n);
         break;
       }
       case op::allgather: {
-        // send: the tile; recv: n blocks, then concatenated along concat_dim.
-        bind_current_to_other();
-        for_local_groups(s, [&](std::span<const rank_t> g) { b_.allgather(g, io(), L); });
-        const bool direct = split_is_contiguous(after.span(), s.concat_dim);
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          if (!direct)
-            mem().concat_all(std::span<const T>(rs.buf[other(rs)].data(), L * n), before.span(), s.concat_dim, n,
-                             std::span<T>(rs.buf[rs.cur].data(), L * n));
-          else
-            rs.cur = other(rs);
-          account((n - 1) * L * sizeof(T));
+        // send: the tile; recv: n blocks along concat_dim of the new tile.
+        switch (path_[si]) {
+          case block_path::in_place:
+            if constexpr (strided_backend_for<B, T>) {
+              const block_layout rl = recv_layout(si);
+              bind(src, dst);
+              for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allgather(g, io(), rl); });
+            }
+            break;
+          case block_path::packed: {
+            const block_layout rl = recv_layout(si);
+            pieces(L, [&](std::uint64_t a, std::uint64_t b) {
+              bind([&](std::size_t i) { return src(i) + a; }, pack_recv);
+              for_local_groups(s, (b - a) * n * sizeof(T) * local_.size(),
+                               [&](std::span<const rank_t> g) { b_.allgather(g, io(), b - a); });
+              each_rank((b - a) * n * sizeof(T) * local_.size(), [&](std::size_t i) { piece_copy(rl, a, b, false, i); });
+            });
+            break;
+          }
+          default:
+            bind(src, dst);
+            for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allgather(g, io(), L); });
+            break;
         }
+        account((n - 1) * L * sizeof(T));
         live(L + L * n);
         break;
       }
       case op::alltoall: {
-        // send: n chunks along split_dim (the tile itself when they are contiguous);
-        // recv: n chunks, concatenated along concat_dim.
-        extents chunk = before;
-        chunk[s.split_dim] /= n;
-        const bool packed = split_is_contiguous(before.span(), s.split_dim);
-        const bool direct = split_is_contiguous(after.span(), s.concat_dim);
-        std::vector<int> send_buf(local_.size());
-        for (std::size_t i = 0; i < local_.size(); ++i) send_buf[i] = bind_split_sends(i, before, s.split_dim, n, packed);
-        for_local_groups(s, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), L / n); });
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          const int rb = 1 - send_buf[i];
-          if (!direct) {
-            mem().concat_all(std::span<const T>(rs.buf[rb].data(), L), chunk.span(), s.concat_dim, n,
-                             std::span<T>(rs.buf[send_buf[i]].data(), L));
-            rs.cur = send_buf[i];
-          } else {
-            rs.cur = rb;
+        // send: n chunks along split_dim; recv: n chunks along concat_dim of the new tile.
+        switch (path_[si]) {
+          case block_path::in_place:
+            if constexpr (strided_backend_for<B, T>) {
+              const block_layout sl = send_layout(si), rl = recv_layout(si);
+              bind(src, dst);
+              for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), sl, rl); });
+            }
+            break;
+          case block_path::packed: {
+            const block_layout sl = send_layout(si), rl = recv_layout(si);
+            pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
+              const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
+              each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
+              bind(pack_send, pack_recv);
+              for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), b - a); });
+              each_rank(piece_bytes, [&](std::size_t i) { piece_copy(rl, a, b, false, i); });
+            });
+            break;
           }
-          account((n - 1) * (L / n) * sizeof(T));
+          default:
+            bind(src, dst);
+            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), L / n); });
+            break;
         }
+        account((n - 1) * (L / n) * sizeof(T));
         live(2 * L);
         break;
       }
       case op::allpermute: {
-        bind_current_to_other();
+        bind(src, dst);
         b_.permute(s.dest, io(), L);
         for (std::size_t i = 0; i < local_.size(); ++i) {
-          rank_state& rs = ranks_[i];
-          rs.cur = other(rs);
           // the rank received a block from another rank unless it is a fixed point
-          if (s.dest[local_[i]] != local_[i]) account(L * sizeof(T));
+          if (s.dest[local_[i]] != local_[i]) {
+            st.bytes_moved += L * sizeof(T);
+            st.max_rank_bytes = std::max(st.max_rank_bytes, L * sizeof(T));
+          }
         }
         live(2 * L);
         break;
       }
       case op::allreduce: {
         if constexpr (reducing_backend_for<B, T>) {
-          for (std::size_t i = 0; i < local_.size(); ++i) {
-            rank_state& rs = ranks_[i];
-            send_[local_[i]] = rs.buf[rs.cur].data();
-            recv_[local_[i]] = rs.buf[other(rs)].data();
-          }
-          for_local_groups(s, [&](std::span<const rank_t> g) { b_.allreduce(g, io(), L); });
-          for (std::size_t i = 0; i < local_.size(); ++i) {
-            rank_state& rs = ranks_[i];
-            rs.cur = other(rs);
-            account(2 * (n - 1) * L * sizeof(T) / n);  // what a ring all-reduce receives
-          }
+          bind(src, dst);
+          for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allreduce(g, io(), L); });
+          account(2 * (n - 1) * L * sizeof(T) / n);  // what a ring all-reduce receives
           live(2 * L);
         }
         break;
       }
       case op::reducescatter: {
-        // send: n chunks along split_dim (the tile itself when they are contiguous);
-        // recv: the sum of every member's chunk m, already the new tile.
+        // send: n chunks along split_dim; recv: the sum of every member's chunk m, the new tile.
         if constexpr (reducing_backend_for<B, T>) {
-          const bool packed = split_is_contiguous(before.span(), s.split_dim);
-          for (std::size_t i = 0; i < local_.size(); ++i)
-            ranks_[i].cur = 1 - bind_split_sends(i, before, s.split_dim, n, packed);
-          for_local_groups(s, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n); });
-          for (std::size_t i = 0; i < local_.size(); ++i) account((n - 1) * (L / n) * sizeof(T));
+          if (path_[si] == block_path::packed) {
+            const block_layout sl = send_layout(si);
+            pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
+              const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
+              each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
+              bind(pack_send, [&](std::size_t i) { return dst(i) + a; });
+              for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a); });
+            });
+          } else {
+            bind(src, dst);
+            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n); });
+          }
+          account((n - 1) * (L / n) * sizeof(T));
           live(2 * L);
         }
         break;
@@ -441,11 +643,18 @@ class executor {
 
   B& b_;
   program p_;
+  executor_options opt_;
   detail::program_shapes shapes_;
   std::uint64_t hash_ = 0;
   std::vector<rank_t> local_;
   std::vector<rank_state> ranks_;
+  std::vector<std::uint8_t> loc_;   ///< where tile t_i lives (enum where)
+  std::vector<block_path> path_;    ///< how step s moves its blocks
+  std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;
+  std::vector<const T*> in_;
+  std::vector<T*> out_;
   std::vector<T*> send_, recv_;
+  std::vector<std::size_t> groups_;
   std::vector<step_stats> stats_;
   std::uint64_t held_ = 0, peak_held_ = 0, peak_live_ = 0, runs_ = 0;
   bool prepared_ = false;

@@ -1,9 +1,9 @@
 // redist/runtime/memory.hpp -- where the executor's buffers live and how it copies and
 // packs them: the memory-space customization point of a backend.
 //
-// The executor (runtime/executor.hpp) owns two buffers per local rank, copies each input
-// tile into one of them and the result out of one, and packs and unpacks blocks between
-// them (runtime/pack.hpp). By default all of that is host memory and std::memcpy
+// The executor (runtime/executor.hpp) reads the caller's input tiles, writes the caller's
+// output tiles, owns at most one scratch buffer and two small pack buffers per local rank,
+// and packs and unpacks blocks between them (runtime/pack.hpp). By default all of that is host memory and std::memcpy
 // (`host_memory`). A backend whose collectives work on other memory -- NCCL: memory of
 // one CUDA device, with every operation ordered on a CUDA stream -- names its memory
 // space with a member `b.memory()`; memory_of(b) returns it, or host_memory{} when the
@@ -26,6 +26,10 @@
 //   mem.concat_all(chunks, chunk_ext, d, n, tile)
 //                         pack.hpp's functions of the same names, with the same arguments
 //                         (spans over this memory), checks and postconditions.
+//   mem.strided(c, src, dst)
+//                         execute the strided copy c (pack.hpp's detail::strided_copy) from
+//                         src to dst (const T*, T*; no overlap): the executor's chunked
+//                         packing and unpacking of blocks (block_piece_copies).
 //   mem.check_pointer(p)  for a user's tile p (const T*): "" if the executor may read and
 //                         write it through this memory space, otherwise a phrase saying
 //                         why not ("is host memory, not memory of CUDA device 0"); called
@@ -82,6 +86,10 @@ struct host_memory {
     redist::concat_all<T>(chunks, chunk_ext, d, n, tile);
   }
   template <class T>
+  void strided(const detail::strided_copy& c, const T* src, T* dst) const {
+    detail::host_strided_copy(c, src, dst);
+  }
+  template <class T>
   [[nodiscard]] std::string check_pointer(const T* /*p*/) const {
     return {};
   }
@@ -97,6 +105,7 @@ concept memory_space_for =
       mem.split_copy(in, ext, d, parts, parts, out);
       mem.split_all(in, ext, d, parts, out);
       mem.concat_all(in, ext, d, parts, out);
+      mem.strided(detail::strided_copy{}, cp, p);
       { mem.check_pointer(cp) } -> std::convertible_to<std::string>;
     };
 

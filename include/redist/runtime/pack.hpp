@@ -20,13 +20,23 @@
 //   split_copy:  chunk[idx] == tile[idx with idx_d += m * e'_d]
 //   concat_copy: tile[idx with idx_d += m * e'_d] == chunk[idx]
 //   split_all / concat_all: the same for every m, chunk m at offset m * size/n.
+//
+// Blocks in place (block_layout). The collectives of a program move n blocks per rank;
+// in a tile split along d, block k is chunk k: `outer` runs of `run` elements, one every
+// `row` elements, starting at k * step (step = run). The executor hands such layouts to
+// backends that move strided blocks themselves (the host backend's copies, MPI derived
+// datatypes), and otherwise packs pieces of the blocks, [a, b) in each block's row-major
+// element order, into a contiguous buffer (block_piece_copies): the chunked packing that
+// bounds the executor's pack space (runtime/executor.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "redist/core/error.hpp"
 
@@ -172,14 +182,25 @@ inline strided_copy concat_all_plan(std::span<const std::uint64_t> chunk_ext, in
   return s.merged();
 }
 
-/// Execute a strided copy in host memory: one std::memcpy per run, rows outermost.
+/// Copy one run of `width` elements: std::memcpy for long runs; element by element (a
+/// fixed-size copy the compiler inlines) for runs shorter than 64 bytes, where a call per
+/// run would cost more than the copy.
+template <class T>
+inline void copy_run(T* dst, const T* src, std::uint64_t width) {
+  if (width * sizeof(T) >= 64) {
+    std::memcpy(dst, src, width * sizeof(T));
+    return;
+  }
+  for (std::uint64_t e = 0; e < width; ++e) std::memcpy(dst + e, src + e, sizeof(T));
+}
+
+/// Execute a strided copy in host memory: one copy_run per run, rows outermost.
 template <class T>
 void host_strided_copy(const strided_copy& c, const T* src, T* dst) {
   if (c.width == 0) return;
   for (std::uint64_t j = 0; j < c.rows; ++j)
     for (std::uint64_t i = 0; i < c.count; ++i)
-      std::memcpy(dst + c.dst + i * c.dst_step + j * c.dst_pitch, src + c.src + i * c.src_step + j * c.src_pitch,
-                  c.width * sizeof(T));
+      copy_run(dst + c.dst + i * c.dst_step + j * c.dst_pitch, src + c.src + i * c.src_step + j * c.src_pitch, c.width);
 }
 
 }  // namespace detail
@@ -228,5 +249,114 @@ void concat_all(std::span<const T> chunks, std::span<const std::uint64_t> chunk_
   detail::host_strided_copy(detail::concat_all_plan(chunk_ext, d, n, chunks.size(), tile.size()), chunks.data(),
                             tile.data());
 }
+
+/// Where the n blocks of a collective lie in a tile: block k's j-th run (0 <= j < outer)
+/// holds `run` contiguous elements starting at k * step + j * row. A block has
+/// outer * run elements, in row-major order (run by run).
+struct block_layout {
+  std::uint64_t n = 1, outer = 1, run = 0, row = 0, step = 0;
+
+  [[nodiscard]] std::uint64_t block_elements() const { return outer * run; }
+  /// True if the blocks are contiguous and back to back (block k = [k*b, (k+1)*b), b =
+  /// block_elements()): a backend's contiguous collective can move them as they lie.
+  [[nodiscard]] bool contiguous() const { return (outer == 1 || row == run) && (n == 1 || step == block_elements()); }
+  friend bool operator==(const block_layout&, const block_layout&) = default;
+};
+
+/// The layout of a tile of extents `ext` split into n chunks along d (block k = chunk k).
+inline block_layout split_layout(std::span<const std::uint64_t> ext, int d, std::uint64_t n) {
+  const detail::split_view v = detail::make_split_view(ext, d, n);
+  return {n, v.outer, v.run, v.row, v.run};
+}
+
+/// n contiguous blocks of `count` elements back to back.
+inline block_layout packed_layout(std::uint64_t n, std::uint64_t count) { return {n, 1, count, count, count}; }
+
+/// At most three strided copies that move elements [a, b) of every block of `layout` (in
+/// each block's row-major order) to or from a packed buffer holding the n pieces back to
+/// back (piece k at k * (b - a)): a partial first run, the whole runs, a partial last run.
+/// `pack` true: layout -> packed; false: packed -> layout.
+struct piece_copies {
+  detail::strided_copy copy[3];
+  int count = 0;
+};
+
+inline piece_copies block_piece_copies(const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack) {
+  if (a > b || b > l.block_elements() || l.run == 0)
+    throw redist_error(errc::runtime, "pack: elements [" + std::to_string(a) + ", " + std::to_string(b) +
+                                          ") are not within a block of " + std::to_string(l.block_elements()));
+  piece_copies out;
+  const std::uint64_t piece = b - a;
+  // elements [x, y) of the block lying in runs j0..j0+rows-1, the same offset in each run
+  auto add = [&](std::uint64_t x, std::uint64_t rows, std::uint64_t width) {
+    if (rows == 0 || width == 0) return;
+    const std::uint64_t j0 = x / l.run, off = x % l.run;
+    detail::strided_copy c;
+    c.count = l.n;
+    c.rows = rows;
+    c.width = width;
+    c.src = j0 * l.row + off;
+    c.src_pitch = l.row;
+    c.src_step = l.step;
+    c.dst = x - a;
+    c.dst_pitch = l.run;
+    c.dst_step = piece;
+    if (!pack) {
+      std::swap(c.src, c.dst);
+      std::swap(c.src_pitch, c.dst_pitch);
+      std::swap(c.src_step, c.dst_step);
+    }
+    out.copy[out.count++] = c.merged();
+  };
+  std::uint64_t x = a;
+  if (x % l.run != 0) {  // the partial first run
+    const std::uint64_t w = std::min(l.run - x % l.run, b - x);
+    add(x, 1, w);
+    x += w;
+  }
+  const std::uint64_t whole = (b - x) / l.run;  // whole runs
+  add(x, whole, l.run);
+  x += whole * l.run;
+  add(x, 1, b - x);  // the partial last run
+  return out;
+}
+
+/// Pack or unpack elements [a, b) of every block in host memory (block_piece_copies).
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+void copy_block_pieces(const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack, const T* src, T* dst) {
+  const piece_copies pc = block_piece_copies(l, a, b, pack);
+  for (int i = 0; i < pc.count; ++i) detail::host_strided_copy(pc.copy[i], src, dst);
+}
+
+namespace detail {
+/// Copy block sk of `sl` in src to block dk of `dl` in dst (blocks of the same size), on the
+/// host: walks both blocks' runs together, one std::memcpy per overlap of a source run and
+/// a destination run. The host backend moves blocks straight between tiles with it.
+template <class T>
+void host_block_copy(const T* src, const block_layout& sl, std::uint64_t sk, T* dst, const block_layout& dl,
+                     std::uint64_t dk) {
+  const std::uint64_t total = sl.block_elements();
+  if (total != dl.block_elements())
+    throw redist_error(errc::runtime, "pack: blocks of " + std::to_string(total) + " and " +
+                                          std::to_string(dl.block_elements()) + " elements");
+  const T* s = src + sk * sl.step;  // start of the source run
+  T* d = dst + dk * dl.step;        // start of the destination run
+  std::uint64_t so = 0, doff = 0;   // offsets within the current runs
+  for (std::uint64_t done = 0; done < total;) {
+    const std::uint64_t w = std::min(sl.run - so, dl.run - doff);
+    copy_run(d + doff, s + so, w);
+    done += w;
+    if ((so += w) == sl.run) {
+      s += sl.row;
+      so = 0;
+    }
+    if ((doff += w) == dl.run) {
+      d += dl.row;
+      doff = 0;
+    }
+  }
+}
+}  // namespace detail
 
 }  // namespace redist

@@ -1,0 +1,81 @@
+// tests/support/memory_formula.hpp -- the executor's memory formula (runtime/executor.hpp),
+// written again from its documentation for the tests to compare with peak_bytes_held():
+// the bytes one rank's executor holds on top of the caller's tiles, exactly.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "redist/core/dtype.hpp"
+#include "redist/program.hpp"
+
+namespace redist::testing {
+
+/// How the backend moves strided blocks: in place (host backend, MPI datatypes) or packed.
+struct formula_backend {
+  bool alltoall_in_place = true;
+  bool allgather_in_place = true;
+};
+
+/// Tile extents after every step, following section 4's semantics (ext[0] = source tile).
+inline std::vector<std::vector<std::uint64_t>> tile_shapes(const program& p) {
+  std::vector<std::uint64_t> x;
+  const extents e0 = tile_extents(p.m, p.source);
+  for (int d = 0; d < e0.rank; ++d) x.push_back(e0[d]);
+  std::vector<std::vector<std::uint64_t>> out{x};
+  for (const step& s : p.steps) {
+    if (s.kind == op::dynslice || s.kind == op::reducescatter || s.kind == op::alltoall)
+      x[static_cast<std::size_t>(s.split_dim)] /= s.parts;
+    if (s.kind == op::allgather || s.kind == op::alltoall) x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;
+    out.push_back(x);
+  }
+  return out;
+}
+
+inline std::uint64_t product(const std::vector<std::uint64_t>& x) {
+  std::uint64_t n = 1;
+  for (std::uint64_t v : x) n *= v;
+  return n;
+}
+
+/// Splitting x into n chunks along d leaves the chunks contiguous and back to back.
+inline bool chunks_contiguous(const std::vector<std::uint64_t>& x, int d, std::uint64_t n) {
+  if (n == 1) return true;
+  for (int k = 0; k < d; ++k)
+    if (x[static_cast<std::size_t>(k)] != 1) return false;
+  return true;
+}
+
+/// The bytes the executor holds per rank for program p, elements of `e` bytes.
+inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, formula_backend fb = {},
+                                         std::uint64_t pack_chunk_bytes = std::uint64_t{1} << 20) {
+  const auto t = tile_shapes(p);
+  const std::size_t S = p.steps.size();
+  const std::uint64_t out = product(t[S]);
+  std::uint64_t A = 0, B = 0, Ps = 0, Pr = 0;
+  for (std::size_t i = 1; i < S; ++i) {
+    const std::uint64_t ti = product(t[i]);
+    if ((S - i) % 2 == 1) A = std::max(A, ti);
+    else if (ti > out) B = std::max(B, ti);
+  }
+  for (std::size_t s = 0; s < S; ++s) {
+    const step& st = p.steps[s];
+    const std::uint64_t n = st.parts, L = product(t[s]);
+    const std::uint64_t C = std::min(pack_chunk_bytes, std::max(product(t[0]), out) * e / 2);
+    auto piece = [&](std::uint64_t block) { return n * std::min(block, std::max<std::uint64_t>(1, C / (n * e))); };
+    const bool send_ok = st.kind == op::alltoall || st.kind == op::reducescatter ? chunks_contiguous(t[s], st.split_dim, n)
+                                                                                  : true;
+    const bool recv_ok =
+        st.kind == op::alltoall || st.kind == op::allgather ? chunks_contiguous(t[s + 1], st.concat_dim, n) : true;
+    if (st.kind == op::allgather && !recv_ok && !fb.allgather_in_place) Pr = std::max(Pr, piece(L));
+    if (st.kind == op::alltoall && !(send_ok && recv_ok) && !fb.alltoall_in_place) {
+      Ps = std::max(Ps, piece(L / n));
+      Pr = std::max(Pr, piece(L / n));
+    }
+    if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
+  }
+  return (A + B + Ps + Pr) * e;
+}
+
+}  // namespace redist::testing
