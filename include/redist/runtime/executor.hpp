@@ -40,8 +40,8 @@
 // intermediate at an even distance from the end fits in the output tile (the lowering's
 // programs: slices first, gathers last). executor_options::pack_chunk_bytes (default
 // 1 MiB) bounds each pack buffer, and so does half of max(in, out), so that a program
-// whose intermediates fit in the output tile holds at most 2 max(in, out) in all. Buffers are allocated once when the executor is built and
-// reused by every run.
+// whose intermediates fit in the output tile holds at most 2 max(in, out) in all. Buffers
+// are allocated once when the executor is built and reused by every run.
 //
 // The caller's tiles. Input and output tiles must not overlap (run() refuses them, like
 // every bad tile); the output tile may hold intermediate data during a run. Inputs are
