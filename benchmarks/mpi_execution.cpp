@@ -44,6 +44,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
+#include "stats.hpp"
 #include "workload.hpp"
 
 namespace {
@@ -78,16 +79,8 @@ struct result_row {
   measurement m[nsys];
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-double geomean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
-}
+using bench::geomean;
+using bench::median;
 
 options parse(int argc, char** argv) {
   options o;
