@@ -71,14 +71,14 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
         // Python's rule: a negative d counts from the end (-1 is the last dimension, -0 is 0).
         // Compared as unsigned, so that no value of d can overflow.
         const auto R = static_cast<std::uint64_t>(rank);
-        const bool named = neg && d > 0 ? d <= R : d < R;
-        if (!named) {
+        const bool from_end = neg && d > 0;
+        if (from_end ? d > R : d >= R) {
           sc.err = error::make(errc::syntax, "Shard(" + std::string(neg ? "-" : "") + std::to_string(d) +
                                                  ") names no dimension of a " + std::to_string(rank) + "-D array",
                                dcol);
           fail();
         }
-        axes[static_cast<std::size_t>(neg && d > 0 ? R - d : d)].push_back(mesh_dim);
+        axes[static_cast<std::size_t>(from_end ? R - d : d)].push_back(mesh_dim);
       } else if (kind == "Replicate") {
       } else if (kind == "Partial") {
         sc.skip();

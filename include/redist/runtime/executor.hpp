@@ -508,11 +508,12 @@ class executor {
     recv_.assign(p_.m.devices, nullptr);
     auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
     auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
-    auto account = [&](std::uint64_t b) {
-      for (std::size_t i = 0; i < local_.size(); ++i) {
-        st.bytes_moved += b;
-        st.max_rank_bytes = std::max(st.max_rank_bytes, b);
-      }
+    auto account_rank = [&](std::uint64_t b) {  // one local rank received b bytes
+      st.bytes_moved += b;
+      st.max_rank_bytes = std::max(st.max_rank_bytes, b);
+    };
+    auto account = [&](std::uint64_t b) {  // every local rank received b bytes
+      for (std::size_t i = 0; i < local_.size(); ++i) account_rank(b);
     };
     auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
     auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv.data(); };
@@ -599,13 +600,8 @@ class executor {
       case op::allpermute: {
         bind(src, dst);
         b_.permute(s.dest, io(), L);
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-          // the rank received a block from another rank unless it is a fixed point
-          if (s.dest[local_[i]] != local_[i]) {
-            st.bytes_moved += L * sizeof(T);
-            st.max_rank_bytes = std::max(st.max_rank_bytes, L * sizeof(T));
-          }
-        }
+        for (std::size_t i = 0; i < local_.size(); ++i)  // a block from another rank unless a fixed point
+          if (s.dest[local_[i]] != local_[i]) account_rank(L * sizeof(T));
         live(2 * L);
         break;
       }
