@@ -121,11 +121,7 @@ measurement execute(B& b, const program& prog, const run_options& o) {
     return me;
   }
 #endif
-  for (std::size_t i = 0; i < out.size(); ++i) {  // all ranks are local
-    const rank_t root = sum_root(prog.m, prog.target, out[i].device());
-    if (root == out[i].device()) continue;
-    for (std::size_t k = 0; k < out[i].size(); ++k) out[root].data()[k] = static_cast<T>(out[root].data()[k] + out[i].data()[k]);
-  }
+  sum_partials_into_roots(std::span<darray<T>>(out));  // all ranks are local
   for (const auto& t : out)
     if (sum_root(prog.m, prog.target, t.device()) == t.device()) note_check(me, t);
   return me;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
 
 namespace redist::fuzz {
 
@@ -57,6 +58,13 @@ inline std::vector<std::string_view> fields(const std::uint8_t* data, std::size_
   out.push_back(s);
   while (out.size() < n) out.emplace_back();
   return out;
+}
+
+/// The mesh the first line of an input names, or a fixed one when it does not parse.
+inline device_mesh mesh_or_default(std::string_view text) {
+  device_mesh m;
+  if (!refused_cleanly_or_ran([&] { m = parse_mesh(text); })) m = parse_mesh("{x: 4, y: 6, z: 5}");
+  return m;
 }
 
 /// Reads small integers from the input bytes (zero once they run out).

@@ -19,8 +19,7 @@ namespace redist::fuzz {
 template <class From, class To>
 void notation_round_trip(const std::uint8_t* data, std::size_t size, From from, To to) {
   const auto f = fields(data, size, 3);
-  device_mesh m;
-  if (!refused_cleanly_or_ran([&] { m = parse_mesh(f[0]); })) m = parse_mesh("{x: 4, y: 6, z: 5}");
+  const device_mesh m = mesh_or_default(f[0]);
   std::vector<std::uint64_t> global;
   refused_cleanly_or_ran([&] {
     const dist_type s = parse_type(m, f[1]);

@@ -13,8 +13,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   const auto f = fuzz::fields(data, size, 2);
-  device_mesh m;
-  if (!fuzz::refused_cleanly_or_ran([&] { m = parse_mesh(f[0]); })) m = parse_mesh("{x: 4, y: 6, z: 5}");
+  const device_mesh m = fuzz::mesh_or_default(f[0]);
   fuzz::refused_cleanly_or_ran([&] {
     const dist_type t = parse_type(m, f[1]);
     if (!check(m, t).ok()) fuzz::finding("parse_type returned a type that check() refuses");

@@ -8,15 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "redist/backends/host.hpp"
+#include "host_run.hpp"
 #include "redist/lower/synthesize.hpp"
-#include "redist/runtime/executor.hpp"
-#include "redist/runtime/verify.hpp"
 #include "support/verify.hpp"
 
 namespace {
@@ -92,18 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!p.memory_efficient()) fuzz::finding("synthesize returned a program over the memory bound: " + mesh + " " + a_text + " -> " + b_text);
     if (const auto v = testing::verify(p); !v.ok)
       fuzz::finding("the checker refuses the program of " + mesh + " " + a_text + " -> " + b_text + ": " + v.message);
-    const std::uint64_t D = p.m.devices;
-    if (D * p.peak_local_elements > (1u << 14)) return;
-    host_backend b(D);
-    std::vector<darray<std::uint32_t>> tiles;
-    for (rank_t r = 0; r < D; ++r) {
-      tiles.emplace_back(p.m, p.source, r);
-      fill_global_index(tiles.back());
-    }
-    executor<std::uint32_t, host_backend> ex(b, p);
-    for (const auto& t : ex.run(std::span<const darray<std::uint32_t>>(tiles)))
-      if (!check_global_index(t).ok())
-        fuzz::finding("the program of " + mesh + " " + a_text + " -> " + b_text + " left a wrong tile");
+    if (p.m.devices * p.peak_local_elements <= (1u << 14) && !fuzz::host_run_exact<std::uint32_t>(p))
+      fuzz::finding("the program of " + mesh + " " + a_text + " -> " + b_text + " left a wrong tile");
   });
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <type_traits>
 
 #include "redist/core/offsets.hpp"
@@ -87,6 +88,19 @@ inline rank_t sum_root(const device_mesh& m, const dist_type& t, rank_t device) 
   std::uint64_t r = device;
   for (int i = 0; i < t.nsum; ++i) r -= m.coord(t.sum[i], device) * m.sub[t.sum[i]].stride;
   return static_cast<rank_t>(r);
+}
+
+/// All ranks' target tiles in one process (tiles[r] belongs to rank r, as the host backend
+/// lays them out): add every sum group's partial values into the tile of its root
+/// (sum_root), which then holds the array's values. Nothing changes without pending sums.
+template <summable T>
+void sum_partials_into_roots(std::span<darray<T>> tiles) {
+  for (const darray<T>& t : tiles) {
+    const rank_t root = sum_root(t.mesh(), t.type(), t.device());
+    if (root == t.device()) continue;
+    T* r = tiles[root].data();
+    for (std::size_t k = 0; k < t.size(); ++k) r[k] = static_cast<T>(r[k] + t.data()[k]);
+  }
 }
 
 /// The outcome of checking a tile.
