@@ -11,6 +11,9 @@
 //   dynslice(split_dim, parts, index): every rank splits its tile into `parts` chunks
 //       along split_dim and keeps chunk index[rank].
 //   allpermute(dest): rank r's tile moves to rank dest[r].
+//   exchange(boxes): every rank ends with exactly its listed box of global indices; each
+//       element comes from a rank that held it (the rank itself where it did; the sender
+//       rule is in redist/exchange.hpp). Does not add partial sums.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ struct step {
   std::vector<rank_t> members;       ///< allgather/alltoall: groups, flattened, `parts` ranks each, in order
   std::vector<rank_t> index;         ///< dynslice: chunk kept by each rank
   std::vector<rank_t> dest;          ///< allpermute: rank receiving each rank's tile
+  std::vector<std::uint64_t> boxes;  ///< exchange: for rank r and dimension d of R, the half-open
+                                     ///< range [boxes[2(rR+d)], boxes[2(rR+d)+1]) of global indices
   shape after{};                     ///< tiles per dimension after the step
   std::uint64_t local_after = 0;     ///< elements per device after the step
   std::uint64_t cost = 0;            ///< elements per device (Fig. 11)
@@ -46,6 +51,9 @@ struct step {
   [[nodiscard]] constexpr std::span<const rank_t> group(std::size_t g) const {
     return std::span<const rank_t>(members).subspan(g * parts, parts);
   }
+  /// exchange: lower and upper end of rank r's box along dimension d (arrays of rank R).
+  [[nodiscard]] constexpr std::uint64_t box_lo(std::uint64_t r, int R, int d) const { return boxes[2 * (r * R + d)]; }
+  [[nodiscard]] constexpr std::uint64_t box_hi(std::uint64_t r, int R, int d) const { return boxes[2 * (r * R + d) + 1]; }
 };
 
 /// A redistribution from `source` to `target` as a sequence of collectives.
@@ -74,14 +82,17 @@ struct program {
   [[nodiscard]] constexpr std::uint64_t height() const { return peak_local_elements; }
   /// The most elements any rank receives from other ranks over the whole program (the
   /// data on the wire, core/cost.hpp received_elements; Fig. 11 rounds (n-1)/n up to 1).
-  /// An allpermute counts for the ranks whose tile changes.
+  /// An allpermute counts for the ranks whose tile changes; an exchange counts its
+  /// recorded cost (the most one rank receives in it).
   [[nodiscard]] constexpr std::uint64_t received_elements() const {
     const std::uint64_t D = m.devices;
     if (D == 0) return 0;
     std::vector<std::uint64_t> got(D, 0);
     std::uint64_t local = local_size(m, source), all = 0;  // `all`: received by every rank
     for (const step& s : steps) {
-      if (s.kind == op::allpermute) {
+      if (s.kind == op::exchange) {
+        all += s.cost;
+      } else if (s.kind == op::allpermute) {
         for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
           if (s.dest[r] != r) got[s.dest[r]] += local;
       } else {

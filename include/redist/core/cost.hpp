@@ -7,6 +7,9 @@
 //   alltoall   = localsize(before)    each member sends n-1 of its n chunks
 //   allpermute = localsize             every tile moves once
 //   dynslice   = 0                     local
+//   exchange   = the most elements one device receives (extension: every device receives
+//                exactly its new box minus what it held; the step records it, see
+//                redist/exchange.hpp)
 #pragma once
 
 #include <cstdint>
@@ -15,9 +18,10 @@
 namespace redist {
 
 /// The collectives of a program.
-enum class op : std::uint8_t { allgather, alltoall, dynslice, allpermute, allreduce, reducescatter };
+enum class op : std::uint8_t { allgather, alltoall, dynslice, allpermute, allreduce, reducescatter, exchange };
 
-inline constexpr op all_ops[] = {op::allgather, op::alltoall, op::dynslice, op::allpermute, op::allreduce, op::reducescatter};
+inline constexpr op all_ops[] = {op::allgather, op::alltoall,  op::dynslice, op::allpermute,
+                                 op::allreduce, op::reducescatter, op::exchange};
 
 constexpr std::string_view op_name(op o) {
   switch (o) {
@@ -27,6 +31,7 @@ constexpr std::string_view op_name(op o) {
     case op::allpermute: return "allpermute";
     case op::allreduce: return "allreduce";
     case op::reducescatter: return "reducescatter";
+    case op::exchange: return "exchange";
   }
   return "?";
 }
@@ -49,6 +54,9 @@ constexpr std::uint64_t cost_elements(op o, std::uint64_t local_before, std::uin
     // reduce-scatter sends (n-1)/n ~ 1 tile.
     case op::allreduce: return 2 * local_before;
     case op::reducescatter: return local_before;
+    // An exchange receives at most its whole new tile; the exact figure depends on the
+    // boxes and is recorded in the step (redist/exchange.hpp).
+    case op::exchange: return local_after;
   }
   return 0;
 }
@@ -68,6 +76,7 @@ constexpr std::uint64_t received_elements(op o, std::uint64_t n, std::uint64_t l
     case op::allreduce: return 2 * (n - 1) * (local_before / n);
     case op::allpermute: return local_before;
     case op::dynslice: return 0;
+    case op::exchange: return local_before;  // an upper bound; counted per device from the boxes
   }
   return 0;
 }
