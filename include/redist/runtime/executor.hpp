@@ -147,6 +147,8 @@ inline std::uint64_t program_hash(const program& p, std::uint64_t tag = 0) {
     f.ranks(s.members);
     f.ranks(s.index);
     f.ranks(s.dest);
+    f.u64(s.boxes.size());
+    for (std::uint64_t v : s.boxes) f.u64(v);
   }
   f.u64(tag);
   return f.h;

@@ -12,6 +12,7 @@
 
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
+#include "redist/exchange.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/darray.hpp"
 
@@ -25,6 +26,7 @@ struct program_shapes {
   std::vector<extents> ext;  ///< ext[i] = extents before step i; ext.back() = target tile
   std::uint64_t cap = 0;     ///< the largest local size
   bool sums = false;         ///< the program adds partial values (allreduce, reducescatter)
+  std::vector<exchange_plan> exchanges;  ///< per step: the pieces of an exchange (empty for other ops)
   std::string error;         ///< empty if well-formed
 };
 
@@ -41,6 +43,29 @@ inline bool is_permutation_of_ranks(const std::vector<rank_t>& v, std::uint64_t 
     seen[r] = true;
   }
   return true;
+}
+
+/// The problem with exchange step st (boxes inside the array, all of one shape), or "";
+/// sets x to the boxes' extents.
+inline std::string exchange_problem(const program& p, const step& st, extents& x) {
+  const std::uint64_t D = p.m.devices;
+  const int R = p.source.rank;
+  if (st.boxes.size() != D * static_cast<std::uint64_t>(R) * 2)
+    return "boxes must list one range per dimension (" + std::to_string(R) + ") for each of the " +
+           std::to_string(D) + " ranks";
+  for (std::uint64_t r = 0; r < D; ++r)
+    for (int d = 0; d < R; ++d) {
+      const std::uint64_t lo = st.box_lo(r, R, d), hi = st.box_hi(r, R, d), n = p.source.dims[d].global;
+      if (lo > hi || hi > n)
+        return "rank " + std::to_string(r) + "'s range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+               ") of dimension " + std::to_string(d) + " is not inside [0, " + std::to_string(n) + ")";
+      if (r == 0) x[d] = hi - lo;
+      else if (hi - lo != x[d])
+        return "the boxes differ in shape (rank " + std::to_string(r) + " holds " + std::to_string(hi - lo) +
+               " indices of dimension " + std::to_string(d) + ", rank 0 " + std::to_string(x[d]) +
+               "): every rank's tile has one shape";
+    }
+  return {};
 }
 
 inline program_shapes check_program(const program& p) {
@@ -110,6 +135,9 @@ inline program_shapes check_program(const program& p) {
         if (st.kind == op::reducescatter) problem = split(st);
         s.sums = true;
         break;
+      case op::exchange:
+        problem = exchange_problem(p, st, x);
+        break;
     }
     if (!problem.empty()) return fail(name + ": " + problem);
     if (st.after.rank == R) {  // the recorded shape (tiles per dimension), when present
@@ -124,6 +152,22 @@ inline program_shapes check_program(const program& p) {
   if (!(x == want))
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));
+  if (p.count(op::exchange) > 0) {  // follow the boxes: the exchanges' pieces and the end
+    if (s.sums || p.source.nsum > 0 || p.target.nsum > 0)
+      return fail("an exchange does not add partial sums, and this program's types or steps carry them");
+    s.exchanges.resize(p.steps.size());
+    for (std::size_t i = 0; i < p.steps.size(); ++i)
+      if (p.steps[i].kind == op::exchange) {
+        s.exchanges[i] = plan_exchange(p, i);
+        if (!s.exchanges[i].error.empty()) return fail(step_name(p, i) + ": " + s.exchanges[i].error);
+      }
+    const box_trace end = trace_boxes(p, p.steps.size());
+    if (!end.error.empty()) return fail(end.error);
+    for (std::uint64_t r = 0; r < D; ++r)
+      if (const box t = tile_box(p.m, p.target, r); !(end.boxes[r] == t))
+        return fail("the program leaves rank " + std::to_string(r) + " with the box " + box_text(end.boxes[r]) +
+                    ", its target tile is " + box_text(t));
+  }
   return s;
 }
 

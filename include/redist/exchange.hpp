@@ -1,0 +1,375 @@
+// redist/exchange.hpp -- boxes of global indices and the exchange step (DESIGN.md
+// section 4): which box every rank holds before a step, and which rank sends which piece in
+// an exchange.
+//
+// A box is one half-open range [lo, hi) of global indices per dimension; a rank's tile
+// holds its box in row-major order. trace_boxes follows the boxes of every rank through the
+// steps of a program with the semantics of section 4 (partial sums are not followed: an
+// exchange never adds them, and program_check refuses an exchange in a program with sums).
+//
+// The exchange. After the step, rank r holds exactly its listed box A_r. The boxes before
+// the step are grouped into distinct boxes B_0, B_1, ... (ordered by their smallest holder;
+// empty boxes hold nothing), each with its holders H_j in rank order. For every receiver r
+// (in rank order) and every B_j meeting A_r, the piece A_r n B_j comes
+//   - from r itself when r holds B_j (a local copy, nothing on the wire), otherwise
+//   - from holder H_j[(k + j) mod |H_j|], where r is the k-th rank (from 0, in rank order)
+//     that needs a piece of B_j and does not hold it.
+// So replicas share the sending evenly, and the choice is the same on every rank. A rank
+// receives |A_r| minus what it held, exactly the data-movement lower bound when the step
+// starts from the source tiles (core/offsets.hpp movement_lower_bound).
+//
+// Requirements (plan_exchange's errors): along every dimension the ranges of the boxes
+// before the step are equal or disjoint (true of every tiling by a distributed type, so of
+// every program made of the paper's collectives and exchanges to tiles), and every element
+// of every A_r is held by some rank.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redist/core/config.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/offsets.hpp"
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// A box of global indices: [lo[d], hi[d]) along each of `rank` dimensions.
+struct box {
+  int rank = 0;
+  std::array<std::uint64_t, max_dims> lo{}, hi{};
+
+  [[nodiscard]] std::uint64_t extent(int d) const {
+    const auto i = static_cast<std::size_t>(d);
+    return hi[i] > lo[i] ? hi[i] - lo[i] : 0;
+  }
+  /// Number of elements (0 if empty).
+  [[nodiscard]] std::uint64_t size() const {
+    std::uint64_t s = 1;
+    for (int d = 0; d < rank; ++d) s *= extent(d);
+    return s;
+  }
+  [[nodiscard]] bool empty() const { return size() == 0; }
+  bool operator==(const box& o) const {
+    if (rank != o.rank) return false;
+    for (int d = 0; d < rank; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      if (lo[i] != o.lo[i] || hi[i] != o.hi[i]) return false;
+    }
+    return true;
+  }
+  bool operator<(const box& o) const {
+    for (int d = 0; d < rank; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      if (lo[i] != o.lo[i]) return lo[i] < o.lo[i];
+      if (hi[i] != o.hi[i]) return hi[i] < o.hi[i];
+    }
+    return false;
+  }
+};
+
+/// The common part of two boxes (empty if they do not meet).
+inline box intersect(const box& a, const box& b) {
+  box c;
+  c.rank = a.rank;
+  for (int d = 0; d < a.rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    c.lo[i] = std::max(a.lo[i], b.lo[i]);
+    c.hi[i] = std::max(c.lo[i], std::min(a.hi[i], b.hi[i]));
+  }
+  return c;
+}
+
+/// "[0, 4) x [8, 16)".
+inline std::string box_text(const box& b) {
+  std::string s;
+  for (int d = 0; d < b.rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    if (d) s += " x ";
+    s += "[" + std::to_string(b.lo[i]) + ", " + std::to_string(b.hi[i]) + ")";
+  }
+  return s;
+}
+
+/// The box of rank r's tile of type t under the default device map (Fig. 7a).
+inline box tile_box(const device_mesh& m, const dist_type& t, std::uint64_t r) {
+  box b;
+  b.rank = t.rank;
+  for (int d = 0; d < t.rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    b.lo[i] = base_offset(m, t.dims[d], r);
+    b.hi[i] = b.lo[i] + tile(m, t.dims[d]);
+  }
+  return b;
+}
+
+/// The boxes of every rank of type t.
+inline std::vector<box> tile_boxes(const device_mesh& m, const dist_type& t) {
+  std::vector<box> v(m.devices);
+  for (std::uint64_t r = 0; r < m.devices; ++r) v[r] = tile_box(m, t, r);
+  return v;
+}
+
+/// Rank r's box after an exchange step of arrays of rank R.
+inline box step_box(const step& s, int R, std::uint64_t r) {
+  box b;
+  b.rank = R;
+  for (int d = 0; d < R; ++d) {
+    b.lo[static_cast<std::size_t>(d)] = s.box_lo(r, R, d);
+    b.hi[static_cast<std::size_t>(d)] = s.box_hi(r, R, d);
+  }
+  return b;
+}
+
+/// The boxes of an exchange step (one per rank), flattened as step::boxes stores them.
+inline std::vector<std::uint64_t> flatten_boxes(std::span<const box> bs) {
+  std::vector<std::uint64_t> v;
+  for (const box& b : bs)
+    for (int d = 0; d < b.rank; ++d) {
+      v.push_back(b.lo[static_cast<std::size_t>(d)]);
+      v.push_back(b.hi[static_cast<std::size_t>(d)]);
+    }
+  return v;
+}
+
+/// Every rank's box before step `upto` of p (upto == p.steps.size(): after the last step),
+/// or the first step whose boxes cannot be followed.
+struct box_trace {
+  std::vector<box> boxes;
+  std::string error;  ///< empty on success
+};
+
+/// Follow the boxes of a program that program_check accepted up to the groups and shapes.
+inline box_trace trace_boxes(const program& p, std::size_t upto) {
+  box_trace t;
+  const std::uint64_t D = p.m.devices;
+  const int R = p.source.rank;
+  std::vector<box>& cur = t.boxes;
+  cur = tile_boxes(p.m, p.source);
+  auto chunk = [](box b, int d, std::uint64_t n, std::uint64_t m) {
+    const auto i = static_cast<std::size_t>(d);
+    const std::uint64_t len = b.extent(d) / n;
+    b.lo[i] += m * len;
+    b.hi[i] = b.lo[i] + len;
+    return b;
+  };
+  // The union of boxes adjacent along d in order, agreeing elsewhere; "" or the problem.
+  auto concat = [&](std::span<const box> parts, int d, box& out) -> std::string {
+    out = parts[0];
+    const auto i = static_cast<std::size_t>(d);
+    for (std::size_t k = 1; k < parts.size(); ++k) {
+      box x = parts[k];
+      x.lo[i] = out.lo[i];
+      x.hi[i] = out.hi[i];
+      if (!(x == out) || parts[k].lo[i] != out.hi[i])
+        return "the boxes " + box_text(out) + " and " + box_text(parts[k]) + " are not adjacent along dimension " +
+               std::to_string(d);
+      out.hi[i] = parts[k].hi[i];
+    }
+    return {};
+  };
+  std::vector<box> next, parts;
+  for (std::size_t si = 0; si < upto && si < p.steps.size(); ++si) {
+    const step& s = p.steps[si];
+    next = cur;
+    std::string problem;
+    switch (s.kind) {
+      case op::allgather:
+      case op::alltoall:
+      case op::reducescatter:
+      case op::allreduce:
+        for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
+          const auto grp = s.group(g);
+          for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
+            box b;
+            parts.clear();
+            for (rank_t k : grp) parts.push_back(s.kind == op::alltoall ? chunk(cur[k], s.split_dim, s.parts, m) : cur[k]);
+            if (s.kind == op::allreduce || s.kind == op::reducescatter) {
+              for (const box& x : parts)
+                if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
+              b = s.kind == op::reducescatter ? chunk(parts[0], s.split_dim, s.parts, m) : parts[0];
+            } else {
+              problem = concat(parts, s.concat_dim, b);
+            }
+            next[grp[m]] = b;
+          }
+        }
+        break;
+      case op::dynslice:
+        for (std::uint64_t r = 0; r < D; ++r) next[r] = chunk(cur[r], s.split_dim, s.parts, s.index[r]);
+        break;
+      case op::allpermute:
+        for (std::uint64_t r = 0; r < D; ++r) next[s.dest[r]] = cur[r];
+        break;
+      case op::exchange:
+        for (std::uint64_t r = 0; r < D; ++r) next[r] = step_box(s, R, r);
+        break;
+    }
+    if (!problem.empty()) {
+      t.error = "step " + std::to_string(si) + " (" + std::string(op_name(s.kind)) + "): " + problem;
+      return t;
+    }
+    std::swap(cur, next);
+  }
+  return t;
+}
+
+/// One piece of an exchange: receiver `to` gets box `b` (global indices) from `from`.
+struct exchange_piece {
+  rank_t from = 0, to = 0;
+  box b;
+};
+
+/// What every rank sends and receives in one exchange.
+struct exchange_plan {
+  std::vector<exchange_piece> pieces;   ///< by receiver, in rank order; from == to: a local copy
+  std::vector<std::size_t> first;       ///< pieces of receiver r: [first[r], first[r + 1])
+  std::vector<std::uint64_t> received;  ///< per rank: elements received from other ranks
+  std::uint64_t max_received = 0;       ///< the most elements one rank receives
+  std::uint64_t messages = 0;           ///< the most pieces one rank sends to or receives from others
+  std::string error;                    ///< empty on success
+
+  [[nodiscard]] std::span<const exchange_piece> into(std::uint64_t r) const {
+    return std::span<const exchange_piece>(pieces).subspan(first[r], first[r + 1] - first[r]);
+  }
+};
+
+/// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
+/// with the sender rule at the top of this file.
+inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after) {
+  exchange_plan x;
+  const std::size_t D = before.size();
+  const int R = D ? before[0].rank : 0;
+  x.first.assign(D + 1, 0);
+  x.received.assign(D, 0);
+  if (after.size() != D) {
+    x.error = "an exchange needs one box per rank";
+    return x;
+  }
+  // Distinct non-empty boxes, ordered by their smallest holder, with their holders.
+  std::map<box, std::size_t> index;
+  std::vector<box> distinct;
+  std::vector<std::vector<rank_t>> holders;
+  for (std::size_t r = 0; r < D; ++r) {
+    if (before[r].empty()) continue;
+    auto [it, fresh] = index.emplace(before[r], distinct.size());
+    if (fresh) {
+      distinct.push_back(before[r]);
+      holders.emplace_back();
+    }
+    holders[it->second].push_back(static_cast<rank_t>(r));
+  }
+  // Per dimension, the distinct ranges, sorted; they must be pairwise disjoint.
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges(static_cast<std::size_t>(R));
+  for (int d = 0; d < R; ++d) {
+    auto& v = ranges[static_cast<std::size_t>(d)];
+    for (const box& b : distinct) v.emplace_back(b.lo[static_cast<std::size_t>(d)], b.hi[static_cast<std::size_t>(d)]);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    for (std::size_t k = 1; k < v.size(); ++k)
+      if (v[k].first < v[k - 1].second) {
+        x.error = "the boxes before the exchange overlap partly along dimension " + std::to_string(d) + " ([" +
+                  std::to_string(v[k - 1].first) + ", " + std::to_string(v[k - 1].second) + ") and [" +
+                  std::to_string(v[k].first) + ", " + std::to_string(v[k].second) +
+                  ")): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension";
+        return x;
+      }
+  }
+  // The distinct boxes by their range numbers (a cell of the grid of ranges).
+  using cell = std::array<std::uint32_t, max_dims>;
+  auto range_of = [&](int d, std::uint64_t lo) {
+    const auto& v = ranges[static_cast<std::size_t>(d)];
+    return static_cast<std::uint32_t>(std::lower_bound(v.begin(), v.end(), std::make_pair(lo, std::uint64_t{0})) - v.begin());
+  };
+  std::map<cell, std::size_t> at;
+  for (std::size_t j = 0; j < distinct.size(); ++j) {
+    cell c{};
+    for (int d = 0; d < R; ++d) c[static_cast<std::size_t>(d)] = range_of(d, distinct[j].lo[static_cast<std::size_t>(d)]);
+    at.emplace(c, j);
+  }
+  std::vector<std::uint64_t> served(distinct.size(), 0);  // receivers of each box so far
+  std::vector<std::uint64_t> sent(D, 0);                  // pieces each rank sends
+  std::array<std::uint32_t, max_dims> lo_i{}, hi_i{};
+  for (std::size_t r = 0; r < D; ++r) {
+    x.first[r] = x.pieces.size();
+    const box& a = after[r];
+    if (a.rank != R) {
+      x.error = "rank " + std::to_string(r) + "'s box has " + std::to_string(a.rank) + " dimensions, the array " +
+                std::to_string(R);
+      return x;
+    }
+    if (a.empty()) continue;
+    // The ranges meeting a along each dimension: [lo_i[d], hi_i[d]).
+    bool none = false;
+    for (int d = 0; d < R; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      const auto& v = ranges[i];
+      auto first = std::partition_point(v.begin(), v.end(), [&](const auto& q) { return q.second <= a.lo[i]; });
+      auto last = std::partition_point(first, v.end(), [&](const auto& q) { return q.first < a.hi[i]; });
+      lo_i[i] = static_cast<std::uint32_t>(first - v.begin());
+      hi_i[i] = static_cast<std::uint32_t>(last - v.begin());
+      none = none || first == last;
+    }
+    std::uint64_t covered = 0, got = 0, msgs = 0;
+    cell c = lo_i;
+    while (!none) {
+      if (auto it = at.find(c); it != at.end()) {
+        const std::size_t j = it->second;
+        const box piece = intersect(a, distinct[j]);
+        if (!piece.empty()) {
+          const auto& h = holders[j];
+          rank_t from = static_cast<rank_t>(r);
+          if (!std::binary_search(h.begin(), h.end(), static_cast<rank_t>(r))) {
+            from = h[(served[j] + j) % h.size()];
+            ++served[j];
+            ++sent[from];
+            got += piece.size();
+            ++msgs;
+          }
+          covered += piece.size();
+          x.pieces.push_back({from, static_cast<rank_t>(r), piece});
+        }
+      }
+      int d = R - 1;  // next cell, row-major
+      for (; d >= 0; --d) {
+        const auto i = static_cast<std::size_t>(d);
+        if (++c[i] < hi_i[i]) break;
+        c[i] = lo_i[i];
+      }
+      if (d < 0) break;
+    }
+    if (covered != a.size()) {
+      x.error = "no rank holds some elements of rank " + std::to_string(r) + "'s box " + box_text(a) +
+                " before the exchange";
+      return x;
+    }
+    x.received[r] = got;
+    x.max_received = std::max(x.max_received, got);
+    x.messages = std::max(x.messages, msgs);
+  }
+  x.first[D] = x.pieces.size();
+  for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
+  return x;
+}
+
+/// The plan of exchange step `s` of program p (which program_check accepted).
+inline exchange_plan plan_exchange(const program& p, std::size_t s) {
+  box_trace t = trace_boxes(p, s);
+  if (!t.error.empty()) {
+    exchange_plan x;
+    x.error = std::move(t.error);
+    return x;
+  }
+  std::vector<box> after(p.m.devices);
+  for (std::uint64_t r = 0; r < p.m.devices; ++r) after[r] = step_box(p.steps[s], p.source.rank, r);
+  return plan_exchange(t.boxes, after);
+}
+
+}  // namespace redist
