@@ -229,6 +229,7 @@ struct exchange_piece {
 
 /// What every rank sends and receives in one exchange.
 struct exchange_plan {
+  std::vector<box> before, after;       ///< every rank's box before and after the step
   std::vector<exchange_piece> pieces;   ///< by receiver, in rank order; from == to: a local copy
   std::vector<std::size_t> first;       ///< pieces of receiver r: [first[r], first[r + 1])
   std::vector<std::uint64_t> received;  ///< per rank: elements received from other ranks
@@ -355,6 +356,8 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     x.messages = std::max(x.messages, msgs);
   }
   x.first[D] = x.pieces.size();
+  x.before.assign(before.begin(), before.end());
+  x.after.assign(after.begin(), after.end());
   for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
   return x;
 }

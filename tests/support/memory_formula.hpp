@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "redist/core/dtype.hpp"
+#include "redist/exchange.hpp"
 #include "redist/program.hpp"
 
 namespace redist::testing {
@@ -16,6 +17,8 @@ namespace redist::testing {
 struct formula_backend {
   bool alltoall_in_place = true;
   bool allgather_in_place = true;
+  bool exchange_in_place = true;  ///< or packed (backends driving one rank of several)
+  bool all_local = false;         ///< the backend drives every rank (exchanges copy tile to tile)
 };
 
 /// Tile extents after every step, following section 4's semantics (ext[0] = source tile).
@@ -25,6 +28,8 @@ inline std::vector<std::vector<std::uint64_t>> tile_shapes(const program& p) {
   for (int d = 0; d < e0.rank; ++d) x.push_back(e0[d]);
   std::vector<std::vector<std::uint64_t>> out{x};
   for (const step& s : p.steps) {
+    if (s.kind == op::exchange)  // rank 0's box: every box has one shape
+      for (std::size_t d = 0; d < x.size(); ++d) x[d] = s.boxes[2 * d + 1] - s.boxes[2 * d];
     if (s.kind == op::dynslice || s.kind == op::reducescatter || s.kind == op::alltoall)
       x[static_cast<std::size_t>(s.split_dim)] /= s.parts;
     if (s.kind == op::allgather || s.kind == op::alltoall) x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;
@@ -47,9 +52,9 @@ inline bool chunks_contiguous(const std::vector<std::uint64_t>& x, int d, std::u
   return true;
 }
 
-/// The bytes the executor holds per rank for program p, elements of `e` bytes.
+/// The bytes the executor holds for rank `rank` for program p, elements of `e` bytes.
 inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, formula_backend fb = {},
-                                         std::uint64_t pack_chunk_bytes = std::uint64_t{1} << 20) {
+                                         std::uint64_t pack_chunk_bytes = std::uint64_t{1} << 20, rank_t rank = 0) {
   const auto t = tile_shapes(p);
   const std::size_t S = p.steps.size();
   const std::uint64_t out = product(t[S]);
@@ -74,6 +79,14 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
       Pr = std::max(Pr, piece(L / n));
     }
     if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
+    if (st.kind == op::exchange && !fb.all_local && !fb.exchange_in_place) {
+      // packed: what the rank sends to and receives from the others, whole
+      const exchange_plan x = plan_exchange(p, s);
+      std::uint64_t sent = 0;
+      for (const exchange_piece& pc : x.pieces) sent += pc.from == rank && pc.to != rank ? pc.b.size() : 0;
+      Ps = std::max(Ps, sent);
+      Pr = std::max(Pr, x.received[rank]);
+    }
   }
   return (A + B + Ps + Pr) * e;
 }

@@ -98,6 +98,9 @@ concept mpi_element = std::is_trivially_copyable_v<T> && requires {
 struct mpi_options {
   bool alltoall_in_place = true;
   bool allgather_in_place = true;
+  /// Exchanges: MPI_Alltoallw with one subarray datatype per peer (true) or the executor's
+  /// packing and MPI_Alltoallv (false).
+  bool exchange_in_place = true;
 };
 
 class mpi_backend {
@@ -138,7 +141,10 @@ class mpi_backend {
   [[nodiscard]] const mpi_options& options() const { return opt_; }
   /// Whether the executor hands op k's strided blocks in place (derived datatypes).
   [[nodiscard]] bool strided_blocks(op k) const {
-    return k == op::alltoall ? opt_.alltoall_in_place : k == op::allgather ? opt_.allgather_in_place : false;
+    return k == op::alltoall    ? opt_.alltoall_in_place
+           : k == op::allgather ? opt_.allgather_in_place
+           : k == op::exchange  ? opt_.exchange_in_place
+                                : false;
   }
 
   agreement agree(std::uint64_t hash, bool ok) {
@@ -232,6 +238,57 @@ class mpi_backend {
     call(MPI_Alltoall(io.send[me_], 1, st.type, io.recv[me_], 1, rt.type, group_comm(g)), "MPI_Alltoall");
   }
 
+  /// An exchange's pieces, packed by the executor: MPI_Alltoallv over all ranks.
+  template <class T>
+    requires mpi_element<T>
+  void alltoallv(block_io<T> io, std::span<const std::uint64_t> sc, std::span<const std::uint64_t> rc) {
+    check_per_rank(sc.size(), "alltoallv");
+    check_per_rank(rc.size(), "alltoallv");
+    std::vector<int> scount(size_), sdispl(size_), rcount(size_), rdispl(size_);
+    std::uint64_t so = 0, ro = 0;
+    for (std::size_t k = 0; k < size_; ++k) {
+      scount[k] = checked_count(sc[k]);
+      rcount[k] = checked_count(rc[k]);
+      sdispl[k] = checked_count(so);
+      rdispl[k] = checked_count(ro);
+      so += sc[k];
+      ro += rc[k];
+    }
+    const MPI_Datatype t = mpi_datatype<T>::get();
+    call(MPI_Alltoallv(io.send[me_], scount.data(), sdispl.data(), t, io.recv[me_], rcount.data(), rdispl.data(), t,
+                       comm_),
+         "MPI_Alltoallv");
+  }
+
+  /// An exchange's pieces in place: MPI_Alltoallw with one subarray datatype per non-empty
+  /// region (runtime/backend.hpp).
+  template <class T>
+    requires mpi_element<T>
+  void exchange(block_io<T> io, std::span<const std::uint64_t> se, std::span<const tile_region> sr,
+                std::span<const std::uint64_t> de, std::span<const tile_region> rr) {
+    check_per_rank(sr.size(), "exchange");
+    check_per_rank(rr.size(), "exchange");
+    const MPI_Datatype t = mpi_datatype<T>::get();
+    std::vector<region_type> types;
+    types.reserve(2 * size_);
+    std::vector<int> scount(size_, 0), rcount(size_, 0), zero(size_, 0);
+    std::vector<MPI_Datatype> stype(size_, t), rtype(size_, t);
+    for (std::size_t k = 0; k < size_; ++k) {
+      if (k == me_) continue;
+      if (sr[k].elements(static_cast<int>(se.size())) != 0) {
+        stype[k] = types.emplace_back(se, sr[k], t).type;
+        scount[k] = 1;
+      }
+      if (rr[k].elements(static_cast<int>(de.size())) != 0) {
+        rtype[k] = types.emplace_back(de, rr[k], t).type;
+        rcount[k] = 1;
+      }
+    }
+    call(MPI_Alltoallw(io.send[me_], scount.data(), zero.data(), stype.data(), io.recv[me_], rcount.data(),
+                       zero.data(), rtype.data(), comm_),
+         "MPI_Alltoallw");
+  }
+
   template <class T>
     requires mpi_element<T> && summable<T>
   void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
@@ -294,6 +351,35 @@ class mpi_backend {
     }
   };
 
+  /// The committed subarray datatype of one region of a tile, freed by the destructor.
+  struct region_type {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    region_type(std::span<const std::uint64_t> ext, const tile_region& r, MPI_Datatype t) {
+      const auto R = ext.size();
+      std::vector<int> sizes(R), sub(R), start(R);
+      for (std::size_t d = 0; d < R; ++d) {
+        sizes[d] = checked_count(ext[d]);
+        sub[d] = checked_count(r.size[d]);
+        start[d] = checked_count(r.start[d]);
+      }
+      call(MPI_Type_create_subarray(static_cast<int>(R), sizes.data(), sub.data(), start.data(), MPI_ORDER_C, t, &type),
+           "MPI_Type_create_subarray");
+      call(MPI_Type_commit(&type), "MPI_Type_commit");
+    }
+    region_type(region_type&& o) noexcept : type(o.type) { o.type = MPI_DATATYPE_NULL; }
+    region_type(const region_type&) = delete;
+    region_type& operator=(const region_type&) = delete;
+    ~region_type() {
+      if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
+    }
+  };
+
+  void check_per_rank(std::size_t n, const char* what) const {
+    if (n != size_)
+      throw redist_error(errc::runtime, std::string("mpi backend: ") + what + " needs one entry per rank (" +
+                                            std::to_string(size_) + "), got " + std::to_string(n));
+  }
+
   static void call(int rc, const char* what) {
     if (rc == MPI_SUCCESS) return;
     char msg[MPI_MAX_ERROR_STRING] = {};
@@ -328,6 +414,7 @@ static_assert(backend_for<mpi_backend, float>);
 static_assert(backend_for<mpi_backend, std::complex<double>>);
 static_assert(reducing_backend_for<mpi_backend, double>);
 static_assert(strided_backend_for<mpi_backend, float>);
+static_assert(strided_exchange_backend_for<mpi_backend, float>);
 
 }  // namespace redist
 

@@ -618,6 +618,29 @@ class nccl_backend {
     });
   }
 
+  /// An exchange's pieces, packed on the device by the executor: grouped ncclSend /
+  /// ncclRecv of the non-empty ones (runtime/backend.hpp).
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  void alltoallv(block_io<T> io, std::span<const std::uint64_t> sc, std::span<const std::uint64_t> rc) {
+    if (sc.size() != size_ || rc.size() != size_)
+      throw redist_error(errc::runtime, std::string(who) + ": alltoallv needs one count per rank (" +
+                                            std::to_string(size_) + ")");
+    const auto bufs = buffers(io);
+    const std::byte* send = bufs.first;
+    std::byte* recv = bufs.second;
+    in_group([&] {
+      std::size_t so = 0, ro = 0;
+      for (std::size_t k = 0; k < size_; ++k) {
+        const std::size_t sb = detail::block_bytes<T>(who, sc[k]), rb = detail::block_bytes<T>(who, rc[k]);
+        if (sb != 0) REDIST_NCCL_CHECK(ncclSend(send + so, sb, ncclUint8, static_cast<int>(k), comm_.h, stream_.h));
+        if (rb != 0) REDIST_NCCL_CHECK(ncclRecv(recv + ro, rb, ncclUint8, static_cast<int>(k), comm_.h, stream_.h));
+        so += sb;
+        ro += rb;
+      }
+    });
+  }
+
   template <class T>
     requires std::is_trivially_copyable_v<T>
   void permute(std::span<const rank_t> dest, block_io<T> io, std::size_t count) {

@@ -63,6 +63,26 @@
 //                              elements; every member's recv block k (layout rl) = member
 //                              k's send.
 //
+// Exchanges (op::exchange, redist/exchange.hpp). A backend driving every rank in this
+// process (host, the CUDA simulation) needs nothing: the executor copies each piece straight
+// from the sender's tile to the receiver's through the memory space. A backend driving one
+// rank of several offers, for that rank r (concept exchange_backend_for<B, T>):
+//
+//   b.alltoallv(io, sc, rc)    over all D ranks: sc[k] / rc[k] elements go to / come from
+//                              rank k, contiguous in io.send[r] / io.recv[r], back to back
+//                              in rank order (sc[r] == rc[r] == 0: the executor copies its
+//                              own piece). Every rank calls it once per exchange step.
+//
+// and, to move the pieces in place without packing (concept strided_exchange_backend_for,
+// used when b.strided_blocks(op::exchange) is true):
+//
+//   b.exchange(io, se, sr, de, rr)
+//                              over all D ranks: region sr[k] (pack.hpp's tile_region) of
+//                              r's tile io.send[r], whose extents are se, goes to rank k;
+//                              region rr[k] of io.recv[r] (extents de) comes from rank k;
+//                              empty regions (a zero size) move nothing, and so do sr[r],
+//                              rr[r].
+//
 // Ranks in parallel (optional, concept parallel_backend): a backend driving several ranks
 // in one process may offer b.parallel_for(n, bytes, fn): call fn(i) for every i in
 // [0, n), in any order and possibly concurrently (bytes: the data the calls move in all,
@@ -143,6 +163,20 @@ concept strided_backend_for =
       { cb.strided_blocks(op::alltoall) } -> std::convertible_to<bool>;
       b.alltoall(group, io, l, l);
       b.allgather(group, io, l);
+    };
+
+template <class B, class T>
+concept exchange_backend_for =
+    backend_for<B, T> && requires(B& b, block_io<T> io, std::span<const std::uint64_t> counts) {
+      b.alltoallv(io, counts, counts);
+    };
+
+template <class B, class T>
+concept strided_exchange_backend_for =
+    exchange_backend_for<B, T> && requires(B& b, const B& cb, block_io<T> io, std::span<const std::uint64_t> ext,
+                                           std::span<const tile_region> regions) {
+      { cb.strided_blocks(op::exchange) } -> std::convertible_to<bool>;
+      b.exchange(io, ext, regions, ext, regions);
     };
 
 template <class B>

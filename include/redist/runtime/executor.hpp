@@ -28,6 +28,11 @@
 //             L), piece = min(b, max(1, floor(C / (n e)))):
 //             Ps = max n * piece over packed all-to-alls and reduce-scatters (sends),
 //             Pr = max n * piece over packed all-to-alls and all-gathers (receives)
+//             exchanges (op::exchange) when the backend drives one rank of several and
+//             packs them (not strided_blocks(op::exchange)): Ps also >= the elements the
+//             rank sends to other ranks, Pr >= the elements it receives from them (whole,
+//             not in pieces; each at most its tile); a backend driving every rank copies
+//             the pieces tile to tile and MPI's datatypes move them in place: nothing
 //   held    = (scratch + pack) * e bytes
 //
 // A step is packed when its blocks are not contiguous in the tiles (pack.hpp's
@@ -81,6 +86,7 @@
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/exchange.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
 #include "redist/runtime/darray.hpp"
@@ -199,10 +205,16 @@ class executor {
       else if (shapes_.sums && !reducing_backend_for<B, T>)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
+      else if (p_.count(op::exchange) > 0 && local_.size() != p_.m.devices &&
+               !(exchange_backend_for<B, T> && local_.size() == 1))
+        shapes_.error = "the program has an exchange, which needs a backend driving every rank or one rank with "
+                        "alltoallv (runtime/backend.hpp)";
     }
     stats_.resize(p_.steps.size());
     for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
     if (!shapes_.error.empty()) return;
+    index_.assign(p_.m.devices, local_.size());
+    for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
     plan_memory();
     ranks_.resize(local_.size());
     for (auto& rs : ranks_) {
@@ -349,6 +361,22 @@ class executor {
           path_[s] = send_layout(s).contiguous() ? block_path::direct : block_path::packed;
           if (path_[s] == block_path::packed) pack_send_ = std::max(pack_send_, piece(L / n));
           break;
+        case op::exchange: {
+          if (local_.size() == p_.m.devices) {  // every rank here: tile to tile
+            path_[s] = block_path::direct;
+            break;
+          }
+          path_[s] = in_place(op::exchange) ? block_path::in_place : block_path::packed;
+          const exchange_plan& x = shapes_.exchanges[s];
+          std::uint64_t sent = 0;
+          for (const exchange_piece& pc : x.pieces)
+            if (pc.from == local_[0] && pc.to != pc.from) sent += pc.b.size();
+          if (path_[s] == block_path::packed) {
+            pack_send_ = std::max(pack_send_, sent);
+            pack_recv_ = std::max(pack_recv_, x.received[local_[0]]);
+          }
+          break;
+        }
         default: break;
       }
     }
@@ -636,7 +664,116 @@ class executor {
         }
         break;
       }
+      case op::exchange:
+        run_exchange(si);
+        break;
     }
+  }
+
+  static std::span<const std::uint64_t> extent_span(const tile_region& t, int R) {
+    return {t.size.data(), static_cast<std::size_t>(R)};
+  }
+
+  /// An exchange (redist/exchange.hpp): every piece straight from the sender's tile to the
+  /// receiver's when every rank is local, otherwise through the backend for the one local
+  /// rank, in place (regions) or packed in rank order.
+  void run_exchange(std::size_t si) {
+    const exchange_plan& x = shapes_.exchanges[si];
+    const extents& before = shapes_.ext[si];
+    const extents& after = shapes_.ext[si + 1];
+    const int R = before.rank;
+    step_stats& st = stats_[si];
+    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
+    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto region = [&](const box& piece, const box& tile) {
+      tile_region t;
+      for (int d = 0; d < R; ++d) {
+        const auto k = static_cast<std::size_t>(d);
+        t.start[k] = piece.lo[k] - tile.lo[k];
+        t.size[k] = piece.extent(d);
+      }
+      return t;
+    };
+    auto copy = [&](const T* from, std::span<const std::uint64_t> fe, const tile_region& fr, T* to,
+                    std::span<const std::uint64_t> te, const tile_region& tr) {
+      for_region_copies(fe, fr, te, tr, [&](const detail::strided_copy& c) { mem().strided(c, from, to); });
+    };
+    // The piece a rank keeps from its own tile, when every other piece goes through the backend.
+    auto own = [&](std::size_t i, const exchange_piece& pc) {
+      copy(src(i), before.span(), region(pc.b, x.before[pc.from]), dst(i), after.span(), region(pc.b, x.after[pc.to]));
+    };
+    switch (path_[si]) {
+      case block_path::direct:
+        each_rank(after.size() * sizeof(T) * local_.size(), [&](std::size_t i) {
+          for (const exchange_piece& pc : x.into(local_[i])) {
+            const std::size_t k = index_[pc.from];
+            copy(buffer(k, static_cast<where>(loc_[si])), before.span(), region(pc.b, x.before[pc.from]), dst(i),
+                 after.span(), region(pc.b, x.after[pc.to]));
+          }
+        });
+        break;
+      case block_path::in_place:
+        if constexpr (strided_exchange_backend_for<B, T>) {
+          const rank_t me = local_[0];
+          std::vector<tile_region> sr(p_.m.devices), rr(p_.m.devices);
+          for (const exchange_piece& pc : x.pieces)
+            if (pc.from == me && pc.to != me) sr[pc.to] = region(pc.b, x.before[me]);
+          for (const exchange_piece& pc : x.into(me)) {
+            if (pc.from == me) own(0, pc);
+            else rr[pc.from] = region(pc.b, x.after[me]);
+          }
+          bind(src, dst);
+          b_.exchange(io(), before.span(), std::span<const tile_region>(sr), after.span(),
+                      std::span<const tile_region>(rr));
+        }
+        break;
+      case block_path::packed:
+        if constexpr (exchange_backend_for<B, T>) {
+          const rank_t me = local_[0];
+          const std::uint64_t D = p_.m.devices;
+          std::vector<std::uint64_t> sc(D, 0), rc(D, 0), so(D + 1, 0), ro(D + 1, 0);
+          std::vector<const exchange_piece*> out(D, nullptr), in(D, nullptr);
+          for (const exchange_piece& pc : x.pieces)
+            if (pc.from == me && pc.to != me) {
+              sc[pc.to] = pc.b.size();
+              out[pc.to] = &pc;
+            }
+          for (const exchange_piece& pc : x.into(me)) {
+            if (pc.from == me) {
+              own(0, pc);
+            } else {
+              rc[pc.from] = pc.b.size();
+              in[pc.from] = &pc;
+            }
+          }
+          for (std::uint64_t k = 0; k < D; ++k) {
+            so[k + 1] = so[k] + sc[k];
+            ro[k + 1] = ro[k] + rc[k];
+          }
+          T* ps = ranks_[0].pack_send.data();
+          T* pr = ranks_[0].pack_recv.data();
+          for (std::uint64_t k = 0; k < D; ++k)
+            if (out[k] != nullptr) {
+              const tile_region whole = region(out[k]->b, out[k]->b);
+              copy(src(0), before.span(), region(out[k]->b, x.before[me]), ps + so[k], extent_span(whole, R), whole);
+            }
+          bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
+          b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(rc));
+          for (std::uint64_t k = 0; k < D; ++k)
+            if (in[k] != nullptr) {
+              const tile_region whole = region(in[k]->b, in[k]->b);
+              copy(pr + ro[k], extent_span(whole, R), whole, dst(0), after.span(), region(in[k]->b, x.after[me]));
+            }
+        }
+        break;
+      default: break;
+    }
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      const std::uint64_t b = x.received[local_[i]] * sizeof(T);
+      st.bytes_moved += b;
+      st.max_rank_bytes = std::max(st.max_rank_bytes, b);
+    }
+    live(before.size() + after.size());
   }
 
   B& b_;
@@ -645,6 +782,7 @@ class executor {
   detail::program_shapes shapes_;
   std::uint64_t hash_ = 0;
   std::vector<rank_t> local_;
+  std::vector<std::size_t> index_;  ///< local index of each rank (local_.size() if not local)
   std::vector<rank_state> ranks_;
   std::vector<std::uint8_t> loc_;   ///< where tile t_i lives (enum where)
   std::vector<block_path> path_;    ///< how step s moves its blocks

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -38,6 +39,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "redist/core/config.hpp"
 #include "redist/core/error.hpp"
 
 namespace redist {
@@ -327,6 +329,79 @@ template <class T>
 void copy_block_pieces(const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack, const T* src, T* dst) {
   const piece_copies pc = block_piece_copies(l, a, b, pack);
   for (int i = 0; i < pc.count; ++i) detail::host_strided_copy(pc.copy[i], src, dst);
+}
+
+/// A sub-box of a row-major tile: `size[d]` indices from `start[d]` along each dimension.
+/// An exchange (redist/exchange.hpp) moves one region per pair of ranks.
+struct tile_region {
+  std::array<std::uint64_t, max_dims> start{}, size{};
+  [[nodiscard]] std::uint64_t elements(int rank) const {
+    std::uint64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= size[static_cast<std::size_t>(d)];
+    return n;
+  }
+};
+
+/// Copy region `from` of a row-major tile of extents `se` to region `to` (the same sizes)
+/// of one of extents `de`: calls emit(c) for each strided copy c describing it (one per
+/// index of the dimensions outside the last two that are not contiguous on both sides).
+/// Dimensions whose region spans the whole extent on both sides merge into longer runs.
+template <class F>
+void for_region_copies(std::span<const std::uint64_t> se, const tile_region& from, std::span<const std::uint64_t> de,
+                       const tile_region& to, F&& emit) {
+  const int R = static_cast<int>(se.size());
+  if (R == 0 || de.size() != se.size()) {
+    if (R == 0) emit(detail::strided_copy{1, 1, 1, 0, 1, 1, 0, 1, 1});
+    return;
+  }
+  auto at = [](const auto& a, int d) { return a[static_cast<std::size_t>(d)]; };
+  for (int d = 0; d < R; ++d)
+    if (at(from.size, d) == 0) return;
+  std::array<std::uint64_t, max_dims> ss{}, ds{};  // strides
+  ss[static_cast<std::size_t>(R - 1)] = ds[static_cast<std::size_t>(R - 1)] = 1;
+  for (int d = R - 1; d > 0; --d) {
+    ss[static_cast<std::size_t>(d - 1)] = at(ss, d) * at(se, d);
+    ds[static_cast<std::size_t>(d - 1)] = at(ds, d) * at(de, d);
+  }
+  int j = R - 1;  // the run covers dimensions j..R-1
+  std::uint64_t width = at(from.size, j);
+  while (j > 0 && at(from.size, j) == at(se, j) && at(from.size, j) == at(de, j)) {
+    --j;
+    width *= at(from.size, j);
+  }
+  detail::strided_copy c;
+  c.width = width;
+  c.rows = j >= 1 ? at(from.size, j - 1) : 1;
+  c.src_pitch = j >= 1 ? at(ss, j - 1) : width;
+  c.dst_pitch = j >= 1 ? at(ds, j - 1) : width;
+  c.count = j >= 2 ? at(from.size, j - 2) : 1;
+  c.src_step = j >= 2 ? at(ss, j - 2) : c.rows * c.src_pitch;
+  c.dst_step = j >= 2 ? at(ds, j - 2) : c.rows * c.dst_pitch;
+  std::uint64_t base_s = 0, base_d = 0;
+  for (int d = 0; d < R; ++d) {
+    base_s += at(from.start, d) * at(ss, d);
+    base_d += at(to.start, d) * at(ds, d);
+  }
+  // The outer dimensions 0..j-3, row-major.
+  const int outer = j - 2;
+  std::array<std::uint64_t, max_dims> idx{};
+  while (true) {
+    std::uint64_t os = base_s, od = base_d;
+    for (int d = 0; d < outer; ++d) {
+      os += at(idx, d) * at(ss, d);
+      od += at(idx, d) * at(ds, d);
+    }
+    detail::strided_copy x = c;
+    x.src = os;
+    x.dst = od;
+    emit(x.merged());
+    int d = outer - 1;
+    for (; d >= 0; --d) {
+      if (++idx[static_cast<std::size_t>(d)] < at(from.size, d)) break;
+      idx[static_cast<std::size_t>(d)] = 0;
+    }
+    if (d < 0) break;
+  }
 }
 
 namespace detail {

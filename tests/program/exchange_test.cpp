@@ -1,0 +1,175 @@
+// The exchange (redist/exchange.hpp, lower/exchange.hpp): the sender rule on named cases,
+// the plan's refusals, and thousands of random problems run on the host backend with every
+// element checked: each rank receives exactly the data-movement lower bound, the peak local
+// size is max(in, out), the input tiles are untouched.
+#include "redist/exchange.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/backends/host.hpp"
+#include "redist/lower/exchange.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/program_check.hpp"
+#include "redist/runtime/verify.hpp"
+#include "support/memory_formula.hpp"
+#include "support/random_problems.hpp"
+
+namespace {
+
+using namespace redist;
+
+box make_box(std::vector<std::pair<std::uint64_t, std::uint64_t>> r) {
+  box b;
+  b.rank = static_cast<int>(r.size());
+  for (std::size_t d = 0; d < r.size(); ++d) {
+    b.lo[d] = r[d].first;
+    b.hi[d] = r[d].second;
+  }
+  return b;
+}
+
+/// Run p on the host backend; returns the number of wrong target elements.
+template <class T>
+std::uint64_t run_on_host(const program& p, std::uint64_t* max_received_bytes = nullptr) {
+  host_backend host(p.devices());
+  executor<T, host_backend> ex(host, p);
+  std::vector<darray<T>> in;
+  for (rank_t r = 0; r < p.devices(); ++r) {
+    in.emplace_back(p.m, p.source, r);
+    fill_global_index(in.back());
+  }
+  std::vector<std::vector<T>> before;
+  for (const auto& t : in) before.emplace_back(t.span().begin(), t.span().end());
+  const std::vector<darray<T>> out = ex.run(in);
+  std::uint64_t bad = 0;
+  for (std::size_t r = 0; r < in.size(); ++r) {
+    bad += check_global_index(out[r]).mismatches;
+    bad += !std::equal(before[r].begin(), before[r].end(), in[r].span().begin());
+  }
+  CHECK(ex.peak_bytes_held() == testing::expected_bytes_held(p, sizeof(T), {.all_local = true}));
+  CHECK(ex.peak_bytes_held() == 0);  // every rank local: tile to tile
+  if (max_received_bytes) *max_received_bytes = p.steps.empty() ? 0 : ex.stats()[0].max_rank_bytes;
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("exchange: a 2x4 grid to a 4x2 grid, pieces and senders", "[exchange]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 4}");
+  const program p = exchange_program(m, parse_type(m, "[{x}64, {y}96]"), parse_type(m, "[{y}64, {x}96]"));
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.steps[0].kind == op::exchange);
+  CHECK(p.cost_elements == movement_lower_bound(m, p.source, p.target));
+  CHECK(p.cost_elements == 768);  // a 16x48 tile, none of it held before
+  CHECK(p.peak_local_elements == 768);
+  const detail::program_shapes sh = detail::check_program(p);
+  REQUIRE(sh.error.empty());
+  const exchange_plan& x = sh.exchanges[0];
+  // Rank 0's target tile [0, 16) x [0, 48) lies in the source tiles of ranks 0 and 1.
+  const auto into0 = x.into(0);
+  REQUIRE(into0.size() == 2);
+  CHECK(into0[0].from == 0);
+  CHECK(into0[0].b == make_box({{0, 16}, {0, 24}}));
+  CHECK(into0[1].from == 1);
+  CHECK(into0[1].b == make_box({{0, 16}, {24, 48}}));
+  CHECK(x.received[0] == 16 * 24);
+  CHECK(x.messages == 2);
+}
+
+TEST_CASE("exchange: replicas share the sending evenly", "[exchange]") {
+  // [{x}64, 96]: ranks 0-3 hold rows [0, 32), ranks 4-7 rows [32, 64).
+  const device_mesh m = parse_mesh("{x: 2, y: 4}");
+  const program p = exchange_program(m, parse_type(m, "[{x}64, 96]"), parse_type(m, "[64, {y}96]"));
+  const exchange_plan x = plan_exchange(p, 0);
+  REQUIRE(x.error.empty());
+  std::map<rank_t, int> sends;
+  for (const exchange_piece& pc : x.pieces)
+    if (pc.from != pc.to) ++sends[pc.from];
+  // Every rank needs the other half of its columns: 8 pieces from 8 holders, one each.
+  CHECK(sends.size() == 8);
+  for (const auto& [r, n] : sends) CHECK(n == 1);
+  // The rule: rank 0 is the first of B_1's (rows [32, 64)) receivers: holder (0 + 1) mod 4.
+  CHECK(x.into(0)[1].from == 5);
+  CHECK(x.max_received == 32 * 24);
+  CHECK(p.cost_elements == movement_lower_bound(m, p.source, p.target));
+}
+
+TEST_CASE("exchange: refusals", "[exchange]") {
+  SECTION("boxes that overlap partly") {
+    const std::vector<box> before = {make_box({{0, 6}}), make_box({{4, 10}})};
+    const std::vector<box> after = {make_box({{0, 5}}), make_box({{5, 10}})};
+    const exchange_plan x = plan_exchange(before, after);
+    CHECK(x.error.find("overlap partly along dimension 0 ([0, 6) and [4, 10))") != std::string::npos);
+  }
+  SECTION("elements nobody holds") {
+    const std::vector<box> before = {make_box({{0, 4}}), make_box({{0, 4}})};
+    const std::vector<box> after = {make_box({{0, 4}}), make_box({{4, 8}})};
+    const exchange_plan x = plan_exchange(before, after);
+    CHECK(x.error == "no rank holds some elements of rank 1's box [4, 8) before the exchange");
+  }
+  SECTION("partial sums") {
+    const device_mesh m = parse_mesh("{x: 2, y: 2}");
+    try {
+      (void)exchange_program(m, parse_type(m, "[{x}8, 4] sum{y}"), parse_type(m, "[8, {y}4]"));
+      FAIL("an exchange of partial sums was accepted");
+    } catch (const redist_error& e) {
+      CHECK(std::string(e.what()).find("an exchange does not add partial sums, and the type [4{x}8, 4] sum{y} has pending sums") !=
+            std::string::npos);
+    }
+  }
+  SECTION("program_check: a box outside the array, boxes of two shapes, the wrong end") {
+    const device_mesh m = parse_mesh("{x: 2}");
+    program p = exchange_program(m, parse_type(m, "[{x}8, 4]"), parse_type(m, "[8, {x}4]"));
+    program bad = p;
+    bad.steps[0].boxes[1] = 9;  // rank 0, dimension 0: [0, 9)
+    CHECK(detail::check_program(bad).error.find("rank 0's range [0, 9) of dimension 0 is not inside [0, 8)") !=
+          std::string::npos);
+    bad = p;
+    bad.steps[0].boxes[3] = 1;  // rank 0, dimension 1: [0, 1)
+    CHECK(detail::check_program(bad).error.find("the boxes differ in shape") != std::string::npos);
+    bad = p;
+    std::swap_ranges(bad.steps[0].boxes.begin(), bad.steps[0].boxes.begin() + 4, bad.steps[0].boxes.begin() + 4);
+    CHECK(detail::check_program(bad).error.find("leaves rank 0 with the box [0, 8) x [2, 4)") != std::string::npos);
+  }
+}
+
+TEST_CASE("exchange: random problems on the host backend, every element checked", "[exchange][property]") {
+  std::vector<testing::workload> ws;
+  for (auto axes : std::vector<std::vector<std::pair<std::string, std::uint64_t>>>{
+           {{"a", 2}, {"b", 2}, {"c", 2}}, {{"x", 3}, {"y", 5}}, {{"x", 6}}, {{"x", 12}}, {{"x", 2}, {"y", 6}},
+           {{"x", 4}, {"y", 3}}, {{"x", 5}}, {{"x", 3}, {"y", 2}, {"z", 2}}}) {
+    testing::workload w;
+    w.axes = axes;
+    w.max_dims = 5;
+    w.max_elements = 1 << 12;
+    ws.push_back(w);
+  }
+  std::uint64_t problems = 0, elements = 0;
+  for (std::size_t i = 0; i < 2400; ++i) {
+    std::mt19937_64 rng(0x6578 + i);
+    const testing::problem_text pt = testing::random_problem(rng, ws[i % ws.size()]);
+    INFO(pt.mesh << "  " << pt.from << " -> " << pt.to);
+    const device_mesh m = parse_mesh(pt.mesh);
+    const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+    const program p = exchange_program(m, a, b, 4);
+    REQUIRE(detail::check_program(p).error.empty());
+    CHECK(p.cost_elements == movement_lower_bound(m, a, b));
+    CHECK(p.received_elements() == movement_lower_bound(m, a, b));
+    CHECK(p.peak_local_elements == std::max(local_size(m, a), local_size(m, b)));
+    CHECK(p.memory_efficient());
+    std::uint64_t got = 0;
+    CHECK(run_on_host<std::int32_t>(p, &got) == 0);
+    CHECK(got == p.cost_elements * 4);
+    ++problems;
+    elements += pt.elements;
+  }
+  CHECK(problems == 2400);
+  WARN("exchange: " << problems << " random problems on the host backend, " << elements << " global elements each checked");
+}
