@@ -1,13 +1,21 @@
 // redist/lower/synthesize.hpp -- the run-time entry point: types in, collective program
-// out (search with Boost.Graph, then lowering).
+// out (search with Boost.Graph, then lowering); with a time profile, the choice between that
+// program and a single exchange by predicted time (core/time_model.hpp).
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/time_model.hpp"
+#include "redist/exchange.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/lower.hpp"
 #include "redist/program.hpp"
 #include "redist/search/bgl_search.hpp"
@@ -18,13 +26,101 @@ namespace redist {
 struct synth_options {
   std::uint64_t element_bytes = 4;  ///< bytes per element, for cost_bytes
   double memory_budget = 1.0;       ///< factor over max(localsize(source), localsize(target))
+  /// With a profile (core/time_model.hpp), choose between the search's collective program
+  /// and the single exchange (lower/exchange.hpp) by predicted time (choose_plan below);
+  /// without one, the collective program of least Fig. 11 cost (the paper's search).
+  const time_profile* time_model = nullptr;
 };
+
+/// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
+/// times (core/time_model.hpp); an exchange's peers and bytes come from its pieces.
+inline double predicted_seconds(const program& p, const time_profile& P) {
+  double t = 0;
+  std::uint64_t local = local_size(p.m, p.source);
+  const std::uint64_t e = p.element_bytes;
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step& s = p.steps[i];
+    switch (s.kind) {
+      case op::exchange: {
+        const exchange_plan x = plan_exchange(p, i);
+        t += P.seconds(s.kind, x.messages, x.max_received * e);
+        break;
+      }
+      case op::allpermute: {
+        bool moves = false;
+        for (std::size_t r = 0; r < s.dest.size(); ++r) moves = moves || s.dest[r] != r;
+        t += moves ? P.seconds(s.kind, 1, local * e) : 0.0;
+        break;
+      }
+      case op::dynslice: t += P.seconds(s.kind, 0, s.local_after * e); break;
+      default: t += P.seconds(s.kind, s.parts - 1, received_elements(s.kind, s.parts, local) * e); break;
+    }
+    local = s.local_after;
+  }
+  return t;
+}
+
+/// A program synthesize considered, with its predicted time.
+struct plan_candidate {
+  std::string name;  ///< "collective" or "exchange"
+  program prog;
+  double seconds = 0;
+};
+
+/// The candidates and the one of least predicted time (ties: the collective program).
+struct plan_choice {
+  std::vector<plan_candidate> candidates;
+  std::size_t chosen = 0;
+  std::string reason;  ///< one line: why this one
+  [[nodiscard]] const program& chosen_program() const { return candidates[chosen].prog; }
+};
+
 
 /// Synthesize the program that redistributes `a` to `b`. Throws redist_error on
 /// ill-formed types, differing global shapes, or a budget below 1.
-inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
+inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {});
+
+/// The collective program of the search and, for types without pending sums, the exchange,
+/// each with its predicted time under opt.time_model (the built-in profile if none); the
+/// chosen one has the least. Throws as synthesize.
+inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
+  const time_profile& P = opt.time_model ? *opt.time_model : builtin_profile;
+  plan_choice c;
+  synth_options collective = opt;
+  collective.time_model = nullptr;
+  c.candidates.push_back({"collective", synthesize(m, a, b, collective), 0});
+  if (a.nsum == 0 && b.nsum == 0 && !(a == b))
+    c.candidates.push_back({"exchange", exchange_program(m, a, b, opt.element_bytes), 0});
+  for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
+  for (std::size_t i = 1; i < c.candidates.size(); ++i)
+    if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
+  const std::string profile = "profile " + std::string(P.name_view());
+  auto ms = [](double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+    return std::string(buf);
+  };
+  if (c.candidates.size() == 1) {
+    c.reason = a.nsum > 0 || b.nsum > 0 ? "collective: the types carry partial sums, which only collectives add"
+                                        : "collective: source and target are the same type";
+  } else {
+    const plan_candidate& w = c.candidates[c.chosen];
+    const plan_candidate& l = c.candidates[1 - c.chosen];
+    c.reason = w.name + ": predicted " + ms(w.seconds) + " against " + ms(l.seconds) + " for the " + l.name +
+               " (" + profile + "; " + std::to_string(w.prog.steps.size()) + " vs " +
+               std::to_string(l.prog.steps.size()) + " steps, " + std::to_string(w.prog.received_elements()) + " vs " +
+               std::to_string(l.prog.received_elements()) + " elements received per rank)";
+  }
+  return c;
+}
+
+inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (error e = detail::check_program_devices(m)) throw redist_error(e);
+  if (opt.time_model != nullptr) {
+    plan_choice c = choose_plan(m, a, b, opt);
+    return std::move(c.candidates[c.chosen].prog);
+  }
   weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
   weak_plan wp = search_bgl(p);
   return lower(m, a, b, p, wp, opt.element_bytes).get();
