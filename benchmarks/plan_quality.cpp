@@ -5,7 +5,9 @@
 // xla and naive programs, verify all three box by box (tests/support/verify.hpp; the
 // baselines with the memory bound lifted to their own peak), then compare costs (bytes
 // per device, Fig. 11), peaks over the memory bound (eq. 4), and ours against the
-// data-movement lower bound (core/offsets.hpp movement_lower_bound). Prints Markdown tables; with
+// data-movement lower bound (core/offsets.hpp movement_lower_bound); the exchange (checked,
+// lower/exchange.hpp) and the plan the time model chooses (built-in profile) against the
+// same bound. Prints Markdown tables; with
 // --csv DIR also writes one row per problem to DIR/quality_<workload>.csv.
 //
 // Usage: plan_quality [--quick] [--workload paper|mixed|scale|all] [--csv DIR] [--reps N]
@@ -29,7 +31,9 @@
 #include "baselines/naive.hpp"
 #include "baselines/xla.hpp"
 #include "metrics.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
+#include "redist/runtime/program_check.hpp"
 #include "support/verify.hpp"
 #include "workload.hpp"
 
@@ -52,6 +56,8 @@ struct row {
   std::uint64_t bytes = 4;
   baselines::xla_rule top = baselines::xla_rule::identity;
   bool xla_full = false;
+  bool exchange = false;           // the time model (built-in profile) chose the exchange
+  std::uint64_t chosen_received = 0;  // elements a rank receives in the chosen plan
   std::string xla_text;  // describe() of the xla program (kept for reports of xla wins)
   std::string ours_text;
 };
@@ -205,6 +211,16 @@ row run_problem(const bench::mesh_workload& mw, const testing::problem_text& pt,
   x.lb = movement_lower_bound(m, a, b);
   x.received = prog[ours].received_elements();
   if (m.devices <= 64) x.least_received = least_received_lowered(m, a, b, x.received);
+  // The exchange, and the choice between it and ours by predicted time (built-in profile).
+  x.chosen_received = x.received;
+  if (a.nsum == 0 && b.nsum == 0) {
+    const program ex = exchange_program(m, a, b, x.bytes);
+    if (const std::string e = detail::check_program(ex).error; !e.empty()) fails.push_back({"exchange", what, e});
+    if (ex.received_elements() != x.lb) fails.push_back({"exchange", what, "receives more than the lower bound"});
+    if (!ex.memory_efficient()) fails.push_back({"exchange", what, "the exchange exceeds the memory bound"});
+    x.exchange = predicted_seconds(ex, builtin_profile) < predicted_seconds(prog[ours], builtin_profile);
+    if (x.exchange) x.chosen_received = ex.received_elements();
+  }
   x.ours_text = testing::describe(prog[ours]);
   x.xla_text = testing::describe(prog[xla]);
   return x;
@@ -291,6 +307,24 @@ void print_tables(const std::vector<group>& groups) {
     fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} |\n", g.label, c.size(), fmt_ratio(geomean(c)),
                fmt_ratio(maximum(c)), fmt_ratio(geomean(r)), fmt_ratio(maximum(r)), exact, zero, zero_ok,
                least.size() == c.size() ? fmt_ratio(geomean(least)) : std::string("-"));
+  }
+
+  fmt::print("\n### Chosen plans against the data-movement lower bound: the collective program or the exchange,"
+             " whichever the time model predicts faster (built-in profile)\n\n");
+  fmt::print("| workload | problems with bound > 0 | exchange chosen | received/bound geomean, all | max |"
+             " where the exchange is chosen | where the collective program is chosen |\n");
+  fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const group& g : groups) {
+    std::vector<double> all, ex, co;
+    for (const row& x : g.rows) {
+      if (x.lb == 0) continue;
+      const double q = static_cast<double>(x.chosen_received) / static_cast<double>(x.lb);
+      all.push_back(q);
+      (x.exchange ? ex : co).push_back(q);
+    }
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", g.label, all.size(), ex.size(), fmt_ratio(geomean(all)),
+               fmt_ratio(maximum(all)), ex.empty() ? std::string("-") : fmt_ratio(geomean(ex)),
+               co.empty() ? std::string("-") : fmt_ratio(geomean(co)));
   }
 
   fmt::print("\n### Synthesis time per problem, ms (search + lowering, best of the repetitions)\n\n");
