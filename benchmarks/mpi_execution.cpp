@@ -1,22 +1,26 @@
-// benchmarks/mpi_execution.cpp -- run time of our programs against the xla and naive
-// baselines on the MPI backend, on the same data, side by side in one process per rank.
+// benchmarks/mpi_execution.cpp -- run time of our programs on the MPI backend against the
+// baselines, on the same data, side by side in one process per rank.
 //
 //   mpirun --oversubscribe -np 8 mpi_execution [--quick] [--problems N] [--csv FILE]
-//          [--min-reps N] [--max-reps N] [--min-time SECONDS]
+//          [--min-reps N] [--max-reps N] [--min-time SECONDS] [--profile FILE]
 //
-// Systems: ours (strided blocks in place through MPI datatypes), ours packed (the same
-// executor packing them), ours before #13 (benchmarks/baselines/legacy_executor.hpp), xla,
-// naive. Every rank draws the same problems (benchmarks/workload.hpp: the paper's workload scaled
-// to 8-64 MiB of float32) and builds the same three programs. For each problem and each
-// system: one executor (runtime/executor.hpp) over the MPI backend, a source tile filled
-// with values encoding their global index, one warm-up run (it also builds the
-// communicators), then timed repetitions: in each, every system's program runs once, in a
-// rotating order (so that all of them see the same machine conditions), each run timed as
-// barrier, run, the slowest rank's time (MPI_MAX); at least --min-reps repetitions and
-// until the runs took --min-time seconds in all, or --max-reps. The median is reported.
-// Every target tile is checked element by element after the warm-up and after the last
-// run; the peak bytes an executor held per rank (on top of the caller's tiles) and had live
-// are kept.
+// Two problem sets on the mesh {a: 2, b: 2, c: 2}:
+//   exec   the paper's draw scaled to 8-64 MiB of float32 (benchmarks/workload.hpp);
+//   grids  2-D arrays of float64 between the block distributions ScaLAPACK expresses
+//          (process grids 2x4, 4x2, 8x1, 1x8 over the same 8 ranks, MB = M/prow, NB = N/pcol),
+//          where ScaLAPACK's pdgemr2d runs too (when built with ScaLAPACK).
+// Systems: collective (the search's program, Fig. 11; strided blocks in place through MPI
+// datatypes), collective packed (the same, packed by the executor), exchange (one exchange,
+// MPI_Alltoallw with subarray datatypes), exchange packed (MPI_Alltoallv of packed pieces),
+// xla, naive, and pdgemr2d on the grids. "chosen" is the program the time model
+// (core/time_model.hpp: the built-in profile, or --profile FILE) predicts faster of collective
+// and exchange, timed as that system. For each problem and system: one executor over the
+// MPI backend, a source tile filled with values encoding their global index, one warm-up
+// run, then timed repetitions: in each, every system runs once, in a rotating order (so that
+// all see the same machine conditions), each run timed as barrier, run, the slowest rank's
+// time (MPI_MAX); at least --min-reps repetitions and until the runs took --min-time seconds
+// in all, or --max-reps. The median is reported. Every target tile is checked element by
+// element after the warm-up and after the last run.
 // Rank 0 prints Markdown tables and, with --csv, one row per (problem, system).
 // Exit status: 0 iff every run left every rank with exactly its target tile.
 #include <mpi.h>
@@ -28,8 +32,10 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -37,46 +43,54 @@
 
 #include <fmt/core.h>
 
-#include "baselines/legacy_executor.hpp"
 #include "baselines/naive.hpp"
 #include "baselines/xla.hpp"
 #include "redist/backends/mpi.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
 #include "stats.hpp"
 #include "workload.hpp"
+#if defined(REDIST_BENCH_SCALAPACK)
+#include "baselines/scalapack.hpp"
+#endif
 
 namespace {
 
 using namespace redist;
 
-constexpr int nsys = 5;
-constexpr const char* system_name[nsys] = {"ours", "ours packed", "ours before #13", "xla", "naive"};
-/// The program each system runs: ours (three executors), xla, naive.
-constexpr int program_of[nsys] = {0, 0, 0, 1, 2};
-constexpr int nprog = 3;
+enum system_id { collective, collective_packed, exchange, exchange_packed, xla, naive, pdgemr2d, nsys };
+constexpr const char* system_name[nsys] = {"collective", "collective packed", "exchange", "exchange packed",
+                                           "xla",        "naive",             "pdgemr2d"};
+/// The program each system runs (pdgemr2d: none).
+enum program_id { p_collective, p_exchange, p_xla, p_naive, nprog };
+constexpr int program_of[nsys] = {p_collective, p_collective, p_exchange, p_exchange, p_xla, p_naive, -1};
 
 struct options {
   bool quick = false;
   std::size_t problems = 50;
-  std::string csv;
+  std::string csv, profile_file;
   int min_reps = 5, max_reps = 15;
   double min_time = 1.5;
 };
 
 struct measurement {
+  bool ran = false;
   double median_s = 0, min_s = 0;
   int reps = 0;
-  std::uint64_t peak_held = 0, peak_live = 0, mismatches = 0;
+  std::uint64_t peak_held = 0, mismatches = 0;
 };
 
 struct result_row {
-  std::string from, to;
+  std::string set, from, to;
   double mib = 0;
   std::uint64_t inout_bytes = 0;
-  std::uint64_t cost[nprog]{}, steps[nprog]{};
+  std::uint64_t cost[nprog]{}, steps[nprog]{}, received[nprog]{}, lower_bound = 0;
+  double predicted[nprog]{};
+  bool chose_exchange = false;
   measurement m[nsys];
+  [[nodiscard]] double chosen_s() const { return m[chose_exchange ? exchange : collective].median_s; }
 };
 
 using bench::geomean;
@@ -96,9 +110,10 @@ options parse(int argc, char** argv) {
     else if (a == "--min-reps") o.min_reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--max-reps") o.max_reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--min-time") o.min_time = std::atof(value().c_str());
+    else if (a == "--profile") o.profile_file = value();
     else
       throw redist_error(errc::syntax, "usage: mpi_execution [--quick] [--problems N] [--csv FILE] [--min-reps N] "
-                                       "[--max-reps N] [--min-time SECONDS]");
+                                       "[--max-reps N] [--min-time SECONDS] [--profile FILE]");
   }
   if (o.quick) {
     o.min_reps = 1;
@@ -120,42 +135,57 @@ std::uint64_t reduce_sum(MPI_Comm c, std::uint64_t v) {
   return r;
 }
 
-/// Time the programs of one problem side by side: every repetition runs each program once,
-/// in a rotating order, so that all of them see the same machine conditions.
-void time_programs(mpi_backend& mpi, mpi_backend& packing, const program (&progs)[nprog], const options& o,
-                   measurement (&res)[nsys]) {
+/// One system of one problem: its tiles and how to run it.
+template <class T>
+struct slot {
+  int sys = 0;
+  darray<T> in, out;
+  std::function<void()> run;
+  std::function<std::uint64_t()> held;
+  std::vector<double> t;
+  std::uint64_t bad = 0;
+  slot(int s, const device_mesh& m, const dist_type& a, const dist_type& b, rank_t r)
+      : sys(s), in(m, a, r), out(m, b, r) {}
+};
+
+/// Time the systems of one problem side by side (every repetition runs each once, in a
+/// rotating order).
+template <class T>
+void time_systems(mpi_backend& mpi, mpi_backend& packing, const program (&progs)[nprog], bool with_pdgemr2d,
+                  const options& o, measurement (&res)[nsys]) {
   const MPI_Comm c = mpi.comm();
-  // ours: strided blocks in place (MPI datatypes); ours packed: the same executor packing
-  // them; ours before #13: the executor as it was (benchmarks/baselines/legacy_executor.hpp).
-  struct slot {
-    std::unique_ptr<executor<float, mpi_backend>> ex;
-    std::unique_ptr<baselines::legacy_executor<float, mpi_backend>> legacy;
-    darray<float> in, out;
-    std::vector<double> t;
-    std::uint64_t bad = 0;
-    slot(mpi_backend& b, const program& p, bool old) : in(p.m, p.source, b.rank()), out(p.m, p.target, b.rank()) {
-      if (old) legacy = std::make_unique<baselines::legacy_executor<float, mpi_backend>>(b, p);
-      else ex = std::make_unique<executor<float, mpi_backend>>(b, p);
-    }
-    void run() {
-      if (legacy) legacy->run(in, out);
-      else ex->run(in, out);
-    }
-    std::uint64_t held() const { return legacy ? legacy->peak_bytes_held() : ex->peak_bytes_held(); }
-    std::uint64_t live() const { return legacy ? legacy->peak_bytes_live() : ex->peak_bytes_live(); }
-  };
-  std::vector<std::unique_ptr<slot>> slots;
+  const program& p0 = progs[p_collective];
+  std::vector<std::unique_ptr<slot<T>>> slots;
+  std::vector<std::shared_ptr<void>> keep;  // executors and the ScaLAPACK plan
   for (int s = 0; s < nsys; ++s) {
-    slots.push_back(std::make_unique<slot>(s == 1 ? packing : mpi, progs[program_of[s]], s == 2));
-    slot& x = *slots.back();
-    fill_global_index(x.in);
-    x.run();  // warm-up: communicators, first touch of the buffers
-    x.bad += check_global_index(x.out).mismatches;
+    if (s == pdgemr2d && !with_pdgemr2d) continue;
+    auto x = std::make_unique<slot<T>>(s, p0.m, p0.source, p0.target, mpi.rank());
+    if (s == pdgemr2d) {
+#if defined(REDIST_BENCH_SCALAPACK)
+      auto sl = std::make_shared<bench::scalapack_redistribution<T>>(MPI_COMM_WORLD, p0.m, p0.source, p0.target);
+      keep.push_back(sl);
+      slot<T>* px = x.get();
+      x->run = [sl, px] { sl->run(px->in.data(), px->out.data()); };
+      x->held = [] { return std::uint64_t{0}; };
+#endif
+    } else {
+      mpi_backend& b = s == collective_packed || s == exchange_packed ? packing : mpi;
+      auto ex = std::make_shared<executor<T, mpi_backend>>(b, progs[program_of[s]]);
+      keep.push_back(ex);
+      slot<T>* px = x.get();
+      x->run = [ex, px] { ex->run(px->in, px->out); };
+      x->held = [ex] { return ex->peak_bytes_held(); };
+    }
+    fill_global_index(x->in);
+    x->run();  // warm-up: communicators, first touch of the buffers
+    x->bad += check_global_index(x->out).mismatches;
+    slots.push_back(std::move(x));
   }
   double total = 0;
+  const std::size_t n = slots.size();
   for (int k = 0; k < o.max_reps; ++k) {
-    for (int q = 0; q < nsys; ++q) {
-      slot& x = *slots[static_cast<std::size_t>((k + q) % nsys)];
+    for (std::size_t q = 0; q < n; ++q) {
+      slot<T>& x = *slots[(static_cast<std::size_t>(k) + q) % n];
       MPI_Barrier(c);
       const double t0 = MPI_Wtime();
       x.run();
@@ -166,80 +196,207 @@ void time_programs(mpi_backend& mpi, mpi_backend& packing, const program (&progs
     }
     if (k + 1 >= o.min_reps && total >= o.min_time) break;
   }
-  for (int s = 0; s < nsys; ++s) {
-    slot& x = *slots[static_cast<std::size_t>(s)];
+  for (auto& xp : slots) {
+    slot<T>& x = *xp;
     x.bad += check_global_index(x.out).mismatches;
-    res[s].median_s = median(x.t);
-    res[s].min_s = *std::min_element(x.t.begin(), x.t.end());
-    res[s].reps = static_cast<int>(x.t.size());
-    res[s].peak_held = reduce_max(c, x.held());
-    res[s].peak_live = reduce_max(c, x.live());
-    res[s].mismatches = reduce_sum(c, x.bad);
+    measurement& r = res[x.sys];
+    r.ran = true;
+    r.median_s = median(x.t);
+    r.min_s = *std::min_element(x.t.begin(), x.t.end());
+    r.reps = static_cast<int>(x.t.size());
+    r.peak_held = reduce_max(c, x.held());
+    r.mismatches = reduce_sum(c, x.bad);
   }
 }
 
-void report(const std::vector<result_row>& rows, const options& o, int ranks) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  fmt::print("### Execution on the MPI backend: {} ranks on {} cores (oversubscribed), {} problems of the paper's"
-             " workload at {}\n\n",
-             ranks, cores, rows.size(), o.quick ? "64 KiB-1 MiB (quick)" : "8-64 MiB");
-  fmt::print("Median of {}-{} timed runs per program (slowest rank per run), after one warm-up run; the five systems"
-             " of a problem alternate run by run. ours: this executor, strided blocks in place (MPI derived datatypes);"
-             " ours packed: the same executor packing them (mpi_options); ours before #13: the executor as it was"
-             " (two buffers, copy in, pack, copy out; benchmarks/baselines/legacy_executor.hpp). Held: bytes an executor"
-             " holds per rank on top of the caller's tiles.\n\n",
-             o.min_reps, o.max_reps);
-  fmt::print("| system | geomean time (ms) | total (s) | speedup of ours: geomean | median | min | max |"
-             " ours faster | peak bytes held / rank, max (MiB) | held / max(in, out), max | mean |\n");
-  fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (int s = 0; s < nsys; ++s) {
+/// The 2-D problems between the grid distributions ScaLAPACK expresses on {a: 2, b: 2, c: 2}.
+std::vector<testing::problem_text> grid_problems(bool quick) {
+  const std::string n = quick ? "256" : "2048";
+  const std::vector<std::string> types = {
+      "[{a}" + n + ", {b,c}" + n + "]", "[{a,b}" + n + ", {c}" + n + "]", "[{a,b,c}" + n + ", " + n + "]",
+      "[" + n + ", {a,b,c}" + n + "]",  "[{c}" + n + ", {a,b}" + n + "]", "[{b,c}" + n + ", {a}" + n + "]",
+      "[" + n + ", {c,b,a}" + n + "]",  "[{c,b,a}" + n + ", " + n + "]"};
+  std::vector<testing::problem_text> out;
+  for (std::size_t i = 0; i < types.size(); ++i)
+    for (std::size_t j = 0; j < types.size(); ++j) {
+      if (i == j || (quick && (i + j) % 5 != 0) || (!quick && (i + 2 * j) % 3 != 0)) continue;
+      out.push_back({"{a: 2, b: 2, c: 2}", types[i], types[j], 0});
+    }
+  return out;
+}
+
+/// Spearman's rank correlation of two equally long samples (ties get their mean rank).
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<std::size_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (std::size_t i = 0; i < idx.size();) {
+      std::size_t j = i;
+      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (std::size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j) + 1;
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double n = static_cast<double>(x.size());
+  const double mx = std::accumulate(rx.begin(), rx.end(), 0.0) / n, my = std::accumulate(ry.begin(), ry.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+void summary_table(const std::vector<const result_row*>& rows) {
+  fmt::print("| system | geomean time (ms) | total (s) | collective / system: geomean | median | min | max |"
+             " faster than collective | peak bytes held / rank, max (MiB) | held / max(in, out), max |\n");
+  fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  auto line = [&](const std::string& name, auto time_of, auto held_of) {
     std::vector<double> t, sp, held;
     double total = 0, peak = 0;
     std::size_t faster = 0;
-    for (const result_row& r : rows) {
-      t.push_back(r.m[s].median_s * 1e3);
-      total += r.m[s].median_s;
-      sp.push_back(r.m[s].median_s / r.m[0].median_s);
-      faster += r.m[0].median_s < r.m[s].median_s;
-      held.push_back(static_cast<double>(r.m[s].peak_held) / static_cast<double>(r.inout_bytes));
-      peak = std::max(peak, static_cast<double>(r.m[s].peak_held) / (1 << 20));
+    for (const result_row* r : rows) {
+      const double s = time_of(*r);
+      t.push_back(s * 1e3);
+      total += s;
+      sp.push_back(r->m[collective].median_s / s);
+      faster += s < r->m[collective].median_s;
+      held.push_back(static_cast<double>(held_of(*r)) / static_cast<double>(r->inout_bytes));
+      peak = std::max(peak, static_cast<double>(held_of(*r)) / (1 << 20));
     }
-    const bool self = s == 0;
-    fmt::print("| {} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {:.1f} | {:.2f} | {:.2f} |\n", system_name[s], geomean(t),
-               total, self ? "-" : fmt::format("{:.2f}", geomean(sp)), self ? "-" : fmt::format("{:.2f}", median(sp)),
-               self ? "-" : fmt::format("{:.2f}", *std::min_element(sp.begin(), sp.end())),
-               self ? "-" : fmt::format("{:.2f}", *std::max_element(sp.begin(), sp.end())),
-               self ? "-" : fmt::format("{}/{}", faster, rows.size()), peak, *std::max_element(held.begin(), held.end()),
-               std::accumulate(held.begin(), held.end(), 0.0) / static_cast<double>(held.size()));
+    if (t.empty()) return;
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {}/{} | {:.1f} | {:.2f} |\n", name, geomean(t),
+               total, geomean(sp), median(sp), *std::min_element(sp.begin(), sp.end()),
+               *std::max_element(sp.begin(), sp.end()), faster, rows.size(), peak,
+               *std::max_element(held.begin(), held.end()));
+  };
+  for (int s = 0; s < nsys; ++s) {
+    bool all = !rows.empty();
+    for (const result_row* r : rows) all = all && r->m[s].ran;
+    if (all)
+      line(system_name[s], [s](const result_row& r) { return r.m[s].median_s; },
+           [s](const result_row& r) { return r.m[s].peak_held; });
   }
-  fmt::print("\n<details><summary>Per problem (times in ms, cost in MiB per device)</summary>\n\n");
-  fmt::print("| # | source | target | MiB | ours ms | packed ms | before ms | xla ms | naive ms | before/ours | xla/ours |"
-             " naive/ours | cost ours | xla | naive |\n");
-  fmt::print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const result_row& r = rows[i];
+  line("**chosen** (time model)", [](const result_row& r) { return r.chosen_s(); },
+       [](const result_row& r) { return r.m[r.chose_exchange ? exchange : collective].peak_held; });
+}
+
+void report(const std::vector<result_row>& rows, const options& o, int ranks, const time_profile& P) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  std::vector<const result_row*> exec, grids;
+  for (const result_row& r : rows) (r.set == "exec" ? exec : grids).push_back(&r);
+  fmt::print("### Execution on the MPI backend: {} ranks on {} cores (oversubscribed)\n\n", ranks, cores);
+  fmt::print("Median of {}-{} timed runs per system (slowest rank per run), after one warm-up run; the systems of a"
+             " problem alternate run by run. chosen: collective or exchange, whichever the time model predicts faster"
+             " (profile {}). Held: bytes an executor holds per rank on top of the caller's tiles.\n\n",
+             o.min_reps, o.max_reps, P.name_view());
+  fmt::print("#### The paper's exec sample: {} problems at {} of float32\n\n", exec.size(),
+             o.quick ? "64 KiB-1 MiB (quick)" : "8-64 MiB");
+  summary_table(exec);
+  if (!grids.empty()) {
+    fmt::print("\n#### 2-D grid problems (ScaLAPACK's block distributions): {} problems of {} float64\n\n", grids.size(),
+               o.quick ? "256x256" : "2048x2048");
+    summary_table(grids);
+  }
+
+  // The chooser: how often is the chosen plan within 10% of the faster of the two?
+  fmt::print("\n#### The time model's choice and its predictions\n\n");
+  fmt::print("| set | problems | exchange chosen | chosen within 10% of the faster of collective and exchange |"
+             " collective / chosen geomean | Spearman rank correlation, predicted vs measured (all programs) |\n");
+  fmt::print("|---|---:|---:|---:|---:|---:|\n");
+  for (const auto* set : {&exec, &grids}) {
+    if (set->empty()) continue;
+    std::size_t ex = 0, within = 0;
+    std::vector<double> sp, pred, meas;
+    for (const result_row* r : *set) {
+      ex += r->chose_exchange;
+      const double best = std::min(r->m[collective].median_s, r->m[exchange].median_s);
+      within += r->chosen_s() <= 1.1 * best;
+      sp.push_back(r->m[collective].median_s / r->chosen_s());
+      for (int q = 0; q < nprog; ++q)
+        for (int s = 0; s < nsys; ++s)
+          if (program_of[s] == q && s != collective_packed && s != exchange_packed && r->m[s].ran) {
+            pred.push_back(r->predicted[q]);
+            meas.push_back(r->m[s].median_s);
+          }
+    }
+    fmt::print("| {} | {} | {} | {}/{} ({:.0f}%) | {:.2f} | {:.2f} |\n", set == &exec ? "exec" : "grids", set->size(), ex,
+               within, set->size(), 100.0 * static_cast<double>(within) / static_cast<double>(set->size()), geomean(sp),
+               spearman(pred, meas));
+  }
+
+  fmt::print("\n<details><summary>Per problem (times in ms; received: MiB per rank; bound: the data-movement lower"
+             " bound)</summary>\n\n");
+  fmt::print("| set | source | target | MiB | collective | coll. packed | exchange | exch. packed | xla | naive | pdgemr2d |"
+             " chosen | predicted coll. / exch. | received coll. / exch. (bound) |\n");
+  fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+  for (const result_row& r : rows) {
     auto mib = [](std::uint64_t b) { return static_cast<double>(b) / (1 << 20); };
-    auto ms = [&](int s) { return r.m[s].median_s * 1e3; };
-    fmt::print("| {} | `{}` | `{}` | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |"
-               " {:.2f} | {:.2f} |\n",
-               i, r.from, r.to, r.mib, ms(0), ms(1), ms(2), ms(3), ms(4), ms(2) / ms(0), ms(3) / ms(0), ms(4) / ms(0),
-               mib(r.cost[0]), mib(r.cost[1]), mib(r.cost[2]));
+    auto ms = [&](int s) { return r.m[s].ran ? fmt::format("{:.2f}", r.m[s].median_s * 1e3) : std::string("-"); };
+    fmt::print("| {} | `{}` | `{}` | {:.1f} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} / {:.2f} |"
+               " {:.2f} / {:.2f} ({:.2f}) |\n",
+               r.set, r.from, r.to, r.mib, ms(collective), ms(collective_packed), ms(exchange), ms(exchange_packed),
+               ms(xla), ms(naive), ms(pdgemr2d), r.chose_exchange ? "exchange" : "collective",
+               r.predicted[p_collective] * 1e3, r.predicted[p_exchange] * 1e3, mib(r.received[p_collective]),
+               mib(r.received[p_exchange]), mib(r.lower_bound));
   }
   fmt::print("\n</details>\n");
 }
 
 void write_csv(const std::string& path, const std::vector<result_row>& rows) {
   std::ofstream f(path);
-  f << "index,from,to,mib,system,steps,cost_bytes,time_median_s,time_min_s,reps,peak_held_bytes,peak_live_bytes,"
-       "inout_bytes,mismatches\n";
+  f << "set,index,from,to,mib,system,steps,cost_bytes,received_bytes,lower_bound_bytes,predicted_s,time_median_s,"
+       "time_min_s,reps,peak_held_bytes,inout_bytes,mismatches,chosen\n";
   for (std::size_t i = 0; i < rows.size(); ++i)
     for (int s = 0; s < nsys; ++s) {
       const result_row& r = rows[i];
-      f << i << ",\"" << r.from << "\",\"" << r.to << "\"," << fmt::format("{:.3f}", r.mib) << "," << system_name[s] << ","
-        << r.steps[program_of[s]] << "," << r.cost[program_of[s]] << "," << fmt::format("{:.6e}", r.m[s].median_s) << ","
-        << fmt::format("{:.6e}", r.m[s].min_s) << "," << r.m[s].reps << "," << r.m[s].peak_held << ","
-        << r.m[s].peak_live << "," << r.inout_bytes << "," << r.m[s].mismatches << "\n";
+      if (!r.m[s].ran) continue;
+      const int q = program_of[s];
+      f << r.set << "," << i << ",\"" << r.from << "\",\"" << r.to << "\"," << fmt::format("{:.3f}", r.mib) << ","
+        << system_name[s] << "," << (q < 0 ? 0 : r.steps[q]) << "," << (q < 0 ? 0 : r.cost[q]) << ","
+        << (q < 0 ? 0 : r.received[q]) << "," << r.lower_bound << ","
+        << fmt::format("{:.6e}", q < 0 ? 0.0 : r.predicted[q]) << "," << fmt::format("{:.6e}", r.m[s].median_s) << ","
+        << fmt::format("{:.6e}", r.m[s].min_s) << "," << r.m[s].reps << "," << r.m[s].peak_held << "," << r.inout_bytes
+        << "," << r.m[s].mismatches << ","
+        << ((s == exchange && r.chose_exchange) || (s == collective && !r.chose_exchange) ? 1 : 0) << "\n";
     }
+}
+
+/// Build the programs of one problem and time its systems (element type T).
+template <class T>
+result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string& set, const testing::problem_text& pt,
+                       const options& o, const time_profile& P) {
+  result_row r;
+  r.set = set;
+  r.from = pt.from;
+  r.to = pt.to;
+  const device_mesh m = parse_mesh(pt.mesh);
+  const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+  r.mib = static_cast<double>(global_size(a)) * sizeof(T) / (1 << 20);
+  r.inout_bytes = std::max(local_size(m, a), local_size(m, b)) * sizeof(T);
+  const program progs[nprog] = {synthesize(m, a, b, {.element_bytes = sizeof(T)}),
+                                exchange_program(m, a, b, sizeof(T)),
+                                baselines::xla_program(m, a, b, sizeof(T)),
+                                baselines::naive_program(m, a, b, sizeof(T))};
+  for (int q = 0; q < nprog; ++q) {
+    r.cost[q] = progs[q].cost_bytes();
+    r.steps[q] = progs[q].steps.size();
+    r.received[q] = progs[q].received_elements() * sizeof(T);
+    r.predicted[q] = predicted_seconds(progs[q], P);
+  }
+  r.lower_bound = movement_lower_bound(m, a, b) * sizeof(T);
+  r.chose_exchange = r.predicted[p_exchange] < r.predicted[p_collective];
+  bool with_pdgemr2d = false;
+#if defined(REDIST_BENCH_SCALAPACK)
+  with_pdgemr2d = set == "grids" && bench::scalapack_grid_of(m, a) && bench::scalapack_grid_of(m, b);
+#endif
+  time_systems<T>(mpi, packing, progs, with_pdgemr2d, o, r.m);
+  return r;
 }
 
 }  // namespace
@@ -254,40 +411,28 @@ int main(int argc, char** argv) {
     try {
       const options o = parse(argc, argv);
       if (size != 8) throw redist_error(errc::runtime, "run on 8 ranks (the paper's mesh {a: 2, b: 2, c: 2}), not " + std::to_string(size));
-      mpi_backend mpi, packing(MPI_COMM_WORLD, {.alltoall_in_place = false, .allgather_in_place = false});
-      const bench::workload_set set = bench::exec_workload(o.quick, o.problems);
+      if (!o.profile_file.empty()) throw redist_error(errc::syntax, "--profile: not yet");
+      const time_profile P = builtin_profile;
+      mpi_backend mpi, packing(MPI_COMM_WORLD,
+                               {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
       std::vector<result_row> rows;
-      std::uint64_t bad = 0;
-      for (const auto& mw : set.meshes)
-        for (const auto& pt : mw.draw()) {
-          result_row r;
-          r.from = pt.from;
-          r.to = pt.to;
-          r.mib = static_cast<double>(pt.elements) * 4 / (1 << 20);
-          const device_mesh m = parse_mesh(pt.mesh);
-          const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
-          r.inout_bytes = std::max(local_size(m, a), local_size(m, b)) * sizeof(float);
-          const program progs[nprog] = {synthesize(m, a, b, {.element_bytes = sizeof(float)}),
-                                       baselines::xla_program(m, a, b, sizeof(float)),
-                                       baselines::naive_program(m, a, b, sizeof(float))};
-          time_programs(mpi, packing, progs, o, r.m);
-          for (int q = 0; q < nprog; ++q) {
-            r.cost[q] = progs[q].cost_bytes();
-            r.steps[q] = progs[q].steps.size();
-          }
-          for (int s = 0; s < nsys; ++s) {
-            bad += r.m[s].mismatches;
-            if (r.m[s].mismatches && me == 0)
-              std::fprintf(stderr, "WRONG DATA (%s) %s %s -> %s: %llu elements\n", system_name[s], pt.mesh.c_str(),
-                           pt.from.c_str(), pt.to.c_str(), static_cast<unsigned long long>(r.m[s].mismatches));
-          }
-          rows.push_back(r);
+      for (const auto& mw : bench::exec_workload(o.quick, o.problems).meshes)
+        for (const auto& pt : mw.draw()) rows.push_back(run_problem<float>(mpi, packing, "exec", pt, o, P));
+      for (const auto& pt : grid_problems(o.quick)) rows.push_back(run_problem<double>(mpi, packing, "grids", pt, o, P));
+      std::uint64_t bad = 0, runs = 0;
+      for (const result_row& r : rows)
+        for (int s = 0; s < nsys; ++s) {
+          if (!r.m[s].ran) continue;
+          runs += 2;
+          bad += r.m[s].mismatches;
+          if (r.m[s].mismatches && me == 0)
+            std::fprintf(stderr, "WRONG DATA (%s) %s -> %s: %llu elements\n", system_name[s], r.from.c_str(),
+                         r.to.c_str(), static_cast<unsigned long long>(r.m[s].mismatches));
         }
       if (me == 0) {
-        report(rows, o, size);
+        report(rows, o, size, P);
         if (!o.csv.empty()) write_csv(o.csv, rows);
-        fmt::print("\n{} runs checked element by element on every rank: {} wrong elements.\n",
-                   rows.size() * nsys * 2, bad);
+        fmt::print("\n{} runs checked element by element on every rank: {} wrong elements.\n", runs, bad);
       }
       rc = bad == 0 ? 0 : 1;
     } catch (const std::exception& e) {
