@@ -153,7 +153,10 @@ def main():
     rows = {}
     with open(a.execution, newline="") as f:
         for r in csv.DictReader(f):
-            rows.setdefault(r["index"], {})[r["system"]] = float(r["time_median_s"]) * 1e3
+            row = rows.setdefault(r["index"], {})
+            row[r["system"]] = float(r["time_median_s"]) * 1e3
+            if r.get("chosen") == "1":  # ours: the plan the time model chose
+                row["ours"] = row[r["system"]]
     rows = [r for r in rows.values() if all(k in r for k in ("ours", "xla", "naive"))]
     if not rows:
         sys.exit("figure.py: no complete rows in " + a.execution)

@@ -12,6 +12,10 @@
 //              block packed), on the host backend with one thread, as it was;
 //   after/1    runtime/executor.hpp on the host backend with one thread;
 //   after      the same with --threads threads (default: the hardware's);
+//   exchange   the problem as one exchange (lower/exchange.hpp: every piece copied once,
+//              straight from the sender's tile to the receiver's), --threads threads;
+//   chosen     after or exchange, whichever the time model predicts faster (the built-in
+//              profile, or --profile FILE: e.g. one from `redist calibrate --backend host`);
 //   memcpy     one std::memcpy of the bytes that must move: every output tile is written, so
 //              D x local_size(target) x 4 bytes (the whole array when the target partitions
 //              it), between two buffers touched beforehand.
@@ -35,6 +39,7 @@
 
 #include "baselines/legacy_executor.hpp"
 #include "redist/backends/host.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
@@ -51,14 +56,17 @@ struct options {
   unsigned threads = 0;
   int reps = 5;
   std::string csv;
+  time_profile profile = builtin_profile;
 };
 
 struct row {
   std::string mesh, from, to;
   std::size_t steps = 0;
   double mib = 0, move_mib = 0;
-  double before = 0, after1 = 0, after = 0, memcpy_s = 0;  // median seconds
-  double held_before = 0, held_after = 0;                  // peak bytes held / max(in, out)
+  double before = 0, after1 = 0, after = 0, exchange = 0, memcpy_s = 0;  // median seconds
+  bool chose_exchange = false;
+  [[nodiscard]] double chosen() const { return chose_exchange ? exchange : after; }
+  double held_before = 0, held_after = 0, held_exchange = 0;  // peak bytes held / max(in, out)
   std::uint64_t wrong = 0;
 };
 
@@ -103,7 +111,9 @@ row measure(const std::string& mesh, const std::string& from, const std::string&
   const std::uint64_t move = D * local_size(m, b) * sizeof(float);
   r.move_mib = static_cast<double>(move) / (1 << 20);
 
-  std::vector<darray<float>> in, out[3];
+  const program xp = exchange_program(m, a, b, sizeof(float));
+  r.chose_exchange = predicted_seconds(xp, o.profile) < predicted_seconds(p, o.profile);
+  std::vector<darray<float>> in, out[4];
   for (rank_t k = 0; k < D; ++k) {
     in.emplace_back(m, a, k);
     fill_global_index(in.back());
@@ -111,29 +121,32 @@ row measure(const std::string& mesh, const std::string& from, const std::string&
   }
   host_backend one(D, {.threads = 1}), many(D, {.threads = o.threads});
   baselines::legacy_executor<float, host_backend> before(one, p);
-  executor<float, host_backend> after1(one, p), after(many, p);
+  executor<float, host_backend> after1(one, p), after(many, p), xch(many, xp);
   std::vector<char> src(move, 1), dst(move, 0);
   auto run = [&](int s) {
     switch (s) {
       case 0: before.run(in, out[0]); break;
       case 1: after1.run(in, out[1]); break;
       case 2: after.run(in, out[2]); break;
+      case 3: xch.run(in, out[3]); break;
       default: std::memcpy(dst.data(), src.data(), move); break;
     }
   };
-  std::vector<double> t[4];
-  for (int s = 0; s < 4; ++s) run(s);  // warm-up: first touch of every buffer
+  std::vector<double> t[5];
+  for (int s = 0; s < 5; ++s) run(s);  // warm-up: first touch of every buffer
   for (int k = 0; k < o.reps; ++k)
-    for (int q = 0; q < 4; ++q) {
-      const int s = (k + q) % 4;
+    for (int q = 0; q < 5; ++q) {
+      const int s = (k + q) % 5;
       t[s].push_back(seconds([&] { run(s); }));
     }
   r.before = median(t[0]);
   r.after1 = median(t[1]);
   r.after = median(t[2]);
-  r.memcpy_s = median(t[3]);
+  r.exchange = median(t[3]);
+  r.memcpy_s = median(t[4]);
   r.held_before = static_cast<double>(before.peak_bytes_held()) / static_cast<double>(in_out);
   r.held_after = static_cast<double>(after.peak_bytes_held()) / static_cast<double>(in_out);
+  r.held_exchange = static_cast<double>(xch.peak_bytes_held()) / static_cast<double>(in_out);
   for (const auto& o3 : out)
     for (const auto& tile : o3) r.wrong += check_global_index(tile).mismatches;
   if (dst[move / 2] != 1) ++r.wrong;  // the memcpy happened
@@ -156,27 +169,33 @@ void report(const std::vector<row>& rows, const options& o, unsigned threads) {
   fmt::print("| system | time / memcpy: geomean | median | max |\n|---|---:|---:|---:|\n");
   summary("before (copy in, pack, copy out; 1 thread)", [](const row& r) { return r.before; });
   summary("after, 1 thread", [](const row& r) { return r.after1; });
-  fmt::print("| after, {} threads | ", threads);
-  {
-    std::vector<double> v;
-    for (const row& r : rows) v.push_back(r.after / r.memcpy_s);
-    fmt::print("{:.2f} | {:.2f} | {:.2f} |\n", geomean(v), median(v), *std::max_element(v.begin(), v.end()));
-  }
-  fmt::print("\n| after, {} threads, time / memcpy by program length | problems | geomean | median | max |\n"
-             "|---|---:|---:|---:|---:|\n", threads);
+  const std::string n = fmt::format("{} threads", threads);
+  summary(("after, " + n).c_str(), [](const row& r) { return r.after; });
+  summary(("exchange, " + n).c_str(), [](const row& r) { return r.exchange; });
+  summary(fmt::format("**chosen** (after or exchange, profile {}), {}", o.profile.name_view(), n).c_str(),
+          [](const row& r) { return r.chosen(); });
+  fmt::print("\n| {} threads, time / memcpy geomean by collective program length | problems | after | exchange |"
+             " chosen | exchange chosen |\n|---|---:|---:|---:|---:|---:|\n", threads);
   for (std::size_t lo : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
-    std::vector<double> v;
+    std::vector<double> v, x, c;
+    std::size_t ex = 0;
     for (const row& r : rows)
-      if (lo < 3 ? r.steps == lo : r.steps >= lo) v.push_back(r.after / r.memcpy_s);
+      if (lo < 3 ? r.steps == lo : r.steps >= lo) {
+        v.push_back(r.after / r.memcpy_s);
+        x.push_back(r.exchange / r.memcpy_s);
+        c.push_back(r.chosen() / r.memcpy_s);
+        ex += r.chose_exchange;
+      }
     if (v.empty()) continue;
-    fmt::print("| {} step{} | {} | {:.2f} | {:.2f} | {:.2f} |\n", lo < 3 ? fmt::format("{}", lo) : "3 or more",
-               lo == 1 ? "" : "s", v.size(), geomean(v), median(v), *std::max_element(v.begin(), v.end()));
+    fmt::print("| {} step{} | {} | {:.2f} | {:.2f} | {:.2f} | {} |\n", lo < 3 ? fmt::format("{}", lo) : "3 or more",
+               lo == 1 ? "" : "s", v.size(), geomean(v), geomean(x), geomean(c), ex);
   }
-  double hb1 = 0, ha1 = 0, hb = 0, ha = 0;
+  double hb1 = 0, ha1 = 0, hb = 0, ha = 0, hx = 0;
   std::size_t n1 = 0;
   for (const row& r : rows) {
     hb = std::max(hb, r.held_before);
     ha = std::max(ha, r.held_after);
+    hx = std::max(hx, r.held_exchange);
     if (r.steps == 1) {
       ++n1;
       hb1 = std::max(hb1, r.held_before);
@@ -184,28 +203,32 @@ void report(const std::vector<row>& rows, const options& o, unsigned threads) {
     }
   }
   fmt::print("\n| peak transient bytes / max(in, out), max | one-step programs ({}) | all |\n|---|---:|---:|\n", n1);
-  fmt::print("| before | {:.2f} | {:.2f} |\n| after | {:.2f} | {:.2f} |\n", hb1, hb, ha1, ha);
+  fmt::print("| before | {:.2f} | {:.2f} |\n| after | {:.2f} | {:.2f} |\n| exchange | {:.2f} | {:.2f} |\n", hb1, hb, ha1, ha,
+             hx, hx);
   fmt::print("\n<details><summary>Per problem (times in ms)</summary>\n\n");
-  fmt::print("| # | mesh | source | target | MiB | steps | memcpy | before | after/1 | after | before/memcpy | after/memcpy |"
-             " held before | held after |\n");
-  fmt::print("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  fmt::print("| # | mesh | source | target | MiB | steps | memcpy | before | after/1 | after | exchange | before/memcpy |"
+             " after/memcpy | exchange/memcpy | chosen | held before | held after |\n");
+  fmt::print("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const row& r = rows[i];
     fmt::print("| {} | `{}` | `{}` | `{}` | {:.1f} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |"
-               " {:.2f} |\n",
+               " {:.2f} | {} | {:.2f} | {:.2f} |\n",
                i, r.mesh, r.from, r.to, r.mib, r.steps, r.memcpy_s * 1e3, r.before * 1e3, r.after1 * 1e3, r.after * 1e3,
-               r.before / r.memcpy_s, r.after / r.memcpy_s, r.held_before, r.held_after);
+               r.exchange * 1e3, r.before / r.memcpy_s, r.after / r.memcpy_s, r.exchange / r.memcpy_s,
+               r.chose_exchange ? "exchange" : "after", r.held_before, r.held_after);
   }
   fmt::print("\n</details>\n");
 }
 
 void write_csv(const std::string& path, const std::vector<row>& rows) {
   std::ofstream f(path);
-  f << "index,mesh,from,to,mib,move_mib,steps,memcpy_s,before_s,after1_s,after_s,held_before,held_after,wrong\n";
+  f << "index,mesh,from,to,mib,move_mib,steps,memcpy_s,before_s,after1_s,after_s,exchange_s,chosen,held_before,"
+       "held_after,wrong\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const row& r = rows[i];
     f << i << ",\"" << r.mesh << "\",\"" << r.from << "\",\"" << r.to << "\"," << r.mib << "," << r.move_mib << ","
-      << r.steps << "," << r.memcpy_s << "," << r.before << "," << r.after1 << "," << r.after << "," << r.held_before
+      << r.steps << "," << r.memcpy_s << "," << r.before << "," << r.after1 << "," << r.after << "," << r.exchange << ","
+      << (r.chose_exchange ? "exchange" : "after") << "," << r.held_before
       << "," << r.held_after << "," << r.wrong << "\n";
   }
 }

@@ -330,6 +330,8 @@ class legacy_executor {
         }
         break;
       }
+      case op::exchange:  // came after it
+        throw redist_error(errc::runtime, "the executor before #13 does not run exchanges");
     }
   }
 
