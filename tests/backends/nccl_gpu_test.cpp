@@ -24,6 +24,7 @@
 #include "backends/nccl_sim_backend.hpp"
 #include "redist/backends/host.hpp"
 #include "redist/backends/nccl.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/pack.hpp"
@@ -164,20 +165,22 @@ namespace {
 
 struct sim_totals {
   std::uint64_t problems = 0, elements = 0, mismatches = 0, steps = 0;
-  std::uint64_t ops[6] = {};
+  std::uint64_t ops[7] = {};
 };
 
-/// Synthesize, run on D simulated ranks sharing the GPU, check every element, the memory
-/// formula (packed pieces of at most `chunk` bytes) and that the input tiles are unchanged.
+/// Synthesize (with `exchange`: one exchange, its pieces copied tile to tile on the device),
+/// run on D simulated ranks sharing the GPU, check every element, the memory formula
+/// (packed pieces of at most `chunk` bytes) and that the input tiles are unchanged.
 template <class T>
 void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, sim_totals& tot,
-             std::uint64_t chunk = std::uint64_t{1} << 20) {
+             std::uint64_t chunk = std::uint64_t{1} << 20, bool exchange = false) {
   INFO(pt.mesh << "  " << pt.from << " -> " << pt.to << "  (" << sizeof(T) << "-byte elements, pack chunk " << chunk
-                << ")");
-  const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
+                << (exchange ? ", exchange" : "") << ")");
+  const redist::program p = exchange ? redist::exchange_program(redist::parse_mesh(pt.mesh), pt.from, pt.to, sizeof(T))
+                                     : redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
   redist::testing::cuda_sim_backend sim(p.devices(), mem);
   redist::executor<T, redist::testing::cuda_sim_backend> ex(sim, p, {.pack_chunk_bytes = chunk});
-  CHECK(ex.peak_bytes_held() == redist::testing::expected_bytes_held(p, sizeof(T), {false, false}, chunk));
+  CHECK(ex.peak_bytes_held() == redist::testing::expected_bytes_held(p, sizeof(T), {false, false, false, true}, chunk));
   std::vector<cuda_buffer<T>> din, dout;
   std::vector<redist::darray<T>> in, out;
   for (redist::rank_t r = 0; r < p.devices(); ++r) {
@@ -230,6 +233,7 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
   for (const auto& pt : redist::testing::random_problems(paper, 300, 0x67707532)) {
     if (i++ % 2 == 0) run_sim<float>(mem, pt, tot, i % 4 == 1 ? 96 : std::uint64_t{1} << 20);
     else run_sim<std::uint16_t>(mem, pt, tot);
+    if (i % 3 == 0) run_sim<float>(mem, pt, tot, std::uint64_t{1} << 20, true);
   }
   for (auto w : redist::testing::mixed_workloads(1 << 14))
     for (const auto& pt : redist::testing::random_problems(w, 20, 0x67707533 + i++)) run_sim<double>(mem, pt, tot);
@@ -237,14 +241,17 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
   sums.partial_sums = true;
   for (const auto& pt : redist::testing::random_problems(sums, 80, 0x67707534)) run_sim<std::int32_t>(mem, pt, tot);
   std::printf("device executor (simulated ranks): %llu problems, %llu steps (%llu allgather, %llu alltoall, %llu "
-              "dynslice, %llu allpermute, %llu allreduce, %llu reducescatter), %llu elements verified, %llu wrong\n",
+              "dynslice, %llu allpermute, %llu allreduce, %llu reducescatter, %llu exchange), %llu elements verified, "
+              "%llu wrong\n",
               static_cast<unsigned long long>(tot.problems), static_cast<unsigned long long>(tot.steps),
               static_cast<unsigned long long>(tot.ops[0]), static_cast<unsigned long long>(tot.ops[1]),
               static_cast<unsigned long long>(tot.ops[2]), static_cast<unsigned long long>(tot.ops[3]),
               static_cast<unsigned long long>(tot.ops[4]), static_cast<unsigned long long>(tot.ops[5]),
-              static_cast<unsigned long long>(tot.elements), static_cast<unsigned long long>(tot.mismatches));
+              static_cast<unsigned long long>(tot.ops[6]), static_cast<unsigned long long>(tot.elements),
+              static_cast<unsigned long long>(tot.mismatches));
   CHECK(tot.mismatches == 0);
   CHECK(tot.ops[static_cast<int>(redist::op::alltoall)] > 0);
+  CHECK(tot.ops[static_cast<int>(redist::op::exchange)] > 0);
   CHECK(tot.ops[static_cast<int>(redist::op::reducescatter)] + tot.ops[static_cast<int>(redist::op::allreduce)] > 0);
 }
 

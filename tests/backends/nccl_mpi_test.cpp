@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
@@ -38,7 +39,7 @@ void fail(int rank, const std::string& what) {
 
 struct totals {
   std::uint64_t problems = 0, elements = 0, mismatches = 0;
-  std::uint64_t ops[6] = {};
+  std::uint64_t ops[7] = {};
 };
 
 std::vector<redist::testing::workload> workloads_for(std::uint64_t D) {
@@ -70,10 +71,20 @@ redist::cuda_buffer<T> upload(const redist::nccl_backend& b, std::span<const T> 
   return d;
 }
 
+/// With `exchange`, the problem runs as one exchange (grouped ncclSend / ncclRecv of pieces
+/// packed on the device); problems with partial sums, which it refuses, are skipped.
 template <class T>
-void run_problem(redist::nccl_backend& b, const redist::testing::problem_text& pt, totals& tot) {
+void run_problem(redist::nccl_backend& b, const redist::testing::problem_text& pt, totals& tot, bool exchange = false) {
   const int me = static_cast<int>(b.rank());
-  const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
+  redist::program p;
+  if (exchange) {
+    const redist::device_mesh m = redist::parse_mesh(pt.mesh);
+    const redist::dist_type from = redist::parse_type(m, pt.from), to = redist::parse_type(m, pt.to);
+    if (from.nsum > 0 || to.nsum > 0) return;
+    p = redist::exchange_program(m, from, to, sizeof(T));
+  } else {
+    p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T)});
+  }
   redist::executor<T, redist::nccl_backend> ex(b, p);
   redist::darray<T> host_in(p.m, p.source, b.rank());
   redist::fill_global_index(host_in);
@@ -204,6 +215,7 @@ int main(int argc, char** argv) {
         const auto pt = redist::testing::random_problem(rng, ws[i % ws.size()]);
         if (i % 2 == 0) run_problem<float>(b, pt, tot);
         else run_problem<double>(b, pt, tot);
+        if (i % 3 == 0) run_problem<float>(b, pt, tot, true);
       }
       if (b.devices() > 1) mismatch_case(b);  // one rank cannot disagree with itself
     } catch (const std::exception& e) {
@@ -218,14 +230,14 @@ int main(int argc, char** argv) {
     if (me == 0)
       std::printf("nccl backend over MPI, %d ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
                   "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
-                  "%llu reducescatter; %.2f s\n",
+                  "%llu reducescatter, %llu exchange; %.2f s\n",
                   size, static_cast<unsigned long long>(all[3] / static_cast<std::uint64_t>(size)),
                   static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
                   static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
                   static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
                   static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
-                  static_cast<unsigned long long>(tot.ops[5]), seconds);
-    rc = all[1] == 0 && all[2] == 0 && all[3] == count * static_cast<std::uint64_t>(size) ? 0 : 1;
+                  static_cast<unsigned long long>(tot.ops[5]), static_cast<unsigned long long>(tot.ops[6]), seconds);
+    rc = all[1] == 0 && all[2] == 0 && all[3] >= count * static_cast<std::uint64_t>(size) ? 0 : 1;
   }
   MPI_Finalize();
   return rc;

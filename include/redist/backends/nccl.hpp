@@ -626,9 +626,11 @@ class nccl_backend {
     if (sc.size() != size_ || rc.size() != size_)
       throw redist_error(errc::runtime, std::string(who) + ": alltoallv needs one count per rank (" +
                                             std::to_string(size_) + ")");
-    const auto bufs = buffers(io);
-    const std::byte* send = bufs.first;
-    std::byte* recv = bufs.second;
+    if (io.send.size() <= me_ || io.recv.size() <= me_)
+      throw redist_error(errc::runtime, std::string(who) + ": rank " + std::to_string(me_) + " has no buffer");
+    // A rank sending or receiving nothing may pass no buffer.
+    const auto* send = reinterpret_cast<const std::byte*>(io.send[me_]);
+    auto* recv = reinterpret_cast<std::byte*>(io.recv[me_]);
     in_group([&] {
       std::size_t so = 0, ro = 0;
       for (std::size_t k = 0; k < size_; ++k) {

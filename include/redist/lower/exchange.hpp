@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
@@ -61,6 +62,12 @@ inline program exchange_program(const device_mesh& m, const dist_type& a, const 
   p.cost_elements = s.cost;
   p.steps.push_back(std::move(s));
   return p;
+}
+
+/// Convenience: parse both types on mesh m, then build the exchange program.
+inline program exchange_program(const device_mesh& m, std::string_view from, std::string_view to,
+                                std::uint64_t element_bytes = 4) {
+  return exchange_program(m, parse_type(m, from), parse_type(m, to), element_bytes);
 }
 
 }  // namespace redist

@@ -369,14 +369,16 @@ void for_region_copies(std::span<const std::uint64_t> se, const tile_region& fro
     --j;
     width *= at(from.size, j);
   }
+  // i (count) runs along dimension j - 1, j (rows) along j - 2: host_strided_copy walks
+  // rows outermost, so both tiles are read and written in row-major order.
   detail::strided_copy c;
   c.width = width;
-  c.rows = j >= 1 ? at(from.size, j - 1) : 1;
-  c.src_pitch = j >= 1 ? at(ss, j - 1) : width;
-  c.dst_pitch = j >= 1 ? at(ds, j - 1) : width;
-  c.count = j >= 2 ? at(from.size, j - 2) : 1;
-  c.src_step = j >= 2 ? at(ss, j - 2) : c.rows * c.src_pitch;
-  c.dst_step = j >= 2 ? at(ds, j - 2) : c.rows * c.dst_pitch;
+  c.count = j >= 1 ? at(from.size, j - 1) : 1;
+  c.src_step = j >= 1 ? at(ss, j - 1) : width;
+  c.dst_step = j >= 1 ? at(ds, j - 1) : width;
+  c.rows = j >= 2 ? at(from.size, j - 2) : 1;
+  c.src_pitch = j >= 2 ? at(ss, j - 2) : c.count * c.src_step;
+  c.dst_pitch = j >= 2 ? at(ds, j - 2) : c.count * c.dst_step;
   std::uint64_t base_s = 0, base_d = 0;
   for (int d = 0; d < R; ++d) {
     base_s += at(from.start, d) * at(ss, d);
