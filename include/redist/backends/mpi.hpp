@@ -24,6 +24,10 @@
 //   datatypes, which need no pack buffers.
 // - allreduce / reducescatter (partial sums): MPI_Allreduce / MPI_Reduce_scatter_block
 //   with MPI_SUM.
+// - exchange (redist/exchange.hpp): MPI_Alltoallw over the duplicate with one subarray
+//   datatype (MPI_Type_create_subarray) per non-empty piece, so MPI reads and writes the
+//   pieces in place in the tiles, or, with mpi_options::exchange_in_place = false,
+//   MPI_Alltoallv of the pieces the executor packs in rank order.
 // - permute: one MPI_Sendrecv per rank (to dest[r], from the rank whose dest is r);
 //   fixed points are local copies.
 // - agree: one MPI_Allreduce (MAX) of {hash, ~hash, failed}: max(hash) and

@@ -33,7 +33,9 @@
 //   ranks in order.
 // - allgather: ncclAllGather; alltoall: ncclAlltoAll (NCCL >= 2.28, unless
 //   options.grouped_alltoall), otherwise grouped ncclSend / ncclRecv; permute: grouped
-//   ncclSend / ncclRecv (fixed points are local copies); allreduce / reducescatter:
+//   ncclSend / ncclRecv (fixed points are local copies); exchange (redist/exchange.hpp):
+//   the executor packs the pieces on the device, then grouped ncclSend / ncclRecv of the
+//   non-empty ones (alltoallv); allreduce / reducescatter:
 //   ncclAllReduce / ncclReduceScatter with ncclSum, for element types with an NCCL
 //   datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
 //   for others). The data-moving collectives move bytes, so any trivially copyable T works.
