@@ -29,7 +29,8 @@
 // Who holds what comes from the core's base offsets (core/offsets.hpp) for a type, and by
 // following every device's box through the steps of a well-formed program (DESIGN.md
 // section 4, checked by runtime/program_check.hpp) for plan_svg: an intermediate type is drawn as it really lies on the devices, also where
-// the program only knows it up to a device permutation (step::type_exact false).
+// the program only knows it up to a device permutation (step::type_exact false). After an
+// exchange every device holds the box the step lists for it.
 #pragma once
 
 #include <algorithm>
@@ -163,6 +164,13 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
         }
         break;
       }
+      case op::exchange: {  // every rank ends with its listed box (program_check: one shape, no sums)
+        for (int d = 0; d < p.source.rank; ++d)
+          next.tile[static_cast<std::size_t>(d)] = s.box_hi(0, p.source.rank, d) - s.box_lo(0, p.source.rank, d);
+        for (std::uint64_t r = 0; r < D; ++r)
+          for (int d = 0; d < p.source.rank; ++d) set_lo(r, d, s.box_lo(r, p.source.rank, d));
+        break;
+      }
     }
     states.push_back(std::move(next));
   }
@@ -195,7 +203,8 @@ struct tiling {
 };
 
 /// Group the devices by the box they hold. Throws redist_error if a box does not lie on
-/// the grid of its extents (no valid program produces one).
+/// the grid of its extents (no type and no collective produces one; an exchange may list
+/// such boxes, and a program with one is not drawn).
 inline tiling tiling_of(const device_boxes& b) {
   tiling t;
   t.global = b.global;
@@ -620,7 +629,12 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
       if (s.concat_dim >= 0 && s.split_dim >= 0) lines.push_back(fmt::format("dim {} -> dim {}", s.split_dim, s.concat_dim));
       else if (s.concat_dim >= 0) lines.push_back(fmt::format("gather dim {}", s.concat_dim));
       else if (s.split_dim >= 0) lines.push_back(fmt::format("split dim {} in {}", s.split_dim, s.parts));
-      if (s.kind != op::dynslice && s.kind != op::allpermute)
+      if (s.kind == op::exchange && p.source.rank > 0) {
+        std::vector<std::uint64_t> ext;
+        for (int d = 0; d < p.source.rank; ++d) ext.push_back(s.box_hi(0, p.source.rank, d) - s.box_lo(0, p.source.rank, d));
+        lines.push_back(fmt::format("to boxes of [{}]", fmt::join(ext, ", ")));
+      }
+      if (s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange)
         lines.push_back(fmt::format("{} group{} of {}", s.group_count(), s.group_count() == 1 ? "" : "s", s.parts));
       lines.push_back(fmt::format("{} B per device", s.cost * p.element_bytes));
       const int ay = top + 40;

@@ -17,6 +17,12 @@
 // device sends (Fig. 11), local the elements each device holds after the step. A type
 // after `~` holds only up to a permutation of devices. Text the core cut at its fixed
 // capacity (core/error.hpp `text`) ends with "...".
+//
+// An exchange (DESIGN.md section 4, extension) has no dimensions, parts or groups (`-`);
+// its cost is the most bytes one device receives, and its type is followed by what the
+// sender rule of redist/exchange.hpp makes of it, never by a per-rank list of boxes:
+//      1  exchange       -      -  -       -        24      6  [2{y}6, 3{x}6]  (receives at most 6 elements from up to 3 ranks)
+// A step alone prints its boxes' shape: `exchange to 6 boxes of [2, 3] | cost 6 | local 6`.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +38,7 @@
 #include "redist/core/cost.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/exchange.hpp"
 #include "redist/program.hpp"
 
 namespace redist {
@@ -75,8 +82,10 @@ struct fmt::formatter<redist::typed> : fmt::formatter<std::string_view> {
 
 /// One step on one line: the collective, its dimensions and groups, what each device sends
 /// (Fig. 11, elements) and holds afterwards. (Its type needs the program's mesh: the plan
-/// table prints it.)
+/// table prints it.) An exchange prints how many boxes it lists and their extents (those
+/// of rank 0's box; the dimensions come from the step's recorded shape `after`).
 ///   alltoall concat 1 split 0, 1 group of 32 | cost 2048 | local 2048
+///   exchange to 6 boxes of [2, 3] | cost 6 | local 6
 template <>
 struct fmt::formatter<redist::step> {
   constexpr auto parse(fmt::format_parse_context& ctx) -> decltype(ctx.begin()) { return ctx.begin(); }
@@ -87,7 +96,15 @@ struct fmt::formatter<redist::step> {
     auto out = fmt::format_to(ctx.out(), "{}", s.kind);
     if (s.concat_dim >= 0) out = fmt::format_to(out, " concat {}", s.concat_dim);
     if (s.split_dim >= 0) out = fmt::format_to(out, " split {}", s.split_dim);
-    if (s.kind == op::dynslice) {
+    if (s.kind == op::exchange) {
+      const auto R = static_cast<std::size_t>(s.after.rank);
+      if (R > 0 && s.boxes.size() >= 2 * R && s.boxes.size() % (2 * R) == 0) {
+        std::string ext;
+        for (std::size_t d = 0; d < R; ++d)
+          ext += fmt::format("{}{}", d ? ", " : "", s.boxes[2 * d + 1] - std::min(s.boxes[2 * d], s.boxes[2 * d + 1]));
+        out = fmt::format_to(out, " to {} boxes of [{}]", s.boxes.size() / (2 * R), ext);
+      }
+    } else if (s.kind == op::dynslice) {
       out = fmt::format_to(out, " in {}", s.parts);
     } else if (s.kind == op::allpermute) {
       std::size_t moved = 0;
@@ -103,6 +120,44 @@ struct fmt::formatter<redist::step> {
 
 namespace redist::detail {
 
+/// After an exchange's type in the plan table: `  (receives at most 6 elements from up to
+/// 2 ranks)`, the most elements and the most distinct senders of one device under the
+/// sender rule (redist/exchange.hpp); "" when the step cannot be planned (a malformed
+/// program still prints).
+inline std::string exchange_note(const program& p, std::size_t i) {
+  const std::uint64_t D = p.m.devices;
+  // trace_boxes trusts what program_check checks; printing must not: ranks and dimensions
+  // in range.
+  auto ranks_ok = [&](const std::vector<rank_t>& v) {
+    return v.size() == D && std::all_of(v.begin(), v.end(), [&](rank_t r) { return r < D; });
+  };
+  auto dim_ok = [&](int d) { return d >= 0 && d < p.source.rank; };
+  for (std::size_t k = 0; k <= i; ++k) {
+    const step& s = p.steps[k];
+    bool ok = s.parts > 0;
+    switch (s.kind) {
+      case op::exchange: ok = s.boxes.size() == 2 * D * static_cast<std::uint64_t>(p.source.rank); break;
+      case op::dynslice: ok = ok && ranks_ok(s.index) && dim_ok(s.split_dim); break;
+      case op::allpermute: ok = ranks_ok(s.dest); break;
+      case op::allgather: ok = ok && ranks_ok(s.members) && dim_ok(s.concat_dim); break;
+      case op::alltoall: ok = ok && ranks_ok(s.members) && dim_ok(s.concat_dim) && dim_ok(s.split_dim); break;
+      case op::allreduce: ok = ok && ranks_ok(s.members); break;
+      case op::reducescatter: ok = ok && ranks_ok(s.members) && dim_ok(s.split_dim); break;
+    }
+    if (!ok) return {};
+  }
+  const exchange_plan x = plan_exchange(p, i);
+  if (!x.error.empty()) return {};
+  std::uint64_t senders = 0;
+  for (std::uint64_t r = 0; r < D; ++r) {
+    std::uint64_t n = 0;
+    for (const exchange_piece& q : x.into(r)) n += q.from != q.to;
+    senders = std::max(senders, n);
+  }
+  return fmt::format("  (receives at most {} elements from up to {} rank{})", x.max_received, senders,
+                     senders == 1 ? "" : "s");
+}
+
 /// The plan table: one row of cells per step, columns aligned to their widest cell.
 inline std::string program_table(const program& p) {
   constexpr std::size_t ncol = 9;
@@ -114,9 +169,10 @@ inline std::string program_table(const program& p) {
   auto dim_or_dash = [](int d) { return d >= 0 ? fmt::to_string(d) : std::string("-"); };
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
-    const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute;
-    const bool has_n = s.kind != op::allpermute;
+    const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange;
+    const bool has_n = s.kind != op::allpermute && s.kind != op::exchange;
     std::string type = s.type_after.rank == p.source.rank ? shown(type_text(p.m, s.type_after)) : std::string("?");
+    if (s.kind == op::exchange) type += exchange_note(p, i);
     rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dim_or_dash(s.concat_dim),
                     dim_or_dash(s.split_dim), has_n ? fmt::to_string(s.parts) : std::string("-"),
                     grouped ? fmt::to_string(s.group_count()) : std::string("-"),

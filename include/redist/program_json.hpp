@@ -9,7 +9,9 @@
 //              {"op": "dynslice", "split_dim": 1, "parts": 8, "index": [/* per rank */]},
 //              {"op": "allpermute", "dest": [/* per rank */]},
 //              {"op": "allreduce", "groups": [...]},                  (partial sums, an
-//              {"op": "reducescatter", "split_dim": 0, "groups": [...]}  extension)],
+//              {"op": "reducescatter", "split_dim": 0, "groups": [...]}  extension),
+//              {"op": "exchange", "boxes": [[[0, 64], [0, 128]], ...]}  (an extension: per rank
+//                                                   in rank order, one [lo, hi) per dimension)],
 //    "cost_bytes": 123456, "peak_local_elements": 65536, "memory_bound_elements": 65536}
 //
 // Every step also carries "type" (the type after it, paper syntax), "type_exact" (false:
@@ -21,9 +23,15 @@
 // JSON types, the mesh and both types well-formed with equal global shapes, dimensions in
 // range, groups of equal size that partition the ranks 0..D-1, dynslice indices below
 // `parts`, allpermute destinations a bijection, every step well-typed under the weak rules
-// of core/rules.hpp, and the steps ending on the target's tiles. It recomputes local
-// sizes, costs and the peak (and checks any given in the input); it does not re-verify
-// that every rank ends with exactly its target tile (that is the executor's job).
+// of core/rules.hpp, and the steps ending on the target's tiles. An exchange's boxes must be
+// D lists of R unsigned [lo, hi] pairs, non-empty ranges inside the array, every box of one
+// shape whose extents divide the global shape (an even tiling); the program must carry no
+// partial sums, and every box's elements must be held before the step by some rank under
+// the documented requirements (redist/exchange.hpp plan_exchange: ranges equal or disjoint
+// per dimension). It recomputes local sizes, costs (an exchange's: plan_exchange's
+// max_received, the most elements one rank receives) and the peak (and checks any given in
+// the input); it does not re-verify that every rank ends with exactly its target tile
+// (that is the executor's job).
 #pragma once
 
 #include <algorithm>
@@ -39,6 +47,7 @@
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/core/rules.hpp"
+#include "redist/exchange.hpp"
 #include "redist/program.hpp"
 
 namespace redist {
@@ -47,7 +56,8 @@ namespace redist {
 inline constexpr std::string_view program_json_format = "redist-program/1";
 
 /// The deepest nesting of arrays and objects program_from_json_text reads (a program
-/// needs 5: the document, "steps", a step, "groups", a group). Deeper text is refused
+/// needs 5: the document, "steps", a step, "groups", a group; 6 with an exchange: "boxes",
+/// a rank's box, a range). Deeper text is refused
 /// before it is parsed.
 inline constexpr int max_json_depth = 32;
 
@@ -81,8 +91,10 @@ Json program_to_json(const program& p) {
       throw redist_error(errc::overflow, "the cost in bytes does not fit in 64 bits");
     return b;
   };
+  const int R = p.source.rank;
   Json steps = Json::array();
-  for (const step& s : p.steps) {
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step& s = p.steps[i];
     Json js;
     js["op"] = op_name(s.kind);
     switch (s.kind) {
@@ -99,8 +111,23 @@ Json program_to_json(const program& p) {
       case op::allpermute: js["dest"] = s.dest; break;
       case op::allreduce: break;
       case op::reducescatter: js["split_dim"] = s.split_dim; break;
+      case op::exchange: {
+        const std::uint64_t D = m.devices;
+        if (s.boxes.size() != D * static_cast<std::uint64_t>(R) * 2)
+          throw redist_error(errc::rule, "step " + std::to_string(i) + " (exchange) lists " +
+                                             std::to_string(s.boxes.size()) + " range ends, expected 2 per dimension (" +
+                                             std::to_string(R) + ") for each of the " + std::to_string(D) + " ranks");
+        Json boxes = Json::array();
+        for (std::uint64_t r = 0; r < D; ++r) {
+          Json b = Json::array();
+          for (int d = 0; d < R; ++d) b.push_back(Json::array({s.box_lo(r, R, d), s.box_hi(r, R, d)}));
+          boxes.push_back(std::move(b));
+        }
+        js["boxes"] = std::move(boxes);
+        break;
+      }
     }
-    if (s.kind != op::dynslice && s.kind != op::allpermute) {
+    if (s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange) {
       Json groups = Json::array();
       for (std::size_t g = 0; g < s.group_count(); ++g) {
         auto grp = s.group(g);
@@ -380,6 +407,10 @@ inline program program_from_json(const nlohmann::json& j) {
   shape cur = shape_of(m, p.source);
   std::uint64_t local = local_size(m, p.source);
   p.peak_local_elements = std::max(local, local_size(m, p.target));
+  // Exchanges: their costs need the boxes of every step before them, so they are planned
+  // once all steps are read (below); "cost_bytes" of each is checked then.
+  std::vector<std::pair<std::size_t, const nlohmann::json*>> exchanges;
+  bool sums = p.source.nsum > 0 || p.target.nsum > 0;
 
   const auto& jsteps = json_array(json_field(j, "steps", ""), "steps");
   for (std::size_t i = 0; i < jsteps.size(); ++i) {
@@ -459,7 +490,60 @@ inline program program_from_json(const nlohmann::json& j) {
         typed_ok = true;
         break;
       }
+      case op::exchange: {
+        if (sums)  // so far; a later reduction is refused once all steps are read
+          json_fail(errc::rule, where,
+                    "an exchange does not add partial sums, and this program's types or steps carry them");
+        // boxes: D lists of R [lo, hi] pairs, one shape for all, tiles of an even tiling.
+        const std::string wb = where + ".boxes";
+        const auto& jb = json_array(json_field(js, "boxes", where), wb);
+        if (jb.size() != D)
+          json_fail(errc::bad_size, wb,
+                    "has " + std::to_string(jb.size()) + " boxes, expected one per rank (" + std::to_string(D) + ")");
+        s.boxes.reserve(D * static_cast<std::uint64_t>(R) * 2);
+        for (std::size_t r = 0; r < jb.size(); ++r) {
+          const std::string wr = wb + "[" + std::to_string(r) + "]";
+          const auto& jr = json_array(jb[r], wr);
+          if (jr.size() != static_cast<std::size_t>(R))
+            json_fail(errc::bad_size, wr,
+                      "has " + std::to_string(jr.size()) + " ranges, expected one per dimension (" + std::to_string(R) +
+                          ")");
+          for (int d = 0; d < R; ++d) {
+            const std::string wd = wr + "[" + std::to_string(d) + "]";
+            const auto& jd = json_array(jr[static_cast<std::size_t>(d)], wd);
+            if (jd.size() != 2) json_fail(errc::syntax, wd, "expected [lo, hi], found " + json_excerpt(jd));
+            const std::uint64_t lo = json_uint(jd[0], wd + "[0]"), hi = json_uint(jd[1], wd + "[1]");
+            const std::uint64_t n = ctx.global[d];
+            const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
+            if (lo >= hi)
+              json_fail(errc::bad_size, wd, "the range " + range + " is empty (a box holds lo <= i < hi, lo < hi)");
+            if (hi > n)
+              json_fail(errc::bad_size, wd,
+                        "the range " + range + " is not inside dimension " + std::to_string(d) + " [0, " +
+                            std::to_string(n) + ")");
+            const std::uint64_t e = hi - lo;
+            if (r == 0) {
+              if (n % e != 0)
+                json_fail(errc::rule, wd,
+                          "extent " + std::to_string(e) + " does not divide dimension " + std::to_string(d) + " (" +
+                              std::to_string(n) + "): the boxes of an exchange are the tiles of an even tiling");
+              next.parts[d] = n / e;
+            } else if (e != n / next.parts[d]) {
+              json_fail(errc::rule, wd,
+                        "rank " + std::to_string(r) + " holds " + std::to_string(e) + " indices of dimension " +
+                            std::to_string(d) + ", rank 0 " + std::to_string(n / next.parts[d]) +
+                            ": every rank's box has one shape");
+            }
+            s.boxes.push_back(lo);
+            s.boxes.push_back(hi);
+          }
+        }
+        typed_ok = true;
+        break;
+      }
     }
+    sums = sums || s.kind == op::allreduce || s.kind == op::reducescatter;
+    if (s.kind == op::exchange) exchanges.emplace_back(i, nullptr);
     if (!typed_ok)
       json_fail(errc::rule, where,
                 name + " with " + std::to_string(s.parts) + (s.kind == op::dynslice ? " parts" : "-rank groups") +
@@ -470,7 +554,7 @@ inline program program_from_json(const nlohmann::json& j) {
     local = ctx.local_size(cur);
     s.after = cur;
     s.local_after = local;
-    s.cost = cost_elements(s.kind, before, local);
+    s.cost = s.kind == op::exchange ? 0 : cost_elements(s.kind, before, local);  // exchanges: below
     p.cost_elements += s.cost;
     p.peak_local_elements = std::max(p.peak_local_elements, local);
 
@@ -487,7 +571,9 @@ inline program program_from_json(const nlohmann::json& j) {
     }
     if (auto it = js.find("local_elements"); it != js.end() && json_uint(*it, where + ".local_elements") != local)
       json_fail(errc::rule, where + ".local_elements", json_excerpt(*it) + " but the step leaves " + std::to_string(local));
-    if (auto it = js.find("cost_bytes"); it != js.end()) {
+    if (auto it = js.find("cost_bytes"); it != js.end() && s.kind == op::exchange) {
+      exchanges.back().second = &*it;
+    } else if (it != js.end()) {
       std::uint64_t b = 0;
       if (!mul_ok(s.cost, p.element_bytes, b) || json_uint(*it, where + ".cost_bytes") != b)
         json_fail(errc::rule, where + ".cost_bytes",
@@ -500,6 +586,23 @@ inline program program_from_json(const nlohmann::json& j) {
     json_fail(errc::rule, "steps",
               "end with tiles per dimension " + shape_string(cur) + " but the target has " +
                   shape_string(shape_of(m, p.target)));
+  // The exchanges' pieces (the sender rule of redist/exchange.hpp) and their costs.
+  for (const auto& [i, jcost] : exchanges) {
+    const std::string where = "steps[" + std::to_string(i) + "]";
+    if (sums)
+      json_fail(errc::rule, where,
+                "an exchange does not add partial sums, and this program's types or steps carry them");
+    const exchange_plan x = plan_exchange(p, i);
+    if (!x.error.empty()) json_fail(errc::rule, where, x.error);
+    step& s = p.steps[i];
+    s.cost = x.max_received;
+    p.cost_elements += s.cost;
+    std::uint64_t b = 0;
+    if (jcost && (!mul_ok(s.cost, p.element_bytes, b) || json_uint(*jcost, where + ".cost_bytes") != b))
+      json_fail(errc::rule, where + ".cost_bytes",
+                json_excerpt(*jcost) + " but the step costs " + std::to_string(s.cost) + " elements of " +
+                    std::to_string(p.element_bytes) + " bytes");
+  }
 
   if (auto it = j.find("cost_bytes"); it != j.end()) {
     std::uint64_t b = 0;

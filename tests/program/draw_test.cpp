@@ -13,6 +13,7 @@
 
 #include "baselines/naive.hpp"
 #include "redist/draw.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "support/random_problems.hpp"
 
@@ -276,4 +277,29 @@ TEST_CASE("plan_svg: a panel per state, the collectives between them, the local 
   const std::string n = plan_svg(naive);
   CHECK(n.find(">local 262144 / bound 65536 (over)</text>") != std::string::npos);
   CHECK(n.find("fill=\"#d62728\"/>") != std::string::npos);
+}
+
+TEST_CASE("an exchange is drawn with its listed boxes", "[exchange]") {
+  std::mt19937_64 rng(12);
+  for (const auto& w : testing::mixed_workloads()) {
+    for (const auto& pt : testing::random_problems(w, 10, rng())) {
+      INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+      const device_mesh m = parse_mesh(pt.mesh);
+      const program p = exchange_program(m, parse_type(m, pt.from), parse_type(m, pt.to));
+      const std::vector<device_boxes> states = program_boxes(p);
+      REQUIRE(states.size() == p.steps.size() + 1);
+      const device_boxes want = device_boxes_of(m, p.target);
+      CHECK(states.back().lo == want.lo);
+      CHECK(states.back().tile == want.tile);
+      CHECK_NOTHROW(plan_svg(p));
+    }
+  }
+  const device_mesh m = parse_mesh("{x: 2, y: 3}");
+  const program p = exchange_program(m, parse_type(m, "[3{x}6, 2{y}6]"), parse_type(m, "[2{y}6, 3{x}6]"));
+  const std::string svg = plan_svg(p);
+  CHECK(count(svg, "<g class=\"panel\">") == 2);
+  CHECK(svg.find(">after step 1: exchange</text>") != std::string::npos);
+  CHECK(svg.find(">to boxes of [2, 3]</text>") != std::string::npos);
+  CHECK(svg.find(">24 B per device</text>") != std::string::npos);
+  CHECK(count(svg, "<rect class=\"tile\"") == 6 + 6);
 }

@@ -1,12 +1,14 @@
 // Tests of redist/format.hpp: the fmt formatters and ostream operators.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 #include <string>
 
 #include "baselines/naive.hpp"
 #include "redist/format.hpp"
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "support/random_problems.hpp"
 
@@ -104,4 +106,29 @@ TEST_CASE("text cut at the core's fixed capacity is marked") {
   CHECK(s.size() == static_cast<std::size_t>(text::capacity) + 3);
   CHECK(s.ends_with("..."));
   CHECK(fmt::format("{}", parse_mesh("{x: 4}")) == "{x: 4}");
+}
+
+TEST_CASE("an exchange prints on one line: its boxes' shape, what one device receives", "[exchange]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 3}");
+  const program p = exchange_program(m, parse_type(m, "[3{x}6, 2{y}6]"), parse_type(m, "[2{y}6, 3{x}6]"));
+  REQUIRE(p.steps.size() == 1);
+  CHECK(fmt::format("{}", p.steps[0]) == "exchange to 6 boxes of [2, 3] | cost 6 | local 6");
+  CHECK(fmt::format("{}", p) ==
+        "redist program on {x: 2, y: 3}: [3{x}6, 2{y}6] -> [2{y}6, 3{x}6], 4-byte elements\n"
+        "   #  op        concat  split  n  groups  cost (B)  local  type after\n"
+        "   1  exchange       -      -  -       -        24      6  [2{y}6, 3{x}6]  (receives at most 6 elements from "
+        "up to 3 ranks)\n"
+        "total 24 B per device (6 elements) | peak 6 | bound 6 | memory-efficient");
+  // A large mesh still prints one line per step, no list of boxes.
+  const device_mesh big = parse_mesh("{x: 64, y: 64}");
+  const program q = exchange_program(big, parse_type(big, "[{x}256, {y}256]"), parse_type(big, "[{y}256, {x}256]"), 2);
+  const std::string s = fmt::format("{}", q);
+  CHECK(std::count(s.begin(), s.end(), '\n') == 3);
+  CHECK(s.find("  1  exchange       -      -  -       -        32     16  [4{y}256, 4{x}256]  (receives at most 16 "
+               "elements from up to 1 rank)\n") != std::string::npos);
+  // A malformed exchange still prints (without what it cannot plan).
+  program bad = p;
+  bad.steps[0].boxes.resize(3);
+  CHECK(fmt::format("{}", bad).find("   1  exchange       -      -  -       -        24      6  [2{y}6, 3{x}6]\n") !=
+        std::string::npos);
 }

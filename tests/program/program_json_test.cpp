@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/program_json.hpp"
 #include "support/random_problems.hpp"
@@ -37,6 +38,7 @@ void require_same(const program& a, const program& b) {
     REQUIRE(x.members == y.members);
     REQUIRE(x.index == y.index);
     REQUIRE(x.dest == y.dest);
+    REQUIRE(x.boxes == y.boxes);
     REQUIRE(x.after == y.after);
     REQUIRE(x.local_after == y.local_after);
     REQUIRE(x.cost == y.cost);
@@ -356,4 +358,177 @@ TEST_CASE("a document built in memory with strings that are not UTF-8 is refused
   CHECK_THROWS_WITH(program_from_json(j), "program JSON: mesh[0][1]: expected an unsigned integer, found \"\xEF\xBF\xBD\"");
   j["format"] = 7;
   CHECK_THROWS_WITH(program_from_json(j), "program JSON: format: expected a string, found 7");
+}
+
+TEST_CASE("exchange programs round-trip: boxes written per rank, costs recomputed from the boxes", "[exchange]") {
+  std::vector<testing::workload> ws = testing::mixed_workloads();
+  ws.insert(ws.begin(), testing::paper_workload());
+  std::mt19937_64 rng(77);
+  std::size_t exchanges = 0;
+  for (std::size_t wi = 0; wi < ws.size(); ++wi)
+    for (const auto& pt : testing::random_problems(ws[wi], 20, rng())) {
+      INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+      const device_mesh m = parse_mesh(pt.mesh);
+      const program p = exchange_program(m, parse_type(m, pt.from), parse_type(m, pt.to), std::uint64_t{1} << (rng() % 4));
+      const json j = to_json(p);
+      const program q = program_from_json(j);
+      require_same(p, q);
+      REQUIRE(to_json(q) == j);
+      REQUIRE(to_json(program_from_json_text(program_json_text(p))) == j);
+      // Without the written costs the reader finds the same ones.
+      json bare = j;
+      bare.erase("cost_bytes");
+      for (json& s : bare["steps"]) {
+        s.erase("cost_bytes");
+        s.erase("local_elements");
+        s.erase("type");
+        s.erase("type_exact");
+      }
+      const program r = program_from_json(bare);
+      REQUIRE(r.cost_elements == p.cost_elements);
+      REQUIRE(r.peak_local_elements == p.peak_local_elements);
+      exchanges += p.count(op::exchange);
+    }
+  CHECK(exchanges > 100);
+}
+
+TEST_CASE("an exchange step in the JSON of DESIGN.md section 4", "[exchange]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 2}");
+  const program p = exchange_program(m, parse_type(m, "[{x}4]"), parse_type(m, "[{y}4]"));
+  CHECK(to_json(p)["steps"] == json::parse(R"([{"op": "exchange", "boxes": [[[0, 2]], [[2, 4]], [[0, 2]], [[2, 4]]],
+      "type": "[2{y}4]", "type_exact": true, "local_elements": 2, "cost_bytes": 8}])"));
+  CHECK(to_json(p)["cost_bytes"] == 8);
+  // One rank's box a line.
+  const std::string text = program_json_text(p);
+  CHECK(text.find("      \"boxes\": [\n        [[0, 2]],\n        [[2, 4]],\n        [[0, 2]],\n        [[2, 4]]\n      ],\n") !=
+        std::string::npos);
+  // A hand-written exchange without the extra fields: its cost is what rank 1 and rank 2
+  // receive (2 elements each), the peak the larger of the tiles.
+  const json j = json::parse(R"({"format": "redist-program/1", "mesh": [["x", 2], ["y", 2]], "global_shape": [4],
+      "element_bytes": 4, "source": "[2{x}4]", "target": "[2{y}4]",
+      "steps": [{"op": "exchange", "boxes": [[[0, 2]], [[2, 4]], [[0, 2]], [[2, 4]]]}]})");
+  const program q = program_from_json(j);
+  REQUIRE(q.steps.size() == 1);
+  CHECK(q.steps[0].kind == op::exchange);
+  CHECK(q.steps[0].cost == 2);
+  CHECK(q.cost_bytes() == 8);
+  CHECK(q.steps[0].local_after == 2);
+  CHECK(q.steps[0].after == shape_of(m, p.target));
+  CHECK(q.peak_local_elements == 2);
+}
+
+TEST_CASE("malformed exchanges are rejected with one line naming the field", "[exchange]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 3}");
+  const json good = to_json(exchange_program(m, parse_type(m, "[3{x}6, 2{y}6]"), parse_type(m, "[2{y}6, 3{x}6]")));
+  REQUIRE(read_error(good).empty());
+  auto with = [&](const std::function<void(json&)>& f) {
+    json j = good;
+    f(j);
+    return read_error(j);
+  };
+  REQUIRE(good["steps"][0]["boxes"][1] == json::parse("[[2, 4], [0, 3]]"));  // rank 1 = (x 0, y 1)
+
+  CHECK(with([](json& j) { j["steps"][0].erase("boxes"); }) == "program JSON: steps[0]: missing field 'boxes'");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"] = 7; }) == "program JSON: steps[0].boxes: expected an array, found 7");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"].erase(5); }) ==
+        "program JSON: steps[0].boxes: has 5 boxes, expected one per rank (6)");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2] = "[[4, 6], [0, 3]]"; }) ==
+        "program JSON: steps[0].boxes[2]: expected an array, found \"[[4, 6], [0, 3]]\"");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2].erase(1); }) ==
+        "program JSON: steps[0].boxes[2]: has 1 ranges, expected one per dimension (2)");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2][1] = json::parse("[0, 1, 3]"); }) ==
+        "program JSON: steps[0].boxes[2][1]: expected [lo, hi], found [0,1,3]");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2][1][0] = -1; }) ==
+        "program JSON: steps[0].boxes[2][1][0]: expected an unsigned integer, found -1");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2][1][1] = 2.5; }) ==
+        "program JSON: steps[0].boxes[2][1][1]: expected an unsigned integer, found 2.5");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2][1] = {3, 0}; }) ==
+        "program JSON: steps[0].boxes[2][1]: the range [3, 0) is empty (a box holds lo <= i < hi, lo < hi)");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2][1] = {3, 3}; }) ==
+        "program JSON: steps[0].boxes[2][1]: the range [3, 3) is empty (a box holds lo <= i < hi, lo < hi)");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][5][1] = {4, 7}; }) ==
+        "program JSON: steps[0].boxes[5][1]: the range [4, 7) is not inside dimension 1 [0, 6)");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][5][1] = {4, 18446744073709551615u}; }) ==
+        "program JSON: steps[0].boxes[5][1]: the range [4, 18446744073709551615) is not inside dimension 1 [0, 6)");
+  CHECK(with([](json& j) { j["steps"][0]["boxes"][2][0] = {4, 5}; }) ==
+        "program JSON: steps[0].boxes[2][0]: rank 2 holds 1 indices of dimension 0, rank 0 2: every rank's box has "
+        "one shape");
+  CHECK(with([](json& j) {
+          for (json& b : j["steps"][0]["boxes"]) b[0] = {0, 4};
+        }) == "program JSON: steps[0].boxes[0][0]: extent 4 does not divide dimension 0 (6): the boxes of an exchange "
+              "are the tiles of an even tiling");
+  // Boxes that read well but do not make a program: the end shape, the written costs.
+  CHECK(with([](json& j) {
+          for (json& b : j["steps"][0]["boxes"]) b[0] = {0, 6};
+        }) == "program JSON: steps[0].type: '[2{y}6, 3{x}6]' does not have the tiles per dimension [1, 2] that the "
+              "steps produce");
+  CHECK(with([](json& j) { j["steps"][0]["cost_bytes"] = 20; }) ==
+        "program JSON: steps[0].cost_bytes: 20 but the step costs 6 elements of 4 bytes");
+  CHECK(with([](json& j) { j["cost_bytes"] = 20; }) == "program JSON: cost_bytes: 20 but the steps cost 6 elements of 4 bytes");
+  CHECK(with([](json& j) { j["steps"][0]["local_elements"] = 5; }) ==
+        "program JSON: steps[0].local_elements: 5 but the step leaves 6");
+  // An element nobody holds: every rank first takes rank 0's target box.
+  CHECK(with([](json& j) {
+          json first = j["steps"][0];
+          first.erase("type");
+          first.erase("type_exact");
+          first.erase("cost_bytes");
+          for (json& b : first["boxes"]) b = json::parse("[[0, 2], [0, 3]]");
+          j["steps"].insert(j["steps"].begin(), first);
+          j.erase("cost_bytes");
+          j["steps"][1].erase("cost_bytes");
+        }) == "program JSON: steps[1]: no rank holds some elements of rank 1's box [2, 4) x [0, 3) before the exchange");
+  // A box that shifts the tiling: ranges that overlap partly before the next exchange.
+  CHECK(with([](json& j) {
+          json first = j["steps"][0];
+          first.erase("type");
+          first.erase("type_exact");
+          first.erase("cost_bytes");
+          first["boxes"][1][0] = {1, 3};
+          j["steps"].insert(j["steps"].begin(), first);
+          j.erase("cost_bytes");
+          j["steps"][1].erase("cost_bytes");
+        }) == "program JSON: steps[1]: the boxes before the exchange overlap partly along dimension 0 ([0, 2) and [1, "
+              "3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension");
+  // Partial sums: an exchange does not add them.
+  const device_mesh ab = parse_mesh("{a: 2, b: 2}");
+  json sums = to_json(exchange_program(ab, parse_type(ab, "[{a}4]"), parse_type(ab, "[{b}4]")));
+  sums["source"] = "[{a}4] sum{b}";
+  sums["target"] = "[{b}4] sum{a}";
+  CHECK(read_error(sums) ==
+        "program JSON: steps[0]: an exchange does not add partial sums, and this program's types or steps carry them");
+}
+
+TEST_CASE("hostile exchange JSON is refused with one line, never a crash", "[exchange][fuzz]") {
+  auto refused = [](const std::string& text) -> std::string {
+    try {
+      (void)program_from_json_text(text);
+    } catch (const redist_error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string head = R"({"format": "redist-program/1", "mesh": [["x", 2]], "element_bytes": 4,
+      "source": "[{x}4]", "target": "[4]", "global_shape": [4], "steps": [)";
+  CHECK(refused(head + R"({"op": "exchange", "boxes": [[[0, 4]], [[0, 4]]]}]})") == "no error");
+  CHECK(refused(head + R"({"op": "exchange", "boxes": [[[0, 4]], [[0, 1e400]]]}]})") ==
+        "program JSON: number overflow parsing '1e400'");
+  CHECK(refused(head + R"({"op": "exchange", "boxes": [[[0, 4]], [[0, 18446744073709551616]]]}]})") ==
+        "program JSON: steps[0].boxes[1][0][1]: expected an unsigned integer, found 1.8446744073709552e+19");
+  CHECK(refused(head + R"({"op": "exchange", "boxes": [[[0, 4]], [[[[0, 4]]]]]}]})") ==
+        "program JSON: steps[0].boxes[1][0]: expected [lo, hi], found [[[0,4]]]");
+  CHECK(refused(head + R"({"op": "exchange", "boxes": [[[0, 4]], [[null, 4]]]}]})") ==
+        "program JSON: steps[0].boxes[1][0][0]: expected an unsigned integer, found null");
+  CHECK(refused(head + R"({"op": "exchange", "boxes": [[[0, 4]], {"0": [0, 4]}]}]})") ==
+        "program JSON: steps[0].boxes[1]: expected an array, found {\"0\":[0,4]}");
+  CHECK(refused(head + R"({"op": "exchange", "boxes": []}]})") ==
+        "program JSON: steps[0].boxes: has 0 boxes, expected one per rank (2)");
+}
+
+TEST_CASE("an exchange after a reduction is refused too", "[exchange]") {
+  const json j = json::parse(R"({"format": "redist-program/1", "mesh": [["a", 2]], "element_bytes": 4,
+      "source": "[4] sum{a}", "target": "[4]", "global_shape": [4],
+      "steps": [{"op": "allreduce", "groups": [[0, 1]]}, {"op": "exchange", "boxes": [[[0, 4]], [[0, 4]]]}]})");
+  CHECK(read_error(j) ==
+        "program JSON: steps[1]: an exchange does not add partial sums, and this program's types or steps carry them");
 }

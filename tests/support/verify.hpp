@@ -14,6 +14,12 @@
 //   allreduce / reducescatter (partial sums, an extension): the members' boxes must be
 //               equal; every member ends with the sum of the group's partials (all of it,
 //               or chunk m of it along split_dim for member m).
+//   exchange (an extension): every rank ends with its listed box A_r, which must lie
+//               inside the array and be covered by the union of the boxes held before the
+//               step (by any ranks: the checker ignores which replica sends, and does not
+//               assume the boxes tile evenly; it subtracts the boxes before from A_r). The
+//               program must carry no partial sums (types or steps). Its cost is the most
+//               one rank receives, max_r |A_r| - |A_r n B_r| with B_r the box r held.
 // Partial sums are followed as sets of source partials: rank r starts with the partial
 // numbered sum_index(source, r) (core/offsets.hpp); reductions take disjoint unions, and
 // allgather / alltoall may only combine data holding the same set. At the end, the ranks
@@ -23,7 +29,8 @@
 // tiles, independently of the lowering; the end boxes must be the target's. The checker
 // also recomputes the local sizes (every one within program.memory_bound_elements, the
 // peak equal to program.peak_local_elements), the per-step and total costs from Fig. 11
-// (core/cost.hpp), the per-step bookkeeping fields (after, local_after), and, for steps
+// (core/cost.hpp; an exchange's as above), the per-step bookkeeping fields (after,
+// local_after; every box of one shape after every step), and, for steps
 // that claim an exact intermediate type, that the boxes are that type's tiles.
 #pragma once
 
@@ -129,6 +136,36 @@ inline std::string set_text(const std::vector<std::uint32_t>& k) {
   return s;
 }
 
+/// A box as [lo, hi) per dimension, for the exchange's coverage check.
+struct range_box {
+  std::vector<std::uint64_t> lo, hi;
+};
+
+/// The parts of `a` outside `b` (at most 2 per dimension, disjoint), appended to out.
+inline void subtract(const range_box& a, const range_box& b, std::vector<range_box>& out) {
+  const std::size_t R = a.lo.size();
+  for (std::size_t d = 0; d < R; ++d)
+    if (b.hi[d] <= a.lo[d] || a.hi[d] <= b.lo[d]) {  // disjoint: a stays whole
+      out.push_back(a);
+      return;
+    }
+  range_box rest = a;  // cut off the slabs of `rest` outside b, one dimension at a time
+  for (std::size_t d = 0; d < R; ++d) {
+    if (rest.lo[d] < b.lo[d]) {
+      range_box slab = rest;
+      slab.hi[d] = b.lo[d];
+      out.push_back(slab);
+      rest.lo[d] = b.lo[d];
+    }
+    if (b.hi[d] < rest.hi[d]) {
+      range_box slab = rest;
+      slab.lo[d] = b.hi[d];
+      out.push_back(slab);
+      rest.hi[d] = b.hi[d];
+    }
+  }
+}
+
 /// Check that `members` is `parts`-sized groups partitioning 0..D-1.
 inline bool check_groups(const step& s, std::uint64_t D, std::string& why) {
   if (s.parts < 1) {
@@ -200,6 +237,7 @@ inline verify_result verify(const program& p) {
     boxes next = cur;
     std::vector<std::vector<std::uint32_t>> nextK = K;
     std::string why;
+    std::uint64_t exchange_cost = 0;  // an exchange's: the most elements one rank receives
     switch (s.kind) {
       case op::allgather: {
         if (!check_dim(s.concat_dim)) return fail(si, str_cat("concat_dim ", s.concat_dim, " out of range"));
@@ -346,8 +384,72 @@ inline verify_result verify(const program& p) {
         }
         break;
       }
-      default:
-        return fail(si, "the checker does not support this op");
+      case op::exchange: {
+        if (s.boxes.size() != 2 * D * static_cast<std::uint64_t>(R))
+          return fail(si, str_cat("boxes lists ", s.boxes.size(), " range ends, expected 2 x ", R, " dimensions x ", D,
+                                  " ranks"));
+        if (p.source.nsum > 0 || p.target.nsum > 0 ||
+            std::any_of(p.steps.begin(), p.steps.end(),
+                        [](const step& t) { return t.kind == op::allreduce || t.kind == op::reducescatter; }))
+          return fail(si, "an exchange in a program with partial sums");
+        for (std::uint64_t r = 0; r < D; ++r)
+          for (int d = 0; d < R; ++d) {
+            next.l(r, d) = s.boxes[2 * (r * static_cast<std::uint64_t>(R) + static_cast<std::uint64_t>(d))];
+            next.h(r, d) = s.boxes[2 * (r * static_cast<std::uint64_t>(R) + static_cast<std::uint64_t>(d)) + 1];
+            if (next.l(r, d) > next.h(r, d) || next.h(r, d) > p.source.dims[d].global)
+              return fail(si, str_cat("rank ", r, "'s box ", next.text(r), " is not inside the array (dimension ", d,
+                                      " has ", p.source.dims[d].global, " indices)"));
+          }
+        // Coverage: A_r minus every distinct box held before must leave nothing.
+        std::vector<detail::range_box> held;
+        for (std::uint64_t r = 0; r < D; ++r) {
+          detail::range_box b{std::vector<std::uint64_t>(static_cast<std::size_t>(R)),
+                              std::vector<std::uint64_t>(static_cast<std::size_t>(R))};
+          for (int d = 0; d < R; ++d) {
+            b.lo[static_cast<std::size_t>(d)] = cur.l(r, d);
+            b.hi[static_cast<std::size_t>(d)] = cur.h(r, d);
+          }
+          held.push_back(std::move(b));
+        }
+        auto box_less = [](const detail::range_box& a, const detail::range_box& b) {
+          return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
+        };
+        auto box_eq = [](const detail::range_box& a, const detail::range_box& b) { return a.lo == b.lo && a.hi == b.hi; };
+        std::sort(held.begin(), held.end(), box_less);
+        held.erase(std::unique(held.begin(), held.end(), box_eq), held.end());
+        std::uint64_t most = 0;
+        for (std::uint64_t r = 0; r < D; ++r) {
+          std::vector<detail::range_box> left(1), cut;
+          left[0].lo.resize(static_cast<std::size_t>(R));
+          left[0].hi.resize(static_cast<std::size_t>(R));
+          std::uint64_t both = 1;  // |A_r n B_r|
+          for (int d = 0; d < R; ++d) {
+            left[0].lo[static_cast<std::size_t>(d)] = next.l(r, d);
+            left[0].hi[static_cast<std::size_t>(d)] = next.h(r, d);
+            const std::uint64_t lo = std::max(next.l(r, d), cur.l(r, d)), hi = std::min(next.h(r, d), cur.h(r, d));
+            both *= hi > lo ? hi - lo : 0;
+          }
+          const std::uint64_t got = next.size(r) - both;  // received from other ranks
+          if (got == 0) left.clear();  // r holds all of A_r (or A_r is empty)
+          for (const detail::range_box& b : held) {
+            cut.clear();
+            for (const detail::range_box& a : left) detail::subtract(a, b, cut);
+            std::swap(left, cut);
+            if (left.empty()) break;
+          }
+          if (!left.empty()) {
+            std::string where = "[";
+            for (int d = 0; d < R; ++d)
+              where += str_cat(d ? ", " : "", left[0].lo[static_cast<std::size_t>(d)], ":",
+                               left[0].hi[static_cast<std::size_t>(d)]);
+            return fail(si, str_cat("rank ", r, "'s box ", next.text(r), " is not covered by the boxes held before: no rank holds ",
+                                    where, ")"));
+          }
+          most = std::max(most, got);
+        }
+        exchange_cost = most;
+        break;
+      }
     }
     // Every rank holds a tile of one shape.
     const std::uint64_t after = next.size(0);
@@ -361,8 +463,9 @@ inline verify_result verify(const program& p) {
             si, str_cat("rank ", r, "'s box ", next.text(r), " has a different shape than rank 0's ", next.text(0)));
     if (after > p.memory_bound_elements)
       return fail(si, str_cat("local size ", after, " exceeds the memory bound ", p.memory_bound_elements));
-    const std::uint64_t c = cost_elements(s.kind, local, after);
-    if (s.cost != c) return fail(si, str_cat("step cost ", s.cost, ", Fig. 11 gives ", c));
+    const std::uint64_t c = s.kind == op::exchange ? exchange_cost : cost_elements(s.kind, local, after);
+    if (s.cost != c)
+      return fail(si, str_cat("step cost ", s.cost, s.kind == op::exchange ? ", the most one rank receives is " : ", Fig. 11 gives ", c));
     if (s.local_after != after) return fail(si, str_cat("local_after ", s.local_after, ", the boxes hold ", after));
     if (s.after.rank != R) return fail(si, str_cat("after has rank ", s.after.rank));
     if (s.after.sums * nextK[0].size() != nsrc)

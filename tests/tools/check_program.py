@@ -27,6 +27,15 @@ are all the partials (without target sums: every rank holds the full sum). Their
 not in DESIGN.md; the checker uses the usual ring costs, allreduce = 2 x localsize,
 reducescatter = localsize before.
 
+The exchange (an extension of section 4): {"op": "exchange", "boxes": [[[lo, hi], ...], ...]}
+lists, for every rank in rank order, the box it holds after the step (one [lo, hi) per
+dimension). The checker asks only what the data needs, not how the library plans it: every
+box lies inside the array, all boxes have one shape, every element of every rank's new box
+is held before the step by some rank (the union of the boxes before covers it; whichever
+replica sends is not checked), and the program carries no partial sums (types or steps).
+Its cost is the most elements one rank receives, max over r of |A_r| - |A_r n B_r| (A_r
+the new box, B_r the box r held), checked per step and in the total.
+
 Usage: check_program.py [--no-memory-check] FILE...   ('-' reads standard input)
 As a module: check(program_dict, memory=True) returns a summary or raises CheckError.
 Python 3 standard library only.
@@ -347,8 +356,69 @@ def add(parts, where, who):
     return (box, frozenset(total))
 
 
-def apply_step(step, state, where, rank, D):
-    """One step of section 4 on every rank's (box, partials)."""
+def intersect(a, b):
+    return tuple((max(p[0], q[0]), max(max(p[0], q[0]), min(p[1], q[1]))) for p, q in zip(a, b))
+
+
+def subtract(a, b):
+    """The parts of box a outside box b: a list of disjoint boxes."""
+    if any(q[1] <= p[0] or p[1] <= q[0] for p, q in zip(a, b)):
+        return [a]
+    out, rest = [], list(a)
+    for d, (lo, hi) in enumerate(b):
+        if rest[d][0] < lo:
+            out.append(tuple(rest[:d]) + ((rest[d][0], lo),) + tuple(rest[d + 1:]))
+            rest[d] = (lo, rest[d][1])
+        if hi < rest[d][1]:
+            out.append(tuple(rest[:d]) + ((hi, rest[d][1]),) + tuple(rest[d + 1:]))
+            rest[d] = (rest[d][0], hi)
+    return out
+
+
+def exchange_boxes(step, state, where, D, shape):
+    """The boxes of an exchange step, checked: D boxes of len(shape) [lo, hi] ranges inside
+    the array, one shape for all, every element held by some rank before the step."""
+    boxes = field(step, "boxes", where)
+    if not isinstance(boxes, list) or len(boxes) != D:
+        fail("%s.boxes: expected one box per rank (%d)" % (where, D))
+    out = []
+    for r, b in enumerate(boxes):
+        if not isinstance(b, list) or len(b) != len(shape):
+            fail("%s.boxes[%d]: expected one [lo, hi] per dimension (%d)" % (where, r, len(shape)))
+        box = []
+        for d, rg in enumerate(b):
+            w = "%s.boxes[%d][%d]" % (where, r, d)
+            if not isinstance(rg, list) or len(rg) != 2:
+                fail("%s: expected [lo, hi], found %r" % (w, rg))
+            lo, hi = uint(rg[0], w), uint(rg[1], w)
+            if not lo <= hi <= shape[d]:
+                fail("%s: rank %d's range [%d, %d) is not inside [0, %d)" % (w, r, lo, hi, shape[d]))
+            box.append((lo, hi))
+        out.append(tuple(box))
+    extents = {tuple(hi - lo for lo, hi in b) for b in out}
+    if len(extents) != 1:
+        fail("%s: the boxes have different shapes %s" % (where, sorted(extents)))
+    if len({ps for _, ps in state}) != 1:
+        fail("%s: an exchange does not add partial sums, and the ranks hold different partials" % where)
+    held = sorted({b for b, _ in state})
+    for r, a in enumerate(out):
+        left = [a] if volume(a) > 0 else []
+        for b in held:
+            left = [p for q in left for p in subtract(q, b)]
+        if left:
+            fail("%s: rank %d's box %s is not covered by the boxes held before the step: no rank holds %s"
+                 % (where, r, box_text(a), box_text(left[0])))
+    return [(out[r], state[r][1]) for r in range(D)]
+
+
+def exchange_cost(before, after):
+    """The most elements one rank receives: max over r of |A_r| - |A_r n B_r|."""
+    return max((volume(a) - volume(intersect(a, b)) for (b, _), (a, _) in zip(before, after)), default=0)
+
+
+def apply_step(step, state, where, rank, D, shape=None):
+    """One step of section 4 on every rank's (box, partials); an exchange needs the
+    array's global `shape`."""
     op = field(step, "op", where)
     out = list(state)
     if op in ("allgather", "alltoall", "allreduce", "reducescatter"):
@@ -386,6 +456,10 @@ def apply_step(step, state, where, rank, D):
             if i >= parts:
                 fail("%s: index[%d] = %d is not below parts = %d" % (where, r, i, parts))
             out[r] = (split(state[r][0], d, parts, where, r)[i], state[r][1])
+    elif op == "exchange":
+        if shape is None:
+            fail("%s: an exchange needs the global shape" % where)
+        out = exchange_boxes(step, state, where, D, shape)
     elif op == "allpermute":
         dest = field(step, "dest", where)
         if not isinstance(dest, list) or sorted(uint(x, where + ".dest") for x in dest) != list(range(D)):
@@ -432,11 +506,20 @@ def check(prog, memory=True):
     peak = local
     cost = 0
     steps = field(prog, "steps", "program")
+    if not isinstance(steps, list):
+        fail("steps: expected a list")
+    ops = [s.get("op") if isinstance(s, dict) else None for s in steps]
+    if "exchange" in ops and (src.sums or dst.sums or "allreduce" in ops or "reducescatter" in ops):
+        fail("steps[%d] (exchange): an exchange in a program with partial sums" % ops.index("exchange"))
     for i, step in enumerate(steps):
         where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
-        state = apply_step(step, state, where, rank, D)
+        before = state
+        state = apply_step(step, state, where, rank, D, shape)
         after = local_of(state, where)
-        c = cost_elements(step["op"], local, after)
+        if step["op"] == "exchange":
+            c = exchange_cost(before, state)
+        else:
+            c = cost_elements(step["op"], local, after)
         cost += c
         local = after
         peak = max(peak, local)

@@ -134,7 +134,8 @@ def state_before(prog, i):
     src = cp.parse_type(mesh, prog["source"])
     state = [(src.box(r), frozenset([src.partial(r)])) for r in range(mesh.devices)]
     for k in range(i):
-        state = cp.apply_step(prog["steps"][k], state, "steps[%d]" % k, len(prog["global_shape"]), mesh.devices)
+        state = cp.apply_step(prog["steps"][k], state, "steps[%d]" % k, len(prog["global_shape"]), mesh.devices,
+                              prog["global_shape"])
     return state
 
 
@@ -163,6 +164,13 @@ def corruptions(prog, rng):
                 gs = c["steps"][i]["groups"]
                 gs[0].append(gs[1].pop())
                 yield "unequal group sizes", c
+        if s["op"] == "exchange" and len(s["boxes"]) > 1:  # two ranks swap boxes (or one is copied)
+            c = copy.deepcopy(prog)
+            b = c["steps"][i]["boxes"]
+            x, y = rng.sample(range(len(b)), 2)
+            if b[x] != b[y]:
+                b[x], b[y] = b[y], b[x]
+                yield "swapped exchange boxes", c
         if s["op"] == "dynslice" and s["parts"] > 1:
             c = copy.deepcopy(prog)
             r = rng.randrange(len(s["index"]))
