@@ -20,8 +20,9 @@
 //
 // Requirements (plan_exchange's errors): along every dimension the ranges of the boxes
 // before the step are equal or disjoint (true of every tiling by a distributed type, so of
-// every program made of the paper's collectives and exchanges to tiles), and every element
-// of every A_r is held by some rank.
+// every program made of the paper's collectives and exchanges to tiles), every element of
+// every A_r is held by some rank, and the plan visits at most max_exchange_cells cells of
+// the grid of ranges (core/config.hpp; about the pieces it moves).
 #pragma once
 
 #include <algorithm>
@@ -236,6 +237,7 @@ struct exchange_plan {
   std::uint64_t max_received = 0;       ///< the most elements one rank receives
   std::uint64_t messages = 0;           ///< the most pieces one rank sends to or receives from others
   std::string error;                    ///< empty on success
+  bool too_large = false;               ///< error: more than max_exchange_cells cells
 
   [[nodiscard]] std::span<const exchange_piece> into(std::uint64_t r) const {
     return std::span<const exchange_piece>(pieces).subspan(first[r], first[r + 1] - first[r]);
@@ -298,6 +300,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
   std::vector<std::uint64_t> served(distinct.size(), 0);  // receivers of each box so far
   std::vector<std::uint64_t> sent(D, 0);                  // pieces each rank sends
   std::array<std::uint32_t, max_dims> lo_i{}, hi_i{};
+  std::uint64_t cells = 0;  // visited, over all receivers
   for (std::size_t r = 0; r < D; ++r) {
     x.first[r] = x.pieces.size();
     const box& a = after[r];
@@ -321,6 +324,12 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     std::uint64_t covered = 0, got = 0, msgs = 0;
     cell c = lo_i;
     while (!none) {
+      if (++cells > max_exchange_cells) {
+        x.error = "the exchange would move more than " + std::to_string(max_exchange_cells) +
+                  " pieces (many small boxes to many ranks)";
+        x.too_large = true;
+        return x;
+      }
       if (auto it = at.find(c); it != at.end()) {
         const std::size_t j = it->second;
         const box piece = intersect(a, distinct[j]);

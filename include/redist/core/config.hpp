@@ -18,6 +18,10 @@ inline constexpr int max_primes = 16;
 /// Devices of a mesh that a collective program is made for: a program lists every rank in
 /// every step, and the lowering follows every rank's tile (linear time and memory in D).
 inline constexpr std::uint64_t max_program_devices = std::uint64_t{1} << 20;
+/// Grid cells an exchange plan visits over all receivers (about the pieces it moves; each
+/// piece holds a box of 2 x max_dims indices): a larger exchange is refused, and synthesize
+/// keeps the collective program.
+inline constexpr std::uint64_t max_exchange_cells = std::uint64_t{1} << 22;
 /// Characters of one text the parsers read (a mesh, a type, a PartitionSpec, placements).
 inline constexpr int max_text_input = 1 << 16;
 

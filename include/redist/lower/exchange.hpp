@@ -50,7 +50,8 @@ inline program exchange_program(const device_mesh& m, const dist_type& a, const 
   if (a == b) return p;
   const std::vector<box> before = tile_boxes(m, a), after = tile_boxes(m, b);
   const exchange_plan x = plan_exchange(before, after);
-  if (!x.error.empty()) throw redist_error(errc::runtime, "exchange: " + x.error);  // cannot happen for tilings
+  if (!x.error.empty())  // for tilings only the size limit
+    throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
   step s;
   s.kind = op::exchange;
   s.boxes = flatten_boxes(after);

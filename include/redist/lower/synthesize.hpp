@@ -89,8 +89,16 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   synth_options collective = opt;
   collective.time_model = nullptr;
   c.candidates.push_back({"collective", synthesize(m, a, b, collective), 0});
-  if (a.nsum == 0 && b.nsum == 0 && !(a == b))
-    c.candidates.push_back({"exchange", exchange_program(m, a, b, opt.element_bytes), 0});
+  std::string no_exchange;
+  if (a.nsum > 0 || b.nsum > 0) no_exchange = "the types carry partial sums, which only collectives add";
+  else if (a == b) no_exchange = "source and target are the same type";
+  else
+    try {
+      c.candidates.push_back({"exchange", exchange_program(m, a, b, opt.element_bytes), 0});
+    } catch (const redist_error& e) {
+      if (e.code() != errc::capacity) throw;
+      no_exchange = e.what();
+    }
   for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
@@ -101,8 +109,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     return std::string(buf);
   };
   if (c.candidates.size() == 1) {
-    c.reason = a.nsum > 0 || b.nsum > 0 ? "collective: the types carry partial sums, which only collectives add"
-                                        : "collective: source and target are the same type";
+    c.reason = "collective: " + no_exchange;
   } else {
     const plan_candidate& w = c.candidates[c.chosen];
     const plan_candidate& l = c.candidates[1 - c.chosen];
