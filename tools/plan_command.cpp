@@ -75,8 +75,9 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
       what = fmt::format("{} step{}, {} received per rank", k.prog.steps.size(), k.prog.steps.size() == 1 ? "" : "s",
                          byte_text(bytes));
     }
-    out += fmt::format("  {} {:<10}  {:<44}  predicted {:.3f} ms\n", i == c.chosen ? '*' : ' ', k.name, what,
-                       k.seconds * 1e3);
+    const std::string t = k.seconds < 1e-3 ? fmt::format("{:.2f} us", k.seconds * 1e6)
+                                           : fmt::format("{:.3f} ms", k.seconds * 1e3);
+    out += fmt::format("  {} {:<10}  {:<44}  predicted {}\n", i == c.chosen ? '*' : ' ', k.name, what, t);
   }
   out += fmt::format("reason: {}\n", c.reason);
   if (!chosen_printed)
