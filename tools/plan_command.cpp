@@ -2,8 +2,17 @@
 // print it (a table by default, the JSON of DESIGN.md section 4 with --json); with
 // --notation jax|dtensor also the types of the program in that notation; with --svg FILE
 // also draw it (redist/draw.hpp plan_svg: one panel per state).
+//
+// With --profile FILE (a time profile from `redist calibrate`, or `built-in`) it prints the
+// program of least predicted time among the search's collective program and the single
+// exchange (lower/synthesize.hpp choose_plan). --explain prints both candidates' predicted
+// times and the reason of the choice, under the given profile or the built-in one; after
+// the table, or on stderr with --json (stdout stays exactly one JSON program). Without
+// --profile the printed program is the search's, as always.
 #include <cstdint>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +25,7 @@
 #include "redist/draw.hpp"
 #include "redist/format.hpp"
 #include "redist/lower/synthesize.hpp"
+#include "redist/profile_json.hpp"
 #include "redist/program_json.hpp"
 #include "redist/search/weak_graph.hpp"
 
@@ -30,7 +40,50 @@ struct plan_options {
   std::string baseline;
   std::string svg;                  ///< file to draw the program into
   std::string notation = "redist";  ///< notation of the extra type lines
+  std::string profile;              ///< time profile file, or "built-in"
+  bool explain = false;
 };
+
+/// The profile of --profile: `built-in`, or a file from `redist calibrate`.
+time_profile read_profile(const std::string& path) {
+  if (path == "built-in") return builtin_profile;
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream text;
+  if (f) text << f.rdbuf();
+  if (!f) throw input_error("--profile", "cannot read the file '" + path + "'");
+  return for_option("--profile", [&] { return profile_from_json_text(text.str()); });
+}
+
+std::string byte_text(std::uint64_t b) {
+  if (b < 10 * 1024) return fmt::format("{} B", b);
+  if (b < 10ull * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+}
+
+/// --explain: the candidates with their predicted times and the reason of the choice.
+std::string explain_text(const plan_choice& c, const time_profile& P, bool chosen_printed) {
+  std::string out = fmt::format("time model: profile {}{}\n", P.name_view(),
+                                P.devices ? fmt::format(" (measured on {} ranks)", P.devices) : std::string());
+  for (std::size_t i = 0; i < c.candidates.size(); ++i) {
+    const plan_candidate& k = c.candidates[i];
+    const std::uint64_t bytes = k.prog.received_elements() * k.prog.element_bytes;
+    std::string what;
+    if (k.name == "exchange" && !k.prog.steps.empty()) {
+      const exchange_plan x = plan_exchange(k.prog, 0);
+      what = fmt::format("1 step, {} peers, {} received per rank", x.messages, byte_text(bytes));
+    } else {
+      what = fmt::format("{} step{}, {} received per rank", k.prog.steps.size(), k.prog.steps.size() == 1 ? "" : "s",
+                         byte_text(bytes));
+    }
+    const std::string t = k.seconds < 1e-3 ? fmt::format("{:.2f} us", k.seconds * 1e6)
+                                           : fmt::format("{:.3f} ms", k.seconds * 1e3);
+    out += fmt::format("  {} {:<10}  {:<44}  predicted {}\n", i == c.chosen ? '*' : ' ', k.name, what, t);
+  }
+  out += fmt::format("reason: {}\n", c.reason);
+  if (!chosen_printed)
+    out += "printed: the collective program of the search (no --profile; --profile FILE or built-in chooses by time)\n";
+  return out;
+}
 
 /// The program's types (source, after each step, target) in a notation, one line each.
 std::string types_in_notation(const program& prog, const std::string& notation) {
@@ -47,13 +100,21 @@ std::string types_in_notation(const program& prog, const std::string& notation) 
 void run_plan(const plan_options& o) {
   const problem pr = parse_problem(o.problem);
   program prog;
+  std::string explained;
   if (!o.baseline.empty()) {
     for (const baseline& b : baselines())
       if (b.name == o.baseline) prog = b.make(pr.m, pr.from, pr.to, pr.bytes);
   } else {
     // The budget is the only input left unchecked; check it before searching.
     for_option("--budget", [&] { return make_weak_problem(pr.m, pr.from, pr.to, search_options{o.budget}).get(); });
-    prog = synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
+    if (o.profile.empty() && !o.explain) {
+      prog = synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
+    } else {
+      const time_profile P = o.profile.empty() ? builtin_profile : read_profile(o.profile);
+      plan_choice c = choose_plan(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget, &P});
+      if (o.explain) explained = explain_text(c, P, !o.profile.empty());
+      prog = std::move(c.candidates[o.profile.empty() ? 0 : c.chosen].prog);
+    }
   }
   std::uint64_t cost_bytes = 0;
   if (!detail::mul_ok(prog.cost_elements, prog.element_bytes, cost_bytes))
@@ -63,6 +124,10 @@ void run_plan(const plan_options& o) {
   if (o.json) fmt::print("{}\n", program_json_text(prog));
   else fmt::print("{}\n", prog);
   if (!o.json && o.notation != "redist") fmt::print("{}", types_in_notation(prog, o.notation));
+  if (!explained.empty()) {
+    if (o.json) fmt::print(stderr, "{}", explained);
+    else fmt::print("\n{}", explained);
+  }
 }
 
 }  // namespace
@@ -78,9 +143,18 @@ void add_plan_command(CLI::App& app) {
           ->capture_default_str();
   std::vector<std::string> names;
   for (const baseline& b : baselines()) names.emplace_back(b.name);
-  cmd->add_option("--baseline", opts->baseline, "print a baseline's program instead of the synthesized one")
-      ->check(CLI::IsMember(names))
-      ->excludes(budget);
+  CLI::Option* baseline =
+      cmd->add_option("--baseline", opts->baseline, "print a baseline's program instead of the synthesized one")
+          ->check(CLI::IsMember(names))
+          ->excludes(budget);
+  cmd->add_option("--profile", opts->profile,
+                  "choose by predicted time between the collective program and the exchange, with this time profile "
+                  "(a file from `redist calibrate`, or built-in)")
+      ->type_name("FILE")
+      ->excludes(baseline);
+  cmd->add_flag("--explain", opts->explain,
+                "print both candidates' predicted times and why one is chosen (stderr with --json)")
+      ->excludes(baseline);
   cmd->add_option("--svg", opts->svg, "also draw the program into this SVG file: one panel per state")
       ->type_name("FILE");
   CLI::Option* json = cmd->get_option("--json");

@@ -8,7 +8,10 @@ Usage: test_cli.py --redist build/tools/redist
 
 import argparse
 import json
+import math
+import os
 import sys
+import tempfile
 
 from cli_checks import Checks, run
 
@@ -137,6 +140,8 @@ def main():
            "redist: error: --from: the text has 70003 characters, more than the 65536 the parser reads\n",
            "long text: rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
 
+    check_time_model(redist, checks)
+
     for args, text in USAGE:
         r = run(redist, args)
         expect(r.returncode == 2 and text in r.stderr, "%s: exit %d, stderr %r" % (args, r.returncode, r.stderr))
@@ -144,6 +149,88 @@ def main():
     expect(r.returncode == 0 and "--baseline" in r.stdout and "--budget" in r.stdout, "plan --help: %r" % r.stdout)
 
     return checks.report("all CLI checks passed")
+
+
+def one_error_line(r):
+    return r.returncode == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("redist: error: ")
+
+
+def check_time_model(redist, checks):
+    """redist calibrate (host, 4 devices: well under a second) and plan --profile/--explain."""
+    expect = checks.expect
+    ops = ["allgather", "alltoall", "dynslice", "allpermute", "allreduce", "reducescatter", "exchange"]
+    prof = None
+    r = run(redist, ["calibrate", "--backend", "host", "--devices", "4"])
+    expect(r.returncode == 0 and "redist calibrate: backend host, 4 ranks" in r.stderr,
+           "calibrate: rc %d, stderr %r" % (r.returncode, r.stderr))
+    try:
+        prof = json.loads(r.stdout)
+        expect(prof["format"] == "redist-time-profile/1" and prof["name"] == "host" and prof["devices"] == 4,
+               "calibrate: header %r" % r.stdout[:200])
+        expect(sorted(prof["ops"]) == sorted(ops), "calibrate: ops %r" % list(prof["ops"]))
+        for o in ops:
+            for k in ("latency_s", "per_peer_s", "per_byte_s"):
+                v = prof["ops"][o][k]
+                expect(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0, "calibrate: %s.%s = %r" % (o, k, v))
+    except (ValueError, KeyError, TypeError) as e:
+        checks.fail("calibrate: stdout is not a profile (%s): %r" % (e, r.stdout[:300]))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "host.json")
+        r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--out", path])
+        expect(r.returncode == 0 and "profile written to " + path in r.stdout and os.path.exists(path),
+               "calibrate --out: rc %d, stdout %r" % (r.returncode, r.stdout))
+        r = run(redist, ["plan"] + GOOD + ["--profile", path])
+        expect(r.returncode == 0 and r.stdout.startswith("redist program on {x: 4, y: 8}"),
+               "plan --profile: rc %d, stderr %r" % (r.returncode, r.stderr))
+        # Both candidates, their predicted times and the reason.
+        for profile in ([], ["--profile", path], ["--profile", "built-in"]):
+            r = run(redist, ["plan"] + GOOD + profile + ["--explain"])
+            expect(r.returncode == 0 and " collective  " in r.stdout and " exchange  " in r.stdout and
+                   "predicted" in r.stdout and "\nreason: " in r.stdout and " peers, " in r.stdout,
+                   "plan %s --explain: rc %d, stdout %r" % (profile, r.returncode, r.stdout[-600:]))
+        r = run(redist, ["plan"] + GOOD + ["--explain"])
+        expect("time model: profile built-in" in r.stdout and "printed: the collective program" in r.stdout,
+               "plan --explain without --profile: %r" % r.stdout[-600:])
+        # --json stays exactly one program; the explanation goes to stderr.
+        r = run(redist, ["plan"] + GOOD + ["--explain", "--json"])
+        try:
+            expect(json.loads(r.stdout)["format"] == "redist-program/1" and "reason: " in r.stderr,
+                   "plan --explain --json: stderr %r" % r.stderr)
+        except ValueError:
+            checks.fail("plan --explain --json: stdout is not JSON: %r" % r.stdout[:300])
+        # Bad profiles: one line, exit 1.
+        missing = os.path.join(tmp, "none.json")
+        r = run(redist, ["plan"] + GOOD + ["--profile", missing])
+        expect(one_error_line(r) and r.stderr == "redist: error: --profile: cannot read the file '%s'\n" % missing,
+               "missing profile: rc %d, stderr %r" % (r.returncode, r.stderr))
+        bad = os.path.join(tmp, "bad.json")
+        cases = [
+            ('{"format": "redist-time-profile/1", ', "redist: error: --profile: time profile JSON: parse error"),
+            ('{"format": "redist-program/1"}', "redist: error: --profile: time profile JSON: format: expected "
+             '"redist-time-profile/1", found "redist-program/1"'),
+        ]
+        if isinstance(prof, dict):
+            neg = json.loads(json.dumps(prof))
+            neg["ops"]["alltoall"]["per_byte_s"] = -1
+            cases.append((json.dumps(neg), "redist: error: --profile: time profile JSON: ops.alltoall.per_byte_s: "
+                          "expected a finite number >= 0 (seconds), found -1"))
+            del neg["ops"]["exchange"]
+            neg["ops"]["alltoall"]["per_byte_s"] = 0
+            cases.append((json.dumps(neg), "redist: error: --profile: time profile JSON: ops: missing the kind "
+                          "of step 'exchange'"))
+        for text, want in cases:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = run(redist, ["plan"] + GOOD + ["--profile", bad])
+            expect(one_error_line(r) and r.stderr.startswith(want), "bad profile %r: rc %d, stderr %r" %
+                   (text[:60], r.returncode, r.stderr))
+        r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--out", os.path.join(missing, "x")])
+        expect(one_error_line(r) and "--out: cannot write the file" in r.stderr,
+               "calibrate --out into a missing folder: rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = run(redist, ["calibrate", "--backend", "host", "--devices", "0"])
+    expect(one_error_line(r) and "--devices: expected 1 to 64" in r.stderr, "calibrate --devices 0: %r" % r.stderr)
+    r = run(redist, ["plan"] + GOOD + ["--profile", "built-in", "--baseline", "naive"])
+    expect(r.returncode == 2, "--profile with --baseline: rc %d, stderr %r" % (r.returncode, r.stderr))
 
 
 if __name__ == "__main__":

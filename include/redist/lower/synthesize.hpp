@@ -105,7 +105,8 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   const std::string profile = "profile " + std::string(P.name_view());
   auto ms = [](double s) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+    if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);  // host profiles: microseconds
+    else std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
     return std::string(buf);
   };
   if (c.candidates.size() == 1) {

@@ -1,0 +1,371 @@
+// redist/runtime/calibrate.hpp -- measure a backend's time profile (core/time_model.hpp):
+// `redist calibrate --backend host|mpi`, or calibrate(backend) from C++.
+//
+// What it runs. Through the real executor (executor<float, B>), on the backend's D ranks,
+// programs on meshes {x: a, y: D/a} for every divisor a >= 2 of D (so that group sizes
+// vary) and arrays [N, M] of floats whose larger tile per rank (source or target) is
+// each of calibrate_options::sizes bytes (rounded to whole rows):
+//
+//   allgather      [{x}N, M] -> [N, M]              alltoall   [{x}N, M] -> [N, {x}M]
+//   dynslice       [N, M] -> [{x}N, M]              allpermute [{x, y}N, M] -> [{y, x}N, M]
+//   allreduce      [N, {y}M] sum{x} -> [N, {y}M]    reducescatter [N, {y}M] sum{x} -> [{x}N, {y}M]
+//   exchange       exchange_program (lower/exchange.hpp) of [{x}N, M] -> [N, {x}M],
+//                  [{x, y}N, M] -> [{y, x}N, M] and [{x}N, M] -> [N, M] (peers vary)
+//
+// the collective ones synthesized (lower/synthesize.hpp; the sums keep y busy so that the
+// search does not slice along it first: one step each). Every step of every program is
+// one sample of its kind: its time is the executor's wall time of the step (step_stats:
+// pack, collective, unpack), the median over `repetitions` runs after one warm-up run, then
+// the max over ranks (`max_over_ranks`: identity for a backend that drives every rank, such
+// as the host backend; an MPI_Allreduce with MPI_MAX under MPI, called by every rank in the
+// same order). Its features -- steps, peers and bytes -- are exactly what
+// predicted_seconds (lower/synthesize.hpp) counts: the step's predicted seconds under unit
+// profiles (latency 1, per_peer 1, per_byte 1 for every kind), as the difference between
+// the program cut after the step and cut before it. A step with no feature at all (an
+// allpermute that moves nothing) is no sample.
+//
+// The fit (fit_op_time below): per kind, non-negative least squares of
+//   seconds ~ latency * steps + per_peer * peers + per_byte * bytes
+// over that kind's samples, with relative residuals (each sample weighted by 1/seconds, so
+// that small, latency-bound steps count as much as large ones). A feature that does not vary
+// independently of the step count (peers of a dynslice, always 0; of an allpermute, always
+// 1) gets the term 0 and the latency absorbs it.
+//
+// Special cases (documented in docs/reference.md, "Time model"):
+//   - D = 1: nothing moves between ranks and every program on one device is empty, so
+//     calibrate times the executor copying a tile (an empty program, source == target) at
+//     each size and gives every kind that latency and per_byte, per_peer 0.
+//   - a kind without samples (allpermute when D is prime: no mesh has two axes to swap)
+//     takes the exchange's terms (a one-peer message is what both are).
+//
+// With the default options (4 KiB, 64 KiB and 1 MiB, 5 repetitions) calibrating 8 host devices
+// or 8 MPI ranks on one node takes a few seconds; tests use small sizes.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "redist/core/cost.hpp"
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/time_model.hpp"
+#include "redist/lower/exchange.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/program.hpp"
+#include "redist/runtime/darray.hpp"
+#include "redist/runtime/executor.hpp"
+
+namespace redist {
+
+// ---- the fit ----
+
+/// One measured step: its features (as predicted_seconds counts them) and its time.
+struct time_sample {
+  double steps = 1;    ///< steps of the kind (1 for one step)
+  double peers = 0;    ///< peers, summed over those steps
+  double bytes = 0;    ///< bytes received (dynslice: copied), summed over those steps
+  double seconds = 0;  ///< measured
+};
+
+/// Non-negative least squares fit of seconds ~ latency * steps + per_peer * peers +
+/// per_byte * bytes, residuals relative to each sample's seconds (weight 1/seconds; weight 1
+/// for a sample of 0 seconds). A feature that is 0 in every sample, or proportional to
+/// `steps` over all samples (it does not vary independently), gets the term 0. Exact
+/// non-negative solution: the least-squares solution of every subset of the usable
+/// features, the best one with no negative term (at most 3 features: 8 subsets).
+/// No samples: all terms 0.
+inline op_time fit_op_time(std::span<const time_sample> samples) {
+  constexpr int F = 3;
+  const std::size_t n = samples.size();
+  auto feature = [&](std::size_t i, int f) {
+    const time_sample& s = samples[i];
+    return f == 0 ? s.steps : f == 1 ? s.peers : s.bytes;
+  };
+  auto weight = [&](std::size_t i) { return samples[i].seconds > 0 ? 1.0 / samples[i].seconds : 1.0; };
+  // Usable features and column scales (largest weighted magnitude), for conditioning.
+  bool usable[F]{};
+  double scale[F]{};
+  for (int f = 0; f < F; ++f) {
+    for (std::size_t i = 0; i < n; ++i) scale[f] = std::max(scale[f], std::abs(feature(i, f) * weight(i)));
+    usable[f] = scale[f] > 0;
+  }
+  for (int f = 1; f < F && usable[0]; ++f) {  // proportional to the step count: no own term
+    bool proportional = true;
+    double ratio = -1;
+    for (std::size_t i = 0; i < n && proportional; ++i) {
+      const double s = feature(i, 0), v = feature(i, f);
+      if (s == 0) {
+        proportional = v == 0;
+      } else if (ratio < 0) {
+        ratio = v / s;
+      } else {
+        proportional = std::abs(v / s - ratio) <= 1e-12 * std::max(1.0, ratio);
+      }
+    }
+    if (proportional) usable[f] = false;
+  }
+  double best_res = -1, best[F]{};
+  // Subsets from the largest down, so that equal residuals keep the fuller model.
+  for (int size = F; size >= 1; --size) {
+    for (int mask = 1; mask < (1 << F); ++mask) {
+      if (std::popcount(static_cast<unsigned>(mask)) != size) continue;
+      int cols[F], k = 0;
+      bool ok = true;
+      for (int f = 0; f < F; ++f)
+        if (mask & (1 << f)) {
+          ok = ok && usable[f];
+          cols[k++] = f;
+        }
+      if (!ok) continue;
+      // Normal equations of the scaled, weighted columns: A = X^T X, r = X^T y.
+      double A[F][F + 1]{};
+      for (std::size_t i = 0; i < n; ++i) {
+        const double w = weight(i), y = samples[i].seconds * w;
+        for (int a = 0; a < k; ++a) {
+          const double xa = feature(i, cols[a]) * w / scale[cols[a]];
+          for (int b = 0; b < k; ++b) A[a][b] += xa * feature(i, cols[b]) * w / scale[cols[b]];
+          A[a][k] += xa * y;
+        }
+      }
+      // Gaussian elimination with partial pivoting; a (near) singular system is skipped.
+      double diag = 0;
+      for (int a = 0; a < k; ++a) diag = std::max(diag, A[a][a]);
+      for (int c = 0; c < k && ok; ++c) {
+        int p = c;
+        for (int r = c + 1; r < k; ++r)
+          if (std::abs(A[r][c]) > std::abs(A[p][c])) p = r;
+        if (!(std::abs(A[p][c]) > 1e-12 * diag)) {
+          ok = false;
+          break;
+        }
+        for (int j = 0; j <= k; ++j) std::swap(A[c][j], A[p][j]);
+        for (int r = 0; r < k; ++r) {
+          if (r == c) continue;
+          const double m = A[r][c] / A[c][c];
+          for (int j = c; j <= k; ++j) A[r][j] -= m * A[c][j];
+        }
+      }
+      if (!ok) continue;
+      double coef[F]{};
+      for (int a = 0; a < k; ++a) {
+        coef[cols[a]] = A[a][k] / A[a][a] / scale[cols[a]];
+        ok = ok && coef[cols[a]] >= 0 && std::isfinite(coef[cols[a]]);
+      }
+      if (!ok) continue;
+      double res = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        double pred = 0;
+        for (int f = 0; f < F; ++f) pred += coef[f] * feature(i, f);
+        const double d = (pred - samples[i].seconds) * weight(i);
+        res += d * d;
+      }
+      if (best_res < 0 || res < best_res) {
+        best_res = res;
+        std::copy(coef, coef + F, best);
+      }
+    }
+  }
+  return op_time{best[0], best[1], best[2]};
+}
+
+// ---- the features of a program's steps ----
+
+/// One step's kind and its features as predicted_seconds counts them.
+struct step_features {
+  op kind = op::dynslice;
+  double steps = 0, peers = 0, bytes = 0;
+};
+
+/// The features of every step of p: predicted_seconds under unit profiles, the program cut
+/// after the step minus the program cut before it.
+inline std::vector<step_features> program_step_features(const program& p) {
+  auto unit = [](int term) {
+    time_profile u;
+    for (op o : all_ops) {
+      op_time& t = u[o];
+      t.latency = term == 0;
+      t.per_peer = term == 1;
+      t.per_byte = term == 2;
+    }
+    return u;
+  };
+  const time_profile units[3] = {unit(0), unit(1), unit(2)};
+  std::vector<step_features> out;
+  program cut = p;
+  double before[3]{};
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    cut.steps.assign(p.steps.begin(), p.steps.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    double after[3];
+    for (int k = 0; k < 3; ++k) after[k] = predicted_seconds(cut, units[k]);
+    out.push_back({p.steps[i].kind, after[0] - before[0], after[1] - before[1], after[2] - before[2]});
+    std::copy(after, after + 3, before);
+  }
+  return out;
+}
+
+// ---- calibrate ----
+
+/// Options of calibrate.
+struct calibrate_options {
+  std::string name = "calibrated";  ///< the profile's name (the CLI passes "host" or "mpi")
+  /// The larger tile per rank (source or target) of every measured program, in bytes.
+  std::vector<std::uint64_t> sizes = {4u << 10, 64u << 10, 1u << 20};
+  int repetitions = 5;  ///< timed runs per program (after one warm-up run); the median counts
+  /// Combines one rank's time with the other ranks': the max over ranks. Identity for a
+  /// backend that drives every rank; under MPI, an MPI_Allreduce with MPI_MAX (every rank
+  /// calls it equally often, in the same order).
+  std::function<double(double)> max_over_ranks = [](double t) { return t; };
+};
+
+/// What calibrate measured, for reports: every sample by kind.
+struct calibration {
+  time_profile profile;
+  std::vector<time_sample> samples[op_count];
+  std::size_t programs = 0;  ///< programs run
+};
+
+namespace detail {
+
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+/// Run p (one warm-up, then `reps` timed runs) on the ranks b drives; per step the median
+/// of its times, then max_over_ranks. `whole`: time the whole run instead (for programs
+/// with no steps), as one value.
+template <class B>
+std::vector<double> time_program(B& b, const program& p, const calibrate_options& o, bool whole = false) {
+  executor<float, B> ex(b, p);
+  std::vector<darray<float>> in, out;
+  for (rank_t r : b.local_ranks()) {
+    in.emplace_back(p.m, p.source, r);
+    out.emplace_back(p.m, p.target, r);
+  }
+  ex.run(in, out);  // warm-up: first touch of the pages, groups set up
+  const std::size_t S = whole ? 1 : p.steps.size();
+  std::vector<std::vector<double>> t(S);
+  for (int k = 0; k < std::max(1, o.repetitions); ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ex.run(in, out);
+    const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t s = 0; s < S; ++s) t[s].push_back(whole ? all : ex.stats()[s].seconds);
+  }
+  std::vector<double> med(S);
+  for (std::size_t s = 0; s < S; ++s) med[s] = o.max_over_ranks(median_of(std::move(t[s])));
+  return med;
+}
+
+/// "[{x}N, M]" with N and M filled in: `{N}` and `{M}` stand for the sizes.
+inline std::string fill_sizes(std::string t, std::uint64_t N, std::uint64_t M) {
+  for (std::size_t at; (at = t.find("{N}")) != std::string::npos;) t.replace(at, 3, std::to_string(N));
+  for (std::size_t at; (at = t.find("{M}")) != std::string::npos;) t.replace(at, 3, std::to_string(M));
+  return t;
+}
+
+}  // namespace detail
+
+/// Measure the samples and fit the profile (see the header comment). Every rank of the
+/// backend calls it (collective under MPI); every rank gets the same profile when
+/// max_over_ranks combines the ranks. Throws redist_error if the backend has no ranks or
+/// an option is out of range.
+template <class B>
+calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
+  const std::uint64_t D = b.devices();
+  if (D == 0) throw redist_error(errc::runtime, "calibrate: the backend has no ranks");
+  if (o.sizes.empty()) throw redist_error(errc::bad_size, "calibrate: no sizes to measure");
+  for (std::uint64_t s : o.sizes)
+    if (s == 0 || s > (std::uint64_t{1} << 32))
+      throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
+  calibration c;
+  c.profile.set_name(o.name);
+  c.profile.devices = D;
+  const std::uint64_t e = sizeof(float);
+
+  if (D == 1) {  // nothing moves between ranks: the executor's tile copy
+    const device_mesh m = parse_mesh("{}");
+    std::vector<time_sample> copies;
+    for (std::uint64_t size : o.sizes) {
+      const std::uint64_t N = std::max<std::uint64_t>(1, size / e);
+      const dist_type t = parse_type(m, "[" + std::to_string(N) + "]");
+      program p = synthesize(m, t, t);
+      const double sec = detail::time_program(b, p, o, true).front();
+      copies.push_back({1, 0, static_cast<double>(N * e), sec});
+      ++c.programs;
+    }
+    op_time copy = fit_op_time(copies);
+    copy.per_peer = 0;
+    for (op k : all_ops) {
+      c.profile[k] = copy;
+      c.samples[static_cast<int>(k)] = copies;
+    }
+    return c;
+  }
+
+  struct kase {
+    const char* from;
+    const char* to;
+    bool exchange;
+  };
+  static constexpr kase kases[] = {
+      {"[{x}{N}, {M}]", "[{N}, {M}]", false},                // allgather
+      {"[{x}{N}, {M}]", "[{N}, {x}{M}]", false},             // alltoall
+      {"[{N}, {M}]", "[{x}{N}, {M}]", false},                // dynslice
+      {"[{x, y}{N}, {M}]", "[{y, x}{N}, {M}]", false},       // allpermute
+      {"[{N}, {y}{M}] sum{x}", "[{N}, {y}{M}]", false},      // allreduce
+      {"[{N}, {y}{M}] sum{x}", "[{x}{N}, {y}{M}]", false},   // reducescatter
+      {"[{x}{N}, {M}]", "[{N}, {x}{M}]", true},              // exchanges
+      {"[{x, y}{N}, {M}]", "[{y, x}{N}, {M}]", true},
+      {"[{x}{N}, {M}]", "[{N}, {M}]", true},
+  };
+  const std::uint64_t M = 16 * D;  // divisible by every group size
+  for (std::uint64_t a = 2; a <= D; ++a) {
+    if (D % a != 0) continue;
+    const device_mesh m = parse_mesh("{x: " + std::to_string(a) + ", y: " + std::to_string(D / a) + "}");
+    for (const kase& k : kases) {
+      // The larger tile per rank as a fraction of the array, from N = D rows.
+      const dist_type a0 = parse_type(m, detail::fill_sizes(k.from, D, M));
+      const dist_type b0 = parse_type(m, detail::fill_sizes(k.to, D, M));
+      const double frac =
+          static_cast<double>(std::max(local_size(m, a0), local_size(m, b0))) / static_cast<double>(D * M);
+      for (std::uint64_t size : o.sizes) {
+        const double rows = static_cast<double>(size) / static_cast<double>(e * M) / frac;
+        const std::uint64_t N = D * std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(rows / static_cast<double>(D))));
+        const dist_type from = parse_type(m, detail::fill_sizes(k.from, N, M));
+        const dist_type to = parse_type(m, detail::fill_sizes(k.to, N, M));
+        if (from == to) continue;
+        const program p = k.exchange ? exchange_program(m, from, to, e) : synthesize(m, from, to, synth_options{e});
+        if (p.steps.empty()) continue;
+        const std::vector<step_features> f = program_step_features(p);
+        const std::vector<double> sec = detail::time_program(b, p, o);
+        ++c.programs;
+        for (std::size_t s = 0; s < f.size(); ++s) {
+          if (f[s].steps == 0 && f[s].peers == 0 && f[s].bytes == 0) continue;  // e.g. an identity permute
+          c.samples[static_cast<int>(f[s].kind)].push_back({f[s].steps, f[s].peers, f[s].bytes, sec[s]});
+        }
+      }
+    }
+  }
+  for (op k : all_ops) c.profile[k] = fit_op_time(c.samples[static_cast<int>(k)]);
+  for (op k : all_ops)  // a kind no mesh of D ranks exercises: the exchange's terms
+    if (c.samples[static_cast<int>(k)].empty()) c.profile[k] = c.profile[op::exchange];
+  return c;
+}
+
+/// The backend's time profile (see the header comment): calibrate_samples(b, o).profile.
+template <class B>
+time_profile calibrate(B& b, const calibrate_options& o = {}) {
+  return calibrate_samples(b, o).profile;
+}
+
+}  // namespace redist

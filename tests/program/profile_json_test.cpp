@@ -1,0 +1,98 @@
+// Tests of redist/profile_json.hpp: round trips of time profiles and one clear line for
+// every malformed profile.
+#include "redist/profile_json.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    (void)redist::profile_from_json_text(text);
+  } catch (const redist::redist_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+/// The built-in profile's JSON with one edit.
+std::string edited(void (*edit)(nlohmann::json&)) {
+  nlohmann::json j = nlohmann::json::parse(redist::profile_json_text(redist::builtin_profile));
+  edit(j);
+  return j.dump();
+}
+
+}  // namespace
+
+TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
+  const redist::time_profile& b = redist::builtin_profile;
+  const std::string text = redist::profile_json_text(b);
+  const redist::time_profile back = redist::profile_from_json_text(text);
+  CHECK(back.name_view() == "built-in");
+  CHECK(back.devices == b.devices);
+  for (redist::op o : redist::all_ops) CHECK(back[o] == b[o]);
+
+  redist::time_profile odd;
+  odd.set_name("mpi \"node\" 7");
+  odd.devices = 6;
+  odd[redist::op::exchange] = {1.0 / 3.0, 1e-300, 123456.789};
+  const redist::time_profile o2 = redist::profile_from_json_text(redist::profile_json_text(odd));
+  CHECK(o2.name_view() == odd.name_view());
+  for (redist::op o : redist::all_ops) CHECK(o2[o] == odd[o]);
+
+  // The layout: the format first, one line per op.
+  CHECK(text.starts_with("{\n  \"format\": \"redist-time-profile/1\",\n  \"name\": \"built-in\",\n  \"devices\": 8,"));
+  CHECK(text.find("\n    \"allgather\": {\"latency_s\":") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  CHECK(j["ops"].size() == 7);
+  CHECK(j["ops"]["alltoall"]["per_byte_s"].get<double>() == b[redist::op::alltoall].per_byte);
+  // Fields it does not know are ignored.
+  CHECK_NOTHROW(redist::profile_from_json_text(edited([](nlohmann::json& x) { x["measured_on"] = "today"; })));
+}
+
+TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[profile_json]") {
+  CHECK(error_of("{") .starts_with("time profile JSON: parse error"));
+  CHECK(error_of("[1]") == "time profile JSON: expected an object, found an array");
+  CHECK(error_of(std::string(100, '[')) .find("nested deeper than 8 levels") != std::string::npos);
+  CHECK(error_of(edited([](nlohmann::json& j) { j["format"] = "redist-program/1"; })) ==
+        "time profile JSON: format: expected \"redist-time-profile/1\", found \"redist-program/1\"");
+  CHECK(error_of(edited([](nlohmann::json& j) { j.erase("format"); })) ==
+        "time profile JSON: missing field 'format'");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["name"] = 3; })) ==
+        "time profile JSON: name: expected a string, found 3");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["name"] = std::string(40, 'n'); })) ==
+        "time profile JSON: name: expected at most 31 bytes and no NUL, found 40 bytes");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["devices"] = -2; })) ==
+        "time profile JSON: devices: expected an unsigned integer, found -2");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["alltoall"]["per_byte_s"] = -1; })) ==
+        "time profile JSON: ops.alltoall.per_byte_s: expected a finite number >= 0 (seconds), found -1");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["allreduce"]["latency_s"] = "fast"; })) ==
+        "time profile JSON: ops.allreduce.latency_s: expected a finite number >= 0 (seconds), found \"fast\"");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["exchange"].erase("per_peer_s"); })) ==
+        "time profile JSON: ops.exchange: missing field 'per_peer_s'");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["ops"].erase("dynslice"); })) ==
+        "time profile JSON: ops: missing the kind of step 'dynslice'");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["broadcast"] = j["ops"]["allgather"]; })) ==
+        "time profile JSON: ops: unknown kind of step \"broadcast\" (known: allgather, alltoall, dynslice, "
+        "allpermute, allreduce, reducescatter, exchange)");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["allgather"] = 1; })) ==
+        "time profile JSON: ops.allgather: expected an object, found 1");
+  // Non-finite numbers: JSON has none, and 1e400 does not fit a double.
+  const std::string big = edited([](nlohmann::json& j) { j["ops"]["allgather"]["latency_s"] = 12345; });
+  std::string text = big;
+  text.replace(text.find("12345"), 5, "1e400");
+  CHECK(error_of(text).starts_with("time profile JSON: "));
+  text = big;
+  text.replace(text.find("12345"), 5, "NaN");
+  CHECK(error_of(text).starts_with("time profile JSON: parse error"));
+  // In memory, a NaN or an infinity is refused too.
+  nlohmann::json j = nlohmann::json::parse(redist::profile_json_text(redist::builtin_profile));
+  j["ops"]["allgather"]["per_peer_s"] = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(redist::profile_from_json(j),
+                    "time profile JSON: ops.allgather.per_peer_s: expected a finite number >= 0 (seconds), found null");
+}

@@ -1,0 +1,153 @@
+// Tests of runtime/calibrate.hpp: the non-negative least-squares fit on synthetic samples
+// (exact recovery, clamping, features that do not vary), the features of programs' steps,
+// and a small calibration on the host backend (every kind finite and non-negative).
+#include "redist/runtime/calibrate.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "redist/backends/host.hpp"
+#include "redist/lower/exchange.hpp"
+#include "redist/lower/synthesize.hpp"
+
+namespace {
+
+using redist::op;
+using redist::op_time;
+using redist::time_sample;
+
+std::vector<time_sample> synthetic(op_time t, bool vary_peers = true) {
+  std::vector<time_sample> s;
+  for (double peers : {1.0, 3.0, 7.0})
+    for (double bytes : {65536.0, 524288.0, 4194304.0}) {
+      const double p = vary_peers ? peers : 1.0;
+      s.push_back({1, p, bytes, t.latency + t.per_peer * p + t.per_byte * bytes});
+    }
+  return s;
+}
+
+void require_close(double got, double want) {
+  CHECK(std::abs(got - want) <= 1e-9 * std::max(std::abs(want), 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("fit_op_time recovers known coefficients from exact samples", "[calibrate]") {
+  const op_time want{20e-6, 4e-6, 0.35e-9};
+  const op_time got = redist::fit_op_time(synthetic(want));
+  require_close(got.latency, want.latency);
+  require_close(got.per_peer, want.per_peer);
+  require_close(got.per_byte, want.per_byte);
+
+  // Several steps in one sample: the terms multiply the step count.
+  std::vector<time_sample> multi;
+  for (double k : {1.0, 2.0, 3.0})
+    for (double b : {1000.0, 8000.0}) multi.push_back({k, 2 * k + (b > 5000), b, want.latency * k + want.per_peer * (2 * k + (b > 5000)) + want.per_byte * b});
+  const op_time m = redist::fit_op_time(multi);
+  require_close(m.latency, want.latency);
+  require_close(m.per_peer, want.per_peer);
+  require_close(m.per_byte, want.per_byte);
+}
+
+TEST_CASE("fit_op_time keeps every term non-negative", "[calibrate]") {
+  // Times that fall with the peers: the unconstrained fit's per_peer would be negative.
+  std::vector<time_sample> s;
+  for (double peers : {1.0, 2.0, 4.0})
+    for (double bytes : {1e3, 1e6}) s.push_back({1, peers, bytes, 1e-4 - 1e-5 * peers + 1e-9 * bytes});
+  const op_time t = redist::fit_op_time(s);
+  CHECK(t.latency >= 0);
+  CHECK(t.per_peer == 0);
+  CHECK(t.per_byte > 0);
+  // Times that fall with the bytes: per_byte 0, the latency the mean of sorts.
+  const op_time z = redist::fit_op_time(std::vector<time_sample>{{1, 0, 1e3, 2e-3}, {1, 0, 1e6, 1e-3}});
+  CHECK(z.per_byte == 0);
+  CHECK(z.per_peer == 0);
+  CHECK(z.latency > 1e-3);
+  CHECK(z.latency < 2e-3);
+}
+
+TEST_CASE("fit_op_time: a feature that does not vary gets 0, the latency takes it", "[calibrate]") {
+  const op_time t = redist::fit_op_time(synthetic({10e-6, 5e-6, 1e-9}, false));  // peers always 1
+  CHECK(t.per_peer == 0);
+  require_close(t.latency, 15e-6);
+  require_close(t.per_byte, 1e-9);
+  // No samples: all zero.
+  CHECK(redist::fit_op_time({}) == op_time{});
+}
+
+TEST_CASE("program_step_features counts as predicted_seconds does", "[calibrate]") {
+  const auto m = redist::parse_mesh("{x: 4, y: 2}");
+  const auto a = redist::parse_type(m, "[{x}64, 32]");
+  const auto b = redist::parse_type(m, "[64, {x}32]");
+  for (const redist::program& p : {redist::synthesize(m, a, b), redist::exchange_program(m, a, b)}) {
+    const auto f = redist::program_step_features(p);
+    REQUIRE(f.size() == p.steps.size());
+    redist::time_profile P = redist::builtin_profile;
+    double sum = 0;
+    for (const auto& s : f) sum += P.seconds(s.kind, 0, 0) * s.steps + P[s.kind].per_peer * s.peers + P[s.kind].per_byte * s.bytes;
+    require_close(sum, redist::predicted_seconds(p, P));
+  }
+  // The all-to-all over x: one step, 3 peers, 3/4 of a 16x32 tile of 4-byte elements.
+  const auto f = redist::program_step_features(redist::synthesize(m, a, b));
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].kind == op::alltoall);
+  CHECK(f[0].steps == 1);
+  CHECK(f[0].peers == 3);
+  CHECK(f[0].bytes == 3 * 4 * 32 * 4);
+}
+
+TEST_CASE("calibrate on the host backend produces a profile for every kind", "[calibrate]") {
+  redist::host_backend host(4);
+  redist::calibrate_options o;
+  o.name = "host";
+  o.sizes = {4u << 10, 32u << 10};
+  o.repetitions = 3;
+  const redist::calibration c = redist::calibrate_samples(host, o);
+  const redist::time_profile& p = c.profile;
+  CHECK(p.name_view() == "host");
+  CHECK(p.devices == 4);
+  CHECK(c.programs > 20);
+  for (op k : redist::all_ops) {
+    INFO(redist::op_name(k));
+    CHECK(!c.samples[static_cast<int>(k)].empty());
+    for (double v : {p[k].latency, p[k].per_peer, p[k].per_byte}) {
+      CHECK(std::isfinite(v));
+      CHECK(v >= 0);
+    }
+    CHECK(p[k].latency + p[k].per_byte > 0);  // something costs time
+  }
+  CHECK(p[op::dynslice].per_peer == 0);    // no peers
+  CHECK(p[op::allpermute].per_peer == 0);  // always one peer
+}
+
+TEST_CASE("calibrate with one rank times the tile copy and a prime D borrows the exchange's terms", "[calibrate]") {
+  redist::calibrate_options o;
+  o.name = "one";
+  o.sizes = {4u << 10, 64u << 10};
+  o.repetitions = 3;
+  redist::host_backend one(1);
+  const redist::time_profile p = redist::calibrate(one, o);
+  CHECK(p.devices == 1);
+  for (op k : redist::all_ops) {
+    CHECK(p[k] == p[op::dynslice]);
+    CHECK(p[k].per_peer == 0);
+    CHECK(std::isfinite(p[k].latency));
+    CHECK(std::isfinite(p[k].per_byte));
+  }
+  redist::host_backend three(3);
+  const redist::calibration c = redist::calibrate_samples(three, o);
+  CHECK(c.samples[static_cast<int>(op::allpermute)].empty());
+  CHECK(c.profile[op::allpermute] == c.profile[op::exchange]);
+}
+
+TEST_CASE("calibrate refuses bad options", "[calibrate]") {
+  redist::host_backend host(2);
+  redist::calibrate_options o;
+  o.sizes = {};
+  CHECK_THROWS_AS(redist::calibrate(host, o), redist::redist_error);
+  o.sizes = {0};
+  CHECK_THROWS_AS(redist::calibrate(host, o), redist::redist_error);
+}

@@ -1,0 +1,152 @@
+// tools/calibrate_command.cpp -- `redist calibrate`: measure a backend's time profile
+// (runtime/calibrate.hpp) for `redist plan --profile FILE`.
+//
+//   redist calibrate --backend host [--devices 8] [--out FILE]
+//   mpirun -np 8 redist calibrate --backend mpi [--out FILE]
+//
+// Output: without --out, the profile's JSON (redist/profile_json.hpp) on stdout, so that
+// `redist calibrate > profile.json` works, and the readable table on stderr; with --out,
+// the JSON into FILE and the table on stdout. Under MPI every rank measures (calibrate is
+// collective, times are maxed over ranks) and only rank 0 prints and writes.
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "redist/backends/host.hpp"
+#include "redist/core/error.hpp"
+#include "redist/profile_json.hpp"
+#include "redist/runtime/calibrate.hpp"
+
+#if defined(REDIST_WITH_MPI)
+#include <mpi.h>
+
+#include "redist/backends/mpi.hpp"
+#endif
+
+namespace redist::tools {
+
+namespace {
+
+struct calibrate_cli_options {
+  std::string backend = "host";
+  std::uint64_t devices = 8;
+  std::string out;
+  CLI::Option* devices_opt = nullptr;
+};
+
+/// The readable table: per kind the three terms and the samples they come from.
+std::string profile_table(const calibration& c, double seconds) {
+  const time_profile& p = c.profile;
+  std::string t = fmt::format("redist calibrate: backend {}, {} ranks, {} programs timed in {:.1f} s\n",
+                              p.name_view(), p.devices, c.programs, seconds);
+  t += fmt::format("  {:<14} {:>12} {:>12} {:>14} {:>8}\n", "op", "latency", "per peer", "per byte", "samples");
+  for (op o : all_ops) {
+    const op_time& x = p[o];
+    const std::size_t n = c.samples[static_cast<int>(o)].size();
+    t += fmt::format("  {:<14} {:>9.2f} us {:>9.2f} us {:>9.4f} ns/B {:>8}{}\n", op_name(o), x.latency * 1e6,
+                     x.per_peer * 1e6, x.per_byte * 1e9, n,
+                     n == 0 && p.devices > 1 ? "  (not measured: the exchange's terms)" : "");
+  }
+  if (p.devices == 1) t += "  one rank: every kind is the executor's tile copy (nothing moves between ranks)\n";
+  return t;
+}
+
+/// Print (or write) what rank 0 measured.
+void emit(const calibrate_cli_options& o, const calibration& c, double seconds) {
+  const std::string json = profile_json_text(c.profile) + "\n";
+  const std::string table = profile_table(c, seconds);
+  if (o.out.empty()) {
+    fmt::print(stderr, "{}", table);
+    fmt::print("{}", json);
+  } else {
+    write_file("--out", o.out, json);
+    fmt::print("{}  profile written to {}\n", table, o.out);
+  }
+}
+
+void run_host(const calibrate_cli_options& o) {
+  if (o.devices == 0 || o.devices > 64) throw input_error("--devices", "expected 1 to 64 simulated devices");
+  if (!o.out.empty()) write_file("--out", o.out, "");  // a bad path fails before measuring
+  host_backend host(o.devices);
+  calibrate_options co;
+  co.name = "host";
+  const auto t0 = std::chrono::steady_clock::now();
+  const calibration c = calibrate_samples(host, co);
+  emit(o, c, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+#if defined(REDIST_WITH_MPI)
+/// Initialize MPI for the command (unless the caller did) and finalize it at exit, after
+/// main has printed any error (as `redist run` does).
+void ensure_mpi() {
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init) return;
+  MPI_Init(nullptr, nullptr);
+  std::atexit([] {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+  });
+}
+
+void run_mpi(const calibrate_cli_options& o) {
+  ensure_mpi();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    if (o.devices_opt->count() > 0)
+      throw input_error("--devices", "only for --backend host; under MPI the ranks are mpirun's (-np)");
+    if (rank == 0 && !o.out.empty()) write_file("--out", o.out, "");
+    mpi_backend mpi;
+    calibrate_options co;
+    co.name = "mpi";
+    co.max_over_ranks = [&mpi](double t) {
+      double m = t;
+      MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, mpi.comm());
+      return m;
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    const calibration c = calibrate_samples(mpi, co);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rank == 0) emit(o, c, seconds);
+  } catch (...) {
+    if (rank == 0) throw;  // rank 0 reports; the others exit 1
+    std::exit(1);
+  }
+}
+#endif
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto opts = std::make_shared<calibrate_cli_options>();
+  CLI::App* cmd = app.add_subcommand("calibrate", "measure a backend's time profile (for plan --profile)");
+  cmd->add_option("--backend", opts->backend, "host: D simulated devices in this process; mpi: one rank per process")
+      ->check(CLI::IsMember({"host", "mpi"}))
+      ->capture_default_str();
+  opts->devices_opt = cmd->add_option("--devices", opts->devices, "host: the number of simulated devices (1 to 64)")
+                          ->capture_default_str();
+  cmd->add_option("--out", opts->out, "write the profile's JSON into this file (the table goes to stdout)")
+      ->type_name("FILE");
+  cmd->callback([opts] {
+    if (opts->backend == "mpi") {
+#if defined(REDIST_WITH_MPI)
+      run_mpi(*opts);
+#else
+      throw input_error("--backend", "this redist was built without MPI (configure with MPI installed)");
+#endif
+    } else {
+      run_host(*opts);
+    }
+  });
+}
+
+}  // namespace redist::tools
