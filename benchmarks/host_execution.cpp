@@ -1,7 +1,7 @@
 // benchmarks/host_execution.cpp -- the executor against the physical limit on one machine:
 // the host backend (8 simulated devices in this process) on the paper's exec sample.
 //
-//   host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE]
+//   host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE] [--profile FILE]
 //
 // For every problem (first the named case, {x: 2, y: 4}, [{x}8192, {y}8192] ->
 // [{y,x}8192, 8192], then benchmarks/workload.hpp's exec workload: the paper's draw scaled
@@ -41,6 +41,7 @@
 #include "redist/backends/host.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
+#include "redist/profile_json.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
 #include "stats.hpp"
@@ -92,8 +93,10 @@ options parse(int argc, char** argv) {
     else if (a == "--threads") o.threads = static_cast<unsigned>(std::strtoul(value().c_str(), nullptr, 10));
     else if (a == "--reps") o.reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--csv") o.csv = value();
+    else if (a == "--profile") o.profile = profile_from_file(value());
     else
-      throw redist_error(errc::syntax, "usage: host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE]");
+      throw redist_error(errc::syntax, "usage: host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE] "
+                                       "[--profile FILE]");
   }
   if (o.quick) o.reps = 1;
   return o;

@@ -48,11 +48,12 @@
 #include "redist/backends/mpi.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
+#include "redist/profile_json.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
 #include "stats.hpp"
 #include "workload.hpp"
-#if defined(REDIST_BENCH_SCALAPACK)
+#if defined(REDIST_WITH_SCALAPACK)
 #include "baselines/scalapack.hpp"
 #endif
 
@@ -161,8 +162,8 @@ void time_systems(mpi_backend& mpi, mpi_backend& packing, const program (&progs)
     if (s == pdgemr2d && !with_pdgemr2d) continue;
     auto x = std::make_unique<slot<T>>(s, p0.m, p0.source, p0.target, mpi.rank());
     if (s == pdgemr2d) {
-#if defined(REDIST_BENCH_SCALAPACK)
-      auto sl = std::make_shared<bench::scalapack_redistribution<T>>(MPI_COMM_WORLD, p0.m, p0.source, p0.target);
+#if defined(REDIST_WITH_SCALAPACK)
+      auto sl = std::make_shared<bench::scalapack_redistribution<T>>(p0.m, p0.source, p0.target);
       keep.push_back(sl);
       slot<T>* px = x.get();
       x->run = [sl, px] { sl->run(px->in.data(), px->out.data()); };
@@ -392,7 +393,7 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
   r.lower_bound = movement_lower_bound(m, a, b) * sizeof(T);
   r.chose_exchange = r.predicted[p_exchange] < r.predicted[p_collective];
   bool with_pdgemr2d = false;
-#if defined(REDIST_BENCH_SCALAPACK)
+#if defined(REDIST_WITH_SCALAPACK)
   with_pdgemr2d = set == "grids" && bench::scalapack_grid_of(m, a) && bench::scalapack_grid_of(m, b);
 #endif
   time_systems<T>(mpi, packing, progs, with_pdgemr2d, o, r.m);
@@ -411,8 +412,7 @@ int main(int argc, char** argv) {
     try {
       const options o = parse(argc, argv);
       if (size != 8) throw redist_error(errc::runtime, "run on 8 ranks (the paper's mesh {a: 2, b: 2, c: 2}), not " + std::to_string(size));
-      if (!o.profile_file.empty()) throw redist_error(errc::syntax, "--profile: not yet");
-      const time_profile P = builtin_profile;
+      const time_profile P = o.profile_file.empty() ? builtin_profile : profile_from_file(o.profile_file);
       mpi_backend mpi, packing(MPI_COMM_WORLD,
                                {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
       std::vector<result_row> rows;
@@ -441,6 +441,9 @@ int main(int argc, char** argv) {
       rc = 1;
     }
   }
+#if defined(REDIST_WITH_SCALAPACK)
+  bench::scalapack_finalize();
+#endif
   MPI_Finalize();
   return rc;
 }

@@ -56,7 +56,7 @@ time_profile read_profile(const std::string& path) {
 
 std::string byte_text(std::uint64_t b) {
   if (b < 10 * 1024) return fmt::format("{} B", b);
-  if (b < 10ull * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  if (b < 1024ull * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
   return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
 }
 

@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,7 @@
 #include "redist/core/cost.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/time_model.hpp"
+#include "redist/json_read.hpp"
 
 namespace redist {
 
@@ -44,54 +47,18 @@ namespace detail {
   throw redist_error(code, "time profile JSON: " + (where.empty() ? what : where + ": " + what));
 }
 
-/// A short rendering of a JSON value for messages (at most about 40 characters).
-inline std::string profile_excerpt(const nlohmann::json& v) {
-  std::string s = v.is_object() ? (v.empty() ? "{}" : "an object")
-                  : v.is_array() ? (v.empty() ? "[]" : "an array")
-                                 : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
-
 inline const nlohmann::json& profile_field(const nlohmann::json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) profile_fail(errc::syntax, where, std::string("missing field '") + key + "'");
   return *it;
 }
 
-inline std::string profile_join(const std::string& where, const std::string& key) {
-  return where.empty() ? key : where + "." + key;
-}
-
 inline double profile_seconds(const nlohmann::json& obj, const char* key, const std::string& where) {
   const nlohmann::json& v = profile_field(obj, key, where);
   const double d = v.is_number() ? v.get<double>() : -1;
   if (!v.is_number() || !std::isfinite(d) || d < 0)
-    profile_fail(errc::syntax, profile_join(where, key), "expected a finite number >= 0 (seconds), found " + profile_excerpt(v));
+    profile_fail(errc::syntax, json_join(where, key), "expected a finite number >= 0 (seconds), found " + json_excerpt(v));
   return d;
-}
-
-/// Refuse text whose arrays and objects nest deeper than max_profile_json_depth (a scan
-/// that skips strings; the parser reports any other malformation).
-inline void check_profile_nesting(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_profile_json_depth)
-        profile_fail(errc::capacity, "", "arrays and objects nested deeper than " +
-                                             std::to_string(max_profile_json_depth) + " levels (at byte " +
-                                             std::to_string(i) + ")");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
 }
 
 }  // namespace detail
@@ -135,14 +102,14 @@ inline std::string profile_json_text(const time_profile& p) {
 /// Read a profile back (see the header comment for what is checked).
 inline time_profile profile_from_json(const nlohmann::json& j) {
   using namespace detail;
-  if (!j.is_object()) profile_fail(errc::syntax, "", "expected an object, found " + profile_excerpt(j));
+  if (!j.is_object()) profile_fail(errc::syntax, "", "expected an object, found " + json_excerpt(j));
   const nlohmann::json& format = profile_field(j, "format", "");
   if (!format.is_string() || format.get<std::string>() != profile_json_format)
     profile_fail(errc::syntax, "format",
-                 "expected \"" + std::string(profile_json_format) + "\", found " + profile_excerpt(format));
+                 "expected \"" + std::string(profile_json_format) + "\", found " + json_excerpt(format));
   time_profile p;
   const nlohmann::json& name = profile_field(j, "name", "");
-  if (!name.is_string()) profile_fail(errc::syntax, "name", "expected a string, found " + profile_excerpt(name));
+  if (!name.is_string()) profile_fail(errc::syntax, "name", "expected a string, found " + json_excerpt(name));
   const std::string& n = name.get_ref<const std::string&>();
   if (n.size() >= sizeof p.name || n.find('\0') != std::string::npos)
     profile_fail(errc::capacity, "name",
@@ -151,24 +118,24 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
   p.set_name(n);
   const nlohmann::json& devices = profile_field(j, "devices", "");
   if (!devices.is_number_unsigned() && !(devices.is_number_integer() && devices.get<std::int64_t>() >= 0))
-    profile_fail(errc::syntax, "devices", "expected an unsigned integer, found " + profile_excerpt(devices));
+    profile_fail(errc::syntax, "devices", "expected an unsigned integer, found " + json_excerpt(devices));
   p.devices = devices.get<std::uint64_t>();
   const nlohmann::json& ops = profile_field(j, "ops", "");
-  if (!ops.is_object()) profile_fail(errc::syntax, "ops", "expected an object, found " + profile_excerpt(ops));
+  if (!ops.is_object()) profile_fail(errc::syntax, "ops", "expected an object, found " + json_excerpt(ops));
   for (auto it = ops.begin(); it != ops.end(); ++it) {
     op o{};
     if (!op_from_name(it.key(), o)) {
       std::string known;
       for (op k : all_ops) known += (known.empty() ? "" : ", ") + std::string(op_name(k));
       profile_fail(errc::syntax, "ops",
-                   "unknown kind of step " + profile_excerpt(nlohmann::json(it.key())) + " (known: " + known + ")");
+                   "unknown kind of step " + json_excerpt(nlohmann::json(it.key())) + " (known: " + known + ")");
     }
   }
   for (op o : all_ops) {
     const std::string where = "ops." + std::string(op_name(o));
     auto it = ops.find(std::string(op_name(o)));
     if (it == ops.end()) profile_fail(errc::syntax, "ops", "missing the kind of step '" + std::string(op_name(o)) + "'");
-    if (!it->is_object()) profile_fail(errc::syntax, where, "expected an object, found " + profile_excerpt(*it));
+    if (!it->is_object()) profile_fail(errc::syntax, where, "expected an object, found " + json_excerpt(*it));
     p[o].latency = profile_seconds(*it, "latency_s", where);
     p[o].per_peer = profile_seconds(*it, "per_peer_s", where);
     p[o].per_byte = profile_seconds(*it, "per_byte_s", where);
@@ -179,16 +146,16 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
 /// Parse JSON text and read the profile. Malformed JSON, a number JSON cannot hold (1e400)
 /// and nesting deeper than max_profile_json_depth are redist_errors too.
 inline time_profile profile_from_json_text(std::string_view text) {
-  detail::check_profile_nesting(text);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
-    std::string_view what = e.what();
-    if (what.starts_with("[json.exception.")) what.remove_prefix(std::min(what.size(), what.find("] ") + 2));
-    detail::profile_fail(errc::syntax, "", std::string(what));
-  }
-  return profile_from_json(j);
+  return profile_from_json(detail::parse_json_text(text, max_profile_json_depth, "time profile JSON"));
+}
+
+/// Read a profile file (as `redist calibrate --out FILE` writes it).
+inline time_profile profile_from_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw redist_error(errc::runtime, "cannot read the profile file '" + path + "'");
+  std::ostringstream text;
+  text << f.rdbuf();
+  return profile_from_json_text(text.str());
 }
 
 }  // namespace redist

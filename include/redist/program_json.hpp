@@ -48,6 +48,7 @@
 #include "redist/core/mesh.hpp"
 #include "redist/core/rules.hpp"
 #include "redist/exchange.hpp"
+#include "redist/json_read.hpp"
 #include "redist/program.hpp"
 
 namespace redist {
@@ -200,47 +201,6 @@ void dump_compact(const Json& j, int indent, int level, std::string& out) {
 
 // ---- reading ----
 
-/// Appends a bounded rendering of `v` (nlohmann's compact dump() for small values): at
-/// most `depth` levels of nesting and about 80 characters. Error messages quote input with
-/// it, so a hostile document (100,000 levels deep, megabytes long) can neither exhaust the
-/// stack nor flood a message, as a plain dump() would. Strings that are not UTF-8 (possible
-/// in a document built in memory) print with U+FFFD instead of throwing.
-inline void json_excerpt_into(const nlohmann::json& v, int depth, std::string& out) {
-  constexpr std::size_t width = 80;
-  if (!v.is_structured()) {
-    std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (s.size() > width / 2) s = s.substr(0, width / 2 - 3) + "...";
-    out += s;
-    return;
-  }
-  const bool object = v.is_object();
-  out += object ? '{' : '[';
-  if (!v.empty() && depth == 0) out += "...";
-  if (depth > 0) {
-    bool first = true;
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!first) out += ',';
-      first = false;
-      if (out.size() > width) {
-        out += "...";
-        break;
-      }
-      if (object) {
-        json_excerpt_into(nlohmann::json(it.key()), 0, out);
-        out += ':';
-      }
-      json_excerpt_into(it.value(), depth - 1, out);
-    }
-  }
-  out += object ? '}' : ']';
-}
-
-inline std::string json_excerpt(const nlohmann::json& v) {
-  std::string out;
-  json_excerpt_into(v, 3, out);
-  return out;
-}
-
 [[noreturn]] inline void json_fail(errc code, const std::string& where, const std::string& what) {
   throw redist_error(code, "program JSON: " + (where.empty() ? what : where + ": " + what));
 }
@@ -251,9 +211,6 @@ inline const nlohmann::json& json_field(const nlohmann::json& obj, const char* k
   return *it;
 }
 
-inline std::string json_join(const std::string& where, const std::string& key) {
-  return where.empty() ? key : where + "." + key;
-}
 
 inline std::uint64_t json_uint(const nlohmann::json& v, const std::string& where) {
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
@@ -318,29 +275,6 @@ inline std::string shape_string(const shape& s) {
   out += "]";
   if (s.sums > 1) out += " with " + std::to_string(s.sums) + " pending partial sums";
   return out;
-}
-
-/// Refuse text whose arrays and objects nest deeper than max_json_depth (a scan that
-/// skips strings; the parser reports any other malformation).
-inline void check_json_nesting(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_json_depth)
-        throw redist_error(errc::capacity, "program JSON: arrays and objects nested deeper than " +
-                                               std::to_string(max_json_depth) + " levels (at byte " +
-                                               std::to_string(i) + ")");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
 }
 
 }  // namespace detail
@@ -628,17 +562,7 @@ inline void from_json(const nlohmann::json& j, program& p) { p = program_from_js
 /// Parse JSON text and read the program. Malformed JSON, a number JSON cannot hold (1e400),
 /// and nesting deeper than max_json_depth are redist_errors too.
 inline program program_from_json_text(std::string_view text) {
-  detail::check_json_nesting(text);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
-    // what() is "[json.exception.parse_error.101] parse error at line 1, ...": keep the words.
-    std::string_view what = e.what();
-    if (what.starts_with("[json.exception.")) what.remove_prefix(std::min(what.size(), what.find("] ") + 2));
-    throw redist_error(errc::syntax, "program JSON: " + std::string(what));
-  }
-  return program_from_json(j);
+  return program_from_json(detail::parse_json_text(text, max_json_depth, "program JSON"));
 }
 
 }  // namespace redist

@@ -57,7 +57,7 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
 
 TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[profile_json]") {
   CHECK(error_of("{") .starts_with("time profile JSON: parse error"));
-  CHECK(error_of("[1]") == "time profile JSON: expected an object, found an array");
+  CHECK(error_of("[1]") == "time profile JSON: expected an object, found [1]");
   CHECK(error_of(std::string(100, '[')) .find("nested deeper than 8 levels") != std::string::npos);
   CHECK(error_of(edited([](nlohmann::json& j) { j["format"] = "redist-program/1"; })) ==
         "time profile JSON: format: expected \"redist-time-profile/1\", found \"redist-program/1\"");

@@ -65,21 +65,22 @@ struct time_profile {
   }
 };
 
-/// The built-in profile: the MPI backend on one shared-memory node, measured with
-/// `mpirun -np 8 redist calibrate --backend mpi` on the development machine (docs/reference.md
-/// "Time model"), rounded. Collectives pay a latency per step and per peer; an exchange
-/// pays more per peer (one message each) and moves its bytes without packing.
+/// The built-in profile: the MPI backend (Open MPI, shared memory) on one 2-core node with 8
+/// ranks, the median of three runs of `mpirun -np 8 redist calibrate --backend mpi` on the
+/// development machine (docs/reference.md "Time model"), rounded. Collectives pay a latency
+/// per step and per peer; an all-to-all moves its bytes about 3x slower than an exchange's
+/// subarray pieces (MPI_Alltoall with derived datatypes against MPI_Alltoallw).
 inline constexpr time_profile builtin_profile = [] {
   time_profile p;
   p.set_name("built-in");
   p.devices = 8;
-  p[op::allgather] = {20e-6, 4e-6, 0.35e-9};
-  p[op::alltoall] = {20e-6, 6e-6, 0.45e-9};
-  p[op::dynslice] = {1e-6, 0, 0.15e-9};
-  p[op::allpermute] = {15e-6, 5e-6, 0.35e-9};
-  p[op::allreduce] = {30e-6, 6e-6, 0.6e-9};
-  p[op::reducescatter] = {25e-6, 6e-6, 0.5e-9};
-  p[op::exchange] = {25e-6, 8e-6, 0.45e-9};
+  p[op::allgather] = {66e-6, 10e-6, 0.59e-9};
+  p[op::alltoall] = {17e-6, 22e-6, 1.84e-9};
+  p[op::dynslice] = {0.1e-6, 0, 0.025e-9};
+  p[op::allpermute] = {60e-6, 0, 0.45e-9};
+  p[op::allreduce] = {56e-6, 26e-6, 0.92e-9};
+  p[op::reducescatter] = {15e-6, 20e-6, 2.07e-9};
+  p[op::exchange] = {45e-6, 16e-6, 0.58e-9};
   return p;
 }();
 
