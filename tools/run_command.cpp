@@ -26,6 +26,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "mpi_session.hpp"
 #include "redist/backends/host.hpp"
 #include "redist/core/error.hpp"
 #include "redist/format.hpp"
@@ -241,21 +242,6 @@ void run_host(const run_options& o) {
 }
 
 #if defined(REDIST_WITH_MPI)
-/// Initialize MPI for the command (unless the caller did) and finalize it at exit, after
-/// main has printed any error: MPI_Finalize synchronizes the ranks, so no rank exits (and
-/// makes mpirun abort the job) before rank 0 has reported.
-void ensure_mpi() {
-  int init = 0;
-  MPI_Initialized(&init);
-  if (init) return;
-  MPI_Init(nullptr, nullptr);
-  std::atexit([] {
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (!fin) MPI_Finalize();
-  });
-}
-
 void run_mpi(const run_options& o) {
   ensure_mpi();
   int rank = 0;
