@@ -12,6 +12,10 @@
 // - REDIST_EMULATED_GPUS devices (default 8) per process, the same on every rank of a
 //   node (device k has PCI bus id 0000:k:00.0); cudaPointerGetAttributes tells device,
 //   pinned host and other host memory apart.
+// - The copy kernel (backends/cuda_strided.hpp) is compiled for real by NVRTC (for an
+//   emulated sm_90 with 132 multiprocessors); cudaLaunchKernel runs it on the CPU with the
+//   same arguments, checking alignment and bounds. cudaMemGetInfo reports 80 GiB less the
+//   bytes allocated on the current device, so memory formulas are checked exactly.
 // - Everything runs synchronously when called (stream order is trivially kept, so this
 //   cannot find a missing synchronization; the real GPU run, tests/gpu/run.sh, can).
 // - NCCL communicators are MPI communicators (one-rank communicators need no MPI):
@@ -22,6 +26,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -71,6 +76,7 @@ int env_int(const char* name, long fallback) {
   return v != nullptr && *v != '\0' ? static_cast<int>(std::strtol(v, nullptr, 10)) : static_cast<int>(fallback);
 }
 int device_count() { return env_int("REDIST_EMULATED_GPUS", 8); }
+constexpr std::size_t emulated_memory = std::size_t{80} << 30;  // per device, for cudaMemGetInfo
 int max_pitch() { return env_int("REDIST_EMULATED_MAX_PITCH", INT_MAX); }
 
 cudaError_t fail(cudaError_t e) {
@@ -225,8 +231,20 @@ cudaError_t cudaGetDevice(int* device) {
 }
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
-  if (attr != cudaDevAttrMaxPitch) return fail(cudaErrorInvalidValue);
-  *value = max_pitch();
+  switch (attr) {  // an H100's, but the maximum pitch
+    case cudaDevAttrMaxPitch: *value = max_pitch(); return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
+    default: return fail(cudaErrorInvalidValue);
+  }
+}
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  *total = emulated_memory;
+  std::size_t used = 0;
+  for (const auto& [p, a] : registry())
+    if (a.device == current_device) used += a.size;
+  *free = *total - std::min(used, *total);
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetPCIBusId(char* bus, int len, int device) {
@@ -305,6 +323,73 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+// Kernels: a library is any non-empty code (NVRTC's real output); its kernels are those of
+// backends/cuda_strided.hpp, run here on the CPU with the same arguments, every unit's
+// source and destination bounds-checked like a copy.
+struct CUlib_st {};
+struct CUkern_st {
+  bool transpose;
+  std::size_t unit;
+  bool wide;
+};
+cudaError_t cudaLibraryLoadData(cudaLibrary_t* lib, const void* code, cudaJitOption*, void**, unsigned int,
+                                cudaLibraryOption*, void**, unsigned int) {
+  if (code == nullptr || *static_cast<const char*>(code) == '\0') return fail(cudaErrorInvalidValue);
+  *lib = new CUlib_st{};  // kept for the process, as the backend keeps it
+  return cudaSuccess;
+}
+cudaError_t cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t lib, const char* name) {
+  static std::vector<CUkern_st> kernels = [] {
+    std::vector<CUkern_st> v;
+    for (bool t : {false, true})
+      for (std::size_t u : {16, 8, 4, 2, 1})
+        for (bool w : {false, true}) v.push_back({t, u, w});
+    return v;
+  }();
+  if (lib == nullptr) return fail(cudaErrorInvalidValue);
+  for (auto& x : kernels)
+    if (std::string(name) ==
+        (x.transpose ? "redist_transpose_" : "redist_strided_") + std::to_string(x.unit) + (x.wide ? "_64" : "_32")) {
+      *k = &x;
+      return cudaSuccess;
+    }
+  return fail(cudaErrorSymbolNotFound);
+}
+namespace {
+/// The copy of count x rows runs of `width` units of u bytes (strides in units), checked.
+cudaError_t run_units(const char* src, char* dst, std::uint64_t u, std::uint64_t count, std::uint64_t rows,
+                      std::uint64_t width, std::uint64_t ss, std::uint64_t sp, std::uint64_t ds, std::uint64_t dp) {
+  if (count == 0 || rows == 0 || width == 0) return cudaSuccess;
+  const std::uint64_t slast = ((count - 1) * ss + (rows - 1) * sp + width) * u,
+                      dlast = ((count - 1) * ds + (rows - 1) * dp + width) * u;
+  if (reinterpret_cast<std::uintptr_t>(src) % u != 0 || reinterpret_cast<std::uintptr_t>(dst) % u != 0 ||
+      !is_device(src, slast) || !is_device(dst, dlast))
+    return fail(cudaErrorInvalidValue);  // misaligned units or outside the allocations
+  for (std::uint64_t i = 0; i < count; ++i)
+    for (std::uint64_t j = 0; j < rows; ++j)
+      std::memcpy(dst + (i * ds + j * dp) * u, src + (i * ss + j * sp) * u, width * u);
+  return cudaSuccess;
+}
+template <class I>
+cudaError_t strided_kernel(const CUkern_st& k, void** args) {
+  const auto* src = *static_cast<const char* const*>(args[0]);
+  auto* dst = *static_cast<char* const*>(args[1]);
+  I a[7] = {};
+  for (int i = 0; i < (k.transpose ? 6 : 7); ++i) a[i] = *static_cast<const I*>(args[2 + i]);
+  if (k.transpose)  // (na, nb, src_a, src_b, dst_a, dst_b): runs of one unit
+    return run_units(src, dst, k.unit, a[0], a[1], 1, a[2], a[3], a[4], a[5]);
+  const std::uint64_t width = a[0], rows = a[1], total = a[2];
+  if (width == 0 || rows == 0 || total % (width * rows) != 0) return fail(cudaErrorInvalidValue);
+  return run_units(src, dst, k.unit, total / (width * rows), rows, width, a[4], a[3], a[6], a[5]);
+}
+}  // namespace
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t) {
+  const auto* k = static_cast<const CUkern_st*>(func);
+  if (k == nullptr || grid.x == 0 || block.x * block.y * block.z == 0 || block.x * block.y * block.z > 1024)
+    return fail(cudaErrorInvalidValue);
+  return k->wide ? strided_kernel<std::uint64_t>(*k, args) : strided_kernel<std::uint32_t>(*k, args);
+}
 
 // ---- NCCL ----
 

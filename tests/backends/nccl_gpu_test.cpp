@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -69,18 +70,23 @@ template <class T>
 std::vector<T> pattern(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(rng() % 251);
+  for (auto& x : v) {
+    if constexpr (std::is_arithmetic_v<T>) x = static_cast<T>(rng() % 251);
+    else
+      for (auto& c : x) c = static_cast<char>(rng() % 251);
+  }
   return v;
 }
 
 /// One random pack problem: every device pack against the host's, element by element.
 template <class T>
-void pack_case(const cuda_memory& mem, std::mt19937_64& rng, std::uint64_t max_extent, std::uint64_t& elements) {
+void pack_case(const cuda_memory& mem, std::mt19937_64& rng, std::uint64_t max_extent, std::uint64_t& elements,
+               std::uint64_t max_n = 8) {
   const int rank = 1 + static_cast<int>(rng() % 6);
   std::vector<std::uint64_t> ext(static_cast<std::size_t>(rank));
   for (auto& e : ext) e = 1 + rng() % max_extent;
   const int d = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
-  const std::uint64_t n = 1 + rng() % 8;
+  const std::uint64_t n = 1 + rng() % max_n;
   ext[static_cast<std::size_t>(d)] *= n;
   std::uint64_t size = 1;
   for (auto e : ext) size *= e;
@@ -124,21 +130,31 @@ void pack_case(const cuda_memory& mem, std::mt19937_64& rng, std::uint64_t max_e
 
 TEST_CASE("device pack/unpack equal the host's, element by element, on random problems", "[gpu][pack]") {
   test_stream s;
-  const cuda_memory mem(0, s.s);
-  std::mt19937_64 rng(0x67707531);
-  std::uint64_t elements = 0;
-  for (int i = 0; i < 400; ++i) {
-    switch (i % 4) {
-      case 0: pack_case<float>(mem, rng, 6, elements); break;
-      case 1: pack_case<double>(mem, rng, 6, elements); break;
-      case 2: pack_case<std::uint8_t>(mem, rng, 9, elements); break;
-      default: pack_case<std::int16_t>(mem, rng, 9, elements); break;
+  for (const redist::cuda_pack engine : {redist::cuda_pack::kernel, redist::cuda_pack::copy_engine}) {
+    const cuda_memory mem(0, s.s, engine);
+    INFO("strided copies by " << mem.pack_engine());
+    // The kernel compiles for this GPU (or the emulator's sm_90): no silent fallback.
+    REQUIRE(mem.uses_kernel() == (engine == redist::cuda_pack::kernel));
+    std::mt19937_64 rng(0x67707531);
+    std::uint64_t elements = 0;
+    for (int i = 0; i < 400; ++i) {
+      switch (i % 5) {
+        case 0: pack_case<float>(mem, rng, 6, elements); break;
+        case 1: pack_case<double>(mem, rng, 6, elements); break;
+        case 2: pack_case<std::uint8_t>(mem, rng, 9, elements); break;
+        case 3: pack_case<std::array<char, 12>>(mem, rng, 5, elements); break;  // 4-byte units, 3 per element
+        default: pack_case<std::int16_t>(mem, rng, 9, elements); break;
+      }
     }
+    for (int i = 0; i < 12; ++i) pack_case<float>(mem, rng, 40, elements);  // larger tiles
+    for (int i = 0; i < 60; ++i) {  // many chunks of short runs: the transpose kernel
+      if (i % 2 == 0) pack_case<float>(mem, rng, 5, elements, 64);
+      else pack_case<double>(mem, rng, 4, elements, 48);
+    }
+    std::printf("device pack/unpack (%s): %llu elements compared with the host pack\n", mem.pack_engine().c_str(),
+                static_cast<unsigned long long>(elements));
+    CHECK(elements > 0);
   }
-  for (int i = 0; i < 12; ++i) pack_case<float>(mem, rng, 40, elements);  // larger tiles
-  std::printf("device pack/unpack: %llu elements compared with the host pack\n",
-              static_cast<unsigned long long>(elements));
-  CHECK(elements > 0);
 }
 
 TEST_CASE("the device memory space accepts device memory only", "[gpu][errors]") {
@@ -225,16 +241,20 @@ void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, si
 
 TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every element checked", "[gpu][executor]") {
   test_stream s;
-  const cuda_memory mem(0, s.s);
+  // Strided copies by the kernel, and by the copy engine for every fifth problem.
+  const cuda_memory by_kernel(0, s.s), by_copies(0, s.s, redist::cuda_pack::copy_engine);
+  REQUIRE(by_kernel.uses_kernel());
   sim_totals tot;
   std::size_t i = 0;
   auto paper = redist::testing::paper_workload(1 << 16);
   paper.max_multiplier = 8;
   for (const auto& pt : redist::testing::random_problems(paper, 300, 0x67707532)) {
+    const cuda_memory& mem = i % 5 == 4 ? by_copies : by_kernel;
     if (i++ % 2 == 0) run_sim<float>(mem, pt, tot, i % 4 == 1 ? 96 : std::uint64_t{1} << 20);
     else run_sim<std::uint16_t>(mem, pt, tot);
     if (i % 3 == 0) run_sim<float>(mem, pt, tot, std::uint64_t{1} << 20, true);
   }
+  const cuda_memory& mem = by_kernel;
   for (auto w : redist::testing::mixed_workloads(1 << 14))
     for (const auto& pt : redist::testing::random_problems(w, 20, 0x67707533 + i++)) run_sim<double>(mem, pt, tot);
   auto sums = redist::testing::paper_workload(1 << 14);
@@ -253,6 +273,65 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
   CHECK(tot.ops[static_cast<int>(redist::op::alltoall)] > 0);
   CHECK(tot.ops[static_cast<int>(redist::op::exchange)] > 0);
   CHECK(tot.ops[static_cast<int>(redist::op::reducescatter)] + tot.ops[static_cast<int>(redist::op::allreduce)] > 0);
+}
+
+TEST_CASE("the executor's memory formula, as cudaMemGetInfo sees it", "[gpu][memory]") {
+  test_stream s;
+  const cuda_memory mem(0, s.s);
+  // 8 simulated ranks on the GPU, 32 MiB tiles: every byte the executor allocates is in the
+  // formula (runtime/executor.hpp), summed over the ranks, and nothing is allocated during
+  // a run. The device hands out memory in 2 MiB pages, so each allocation may round up.
+  struct problem {
+    const char *from, *to;
+  };
+  const problem problems[] = {
+      {"[{x}8192, {y}8192]", "[{y, x}8192, 8192]"},    // one all-to-all, contiguous blocks
+      {"[{x}8192, {y}8192]", "[{y}8192, {x}8192]"},    // several steps
+      {"[{x, y}8192, 8192]", "[{y}8192, {x}8192]"},    // a split chain
+      {"[8192, {x, y}8192]", "[{y, x}8192, 8192]"},    // strided all-to-all blocks
+  };
+  const std::uint64_t page = std::uint64_t{2} << 20;
+  std::uint64_t most = 0;
+  for (const problem& q : problems) {
+    const redist::program p = redist::synthesize("{x: 2, y: 4}", q.from, q.to, {.element_bytes = 4});
+    INFO(q.from << " -> " << q.to << ": " << p.steps.size() << " steps");
+    redist::testing::cuda_sim_backend sim(p.devices(), mem);
+    std::vector<cuda_buffer<float>> din, dout;
+    std::vector<redist::darray<float>> in, out;
+    for (redist::rank_t r = 0; r < p.devices(); ++r) {
+      din.emplace_back(redist::local_size(p.m, p.source), 0);
+      dout.emplace_back(redist::local_size(p.m, p.target), 0);
+      in.emplace_back(p.m, p.source, r, din[r].span());
+      out.emplace_back(p.m, p.target, r, dout[r].span());
+    }
+    std::uint64_t formula = 0;
+    for (redist::rank_t r = 0; r < p.devices(); ++r)
+      formula += redist::testing::expected_bytes_held(p, 4, {false, false, false, true}, std::uint64_t{1} << 20, r);
+    {  // a first run loads what the device loads lazily (the kernel's code)
+      redist::executor<float, redist::testing::cuda_sim_backend> warm(sim, p);
+      warm.run(std::span<const redist::darray<float>>(in), std::span<redist::darray<float>>(out));
+      REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
+    }
+    std::size_t before = 0, built = 0, ran = 0, total = 0;
+    REDIST_CUDA_CHECK(cudaMemGetInfo(&before, &total));
+    redist::executor<float, redist::testing::cuda_sim_backend> ex(sim, p);
+    REDIST_CUDA_CHECK(cudaMemGetInfo(&built, &total));
+    ex.run(std::span<const redist::darray<float>>(in), std::span<redist::darray<float>>(out));
+    REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
+    REDIST_CUDA_CHECK(cudaMemGetInfo(&ran, &total));
+    const std::uint64_t taken = before - built;
+    std::printf("memory: %s -> %s on {x: 2, y: 4}: formula %llu bytes over 8 ranks, cudaMemGetInfo: %llu taken "
+                "by the executor, %lld more during the run\n",
+                q.from, q.to, static_cast<unsigned long long>(formula), static_cast<unsigned long long>(taken),
+                static_cast<long long>(built) - static_cast<long long>(ran));
+    CHECK(ex.peak_bytes_held() == redist::testing::expected_bytes_held(p, 4, {false, false, false, true}));
+    // Each of the at most 3 buffers per rank rounds up to at most one more page.
+    CHECK(taken + page * 3 * p.devices() >= formula);
+    CHECK(taken <= formula + page * 3 * p.devices());
+    CHECK(ran == built);
+    most = std::max(most, formula);
+  }
+  CHECK(most >= (std::uint64_t{32} << 20));  // the problems need scratch
 }
 
 namespace {

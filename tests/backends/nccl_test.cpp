@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -267,4 +269,132 @@ TEST_CASE("a split along one dimension is one 2-D copy per chunk (or per row, wh
   CHECK(first.copy.count == 1);
   CHECK(first.copy.rows == 1);
   CHECK(first.copy.width == 64 * 8 * 32);
+}
+
+namespace {
+
+/// What the copy kernel does with launch l (backends/cuda_strided.hpp), on the host.
+void run_launch(const redist::detail::strided_launch& l, const std::byte* src, std::byte* dst) {
+  const std::uint64_t u = redist::detail::strided_units[l.unit];
+  if (l.transpose) {
+    for (std::uint64_t a = 0; a < l.na; ++a)
+      for (std::uint64_t b = 0; b < l.nb; ++b)
+        std::memcpy(dst + (a * l.dst_a + b * l.dst_b) * u, src + (a * l.src_a + b * l.src_b) * u, u);
+    return;
+  }
+  for (std::uint64_t t = 0; t < l.total; ++t) {
+    const std::uint64_t q = t / l.width, k = t % l.width, i = q / l.rows, j = q % l.rows;
+    std::memcpy(dst + (i * l.dst_step + j * l.dst_pitch + k) * u, src + (i * l.src_step + j * l.src_pitch + k) * u, u);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the copy kernel's launches move the host pack's bytes in the widest units", "[nccl][pack][kernel]") {
+  std::mt19937_64 rng(0x6b65726e);
+  std::uint64_t checked = 0, transposes = 0;
+  for (int n = 0; n < 3000; ++n) {
+    redist::detail::strided_copy c;
+    const std::uint64_t elem = std::uint64_t{1} << (rng() % 4);  // 1..8 bytes
+    const bool many = n % 3 == 0;  // enough runs of one element for the transpose kernel
+    c.count = 1 + rng() % (many ? 40 : 5);
+    c.rows = 1 + rng() % (many ? 40 : 6);
+    c.width = many ? 1 + rng() % 2 : 1 + rng() % 9;
+    // Pitches and steps leaving the runs disjoint on each side: rows inside steps or around them.
+    auto layout = [&](std::uint64_t& pitch, std::uint64_t& step) {  // each side its own order
+      const bool rows_inner = rng() % 2 == 0;
+      const std::uint64_t gap = rng() % 3;
+      if (rows_inner) {
+        pitch = c.width + gap;
+        step = pitch * c.rows + rng() % 3;
+      } else {
+        step = c.width + gap;
+        pitch = step * c.count + rng() % 3;
+      }
+    };
+    layout(c.src_pitch, c.src_step);
+    layout(c.dst_pitch, c.dst_step);
+    c.src = rng() % 4;
+    c.dst = rng() % 4;
+    INFO(c.count << " x " << c.rows << " runs of " << c.width << " elements of " << elem << " bytes, pitches "
+                 << c.src_pitch << "/" << c.dst_pitch << ", steps " << c.src_step << "/" << c.dst_step);
+    const std::uint64_t ssize = c.src + (c.count - 1) * c.src_step + (c.rows - 1) * c.src_pitch + c.width;
+    const std::uint64_t dsize = c.dst + (c.count - 1) * c.dst_step + (c.rows - 1) * c.dst_pitch + c.width;
+    std::vector<std::uint64_t> sbuf(ssize * elem / 8 + 2), want(dsize * elem / 8 + 2), got(dsize * elem / 8 + 2);
+    for (auto& x : sbuf) x = rng();
+    auto* s = reinterpret_cast<std::byte*>(sbuf.data());
+    auto* w = reinterpret_cast<std::byte*>(want.data());
+    switch (elem) {  // the host pack, in elements of elem bytes
+      case 1: redist::detail::host_strided_copy(c, reinterpret_cast<const std::uint8_t*>(s), reinterpret_cast<std::uint8_t*>(w)); break;
+      case 2: redist::detail::host_strided_copy(c, reinterpret_cast<const std::uint16_t*>(s), reinterpret_cast<std::uint16_t*>(w)); break;
+      case 4: redist::detail::host_strided_copy(c, reinterpret_cast<const std::uint32_t*>(s), reinterpret_cast<std::uint32_t*>(w)); break;
+      default: redist::detail::host_strided_copy(c, reinterpret_cast<const std::uint64_t*>(s), reinterpret_cast<std::uint64_t*>(w)); break;
+    }
+    const auto* src = s + c.src * elem;
+    auto* dst = reinterpret_cast<std::byte*>(got.data()) + c.dst * elem;
+    const redist::detail::strided_launch l = redist::detail::plan_strided_launch(
+        c, elem, reinterpret_cast<std::uintptr_t>(src), reinterpret_cast<std::uintptr_t>(dst), 1024);
+    const std::uint64_t unit = redist::detail::strided_units[l.unit];
+    // The unit divides every length and address, and no wider one does.
+    const redist::detail::strided_copy m = c.merged();
+    std::uint64_t g = m.width * elem | reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst);
+    if (m.rows > 1) g |= (m.src_pitch | m.dst_pitch) * elem;
+    if (m.count > 1) g |= (m.src_step | m.dst_step) * elem;
+    CHECK(g % unit == 0);
+    if (unit < 16) CHECK(g % (2 * unit) != 0);
+    CHECK(l.total * unit == c.elements() * elem);
+    CHECK_FALSE(l.wide);
+    if (l.transpose) {  // dense reads along a, dense writes along b
+      ++transposes;
+      CHECK((l.na >= 16 && l.nb >= 16 && l.src_a < l.src_b && l.dst_b <= l.dst_a));
+    }
+    run_launch(l, src, dst);
+    CHECK(got == want);
+    ++checked;
+  }
+  CHECK(checked == 3000);
+  CHECK(transposes > 100);
+  // Indices beyond 32 bits switch to the 64-bit kernels.
+  redist::detail::strided_copy big;
+  big.count = 1 << 20;
+  big.rows = 1 << 13;
+  big.width = 1;
+  big.src_step = 1;
+  big.src_pitch = big.count;
+  big.dst_step = big.rows;
+  big.dst_pitch = 1;
+  const auto wide = redist::detail::plan_strided_launch(big, 4, 0, 0, 1 << 20);
+  CHECK(wide.wide);
+  CHECK(wide.dst_pitch == 1);  // the index next to the run has the smaller destination stride
+  big.count = 1 << 10;
+  big.src_pitch = big.count;
+  CHECK_FALSE(redist::detail::plan_strided_launch(big, 4, 0, 0, 1 << 20).wide);
+}
+
+TEST_CASE("NVRTC compiles the copy kernel (no GPU needed)", "[nccl][kernel]") {
+  for (const char* arch : {"--gpu-architecture=sm_90", "--gpu-architecture=compute_80"}) {
+    INFO(arch);
+    nvrtcProgram prog = nullptr;
+    REQUIRE(nvrtcCreateProgram(&prog, redist::detail::strided_kernel_source, "redist_strided.cu", 0, nullptr,
+                               nullptr) == NVRTC_SUCCESS);
+    const char* opts[] = {arch, "-std=c++17"};
+    const nvrtcResult rc = nvrtcCompileProgram(prog, 2, opts);
+    std::size_t n = 0;
+    std::string log;
+    if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+      log.resize(n);
+      (void)nvrtcGetProgramLog(prog, log.data());
+    }
+    INFO(log);
+    CHECK(rc == NVRTC_SUCCESS);
+    std::size_t ptx = 0;
+    REQUIRE(nvrtcGetPTXSize(prog, &ptx) == NVRTC_SUCCESS);
+    std::string code(ptx, '\0');
+    REQUIRE(nvrtcGetPTX(prog, code.data()) == NVRTC_SUCCESS);
+    for (const char* kind : {"redist_strided_", "redist_transpose_"})
+      for (const char* unit : {"16", "8", "4", "2", "1"})
+        for (const char* bits : {"_32", "_64"}) CHECK(code.find(std::string(kind) + unit + bits) != std::string::npos);
+    CHECK(code.find("ld.global.nc.v2.u64") != std::string::npos);  // 16-byte loads
+    (void)nvrtcDestroyProgram(&prog);
+  }
 }

@@ -1,6 +1,7 @@
 // Bandwidth of the NCCL backend's device pack (split_all: a tile -> its n chunks back to
 // back, what an all-to-all sends) and unpack (concat_all: the inverse, what an all-gather
-// or all-to-all receives), against a plain device-to-device copy of the same bytes
+// or all-to-all receives), by the copy kernel (the default) and by the copy engine
+// (cuda_pack::copy_engine), against a plain device-to-device copy of the same bytes
 // (cudaMemcpyAsync). Every result is also checked element by element against the host's
 // pack (runtime/pack.hpp). Bandwidth = tile bytes / time (each byte read once and written
 // once, as for the copy).
@@ -84,13 +85,16 @@ int main(int argc, char** argv) {
         {{0, 256, 256}, 2, 8},       // runs of 128 B
         {{0, 16, 512}, 1, 2},        // runs of 16 KiB, split in the middle dimension
         {{0, 1024}, 1, 256},         // runs of 16 B
+        {{0, 256}, 1, 256},          // runs of 4 B: one element
         {{0, 4, 4, 4, 256}, 3, 4},   // 5-d, runs of 1 KiB
     };
-    std::printf("# device pack/unpack bandwidth: %s, %llu MiB float32 tiles, %d repetitions\n\n", prop.name,
-                static_cast<unsigned long long>(mib), reps);
-    std::printf("| tile | split dim | n | run bytes | 2-D copies | copy GB/s | pack GB/s | pack / copy | unpack GB/s | "
-                "unpack / copy | checked |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const redist::cuda_memory engine(0, stream, redist::cuda_pack::copy_engine);
+    std::printf("# device pack/unpack bandwidth: %s, %llu MiB float32 tiles, %d repetitions; strided copies by %s "
+                "(default) and by the copy engine\n\n",
+                prop.name, static_cast<unsigned long long>(mib), reps, mem.pack_engine().c_str());
+    std::printf("| tile | split dim | n | run bytes | copy GB/s | pack GB/s | pack / copy | unpack GB/s | unpack / copy | "
+                "2-D copies | copy engine pack / copy | copy engine unpack / copy | checked |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     redist::cuda_buffer<T> a(elements, 0), b(elements, 0), c(elements, 0);
     std::vector<T> host(elements), want(elements), got(elements);
     for (std::uint64_t i = 0; i < elements; ++i) host[i] = static_cast<T>(i % 16777216);
@@ -98,7 +102,7 @@ int main(int argc, char** argv) {
     REDIST_CUDA_CHECK(cudaDeviceSynchronize());
     const double bytes = static_cast<double>(elements * sizeof(T));
     int wrong = 0;
-    double worst = 1e9;
+    double worst = 1e9, worst_engine = 1e9;
     for (shape_case k : cases) {
       std::uint64_t rest = 1;
       for (std::size_t i = 1; i < k.ext.size(); ++i) rest *= k.ext[i];
@@ -110,31 +114,42 @@ int main(int argc, char** argv) {
       const auto plan = redist::detail::split_all_plan(k.ext, k.d, k.n, size, size);
       const auto shape = redist::detail::device_copy(plan, sizeof(T), SIZE_MAX);
       const std::span<const T> src(a.data(), size);
-      const float copy_ms = time_ms(stream, reps, [&] {
-        REDIST_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), size * sizeof(T), cudaMemcpyDeviceToDevice, stream));
-      });
-      const float pack_ms = time_ms(stream, reps, [&] { mem.split_all<T>(src, k.ext, k.d, k.n, b.span().first(size)); });
-      const float unpack_ms = time_ms(stream, reps, [&] {
-        mem.concat_all<T>(std::span<const T>(b.data(), size), cext, k.d, k.n, c.span().first(size));
-      });
-      // Check: b = split_all(a) and c = concat_all(b) = a, element by element.
-      REDIST_CUDA_CHECK(cudaStreamSynchronize(stream));
-      redist::split_all<T>(std::span<const T>(host.data(), size), k.ext, k.d, k.n, std::span<T>(want.data(), size));
-      REDIST_CUDA_CHECK(cudaMemcpy(got.data(), b.data(), size * sizeof(T), cudaMemcpyDeviceToHost));
-      bool ok = std::memcmp(got.data(), want.data(), size * sizeof(T)) == 0;
-      REDIST_CUDA_CHECK(cudaMemcpy(got.data(), c.data(), size * sizeof(T), cudaMemcpyDeviceToHost));
-      ok = ok && std::memcmp(got.data(), host.data(), size * sizeof(T)) == 0;
-      wrong += ok ? 0 : 1;
       const double sz = static_cast<double>(size * sizeof(T)) / bytes;  // share of the nominal tile
-      const double copy_gbs = bytes * sz / (copy_ms * 1e6), pack_gbs = bytes * sz / (pack_ms * 1e6),
-                   unpack_gbs = bytes * sz / (unpack_ms * 1e6);
-      worst = std::min(worst, std::min(pack_gbs, unpack_gbs) / copy_gbs);
-      std::printf("| %s | %d | %llu | %llu | %llu | %.0f | %.0f | %.0f%% | %.0f | %.0f%% | %s |\n", ext_text(k.ext).c_str(),
-                  k.d, static_cast<unsigned long long>(k.n), static_cast<unsigned long long>(plan.width * sizeof(T)),
-                  static_cast<unsigned long long>(shape.per_run ? plan.count * plan.rows : shape.copy.count), copy_gbs,
-                  pack_gbs, 100 * pack_gbs / copy_gbs, unpack_gbs, 100 * unpack_gbs / copy_gbs, ok ? "yes" : "WRONG");
+      auto gbs = [&](float ms) { return bytes * sz / (static_cast<double>(ms) * 1e6); };
+      const double copy_gbs = gbs(time_ms(stream, reps, [&] {
+        REDIST_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), size * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+      }));
+      double pack[2], unpack[2];
+      bool ok = true;
+      for (int e = 0; e < 2; ++e) {
+        const redist::cuda_memory& m = e == 0 ? mem : engine;
+        pack[e] = gbs(time_ms(stream, reps, [&] { m.split_all<T>(src, k.ext, k.d, k.n, b.span().first(size)); }));
+        unpack[e] = gbs(time_ms(stream, reps, [&] {
+          m.concat_all<T>(std::span<const T>(b.data(), size), cext, k.d, k.n, c.span().first(size));
+        }));
+        // Check: b = split_all(a) and c = concat_all(b) = a, element by element.
+        REDIST_CUDA_CHECK(cudaStreamSynchronize(stream));
+        redist::split_all<T>(std::span<const T>(host.data(), size), k.ext, k.d, k.n, std::span<T>(want.data(), size));
+        REDIST_CUDA_CHECK(cudaMemcpy(got.data(), b.data(), size * sizeof(T), cudaMemcpyDeviceToHost));
+        ok = ok && std::memcmp(got.data(), want.data(), size * sizeof(T)) == 0;
+        REDIST_CUDA_CHECK(cudaMemcpy(got.data(), c.data(), size * sizeof(T), cudaMemcpyDeviceToHost));
+        ok = ok && std::memcmp(got.data(), host.data(), size * sizeof(T)) == 0;
+        REDIST_CUDA_CHECK(cudaMemset(b.data(), 0, size * sizeof(T)));
+        REDIST_CUDA_CHECK(cudaMemset(c.data(), 0, size * sizeof(T)));
+      }
+      wrong += ok ? 0 : 1;
+      worst = std::min(worst, std::min(pack[0], unpack[0]) / copy_gbs);
+      worst_engine = std::min(worst_engine, std::min(pack[1], unpack[1]) / copy_gbs);
+      std::printf("| %s | %d | %llu | %llu | %.0f | %.0f | %.0f%% | %.0f | %.0f%% | %llu | %.0f%% | %.0f%% | %s |\n",
+                  ext_text(k.ext).c_str(), k.d, static_cast<unsigned long long>(k.n),
+                  static_cast<unsigned long long>(plan.width * sizeof(T)), copy_gbs, pack[0], 100 * pack[0] / copy_gbs,
+                  unpack[0], 100 * unpack[0] / copy_gbs,
+                  static_cast<unsigned long long>(shape.per_run ? plan.count * plan.rows : shape.copy.count),
+                  100 * pack[1] / copy_gbs, 100 * unpack[1] / copy_gbs, ok ? "yes" : "WRONG");
     }
-    std::printf("\nworst pack or unpack / copy: %.0f%% (goal: >= 80%%); %d wrong results\n", 100 * worst, wrong);
+    std::printf("\nworst pack or unpack / copy: %.0f%% by %s (goal: >= 80%%), %.0f%% by the copy engine; %d wrong "
+                "results\n",
+                100 * worst, mem.pack_engine().c_str(), 100 * worst_engine, wrong);
     REDIST_CUDA_CHECK(cudaStreamDestroy(stream));
     return wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {

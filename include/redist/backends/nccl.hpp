@@ -3,17 +3,20 @@
 //
 // Available when built against CUDA and NCCL (CMake target redist::nccl, which defines
 // REDIST_WITH_NCCL, and REDIST_WITH_MPI too when MPI is found); otherwise this header
-// declares nothing. Plain C++: only the CUDA runtime API and NCCL are called (no kernels),
-// so it compiles with any host compiler; link CUDA::cudart and nccl.
+// declares nothing. Plain C++: only the CUDA runtime API (12.0 or newer), NVRTC and NCCL
+// are called (the pack kernels are compiled at run time), so it compiles with any host
+// compiler; link CUDA::cudart, CUDA::nvrtc and nccl.
 //
 // - Tiles live in device memory: a darray borrowing memory of the backend's device
 //   (`darray<T>(mesh, type, rank, std::span<T>(device_ptr, n))`; cuda_buffer<T> allocates
 //   such memory). The executor's buffers are device memory too (memory space
 //   `cuda_memory`, runtime/memory.hpp): allocated once when an executor is built, never
 //   during a run.
-// - Everything a run does is ordered on the backend's CUDA stream: copies, packing (2-D
-//   strided device copies, cudaMemcpy2DAsync, executing the strided copies that
-//   runtime/pack.hpp describes for the host), and the NCCL calls. No host synchronization
+// - Everything a run does is ordered on the backend's CUDA stream: copies, packing (the
+//   strided copies that runtime/pack.hpp describes for the host, each one launch of a copy
+//   kernel compiled at run time with NVRTC, backends/cuda_strided.hpp, or with
+//   nccl_options::pack = cuda_pack::copy_engine 2-D copies, cudaMemcpy2DAsync), and the
+//   NCCL calls. No host synchronization
 //   inside a redistribution: run() returns once the work is enqueued; call synchronize()
 //   or keep working on stream() before using the output. The tiles passed to run() must
 //   be ready in that stream's order (written on the same stream, or synchronized).
@@ -69,6 +72,7 @@
 #include <utility>
 #include <vector>
 
+#include "redist/backends/cuda_strided.hpp"
 #include "redist/core/error.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
@@ -284,22 +288,53 @@ class cuda_buffer {
   int device_ = -1;
 };
 
+/// How the NCCL backend executes strided device copies (packing and unpacking blocks).
+enum class cuda_pack {
+  /// One launch of the copy kernel (backends/cuda_strided.hpp) per strided copy; the copy
+  /// engine where the kernel could not be compiled (cuda_memory::pack_engine() says so).
+  kernel,
+  /// The copy engine: one cudaMemcpy2DAsync per 2-D piece (fewer pieces of the two
+  /// orientations), one cudaMemcpyAsync per run where pitches exceed the device's limit.
+  copy_engine,
+};
+
 /// The memory space of the NCCL backend (contract: runtime/memory.hpp): memory of one
-/// CUDA device, every copy enqueued on one stream.
+/// CUDA device, every copy enqueued on one stream. A strided copy that is one contiguous
+/// run is one cudaMemcpyAsync; others are one kernel launch or 2-D copies (`cuda_pack`).
 class cuda_memory {
  public:
   static constexpr bool host_accessible = false;
 
   cuda_memory() = default;
-  /// Memory of `device`, copies on `stream` (which must belong to that device).
-  cuda_memory(int device, cudaStream_t stream) : device_(device), stream_(stream) {
+  /// Memory of `device`, copies on `stream` (which must belong to that device). With
+  /// cuda_pack::kernel, the first cuda_memory of a device's compute capability in the
+  /// process compiles the copy kernel (NVRTC).
+  cuda_memory(int device, cudaStream_t stream, cuda_pack pack = cuda_pack::kernel) : device_(device), stream_(stream) {
     int pitch = 0;
     REDIST_CUDA_CHECK(cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device));
     max_pitch_ = pitch > 0 ? static_cast<std::size_t>(pitch) : 0;
+    if (pack == cuda_pack::kernel) {
+      const detail::strided_kernels& k = detail::strided_kernels::for_device(device);
+      if (k.ready()) {
+        REDIST_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+        kernels_ = &k;
+      } else {
+        kernel_error_ = &k.error();
+      }
+    }
   }
 
   [[nodiscard]] int device() const noexcept { return device_; }
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  /// What executes strided copies: "kernel (sm_90 cubin)", "copy engine", or "copy engine
+  /// (the kernel was not compiled: <why>)".
+  [[nodiscard]] std::string pack_engine() const {
+    if (kernels_ != nullptr) return "kernel (" + kernels_->target() + ")";
+    return kernel_error_ != nullptr ? "copy engine (the kernel was not compiled: " + *kernel_error_ + ")"
+                                    : "copy engine";
+  }
+  /// True if strided copies run as kernels.
+  [[nodiscard]] bool uses_kernel() const noexcept { return kernels_ != nullptr; }
 
   template <class T>
   [[nodiscard]] cuda_buffer<T> allocate(std::size_t n) const {
@@ -357,10 +392,18 @@ class cuda_memory {
     }
   }
 
-  /// Execute a strided copy (pack.hpp) as detail::device_copy_shape says: one 2-D device
-  /// copy (cudaMemcpy2DAsync) per i, or one 1-D copy per run.
+  /// Execute a strided copy (pack.hpp): one cudaMemcpyAsync if it is one contiguous run;
+  /// otherwise one kernel launch, or with the copy engine as detail::device_copy_shape
+  /// says: one 2-D device copy (cudaMemcpy2DAsync) per i, or one 1-D copy per run.
   template <class T>
   void strided(const detail::strided_copy& plan, const T* src, T* dst) const {
+    if (kernels_ != nullptr && plan.elements() != 0) {
+      const detail::strided_copy m = plan.merged();
+      if (m.count * m.rows > 1) {
+        REDIST_CUDA_CHECK(detail::launch_strided(*kernels_, sms_, m, sizeof(T), src, dst, stream_));
+        return;
+      }
+    }
     const detail::device_copy_shape shape = detail::device_copy(plan, sizeof(T), max_pitch_);
     const detail::strided_copy& c = shape.copy;
     const std::size_t s = sizeof(T);
@@ -384,6 +427,9 @@ class cuda_memory {
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   std::size_t max_pitch_ = 0;
+  int sms_ = 0;
+  const detail::strided_kernels* kernels_ = nullptr;  // process-wide cache entries
+  const std::string* kernel_error_ = nullptr;
 };
 
 /// The NCCL datatype of an element type, for the reductions: specialize with
@@ -423,6 +469,8 @@ struct nccl_options {
   cudaStream_t stream = nullptr;
   /// Use grouped ncclSend / ncclRecv for all-to-all even where ncclAlltoAll exists.
   bool grouped_alltoall = false;
+  /// How blocks are packed and unpacked on the device (cuda_pack).
+  cuda_pack pack = cuda_pack::kernel;
 };
 
 namespace detail {
@@ -497,7 +545,7 @@ class nccl_backend {
       detail::nccl_failed("ncclGetUniqueId(&id) on rank 0", __FILE__, __LINE__, static_cast<ncclResult_t>(boot.rc));
     REDIST_NCCL_CHECK(ncclCommInitRank(&comm_.h, size, boot.id, rank));
     comm_.owned = true;
-    setup(device, o.stream);
+    setup(device, o.stream, o.pack);
   }
 #endif
 
@@ -516,7 +564,7 @@ class nccl_backend {
     comm_.h = comm;
     size_ = static_cast<std::uint64_t>(size);
     me_ = static_cast<rank_t>(rank);
-    setup(device, o.stream);
+    setup(device, o.stream, o.pack);
   }
 
   nccl_backend(const nccl_backend&) = delete;
@@ -747,7 +795,7 @@ class nccl_backend {
 #endif
 
   /// The stream (given or created on `device`), the memory space, the agreement buffer.
-  void setup(int device, cudaStream_t stream) {
+  void setup(int device, cudaStream_t stream, cuda_pack pack) {
     detail::device_guard g(device);
     if (stream != nullptr) {
       stream_.h = stream;
@@ -755,7 +803,7 @@ class nccl_backend {
       REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_.h, cudaStreamNonBlocking));
       stream_.owned = true;
     }
-    mem_ = cuda_memory(device, stream_.h);
+    mem_ = cuda_memory(device, stream_.h, pack);
     agree_ = cuda_buffer<std::uint64_t>(3, device);
   }
 
