@@ -10,6 +10,7 @@
 #            --out DIR     output folder (default: <build>/report)
 #            --no-build    use the binaries already in --build (ctest does this)
 #            --problems N  problems for the MPI execution benchmark (default 50)
+#   environment: JOBS=n      parallel build jobs (default 2)
 #
 # Exit status: non-zero if any program of any system is invalid (box checker) or leaves a
 # wrong element on a rank, or if a step crashes. Nothing is asserted about time.
@@ -39,8 +40,8 @@ mkdir -p "$out"
 if [[ $no_build -eq 0 ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDIST_BUILD_TESTS=OFF -DREDIST_BUILD_EXAMPLES=OFF \
     -DREDIST_BUILD_TOOLS=OFF >"$out/configure.log"
-  cmake --build "$build" --target plan_quality host_execution -j 2
-  cmake --build "$build" --target mpi_execution -j 2 2>/dev/null || echo "run.sh: no MPI: the execution benchmark is skipped"
+  cmake --build "$build" --target plan_quality host_execution -j "${JOBS:-2}"
+  cmake --build "$build" --target mpi_execution -j "${JOBS:-2}" 2>/dev/null || echo "run.sh: no MPI: the execution benchmark is skipped"
 fi
 
 bin="$build/benchmarks"
