@@ -336,7 +336,8 @@ struct CUkern_st {
 cudaError_t cudaLibraryLoadData(cudaLibrary_t* lib, const void* code, cudaJitOption*, void**, unsigned int,
                                 cudaLibraryOption*, void**, unsigned int) {
   if (code == nullptr || *static_cast<const char*>(code) == '\0') return fail(cudaErrorInvalidValue);
-  *lib = new CUlib_st{};  // kept for the process, as the backend keeps it
+  static CUlib_st library;  // one for the process: the backend never unloads it
+  *lib = &library;
   return cudaSuccess;
 }
 cudaError_t cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t lib, const char* name) {
