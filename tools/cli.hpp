@@ -242,14 +242,23 @@ inline problem parse_problem(const problem_options& o) {
   p.from = parse_type_option(p.m, o.from, o.shape);
   p.to = parse_type_option(p.m, o.to, o.shape);
   // Whether the target can be reached from the source at all (same global shape, no
-  // pending sums created) is the search problem's to say.
-  for_option(given_name(o.to), [&] { return make_weak_problem(p.m, p.from, p.to).get(); });
+  // pending sums created) is the search problem's to say (for even types; uneven ones
+  // need the same global shape, lower/synthesize.hpp says the rest).
+  for_option(given_name(o.to), [&] {
+    if (even(p.m, p.from) && even(p.m, p.to)) make_weak_problem(p.m, p.from, p.to).get();
+    else if (error e = check_same_global(p.from, p.to)) throw redist_error(e);
+  });
   const char* end = o.bytes.data() + o.bytes.size();
   auto [ptr, ec] = std::from_chars(o.bytes.data(), end, p.bytes);
   if (ec != std::errc{} || ptr != end || o.bytes.empty())
     throw input_error("--bytes", "expected a number of bytes per element, found '" + o.bytes + "'");
   if (p.bytes == 0) throw input_error("--bytes", "element size must be at least 1 byte");
   return p;
+}
+
+/// Check --budget (a factor of at least 1) before anything is searched.
+inline void check_budget(double budget) {
+  if (!(budget >= 1.0)) throw input_error("--budget", "the memory budget factor must be at least 1");
 }
 
 /// Comparison baselines (DESIGN.md section 6), selected by name with --baseline.

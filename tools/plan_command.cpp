@@ -68,9 +68,11 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
     const plan_candidate& k = c.candidates[i];
     const std::uint64_t bytes = k.prog.received_elements() * k.prog.element_bytes;
     std::string what;
-    if (k.name == "exchange" && !k.prog.steps.empty()) {
-      const exchange_plan x = plan_exchange(k.prog, 0);
-      what = fmt::format("1 step, {} peers, {} received per rank", x.messages, byte_text(bytes));
+    if (k.name == "exchange" && k.prog.count(op::exchange) == 1) {
+      const std::size_t at = k.prog.steps.size() - 1;  // the last step (after an allreduce of sums)
+      const exchange_plan x = plan_exchange(k.prog, at);
+      what = fmt::format("{} step{}, {} peers, {} received per rank", at + 1, at ? "s" : "", x.messages,
+                         byte_text(bytes));
     } else {
       what = fmt::format("{} step{}, {} received per rank", k.prog.steps.size(), k.prog.steps.size() == 1 ? "" : "s",
                          byte_text(bytes));
@@ -80,7 +82,7 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
     out += fmt::format("  {} {:<10}  {:<44}  predicted {}\n", i == c.chosen ? '*' : ' ', k.name, what, t);
   }
   out += fmt::format("reason: {}\n", c.reason);
-  if (!chosen_printed)
+  if (!chosen_printed && c.candidates.size() > 1)
     out += "printed: the collective program of the search (no --profile; --profile FILE or built-in chooses by time)\n";
   return out;
 }
@@ -105,8 +107,7 @@ void run_plan(const plan_options& o) {
     for (const baseline& b : baselines())
       if (b.name == o.baseline) prog = b.make(pr.m, pr.from, pr.to, pr.bytes);
   } else {
-    // The budget is the only input left unchecked; check it before searching.
-    for_option("--budget", [&] { return make_weak_problem(pr.m, pr.from, pr.to, search_options{o.budget}).get(); });
+    check_budget(o.budget);  // the only input left unchecked
     if (o.profile.empty() && !o.explain) {
       prog = synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
     } else {

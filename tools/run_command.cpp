@@ -208,7 +208,7 @@ program make_program(const run_options& o) {
     for (const baseline& b : baselines())
       if (b.name == o.baseline) return b.make(pr.m, pr.from, pr.to, pr.bytes);
   }
-  for_option("--budget", [&] { return make_weak_problem(pr.m, pr.from, pr.to, search_options{o.budget}).get(); });
+  check_budget(o.budget);
   return synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
 }
 

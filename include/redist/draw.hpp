@@ -164,9 +164,13 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
         }
         break;
       }
-      case op::exchange: {  // every rank ends with its listed box (program_check: one shape, no sums)
-        for (int d = 0; d < p.source.rank; ++d)
-          next.tile[static_cast<std::size_t>(d)] = s.box_hi(0, p.source.rank, d) - s.box_lo(0, p.source.rank, d);
+      case op::exchange: {  // every rank ends with its listed box (the tile: the longest per dimension)
+        for (int d = 0; d < p.source.rank; ++d) {
+          std::uint64_t e = 0;
+          for (std::uint64_t r = 0; r < D; ++r)
+            e = std::max(e, s.box_hi(r, p.source.rank, d) - s.box_lo(r, p.source.rank, d));
+          next.tile[static_cast<std::size_t>(d)] = e;
+        }
         for (std::uint64_t r = 0; r < D; ++r)
           for (int d = 0; d < p.source.rank; ++d) set_lo(r, d, s.box_lo(r, p.source.rank, d));
         break;
@@ -187,31 +191,36 @@ struct tiling {
   /// per distinct partial value; a single group when its devices hold the whole value.
   std::vector<std::vector<std::vector<rank_t>>> holders;
   bool partial = false;  ///< some box is held as partial values (pending sums)
+  std::vector<rank_t> empty;  ///< devices whose tile is empty (uneven dimensions), ascending
 
   [[nodiscard]] int rank() const { return static_cast<int>(global.size()); }
   [[nodiscard]] std::uint64_t boxes() const { return holders.size(); }
+  /// Global index where box i of dimension d starts (the end of the array for i = blocks):
+  /// i * tile, clipped to the array (the last box of an uneven dimension is short).
+  [[nodiscard]] std::uint64_t edge(std::size_t d, std::uint64_t i) const { return std::min(i * tile[d], global[d]); }
   /// The index range of box b, `[0:64, 32:64]`.
   [[nodiscard]] std::string box_range(std::uint64_t b) const {
     std::vector<std::string> r(global.size());
     for (std::size_t d = global.size(); d-- > 0;) {
       const std::uint64_t i = b % blocks[d];
       b /= blocks[d];
-      r[d] = fmt::format("{}:{}", i * tile[d], (i + 1) * tile[d]);
+      r[d] = fmt::format("{}:{}", edge(d, i), edge(d, i + 1));
     }
     return fmt::format("[{}]", fmt::join(r, ", "));
   }
 };
 
-/// Group the devices by the box they hold. Throws redist_error if a box does not lie on
-/// the grid of its extents (no type and no collective produces one; an exchange may list
-/// such boxes, and a program with one is not drawn).
+/// Group the devices by the box they hold; devices holding an empty box (an uneven
+/// dimension, DESIGN.md section 2) are listed apart. Throws redist_error if a box does not
+/// lie on the grid of its extents (no type and no collective produces one; an exchange
+/// may list such boxes, and a program with one is not drawn).
 inline tiling tiling_of(const device_boxes& b) {
   tiling t;
   t.global = b.global;
   t.tile = b.tile;
   std::uint64_t n = 1;
   for (std::size_t d = 0; d < b.global.size(); ++d) {
-    t.blocks.push_back(b.tile[d] ? b.global[d] / b.tile[d] : 0);
+    t.blocks.push_back(b.tile[d] ? b.global[d] / b.tile[d] + (b.global[d] % b.tile[d] != 0) : 0);
     n *= t.blocks.back();
   }
   if (n > max_draw_boxes)
@@ -221,6 +230,12 @@ inline tiling tiling_of(const device_boxes& b) {
   const std::size_t R = b.global.size();
   for (std::uint64_t r = 0; r < b.devices(); ++r) {
     std::uint64_t box = 0;
+    bool none = false;
+    for (std::size_t d = 0; d < R; ++d) none = none || b.lo[r * R + d] >= b.global[d];
+    if (none) {
+      t.empty.push_back(static_cast<rank_t>(r));
+      continue;
+    }
     for (std::size_t d = 0; d < R; ++d) {
       const std::uint64_t l = b.lo[r * R + d];
       if (l % b.tile[d] != 0 || l / b.tile[d] >= t.blocks[d])
@@ -346,7 +361,7 @@ inline std::vector<view> views(const tiling& t, std::uint64_t max_columns) {
       for (std::size_t d = uR - 2; d-- > 0;) {
         const std::uint64_t i = q % t.blocks[d];
         q /= t.blocks[d];
-        r[d] = fmt::format("{}:{}", i * t.tile[d], (i + 1) * t.tile[d]);
+        r[d] = fmt::format("{}:{}", t.edge(d, i), t.edge(d, i + 1));
       }
       v.title = fmt::format("[{}]", fmt::join(r, ", "));
     }
@@ -398,7 +413,6 @@ inline std::string draw_text(const tiling& t, const draw_options& o = {}) {
   std::size_t w = 1;
   for (const auto& l : label) w = std::max(w, columns(l));
   w += 2;  // a space each side
-  const std::uint64_t tile_r = R >= 2 ? t.tile[uR - 2] : 0, tile_c = R >= 1 ? t.tile[uR - 1] : 0;
   std::size_t margin = 0;
   if (R >= 2) margin = fmt::formatted_size("{}", t.global[uR - 2]) + 1;
   std::string out;
@@ -408,11 +422,11 @@ inline std::string draw_text(const tiling& t, const draw_options& o = {}) {
     if (R >= 1) {
       std::vector<std::pair<std::size_t, std::string>> ticks;
       for (std::uint64_t j = 0; j <= ncol; ++j)
-        ticks.emplace_back(margin + j * (w + 1), fmt::to_string((v.col_begin + j) * tile_c));
+        ticks.emplace_back(margin + j * (w + 1), fmt::to_string(t.edge(uR - 1, v.col_begin + j)));
       out += tick_line(ticks) + "\n";
     }
     auto border = [&](std::uint64_t row, std::string_view l, std::string_view mid, std::string_view r) {
-      std::string s = R >= 2 ? fmt::format("{:>{}} ", row * tile_r, margin - 1) : std::string();
+      std::string s = R >= 2 ? fmt::format("{:>{}} ", t.edge(uR - 2, row), margin - 1) : std::string();
       s += l;
       for (std::uint64_t j = 0; j < ncol; ++j) s += repeat("─", w) + std::string(j + 1 < ncol ? mid : r);
       out += s + "\n";
@@ -477,7 +491,6 @@ inline extent svg_tiling(std::string& out, const tiling& t, int x, int y, const 
   const std::vector<std::string> label = labels(t, o);
   int bw = 48;
   for (const auto& l : label) bw = std::max(bw, text_w(l) + 16);
-  const std::uint64_t tile_r = R >= 2 ? t.tile[uR - 2] : 0, tile_c = R >= 1 ? t.tile[uR - 1] : 0;
   const int margin = R >= 2 ? text_w(fmt::to_string(t.global[uR - 2])) + 8 : 0;
   extent e;
   int cy = y;
@@ -492,7 +505,7 @@ inline extent svg_tiling(std::string& out, const tiling& t, int x, int y, const 
     if (R >= 1) {  // column ticks, centred on the borders, skipping those that would touch
       int right = -1 << 30;
       for (int j = 0; j <= ncol; ++j) {
-        const std::string s = fmt::to_string((v.col_begin + static_cast<std::uint64_t>(j)) * tile_c);
+        const std::string s = fmt::to_string(t.edge(uR - 1, v.col_begin + static_cast<std::uint64_t>(j)));
         const int cx = gx + j * bw, half = text_w(s) / 2;
         if (cx - half <= right + 4) continue;
         out += svg_text(cx, cy + 12, "tick", s, "text-anchor=\"middle\"");
@@ -523,7 +536,7 @@ inline extent svg_tiling(std::string& out, const tiling& t, int x, int y, const 
     }
     if (R >= 2)
       for (std::uint64_t row = 0; row <= v.rows; ++row)
-        out += svg_text(gx - 4, cy + static_cast<int>(row) * box_h + 4, "tick", fmt::to_string(row * tile_r),
+        out += svg_text(gx - 4, cy + static_cast<int>(row) * box_h + 4, "tick", fmt::to_string(t.edge(uR - 2, row)),
                         "text-anchor=\"end\"");
     cy += static_cast<int>(v.rows) * box_h;
     e.w = std::max(e.w, margin + ncol * bw);
@@ -567,11 +580,30 @@ inline std::string show_header(const device_mesh& m, const dist_type& t, const d
                      local_size(m, t));
 }
 
-/// The note under the header for a type with pending sums (empty without).
+/// The note under the header for a type with pending sums or uneven dimensions (empty
+/// without): which tiles are short, and which devices hold empty tiles.
 inline std::string show_note(const device_mesh& m, const dist_type& t) {
-  if (t.nsum == 0) return {};
-  return fmt::format("partial over {}: a box is the sum of {} partial values; '+' joins the devices of different partials",
-                     detail::pic::sum_axes_text(m, t), sum_parts(m, t));
+  std::vector<std::string> lines;
+  if (t.nsum > 0)
+    lines.push_back(fmt::format(
+        "partial over {}: a box is the sum of {} partial values; '+' joins the devices of different partials",
+        detail::pic::sum_axes_text(m, t), sum_parts(m, t)));
+  for (int d = 0; d < t.rank; ++d) {
+    if (even(m, t.dims[d])) continue;
+    const std::uint64_t n = t.dims[d].global, k = parts(m, t.dims[d]), c = tile(m, t.dims[d]);
+    const std::uint64_t full = n / c, rest = n % c, held = full + (rest != 0);
+    std::string l = fmt::format("uneven: dimension {} of size {} in {} tiles of {}: ", d, n, k, c);
+    if (rest != 0) l += fmt::format("tile {} holds {}", full, rest);
+    if (held < k) l += fmt::format("{}{} empty", rest != 0 ? ", " : "", k - held == 1 ? fmt::format("tile {} is", held)
+                                                                     : fmt::format("tiles {}-{} are", held, k - 1));
+    lines.push_back(l + " (tiles are padded to " + std::to_string(c) + " in local memory)");
+  }
+  if (!even(m, t)) {
+    const tiling g = tiling_of(m, t);
+    if (!g.empty.empty())
+      lines.push_back(fmt::format("devices holding no elements: {}", fmt::join(detail::pic::rank_tokens(g.empty), ",")));
+  }
+  return fmt::format("{}", fmt::join(lines, "\n"));
 }
 
 /// The header, the note on pending sums if any, and the picture of a type.
@@ -589,10 +621,13 @@ inline std::string show_svg(const device_mesh& m, const dist_type& t, const draw
   std::string body = svg_text(gap, gap + 13, "title", header);
   int y = gap + line_h;
   int w = text_w(header);
-  if (!note.empty()) {
-    body += svg_text(gap, y + 13, "note", note);
+  for (std::size_t at = 0; at < note.size();) {  // one line of text per line of the note
+    const std::size_t end = std::min(note.find('\n', at), note.size());
+    const std::string line = note.substr(at, end - at);
+    body += svg_text(gap, y + 13, "note", line);
     y += line_h;
-    w = std::max(w, text_w(note));
+    w = std::max(w, text_w(line));
+    at = end + 1;
   }
   y += 6;
   const extent e = svg_tiling(body, tiling_of(m, t), gap, y, o);

@@ -99,14 +99,15 @@ inline std::string box_text(const box& b) {
   return s;
 }
 
-/// The box of rank r's tile of type t under the default device map (Fig. 7a).
+/// The box of rank r's tile of type t under the default device map (Fig. 7a); short or
+/// empty on uneven dimensions (core/offsets.hpp range_lo, range_hi).
 inline box tile_box(const device_mesh& m, const dist_type& t, std::uint64_t r) {
   box b;
   b.rank = t.rank;
   for (int d = 0; d < t.rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    b.lo[i] = base_offset(m, t.dims[d], r);
-    b.hi[i] = b.lo[i] + tile(m, t.dims[d]);
+    b.lo[i] = range_lo(m, t.dims[d], r);
+    b.hi[i] = range_hi(m, t.dims[d], r);
   }
   return b;
 }

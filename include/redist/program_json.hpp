@@ -35,6 +35,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -344,7 +345,12 @@ inline program program_from_json(const nlohmann::json& j) {
   // Exchanges: their costs need the boxes of every step before them, so they are planned
   // once all steps are read (below); "cost_bytes" of each is checked then.
   std::vector<std::pair<std::size_t, const nlohmann::json*>> exchanges;
-  bool sums = p.source.nsum > 0 || p.target.nsum > 0;
+  // Uneven types (DESIGN.md section 2): only allreduce, allpermute and exchange steps.
+  const int uneven_at = uneven_dim(m, p.source) >= 0 ? uneven_dim(m, p.source) : uneven_dim(m, p.target);
+  const bool uneven = uneven_at >= 0;
+  const char* exchange_sums =
+      "an exchange does not add partial sums: every pending sum must be reduced before it, and the target may have "
+      "none";
 
   const auto& jsteps = json_array(json_field(j, "steps", ""), "steps");
   for (std::size_t i = 0; i < jsteps.size(); ++i) {
@@ -356,6 +362,12 @@ inline program program_from_json(const nlohmann::json& j) {
     if (!op_from_name(name, s.kind)) json_fail(errc::syntax, where + ".op", "unknown op '" + name + "'");
     bool typed_ok = false;
     shape next = cur;
+    std::array<std::uint64_t, max_dims> longest{};
+    if (uneven && s.kind != op::allreduce && s.kind != op::allpermute && s.kind != op::exchange)
+      json_fail(errc::rule, where,
+                name + " on uneven tiles (dimension " + std::to_string(uneven_at) + " of size " +
+                    std::to_string(ctx.global[uneven_at]) +
+                    " does not split evenly): redist runs only allreduce, allpermute and exchange steps there");
     switch (s.kind) {
       case op::allgather:
       case op::alltoall:
@@ -425,10 +437,11 @@ inline program program_from_json(const nlohmann::json& j) {
         break;
       }
       case op::exchange: {
-        if (sums)  // so far; a later reduction is refused once all steps are read
-          json_fail(errc::rule, where,
-                    "an exchange does not add partial sums, and this program's types or steps carry them");
-        // boxes: D lists of R [lo, hi] pairs, one shape for all, tiles of an even tiling.
+        if (p.target.nsum > 0 || cur.sums > 1)  // pending sums must be reduced before
+          json_fail(errc::rule, where, exchange_sums);
+        // boxes: D lists of R [lo, hi] pairs inside the array, tiles of a tiling: one shape
+        // for all on even types; on uneven ones (DESIGN.md section 2) the longest box per
+        // dimension is the tile ceil(n / k) of some k.
         const std::string wb = where + ".boxes";
         const auto& jb = json_array(json_field(js, "boxes", where), wb);
         if (jb.size() != D)
@@ -449,14 +462,16 @@ inline program program_from_json(const nlohmann::json& j) {
             const std::uint64_t lo = json_uint(jd[0], wd + "[0]"), hi = json_uint(jd[1], wd + "[1]");
             const std::uint64_t n = ctx.global[d];
             const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
-            if (lo >= hi)
+            if (lo >= hi && !(uneven && lo == hi))
               json_fail(errc::bad_size, wd, "the range " + range + " is empty (a box holds lo <= i < hi, lo < hi)");
             if (hi > n)
               json_fail(errc::bad_size, wd,
                         "the range " + range + " is not inside dimension " + std::to_string(d) + " [0, " +
                             std::to_string(n) + ")");
             const std::uint64_t e = hi - lo;
-            if (r == 0) {
+            if (uneven) {
+              longest[static_cast<std::size_t>(d)] = std::max(longest[static_cast<std::size_t>(d)], e);
+            } else if (r == 0) {
               if (n % e != 0)
                 json_fail(errc::rule, wd,
                           "extent " + std::to_string(e) + " does not divide dimension " + std::to_string(d) + " (" +
@@ -472,11 +487,25 @@ inline program program_from_json(const nlohmann::json& j) {
             s.boxes.push_back(hi);
           }
         }
+        if (uneven) {  // the tiles: the target's if they agree, otherwise ceil(n / k) for some k
+          const shape want = shape_of(m, p.target);
+          bool target = true;
+          for (int d = 0; d < R; ++d) {
+            const auto k = static_cast<std::size_t>(d);
+            const std::uint64_t n = ctx.global[d], e = longest[k];
+            target = target && e == ctx.tile(want, d);
+            next.parts[d] = e == 0 ? 0 : n / e + (n % e != 0);
+            if (e == 0 || ctx.tile(next, d) != e)
+              json_fail(errc::rule, where + ".boxes",
+                        "the longest box along dimension " + std::to_string(d) + " holds " + std::to_string(e) +
+                            " indices, which is not the tile ceil(" + std::to_string(n) + " / k) of any k");
+          }
+          if (target) next = want;
+        }
         typed_ok = true;
         break;
       }
     }
-    sums = sums || s.kind == op::allreduce || s.kind == op::reducescatter;
     if (s.kind == op::exchange) exchanges.emplace_back(i, nullptr);
     if (!typed_ok)
       json_fail(errc::rule, where,
@@ -523,9 +552,6 @@ inline program program_from_json(const nlohmann::json& j) {
   // The exchanges' pieces (the sender rule of redist/exchange.hpp) and their costs.
   for (const auto& [i, jcost] : exchanges) {
     const std::string where = "steps[" + std::to_string(i) + "]";
-    if (sums)
-      json_fail(errc::rule, where,
-                "an exchange does not add partial sums, and this program's types or steps carry them");
     const exchange_plan x = plan_exchange(p, i);
     if (!x.error.empty()) json_fail(errc::rule, where, x.error);
     step& s = p.steps[i];

@@ -33,7 +33,7 @@ void fail(int rank, const std::string& what) {
 }
 
 struct totals {
-  std::uint64_t problems = 0, elements = 0, mismatches = 0;
+  std::uint64_t problems = 0, elements = 0, mismatches = 0, uneven = 0;
   double max_ratio = 0;
   std::uint64_t ops[7] = {};  // steps by kind (redist::op)
 };
@@ -117,7 +117,10 @@ void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& 
                  " wrong elements, first at global index " + std::to_string(c.first_bad));
   const std::uint64_t in_out = std::max(redist::local_size(p.m, p.source), redist::local_size(p.m, p.target)) * sizeof(T);
   const double ratio = static_cast<double>(ex.peak_bytes_held()) / static_cast<double>(in_out);
-  if (ratio > 2.0) fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": peak memory ratio " + std::to_string(ratio));
+  // Memory-efficient programs hold at most 2 max(in, out) (runtime/executor.hpp); an uneven
+  // program with sums (an allreduce into scratch, then a packed exchange) up to 3.
+  const double limit = p.count(redist::op::allreduce) > 0 && p.count(redist::op::exchange) > 0 ? 3.0 : 2.0;
+  if (ratio > limit) fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": peak memory ratio " + std::to_string(ratio));
   tot.max_ratio = std::max(tot.max_ratio, ratio);
   ++tot.problems;
   for (const auto& st : p.steps) ++tot.ops[static_cast<int>(st.kind)];
@@ -233,6 +236,7 @@ int main(int argc, char** argv) {
                                 {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
     const int me = static_cast<int>(mpi.rank());
     const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 120;
+    const std::size_t uneven = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 200;
     totals tot;
     const double t0 = MPI_Wtime();
     try {
@@ -251,6 +255,17 @@ int main(int argc, char** argv) {
         if (i % 2 == 0) run_problem<float>(mpi, pt, tot, chunk, true);
         else run_problem<std::int32_t>(packing, pt, tot, chunk, true);
       }
+      // Uneven dimensions (DESIGN.md section 2): an allreduce of pending sums if any, then
+      // one exchange; in place and packed, sums in half of the workloads.
+      const std::uint64_t even_problems = tot.problems;
+      for (std::size_t i = 0; i < uneven; ++i) {
+        const auto& w = ws[i % ws.size()];
+        std::mt19937_64 rng(0x756e6576 + i);
+        const auto pt = redist::testing::random_uneven_problem(rng, w);
+        if (i % 2 == 0) run_problem<float>(mpi, pt, tot);
+        else run_problem<std::int32_t>(packing, pt, tot, 48);
+      }
+      tot.uneven = tot.problems - even_problems;
       error_cases(mpi);
     } catch (const std::exception& e) {
       fail(me, std::string("exception: ") + e.what());
@@ -263,18 +278,18 @@ int main(int argc, char** argv) {
     double ratio = 0;
     MPI_Allreduce(&tot.max_ratio, &ratio, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (me == 0)
-      std::printf("mpi backend, %llu ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
+      std::printf("mpi backend, %llu ranks: %llu problems (%llu uneven), %llu elements verified over all ranks, %llu wrong, "
                   "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
                   "%llu reducescatter, %llu exchange; "
                   "peak bytes held / max(local in, out): max %.3f; %.2f s\n",
                   static_cast<unsigned long long>(mpi.devices()), static_cast<unsigned long long>(all[3] / mpi.devices()),
-                  static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
+                  static_cast<unsigned long long>(tot.uneven), static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
                   static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
                   static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
                   static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
                   static_cast<unsigned long long>(tot.ops[5]), static_cast<unsigned long long>(tot.ops[6]), ratio,
                   seconds);
-    rc = all[1] == 0 && all[2] == 0 && all[3] >= count * mpi.devices() ? 0 : 1;
+    rc = all[1] == 0 && all[2] == 0 && all[3] >= (count + uneven) * mpi.devices() && tot.uneven == uneven ? 0 : 1;
   }
   MPI_Finalize();
   return rc;

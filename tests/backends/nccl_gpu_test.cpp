@@ -260,6 +260,15 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
   auto sums = redist::testing::paper_workload(1 << 14);
   sums.partial_sums = true;
   for (const auto& pt : redist::testing::random_problems(sums, 80, 0x67707534)) run_sim<std::int32_t>(mem, pt, tot);
+  const std::uint64_t even_problems = tot.problems;
+  for (auto w : redist::testing::mixed_workloads(1 << 12)) {  // uneven dimensions, sums in half
+    std::mt19937_64 rng(0x67707535 + i++);
+    for (int k = 0; k < 20; ++k) {
+      w.partial_sums = k % 2 == 1;
+      run_sim<std::int32_t>(k % 3 == 0 ? by_copies : mem, redist::testing::random_uneven_problem(rng, w), tot);
+    }
+  }
+  CHECK(tot.problems - even_problems == 20 * redist::testing::mixed_workloads().size());
   std::printf("device executor (simulated ranks): %llu problems, %llu steps (%llu allgather, %llu alltoall, %llu "
               "dynslice, %llu allpermute, %llu allreduce, %llu reducescatter, %llu exchange), %llu elements verified, "
               "%llu wrong\n",

@@ -28,8 +28,12 @@ inline std::vector<std::vector<std::uint64_t>> tile_shapes(const program& p) {
   for (int d = 0; d < e0.rank; ++d) x.push_back(e0[d]);
   std::vector<std::vector<std::uint64_t>> out{x};
   for (const step& s : p.steps) {
-    if (s.kind == op::exchange)  // rank 0's box: every box has one shape
-      for (std::size_t d = 0; d < x.size(); ++d) x[d] = s.boxes[2 * d + 1] - s.boxes[2 * d];
+    if (s.kind == op::exchange)  // the longest box per dimension (boxes are shorter on uneven types)
+      for (std::size_t d = 0; d < x.size(); ++d) {
+        x[d] = 0;
+        for (std::uint64_t r = 0; r < p.m.devices; ++r)
+          x[d] = std::max(x[d], s.boxes[2 * (r * x.size() + d) + 1] - s.boxes[2 * (r * x.size() + d)]);
+      }
     if (s.kind == op::dynslice || s.kind == op::reducescatter || s.kind == op::alltoall)
       x[static_cast<std::size_t>(s.split_dim)] /= s.parts;
     if (s.kind == op::allgather || s.kind == op::alltoall) x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;
@@ -80,10 +84,16 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
     }
     if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
     if (st.kind == op::exchange && !fb.all_local && !fb.exchange_in_place) {
-      // packed: what the rank sends to and receives from the others, whole
+      // packed: the distinct pieces the rank sends to the others (each packed once), and
+      // what it receives, whole
       const exchange_plan x = plan_exchange(p, s);
+      std::vector<box> sent_boxes;
+      for (const exchange_piece& pc : x.pieces)
+        if (pc.from == rank && pc.to != rank) sent_boxes.push_back(pc.b);
+      std::sort(sent_boxes.begin(), sent_boxes.end());
+      sent_boxes.erase(std::unique(sent_boxes.begin(), sent_boxes.end()), sent_boxes.end());
       std::uint64_t sent = 0;
-      for (const exchange_piece& pc : x.pieces) sent += pc.from == rank && pc.to != rank ? pc.b.size() : 0;
+      for (const box& b : sent_boxes) sent += b.size();
       Ps = std::max(Ps, sent);
       Pr = std::max(Pr, x.received[rank]);
     }

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <string>
 #include <utility>
@@ -74,7 +76,7 @@ inline std::string write_type(const workload& w, const std::vector<std::vector<i
       s += std::to_string(shape[d]);
       continue;
     }
-    s += std::to_string(shape[d] / parts);
+    s += std::to_string(shape[d] / parts + (shape[d] % parts != 0));  // ceil (uneven dimensions)
     s += '{';
     for (std::size_t i = 0; i < assign[d].size(); ++i) {
       if (i) s += ", ";
@@ -174,6 +176,67 @@ inline std::vector<problem_text> random_problems(const workload& w, std::size_t 
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i) out.push_back(random_problem(rng, w));
   return out;
+}
+
+/// One random problem with uneven dimensions (DESIGN.md section 2): each dimension's size
+/// is a prime, smaller than its number of tiles (empty tiles), lcm * t - 1, or any size
+/// up to three times its tile counts; at least one dimension of the source or the target
+/// is uneven. With w.partial_sums the source may carry pending sums (the target none).
+/// Tiles are inferred (`{x}7`) or written (`2{x}7`, ceil) at random.
+inline problem_text random_uneven_problem(std::mt19937_64& rng, const workload& w) {
+  static constexpr std::uint64_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71};
+  for (;;) {
+    const int rank = w.min_dims + static_cast<int>(rng() % static_cast<std::uint64_t>(w.max_dims - w.min_dims + 1));
+    auto src = detail::draw_assignment(rng, w, rank);
+    auto dst = detail::draw_assignment(rng, w, rank);
+    std::vector<int> src_sums;
+    if (w.partial_sums) {
+      const auto su = detail::used_axes(w, src);
+      for (std::size_t a = 0; a < w.axes.size(); ++a)
+        if (!su[a] && rng() % 2 == 0) src_sums.push_back(static_cast<int>(a));
+    }
+    std::vector<std::uint64_t> shape(static_cast<std::size_t>(rank));
+    std::uint64_t total = 1;
+    bool uneven = false;
+    for (int d = 0; d < rank; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      std::uint64_t ps = 1, pd = 1;
+      for (int a : src[k]) ps *= w.axes[static_cast<std::size_t>(a)].second;
+      for (int a : dst[k]) pd *= w.axes[static_cast<std::size_t>(a)].second;
+      const std::uint64_t l = detail::lcm(ps, pd), most = std::max(ps, pd);
+      std::uint64_t n = 0;
+      switch (rng() % 4) {
+        case 0: n = primes[rng() % std::size(primes)]; break;
+        case 1: n = most > 1 ? 1 + rng() % (most - 1) : 1; break;
+        case 2: n = l * (1 + rng() % 3) - (l > 1 ? 1 : 0); break;
+        default: n = 1 + rng() % (3 * l); break;
+      }
+      shape[k] = n;
+      total *= n;
+      uneven = uneven || n % ps != 0 || n % pd != 0;
+    }
+    if (!uneven || total > w.max_elements) continue;
+    auto write = [&](const std::vector<std::vector<int>>& assign, const std::vector<int>& sums) {
+      std::string t = detail::write_type(w, assign, shape, sums);
+      if (rng() % 2 == 0) {  // infer the tiles: drop every written tile
+        std::string u;
+        for (std::size_t i = 0; i < t.size(); ++i) {
+          if (std::isdigit(static_cast<unsigned char>(t[i])) && (i == 0 || t[i - 1] == '[' || t[i - 1] == ' ')) {
+            std::size_t j = i;
+            while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
+            if (j < t.size() && t[j] == '{') {
+              i = j - 1;
+              continue;
+            }
+          }
+          u += t[i];
+        }
+        t = u;
+      }
+      return t;
+    };
+    return {mesh_text(w), write(src, src_sums), write(dst, {}), total};
+  }
 }
 
 /// Meshes beyond the paper's: non-prime axes (3, 4, 6, 12) and up to 64 devices.

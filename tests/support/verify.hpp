@@ -17,9 +17,11 @@
 //   exchange (an extension): every rank ends with its listed box A_r, which must lie
 //               inside the array and be covered by the union of the boxes held before the
 //               step (by any ranks: the checker ignores which replica sends, and does not
-//               assume the boxes tile evenly; it subtracts the boxes before from A_r). The
-//               program must carry no partial sums (types or steps). Its cost is the most
-//               one rank receives, max_r |A_r| - |A_r n B_r| with B_r the box r held.
+//               assume the boxes tile evenly; it subtracts the boxes before from A_r). Every
+//               rank must hold complete sums then (reduced before), the target none. Its cost
+//               is the most one rank receives, max_r |A_r| - |A_r n B_r| with B_r the box r held.
+// Uneven types (section 2): tiles are ceil(global / parts), boxes clipped to the array
+// (short or empty); the local size of a step is its longest box per dimension.
 // Partial sums are followed as sets of source partials: rank r starts with the partial
 // numbered sum_index(source, r) (core/offsets.hpp); reductions take disjoint unions, and
 // allgather / alltoall may only combine data holding the same set. At the end, the ranks
@@ -107,15 +109,17 @@ struct boxes {
   }
 };
 
-/// The boxes of a type under the default device map: base offset + tile (Fig. 7a).
+/// The boxes of a type under the default device map: base offset + tile (Fig. 7a), with
+/// the tile ceil(global / parts) and the box clipped to the array (DESIGN.md section 2).
 inline boxes boxes_of(const device_mesh& m, const dist_type& t) {
   boxes b(t.rank, m.devices);
   std::uint64_t off[max_dims]{};
   for (std::uint64_t r = 0; r < m.devices; ++r) {
     base_offsets(m, t, r, off);
     for (int d = 0; d < t.rank; ++d) {
-      b.l(r, d) = off[d];
-      b.h(r, d) = off[d] + tile(m, t.dims[d]);
+      const std::uint64_t n = t.dims[d].global, k = parts(m, t.dims[d]), c = (n + k - 1) / k;
+      b.l(r, d) = std::min(off[d], n);
+      b.h(r, d) = std::min(off[d] + c, n);
     }
   }
   return b;
@@ -230,6 +234,8 @@ inline verify_result verify(const program& p) {
   };
   std::uint64_t local = local_size(m, p.source);
   res.peak = local;
+  // Uneven types (DESIGN.md section 2): the boxes of a step may differ in shape.
+  const bool uneven = !even(m, p.source) || !even(m, p.target);
   auto check_dim = [&](int d) { return d >= 0 && d < R; };
 
   for (std::size_t si = 0; si < p.steps.size(); ++si) {
@@ -388,10 +394,8 @@ inline verify_result verify(const program& p) {
         if (s.boxes.size() != 2 * D * static_cast<std::uint64_t>(R))
           return fail(si, str_cat("boxes lists ", s.boxes.size(), " range ends, expected 2 x ", R, " dimensions x ", D,
                                   " ranks"));
-        if (p.source.nsum > 0 || p.target.nsum > 0 ||
-            std::any_of(p.steps.begin(), p.steps.end(),
-                        [](const step& t) { return t.kind == op::allreduce || t.kind == op::reducescatter; }))
-          return fail(si, "an exchange in a program with partial sums");
+        if (p.target.nsum > 0 || std::any_of(K.begin(), K.end(), [&](const auto& k) { return k.size() != nsrc; }))
+          return fail(si, "an exchange while ranks hold partial sums (every pending sum must be reduced before it)");
         for (std::uint64_t r = 0; r < D; ++r)
           for (int d = 0; d < R; ++d) {
             next.l(r, d) = s.boxes[2 * (r * static_cast<std::uint64_t>(R) + static_cast<std::uint64_t>(d))];
@@ -451,16 +455,19 @@ inline verify_result verify(const program& p) {
         break;
       }
     }
-    // Every rank holds a tile of one shape.
-    const std::uint64_t after = next.size(0);
-    for (std::uint64_t r = 1; r < D; ++r)
-      if (next.size(r) != after || [&] {
-            for (int d = 0; d < R; ++d)
-              if (next.ext(r, d) != next.ext(0, d)) return true;
-            return false;
-          }())
-        return fail(
-            si, str_cat("rank ", r, "'s box ", next.text(r), " has a different shape than rank 0's ", next.text(0)));
+    // Every rank holds a tile of one shape; on uneven types boxes may be shorter, and the
+    // tile (its local size) is the longest box per dimension.
+    std::uint64_t tile_ext[max_dims]{};
+    std::uint64_t after = 1;
+    for (int d = 0; d < R; ++d) {
+      for (std::uint64_t r = 0; r < D; ++r) tile_ext[d] = std::max(tile_ext[d], next.ext(r, d));
+      after *= tile_ext[d];
+    }
+    for (std::uint64_t r = 0; r < D && !uneven; ++r)
+      for (int d = 0; d < R; ++d)
+        if (next.ext(r, d) != tile_ext[d])
+          return fail(si, str_cat("rank ", r, "'s box ", next.text(r), " has a different shape than rank 0's ",
+                                  next.text(0)));
     if (after > p.memory_bound_elements)
       return fail(si, str_cat("local size ", after, " exceeds the memory bound ", p.memory_bound_elements));
     const std::uint64_t c = s.kind == op::exchange ? exchange_cost : cost_elements(s.kind, local, after);
@@ -472,9 +479,8 @@ inline verify_result verify(const program& p) {
       return fail(si, str_cat("after.sums = ", s.after.sums, " but ranks hold sums of ", nextK[0].size(),
                               " of the source's ", nsrc, " partials"));
     for (int d = 0; d < R; ++d)
-      if (s.after.parts[d] * next.ext(0, d) != p.source.dims[d].global)
-        return fail(si,
-                    str_cat("after.parts[", d, "] = ", s.after.parts[d], " but tiles have extent ", next.ext(0, d)));
+      if (s.after.parts[d] == 0 || (p.source.dims[d].global + s.after.parts[d] - 1) / s.after.parts[d] != tile_ext[d])
+        return fail(si, str_cat("after.parts[", d, "] = ", s.after.parts[d], " but tiles have extent ", tile_ext[d]));
     if (s.type_exact) {
       if (!same_global(s.type_after, p.source) || check(m, s.type_after).code != errc::ok)
         return fail(si, "type_after is ill-formed or of another global shape");

@@ -30,13 +30,20 @@ reducescatter = localsize before.
 The exchange (an extension of section 4): {"op": "exchange", "boxes": [[[lo, hi], ...], ...]}
 lists, for every rank in rank order, the box it holds after the step (one [lo, hi) per
 dimension). The checker asks only what the data needs, not how the library plans it: every
-box lies inside the array, all boxes have one shape, every element of every rank's new box
-is held before the step by some rank (the union of the boxes before covers it; whichever
-replica sends is not checked), and the program carries no partial sums (types or steps).
+box lies inside the array, all boxes have one shape (but on uneven types), every element of
+every rank's new box is held before the step by some rank (the union of the boxes before
+covers it; whichever replica sends is not checked), and every rank holds the complete sum
+then (pending sums reduced before it; the target has none).
+
+Uneven dimensions (section 2): the tile of n split into k is ceil(n / k), tile i covers
+[i*t, min((i+1)*t, n)), possibly empty; the local size is the padded tile (on uneven types:
+the longest box per dimension); dynslice keeps chunk index of ceil-sized chunks, allgather
+concatenates adjacent boxes of any lengths.
 Its cost is the most elements one rank receives, max over r of |A_r| - |A_r n B_r| (A_r
 the new box, B_r the box r held), checked per step and in the total.
 
-Usage: check_program.py [--no-memory-check] FILE...   ('-' reads standard input)
+Usage: check_program.py [--no-memory-check] FILE...   ('-' reads standard input; a FILE
+ending in .jsonl holds one program per line)
 As a module: check(program_dict, memory=True) returns a summary or raises CheckError.
 Python 3 standard library only.
 """
@@ -176,11 +183,10 @@ class Type:
     def __init__(self, mesh, dims, text, sums=()):
         self.mesh, self.dims, self.text, self.sums = mesh, dims, text, list(sums)
         self.tiles = []
-        for g, axes in dims:
+        for g, axes in dims:  # section 2: the tile is ceil(n / k), uneven dimensions padded
             k = math.prod(a.size for a in axes)
-            if g % k != 0:
-                fail("dimension of size %d cannot be split into %d tiles in %r" % (g, k, text))
-            self.tiles.append(g // k)
+            self.tiles.append(-(-g // k))
+        self.uneven = any(g % math.prod(a.size for a in axes) for g, axes in dims)
 
     @property
     def global_shape(self):
@@ -191,14 +197,15 @@ class Type:
 
     def box(self, rank):
         """The rank's tile, a tuple of (lo, hi) per dimension: base offset (Fig. 7a)
-        D[[c{x, xs}n]](i) = c*i_x + D[[(c*k_x){xs}n]](i), axes minor-to-major."""
+        D[[c{x, xs}n]](i) = c*i_x + D[[(c*k_x){xs}n]](i), axes minor-to-major, clipped
+        to [0, n) (short or empty tiles of uneven dimensions)."""
         out = []
         for (g, axes), tile in zip(self.dims, self.tiles):
             off, step = 0, tile
             for a in axes:
                 off += step * a.coord(self.mesh, rank)
                 step *= a.size
-            out.append((off, off + tile))
+            out.append((min(off, g), min(off + tile, g)))
         return tuple(out)
 
     def boxes(self):
@@ -235,8 +242,8 @@ def parse_type(mesh, s):
                 axes = axis_list(sc, mesh, used, s)
                 g = sc.number()
                 k = math.prod(a.size for a in axes)
-                if tile is not None and tile * k != g:
-                    fail("tile %d is not %d / %d in %r" % (tile, g, k, s))
+                if tile is not None and tile != -(-g // k):
+                    fail("tile %d is not ceil(%d / %d) in %r" % (tile, g, k, s))
                 dims.append((g, axes))
             else:
                 if tile is None:
@@ -321,12 +328,14 @@ def check_groups(step, where, D):
     return groups
 
 
-def split(box, d, n, where, rank):
+def split(box, d, n, where, rank, ceil=False):
+    """n equal chunks along d; with ceil (dynslice, section 4 on uneven boxes) chunks of
+    ceil(extent / n), the last ones short or empty."""
     lo, hi = box[d]
-    if (hi - lo) % n != 0:
+    if (hi - lo) % n != 0 and not ceil:
         fail("%s: rank %d's extent %d along dimension %d does not split into %d" % (where, rank, hi - lo, d, n))
-    c = (hi - lo) // n
-    return [box[:d] + ((lo + m * c, lo + (m + 1) * c),) + box[d + 1:] for m in range(n)]
+    c = -(-(hi - lo) // n)
+    return [box[:d] + ((min(lo + m * c, hi), min(lo + (m + 1) * c, hi)),) + box[d + 1:] for m in range(n)]
 
 
 def concat(parts, d, where, who):
@@ -375,9 +384,10 @@ def subtract(a, b):
     return out
 
 
-def exchange_boxes(step, state, where, D, shape):
+def exchange_boxes(step, state, where, D, shape, uneven, everything):
     """The boxes of an exchange step, checked: D boxes of len(shape) [lo, hi] ranges inside
-    the array, one shape for all, every element held by some rank before the step."""
+    the array, one shape for all (unless the types are uneven), every element held by some
+    rank before the step, every rank holding the complete sum (`everything`)."""
     boxes = field(step, "boxes", where)
     if not isinstance(boxes, list) or len(boxes) != D:
         fail("%s.boxes: expected one box per rank (%d)" % (where, D))
@@ -396,9 +406,9 @@ def exchange_boxes(step, state, where, D, shape):
             box.append((lo, hi))
         out.append(tuple(box))
     extents = {tuple(hi - lo for lo, hi in b) for b in out}
-    if len(extents) != 1:
+    if len(extents) != 1 and not uneven:
         fail("%s: the boxes have different shapes %s" % (where, sorted(extents)))
-    if len({ps for _, ps in state}) != 1:
+    if len({ps for _, ps in state}) != 1 or state[0][1] != everything:
         fail("%s: an exchange does not add partial sums, and the ranks hold different partials" % where)
     held = sorted({b for b, _ in state})
     for r, a in enumerate(out):
@@ -416,9 +426,9 @@ def exchange_cost(before, after):
     return max((volume(a) - volume(intersect(a, b)) for (b, _), (a, _) in zip(before, after)), default=0)
 
 
-def apply_step(step, state, where, rank, D, shape=None):
+def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything=frozenset([()])):
     """One step of section 4 on every rank's (box, partials); an exchange needs the
-    array's global `shape`."""
+    array's global `shape`, whether its types are uneven and the set of all partials."""
     op = field(step, "op", where)
     out = list(state)
     if op in ("allgather", "alltoall", "allreduce", "reducescatter"):
@@ -455,11 +465,11 @@ def apply_step(step, state, where, rank, D, shape=None):
             i = uint(index[r], where + ".index")
             if i >= parts:
                 fail("%s: index[%d] = %d is not below parts = %d" % (where, r, i, parts))
-            out[r] = (split(state[r][0], d, parts, where, r)[i], state[r][1])
+            out[r] = (split(state[r][0], d, parts, where, r, ceil=True)[i], state[r][1])
     elif op == "exchange":
         if shape is None:
             fail("%s: an exchange needs the global shape" % where)
-        out = exchange_boxes(step, state, where, D, shape)
+        out = exchange_boxes(step, state, where, D, shape, uneven, everything)
     elif op == "allpermute":
         dest = field(step, "dest", where)
         if not isinstance(dest, list) or sorted(uint(x, where + ".dest") for x in dest) != list(range(D)):
@@ -477,7 +487,11 @@ def cost_elements(op, before, after):
             "allreduce": 2 * before, "reducescatter": before}[op]
 
 
-def local_of(state, where):
+def local_of(state, where, uneven=False):
+    """The local size: the common tile size; on uneven types (section 2) the padded tile,
+    the longest box per dimension."""
+    if uneven:
+        return math.prod(max(hi - lo for lo, hi in dims) for dims in zip(*[b for b, _ in state]))
     sizes = {volume(b) for b, _ in state}
     if len(sizes) != 1:
         fail("%s: ranks hold tiles of different sizes %s" % (where, sorted(sizes)))
@@ -501,21 +515,23 @@ def check(prog, memory=True):
     ebytes = uint(field(prog, "element_bytes", "program"), "element_bytes")
     rank = len(shape)
 
+    uneven = src.uneven or dst.uneven
+    everything = src.all_partials()
     state = [(src.box(r), frozenset([src.partial(r)])) for r in range(D)]
-    local = local_of(state, "source")
+    local = local_of(state, "source", uneven)
     peak = local
     cost = 0
     steps = field(prog, "steps", "program")
     if not isinstance(steps, list):
         fail("steps: expected a list")
     ops = [s.get("op") if isinstance(s, dict) else None for s in steps]
-    if "exchange" in ops and (src.sums or dst.sums or "allreduce" in ops or "reducescatter" in ops):
+    if "exchange" in ops and dst.sums:
         fail("steps[%d] (exchange): an exchange in a program with partial sums" % ops.index("exchange"))
     for i, step in enumerate(steps):
         where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
         before = state
-        state = apply_step(step, state, where, rank, D, shape)
-        after = local_of(state, where)
+        state = apply_step(step, state, where, rank, D, shape, uneven, everything)
+        after = local_of(state, where, uneven)
         if step["op"] == "exchange":
             c = exchange_cost(before, state)
         else:
@@ -547,7 +563,6 @@ def check(prog, memory=True):
     groups = {}
     for r in range(D):
         groups.setdefault(dst.summing_group(r), []).append(r)
-    everything = src.all_partials()
     for g in groups.values():
         total = add([state[r] for r in g], "the end", "ranks %s" % g)[1]
         if total != everything:
@@ -570,6 +585,20 @@ def main(argv):
     files = [a for a in argv if a != "--no-memory-check"] or ["-"]
     bad = 0
     for f in files:
+        if f.endswith(".jsonl"):  # one program per line: a summary line, and each failure
+            n = 0
+            with open(f) as lines:
+                for i, line in enumerate(lines):
+                    try:
+                        check(json.loads(line), memory=memory)
+                        n += 1
+                    except (CheckError, ValueError, KeyError, TypeError) as e:
+                        print("%s:%d: FAILED: %s" % (f, i + 1, e))
+                        bad += 1
+            print("%s: %d programs ok, %d failed" % (f, n, bad))
+            if n == 0:
+                bad += 1
+            continue
         try:
             prog = json.load(sys.stdin if f == "-" else open(f))
             s = check(prog, memory=memory)

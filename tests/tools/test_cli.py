@@ -35,9 +35,9 @@ BAD_INPUT = [
      "redist: error: --from: unknown axis 'z' (the mesh declares x, y) (at column 5 of '[64{z}256, 1024]')"),
     (["--mesh", "{x: 4, y: 8}", "--from", "[256, 1024]", "--to", "[{x}256, 128{y, x}1024]"],
      "redist: error: --to: axis 'x' is used twice in the type (at column 17 of '[{x}256, 128{y, x}1024]')"),
-    (["--mesh", "{x: 4, y: 8}", "--from", "[{y}250, 1024]", "--to", "[250, 1024]"],
-     "redist: error: --from: global size 250 of dimension 0 is not divisible by 8, the product of its axis sizes "
-     "(at column 5 of '[{y}250, 1024]')"),
+    (["--mesh", "{x: 4, y: 8}", "--from", "[31{y}250, 1024]", "--to", "[250, 1024]"],
+     "redist: error: --from: tile size 31 of dimension 0 should be 32 (global 250 / 8 tiles, rounded up) "
+     "(at column 2 of '[31{y}250, 1024]')"),
     (["--mesh", "{x: 4, y: 8}", "--from", "[63{x}256, 1024]", "--to", "[256, 1024]"],
      "redist: error: --from: tile size 63 of dimension 0 should be 64 (global 256 / 4 tiles) (at column 2 of '[63{x}256, 1024]')"),
     (["--mesh", "{x: 4, y: 8}", "--from", "[{x}256, 1024]", "--to", "[256, 512]"],

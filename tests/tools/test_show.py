@@ -60,7 +60,8 @@ BAD_INPUT = [
     (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--svg", "/nonexistent-dir/p.svg"],
      "redist: error: --svg: cannot write the file '/nonexistent-dir/p.svg'"),
     (["run", "--backend", "host"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[6]", "--to", "[6]"],
-     "redist: error: --from-dtensor: placements: dimension 0 of size 6 cannot be split into 4 tiles"),
+     "redist: error: --from-dtensor: dimension 0 of size 6: DTensor's nested chunks have lengths 2 1 2 1, redist's "
+     "tiles (ceil(6 / 4)) 2 2 2 0; the placements and the type put data in different places"),
     (["convert"] + MESH + ["--type", "[{x}8] sum{y}", "--to", "jax"],
      "redist: error: --to: the type has no JAX PartitionSpec: a type with pending sums has no PartitionSpec"),
     (["convert", "--mesh", "{x: 4}", "--type", "[4{x:(1)2}8]", "--to", "dtensor"],

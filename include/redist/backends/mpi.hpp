@@ -242,20 +242,22 @@ class mpi_backend {
     call(MPI_Alltoall(io.send[me_], 1, st.type, io.recv[me_], 1, rt.type, group_comm(g)), "MPI_Alltoall");
   }
 
-  /// An exchange's pieces, packed by the executor: MPI_Alltoallv over all ranks.
+  /// An exchange's pieces, packed by the executor: MPI_Alltoallv over all ranks (send
+  /// displacements may repeat: MPI reads a send location any number of times).
   template <class T>
     requires mpi_element<T>
-  void alltoallv(block_io<T> io, std::span<const std::uint64_t> sc, std::span<const std::uint64_t> rc) {
+  void alltoallv(block_io<T> io, std::span<const std::uint64_t> sc, std::span<const std::uint64_t> sd,
+                 std::span<const std::uint64_t> rc) {
     check_per_rank(sc.size(), "alltoallv");
+    check_per_rank(sd.size(), "alltoallv");
     check_per_rank(rc.size(), "alltoallv");
     std::vector<int> scount(size_), sdispl(size_), rcount(size_), rdispl(size_);
-    std::uint64_t so = 0, ro = 0;
+    std::uint64_t ro = 0;
     for (std::size_t k = 0; k < size_; ++k) {
       scount[k] = checked_count(sc[k]);
       rcount[k] = checked_count(rc[k]);
-      sdispl[k] = checked_count(so);
+      sdispl[k] = checked_count(sd[k]);
       rdispl[k] = checked_count(ro);
-      so += sc[k];
       ro += rc[k];
     }
     const MPI_Datatype t = mpi_datatype<T>::get();

@@ -672,8 +672,9 @@ class nccl_backend {
   /// ncclRecv of the non-empty ones (runtime/backend.hpp).
   template <class T>
     requires std::is_trivially_copyable_v<T>
-  void alltoallv(block_io<T> io, std::span<const std::uint64_t> sc, std::span<const std::uint64_t> rc) {
-    if (sc.size() != size_ || rc.size() != size_)
+  void alltoallv(block_io<T> io, std::span<const std::uint64_t> sc, std::span<const std::uint64_t> sd,
+                 std::span<const std::uint64_t> rc) {
+    if (sc.size() != size_ || sd.size() != size_ || rc.size() != size_)
       throw redist_error(errc::runtime, std::string(who) + ": alltoallv needs one count per rank (" +
                                             std::to_string(size_) + ")");
     if (io.send.size() <= me_ || io.recv.size() <= me_)
@@ -682,12 +683,12 @@ class nccl_backend {
     const auto* send = reinterpret_cast<const std::byte*>(io.send[me_]);
     auto* recv = reinterpret_cast<std::byte*>(io.recv[me_]);
     in_group([&] {
-      std::size_t so = 0, ro = 0;
+      std::size_t ro = 0;
       for (std::size_t k = 0; k < size_; ++k) {
         const std::size_t sb = detail::block_bytes<T>(who, sc[k]), rb = detail::block_bytes<T>(who, rc[k]);
+        const std::size_t so = detail::block_bytes<T>(who, sd[k]);
         if (sb != 0) REDIST_NCCL_CHECK(ncclSend(send + so, sb, ncclUint8, static_cast<int>(k), comm_.h, stream_.h));
         if (rb != 0) REDIST_NCCL_CHECK(ncclRecv(recv + ro, rb, ncclUint8, static_cast<int>(k), comm_.h, stream_.h));
-        so += sb;
         ro += rb;
       }
     });

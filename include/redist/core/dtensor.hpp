@@ -6,9 +6,13 @@
 // shard one tensor dimension, DTensor splits by the first mesh dimension first (it is
 // the major one), so [Shard(0), Shard(0)] over mesh dims (x, y) is redist's
 // [{y, x}..] (minor-to-major). DeviceMesh(arange(n).reshape(...)) is row-major, like
-// redist's default device map. DTensor also allows uneven shards; redist does not
-// (sizes must divide), and types whose axis order within a dimension differs from mesh
-// order, or that use sub-axes, have no placements.
+// redist's default device map. Uneven shards: a single Shard of a tensor dimension is
+// torch.chunk, ceil-sized chunks with the last ones short or empty, which is redist's
+// uneven tiling (DESIGN.md section 2). Several mesh dimensions sharding one tensor
+// dimension chunk each chunk again (nested chunks); that equals redist's ceil tiles only
+// for some sizes, and placements whose nested chunks differ are refused with both tilings
+// shown (never silently mapped to other places). Types whose axis order within a
+// dimension differs from mesh order, or that use sub-axes, have no placements.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +29,47 @@
 #include "redist/core/mesh.hpp"
 
 namespace redist {
+
+namespace detail {
+/// "" if DTensor's nested chunks of a dimension of size n sharded by mesh axes of these
+/// sizes (major first, the placement order) are redist's ceil tiles; otherwise one line
+/// with both tilings' lengths.
+inline std::string nested_chunk_problem(std::uint64_t n, std::span<const std::uint64_t> sizes, int dim) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks{{0, n}}, next;
+  std::uint64_t k = 1;
+  for (std::uint64_t s : sizes) {  // torch.chunk of every chunk: ceil-sized, short or empty at the end
+    next.clear();
+    for (auto [lo, hi] : chunks) {
+      const std::uint64_t len = hi - lo, c = len / s + (len % s != 0);
+      for (std::uint64_t j = 0; j < s; ++j) next.emplace_back(lo + std::min(j * c, len), lo + std::min((j + 1) * c, len));
+    }
+    std::swap(chunks, next);
+    k *= s;
+  }
+  const std::uint64_t t = n / k + (n % k != 0);
+  bool same = true;
+  std::string dt, ours;
+  for (std::uint64_t i = 0; i < k; ++i) {
+    const std::uint64_t lo = std::min(i * t, n), hi = std::min((i + 1) * t, n);
+    same = same && chunks[i].first == lo && chunks[i].second == hi;
+    dt += (i ? " " : "") + std::to_string(chunks[i].second - chunks[i].first);
+    ours += (i ? " " : "") + std::to_string(hi - lo);
+  }
+  if (same) return {};
+  return "dimension " + std::to_string(dim) + " of size " + std::to_string(n) +
+         ": DTensor's nested chunks have lengths " + dt + ", redist's tiles (ceil(" + std::to_string(n) + " / " +
+         std::to_string(k) + ")) " + ours + "; the placements and the type put data in different places";
+}
+
+/// Refuse a dimension sharded by several mesh axes (declared ids, major first) whose
+/// nested chunks are not ceil tiles.
+inline void check_nested_chunks(const device_mesh& m, std::uint64_t n, const std::vector<int>& major_first, int dim) {
+  if (major_first.size() < 2) return;
+  std::vector<std::uint64_t> sizes;
+  for (int a : major_first) sizes.push_back(m.sizes[a]);
+  if (std::string e = nested_chunk_problem(n, sizes, dim); !e.empty()) throw redist_error(errc::not_divisible, e);
+}
+}  // namespace detail
 
 /// Parse placements (`[Shard(0), Replicate()]`, `(Shard(dim=1), Partial())`), one per
 /// mesh axis in declared order, for an array of the given global shape. Throws
@@ -118,6 +163,8 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
   if (mesh_dim != m.naxes)
     throw redist_error(errc::syntax, "there are " + std::to_string(mesh_dim) + " placements but the mesh has " +
                                          std::to_string(m.naxes) + " axes; DTensor needs one per mesh dimension");
+  for (std::size_t d = 0; d < axes.size() && d < global.size(); ++d)
+    detail::check_nested_chunks(m, global[d], axes[d], static_cast<int>(d));
   for (auto& a : axes) std::reverse(a.begin(), a.end());  // minor-to-major
   dist_type t = detail::type_from_axes(m, global, axes, "placements");
   for (int a : sums)
@@ -136,6 +183,8 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
       if (axes[i] > axes[i - 1])
         throw redist_error(errc::rule, "dimension " + std::to_string(d) +
                                            " is split in an order other than the mesh's, which placements cannot express");
+    std::reverse(axes.begin(), axes.end());  // major first, as placements list them
+    detail::check_nested_chunks(m, t.dims[d].global, axes, d);
     for (int a : axes) place[static_cast<std::size_t>(a)] = "Shard(" + std::to_string(d) + ")";
   }
   for (int a = 0; a < m.naxes; ++a) {

@@ -40,9 +40,23 @@ constexpr std::uint64_t sum_index(const device_mesh& m, const dist_type& t, std:
   return b;
 }
 
-/// Base offset of dimension d for this rank: D[[d]](phi^-1(rank)).
+/// Base offset of dimension d for this rank: D[[d]](phi^-1(rank)), the global index of the
+/// first element of its (padded) tile; at or past the global size for an empty tile of an
+/// uneven dimension.
 constexpr std::uint64_t base_offset(const device_mesh& m, const dim& d, std::uint64_t rank) {
   return block_index(m, d, rank) * tile(m, d);
+}
+
+/// The range [lo, hi) of global indices of dimension d that this rank's tile holds:
+/// [i*t, min((i+1)*t, global)) clipped to the array (empty ranges are [global, global)).
+/// Equal to [base_offset, base_offset + tile) on even dimensions.
+constexpr std::uint64_t range_lo(const device_mesh& m, const dim& d, std::uint64_t rank) {
+  const std::uint64_t lo = base_offset(m, d, rank);
+  return lo < d.global ? lo : d.global;
+}
+constexpr std::uint64_t range_hi(const device_mesh& m, const dim& d, std::uint64_t rank) {
+  const std::uint64_t hi = base_offset(m, d, rank) + tile(m, d);
+  return hi < d.global ? hi : d.global;
 }
 
 /// Base offsets of all dimensions: T[[t]](phi^-1(rank)), written to out[0..rank).
@@ -51,19 +65,20 @@ constexpr void base_offsets(const device_mesh& m, const dist_type& t, std::uint6
 }
 
 /// The data-movement lower bound of redistributing `a` to `b`, in elements: the most any
-/// rank must receive, |target tile| - |target tile intersected with its source tile| (tiles
-/// as boxes of global indices). Every rank must end with its target tile and holds only the
-/// overlap without communication. Pending sums are ignored (a weaker bound with them).
+/// rank must receive, |target box| - |target box intersected with its source box| (tiles
+/// as boxes of global indices, short or empty on uneven dimensions). Every rank must end
+/// with its target box and holds only the overlap without communication. Pending sums are
+/// ignored (a weaker bound with them).
 constexpr std::uint64_t movement_lower_bound(const device_mesh& m, const dist_type& a, const dist_type& b) {
   std::uint64_t worst = 0;
-  const std::uint64_t want = local_size(m, b);
   for (std::uint64_t r = 0; r < m.devices; ++r) {
-    std::uint64_t overlap = 1;
+    std::uint64_t overlap = 1, want = 1;
     for (int d = 0; d < a.rank && d < b.rank; ++d) {
-      const std::uint64_t lo_a = base_offset(m, a.dims[d], r), lo_b = base_offset(m, b.dims[d], r);
-      const std::uint64_t hi_a = lo_a + tile(m, a.dims[d]), hi_b = lo_b + tile(m, b.dims[d]);
+      const std::uint64_t lo_a = range_lo(m, a.dims[d], r), lo_b = range_lo(m, b.dims[d], r);
+      const std::uint64_t hi_a = range_hi(m, a.dims[d], r), hi_b = range_hi(m, b.dims[d], r);
       const std::uint64_t lo = lo_a > lo_b ? lo_a : lo_b, hi = hi_a < hi_b ? hi_a : hi_b;
       overlap *= hi > lo ? hi - lo : 0;
+      want *= hi_b - lo_b;
     }
     worst = want - overlap > worst ? want - overlap : worst;
   }

@@ -43,11 +43,24 @@ constexpr error check_dim(std::string_view rule, const dist_type& t, int i) {
   if (i < 0 || i >= t.rank) return rule_error(rule, "dimension out of range");
   return {};
 }
+/// The rules below (but allreduce, which keeps every box) are the paper's, on even types
+/// only: an uneven dimension (DESIGN.md section 2) is redistributed by an exchange.
+constexpr error check_even(std::string_view rule, const device_mesh& m, const dist_type& t) {
+  const int d = uneven_dim(m, t);
+  if (d < 0) return {};
+  text s(rule);
+  s.append(": dimension ").append_int(d).append(" of size ").append_uint(t.dims[d].global)
+      .append(" is split unevenly into ").append_uint(parts(m, t.dims[d]))
+      .append(" tiles; the collectives' rules cover even types (uneven ones are redistributed by an exchange)");
+  error e; e.code = errc::rule; e.message = s;
+  return e;
+}
 }  // namespace detail
 
 /// T-AllGather, multi-axis: remove the `count` minor-most axes of dimension i.
 constexpr result<dist_type> rule_allgather(const device_mesh& m, const dist_type& t, int i, int count = 1) {
   result<dist_type> r{t, detail::check_dim("allgather", t, i)};
+  if (r.ok()) r.err = detail::check_even("allgather", m, t);
   if (!r.ok()) return r;
   dim& d = r.value.dims[i];
   if (count < 1 || count > d.n) {
@@ -56,7 +69,6 @@ constexpr result<dist_type> rule_allgather(const device_mesh& m, const dist_type
   }
   for (int q = count; q < d.n; ++q) d.axes[q - count] = d.axes[q];
   d.n -= count;
-  (void)m;
   return r;
 }
 
@@ -64,6 +76,7 @@ constexpr result<dist_type> rule_allgather(const device_mesh& m, const dist_type
 /// axes of dimension i. They must be unused and their product must divide the tile.
 constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
   result<dist_type> r{t, detail::check_dim("dynslice", t, i)};
+  if (r.ok()) r.err = detail::check_even("dynslice", m, t);
   if (!r.ok()) return r;
   dim& d = r.value.dims[i];
   std::uint64_t used = used_mask(t), prod = 1;
@@ -91,6 +104,7 @@ constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type&
 /// minor-most position of dimension j; their product must divide j's tile.
 constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type& t, int i, int j, int count = 1) {
   result<dist_type> r{t, detail::check_dim("alltoall", t, i)};
+  if (r.ok()) r.err = detail::check_even("alltoall", m, t);
   if (!r.ok()) return r;
   if (j < 0 || j >= t.rank || j == i) {
     r.err = detail::rule_error("alltoall", "the target dimension must be another dimension");
@@ -137,6 +151,7 @@ constexpr result<dist_type> rule_allreduce(const device_mesh&, const dist_type& 
 /// become the minor-most axes of dimension i; their product must divide the tile.
 constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
   result<dist_type> r = remove_sums(t, xs, n, "reducescatter");
+  if (r.ok()) r.err = detail::check_even("reducescatter", m, t);
   if (!r.ok()) return r;
   if (error e = detail::check_dim("reducescatter", t, i); !e.ok()) { r.err = e; return r; }
   result<dist_type> s = rule_dynslice(m, r.value, i, xs, n);
@@ -148,6 +163,8 @@ constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_
 /// T-Permute: local and global shapes must match.
 constexpr error rule_allpermute(const device_mesh& m, const dist_type& a, const dist_type& b) {
   if (!same_global(a, b)) return detail::rule_error("allpermute", "the global shapes differ");
+  if (error e = detail::check_even("allpermute", m, a); !e.ok()) return e;
+  if (error e = detail::check_even("allpermute", m, b); !e.ok()) return e;
   if (!same_local(m, a, b)) return detail::rule_error("allpermute", "the local shapes differ");
   return {};
 }
@@ -180,7 +197,16 @@ struct weak_context {
   std::uint64_t global[max_dims]{};
   std::uint64_t devices = 1;
 
-  [[nodiscard]] constexpr std::uint64_t tile(const shape& s, int d) const { return global[d] / s.parts[d]; }
+  /// Tile size of dimension d (ceil, as core/dtype.hpp tile).
+  [[nodiscard]] constexpr std::uint64_t tile(const shape& s, int d) const {
+    return global[d] / s.parts[d] + (global[d] % s.parts[d] != 0 ? 1 : 0);
+  }
+  /// True iff every dimension's parts divide its global size.
+  [[nodiscard]] constexpr bool even(const shape& s) const {
+    for (int d = 0; d < rank; ++d)
+      if (global[d] % s.parts[d] != 0) return false;
+    return true;
+  }
   [[nodiscard]] constexpr std::uint64_t local_size(const shape& s) const {
     std::uint64_t l = 1;
     for (int d = 0; d < rank; ++d) l *= tile(s, d);

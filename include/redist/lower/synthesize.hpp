@@ -1,10 +1,13 @@
 // redist/lower/synthesize.hpp -- the run-time entry point: types in, collective program
 // out (search with Boost.Graph, then lowering); with a time profile, the choice between that
-// program and a single exchange by predicted time (core/time_model.hpp).
+// program and a single exchange by predicted time (core/time_model.hpp). Types with an
+// uneven dimension are planned as an exchange (uneven_program).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -80,12 +83,70 @@ struct plan_choice {
 /// ill-formed types, differing global shapes, or a budget below 1.
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {});
 
+/// The program for types with an uneven dimension (DESIGN.md section 2), or nothing for
+/// even ones. The collectives' rules cover even types only, so the plan is: an allreduce
+/// of the pending sums (if any; every member of a group holds the same box, so it stays
+/// exact), then one exchange to the target's boxes (short and empty tiles move exactly
+/// their elements). It receives the data-movement lower bound and never holds more than
+/// max(localsize(source), localsize(target)). Throws for a target with pending sums.
+inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                              std::uint64_t element_bytes) {
+  if (error e = check(m, a)) throw redist_error(e);
+  if (error e = check(m, b)) throw redist_error(e);
+  if (error e = check_same_global(a, b)) throw redist_error(e);
+  const int d = uneven_dim(m, a) >= 0 ? uneven_dim(m, a) : uneven_dim(m, b);
+  if (d < 0) return std::nullopt;
+  if (b.nsum > 0)
+    throw redist_error(errc::rule, "the target " + std::string(type_text(m, b).view()) +
+                                       " keeps pending sums, and dimension " + std::to_string(d) +
+                                       " is uneven: redist reduces partial sums of uneven types, it does not "
+                                       "redistribute them unreduced");
+  dist_type reduced = a;
+  reduced.nsum = 0;
+  program p = exchange_program(m, reduced, b, element_bytes);
+  p.source = a;
+  if (a.nsum > 0) {  // groups: the ranks that differ only along the sum axes, in rank order
+    std::uint64_t sum_mask = 0;
+    for (int i = 0; i < a.nsum; ++i) sum_mask |= std::uint64_t{1} << a.sum[i];
+    std::vector<std::pair<std::uint64_t, rank_t>> key(m.devices);
+    for (std::uint64_t r = 0; r < m.devices; ++r) {
+      std::uint64_t k = 0;
+      for (int x = 0; x < m.nsub; ++x)
+        if (!(sum_mask & (std::uint64_t{1} << x))) k = k * m.sub[x].size + m.coord(x, r);
+      key[r] = {k, static_cast<rank_t>(r)};
+    }
+    std::sort(key.begin(), key.end());
+    step s;
+    s.kind = op::allreduce;
+    s.parts = sum_parts(m, a);
+    for (const auto& [k, r] : key) s.members.push_back(r);
+    s.after = shape_of(m, reduced);
+    s.local_after = local_size(m, a);
+    s.cost = cost_elements(op::allreduce, s.local_after, s.local_after);
+    s.type_after = reduced;
+    s.type_exact = true;
+    p.cost_elements += s.cost;
+    p.steps.insert(p.steps.begin(), std::move(s));
+  }
+  return p;
+}
+
 /// The collective program of the search and, for types without pending sums, the exchange,
 /// each with its predicted time under opt.time_model (the built-in profile if none); the
 /// chosen one has the least. Throws as synthesize.
 inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
   const time_profile& P = opt.time_model ? *opt.time_model : builtin_profile;
   plan_choice c;
+  if (std::optional<program> u = uneven_program(m, a, b, opt.element_bytes)) {
+    const int d = uneven_dim(m, a) >= 0 ? uneven_dim(m, a) : uneven_dim(m, b);
+    const dist_type& t = uneven_dim(m, a) >= 0 ? a : b;
+    c.candidates.push_back({"exchange", std::move(*u), 0});
+    c.candidates[0].seconds = predicted_seconds(c.candidates[0].prog, P);
+    c.reason = "exchange: dimension " + std::to_string(d) + " of size " + std::to_string(t.dims[d].global) +
+               " is split unevenly into " + std::to_string(parts(m, t.dims[d])) +
+               " tiles, and only the exchange moves uneven tiles exactly";
+    return c;
+  }
   synth_options collective = opt;
   collective.time_model = nullptr;
   c.candidates.push_back({"collective", synthesize(m, a, b, collective), 0});
@@ -129,6 +190,8 @@ inline program synthesize(const device_mesh& m, const dist_type& a, const dist_t
     plan_choice c = choose_plan(m, a, b, opt);
     return std::move(c.candidates[c.chosen].prog);
   }
+  if (!(opt.memory_budget >= 1.0)) throw redist_error(errc::bad_size, "the memory budget factor must be at least 1");
+  if (std::optional<program> u = uneven_program(m, a, b, opt.element_bytes)) return std::move(*u);
   weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
   weak_plan wp = search_bgl(p);
   return lower(m, a, b, p, wp, opt.element_bytes).get();

@@ -68,10 +68,13 @@
 // from the sender's tile to the receiver's through the memory space. A backend driving one
 // rank of several offers, for that rank r (concept exchange_backend_for<B, T>):
 //
-//   b.alltoallv(io, sc, rc)    over all D ranks: sc[k] / rc[k] elements go to / come from
-//                              rank k, contiguous in io.send[r] / io.recv[r], back to back
-//                              in rank order (sc[r] == rc[r] == 0: the executor copies its
-//                              own piece). Every rank calls it once per exchange step.
+//   b.alltoallv(io, sc, sd, rc)
+//                              over all D ranks: sc[k] elements starting at io.send[r] +
+//                              sd[k] go to rank k (send regions may overlap or coincide: a
+//                              piece sent to several ranks is packed once); rc[k] elements
+//                              come from rank k, contiguous in io.recv[r], back to back in
+//                              rank order (sc[r] == rc[r] == 0: the executor copies its own
+//                              piece). Every rank calls it once per exchange step.
 //
 // and, to move the pieces in place without packing (concept strided_exchange_backend_for,
 // used when b.strided_blocks(op::exchange) is true):
@@ -168,7 +171,7 @@ concept strided_backend_for =
 template <class B, class T>
 concept exchange_backend_for =
     backend_for<B, T> && requires(B& b, block_io<T> io, std::span<const std::uint64_t> counts) {
-      b.alltoallv(io, counts, counts);
+      b.alltoallv(io, counts, counts, counts);
     };
 
 template <class B, class T>

@@ -193,6 +193,11 @@ class darray<T, void> {
   [[nodiscard]] std::uint64_t global_extent(int d) const { return t_.dims[d].global; }
   /// Global index of this tile's first element along d (base offset, Fig. 7a).
   [[nodiscard]] std::uint64_t offset(int d) const { return base_offset(m_, t_.dims[d], device_); }
+  /// Indices of dimension d the tile holds: local_extent(d), or fewer on a short or empty
+  /// tile of an uneven dimension (DESIGN.md section 2); the rest of the tile is padding.
+  [[nodiscard]] std::uint64_t held_extent(int d) const {
+    return range_hi(m_, t_.dims[d], device_) - range_lo(m_, t_.dims[d], device_);
+  }
 
   [[nodiscard]] std::size_t size() const { return tile_.size(); }
   [[nodiscard]] T* data() { return tile_.data(); }
@@ -229,29 +234,42 @@ void for_each_global_impl(const darray<T>& a, P p, F& f) {
     f(std::uint64_t{0}, *p);
     return;
   }
-  std::array<std::uint64_t, max_dims> gstride{}, off{}, idx{};
-  std::uint64_t s = 1;
+  std::array<std::uint64_t, max_dims> gstride{}, lstride{}, off{}, held{}, idx{};
+  std::uint64_t s = 1, l = 1;
   for (int d = r - 1; d >= 0; --d) {
-    gstride[static_cast<std::size_t>(d)] = s;
+    const auto k = static_cast<std::size_t>(d);
+    gstride[k] = s;
     s *= a.global_extent(d);
-    off[static_cast<std::size_t>(d)] = a.offset(d);
+    lstride[k] = l;
+    l *= a.local_extent(d);
+    off[k] = a.offset(d);
+    held[k] = a.held_extent(d);
+    if (held[k] == 0) return;  // an empty tile (uneven dimension)
   }
-  const std::uint64_t inner = a.local_extent(r - 1);
-  for (std::size_t done = 0; done < a.size(); done += inner) {
-    std::uint64_t base = 0;
-    for (int d = 0; d < r; ++d)
-      base += (off[static_cast<std::size_t>(d)] + idx[static_cast<std::size_t>(d)]) * gstride[static_cast<std::size_t>(d)];
-    for (std::uint64_t i = 0; i < inner; ++i) f(base + i, *p++);
-    for (int d = r - 2; d >= 0; --d) {  // advance the row counter
-      if (++idx[static_cast<std::size_t>(d)] < a.local_extent(d)) break;
-      idx[static_cast<std::size_t>(d)] = 0;
+  const std::uint64_t inner = held[static_cast<std::size_t>(r - 1)];
+  while (true) {
+    std::uint64_t base = 0, at = 0;
+    for (int d = 0; d < r; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      base += (off[k] + idx[k]) * gstride[k];
+      at += idx[k] * lstride[k];
     }
+    for (std::uint64_t i = 0; i < inner; ++i) f(base + i, p[at + i]);
+    int d = r - 2;
+    for (; d >= 0; --d) {  // advance the row counter
+      const auto k = static_cast<std::size_t>(d);
+      if (++idx[k] < held[k]) break;
+      idx[k] = 0;
+    }
+    if (d < 0) return;
   }
 }
 }  // namespace detail
 
-/// Call f(global_linear_index, element) for every element of the tile, in row-major
+/// Call f(global_linear_index, element) for every element the tile holds, in row-major
 /// order; global_linear_index is the element's row-major position in the global array.
+/// On uneven dimensions only the held box is visited (its elements sit at the start of
+/// the padded tile, with the padded tile's strides); padding is never touched.
 template <class T, class F>
 void for_each_global(darray<T>& a, F&& f) {
   detail::for_each_global_impl(a, a.data(), f);

@@ -29,9 +29,11 @@
 //             Ps = max n * piece over packed all-to-alls and reduce-scatters (sends),
 //             Pr = max n * piece over packed all-to-alls and all-gathers (receives)
 //             exchanges (op::exchange) when the backend drives one rank of several and
-//             packs them (not strided_blocks(op::exchange)): Ps also >= the elements the
-//             rank sends to other ranks, Pr >= the elements it receives from them (whole,
-//             not in pieces; each at most its tile); a backend driving every rank copies
+//             packs them (not strided_blocks(op::exchange)): Ps also >= the elements of
+//             the distinct pieces the rank sends to other ranks (a piece sent to several
+//             ranks is packed once; the pieces are disjoint parts of its tile, so at most
+//             the tile), Pr >= the elements it receives from them (whole, not in pieces;
+//             at most its tile after the step); a backend driving every rank copies
 //             the pieces tile to tile and MPI's datatypes move them in place: nothing
 //   held    = (scratch + pack) * e bytes
 //
@@ -45,7 +47,9 @@
 // intermediate at an even distance from the end fits in the output tile (the lowering's
 // programs: slices first, gathers last). executor_options::pack_chunk_bytes (default
 // 1 MiB) bounds each pack buffer, and so does half of max(in, out), so that a program
-// whose intermediates fit in the output tile holds at most 2 max(in, out) in all. Buffers
+// whose intermediates fit in the output tile holds at most 2 max(in, out) in all (a packed
+// exchange's buffers are whole, not chunked: up to max(in, out) each way; after an
+// allreduce into scratch, as uneven types with sums are planned, 3 max(in, out)). Buffers
 // are allocated once when the executor is built and reused by every run.
 //
 // The caller's tiles. Input and output tiles must not overlap (run() refuses them, like
@@ -77,6 +81,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -369,8 +374,7 @@ class executor {
           path_[s] = in_place(op::exchange) ? block_path::in_place : block_path::packed;
           const exchange_plan& x = shapes_.exchanges[s];
           std::uint64_t sent = 0;
-          for (const exchange_piece& pc : x.pieces)
-            if (pc.from == local_[0] && pc.to != pc.from) sent += pc.b.size();
+          for (const auto& [b, at] : packed_pieces(x, local_[0])) sent += b.size();
           if (path_[s] == block_path::packed) {
             pack_send_ = std::max(pack_send_, sent);
             pack_recv_ = std::max(pack_recv_, x.received[local_[0]]);
@@ -380,6 +384,16 @@ class executor {
         default: break;
       }
     }
+  }
+
+  /// The distinct boxes rank r sends to other ranks in exchange x, each with its offset in
+  /// the send pack buffer (a piece sent to several ranks is packed once).
+  static std::map<box, std::uint64_t> packed_pieces(const exchange_plan& x, rank_t r) {
+    std::map<box, std::uint64_t> at;
+    std::uint64_t end = 0;
+    for (const exchange_piece& pc : x.pieces)
+      if (pc.from == r && pc.to != r && at.emplace(pc.b, end).second) end += pc.b.size();
+    return at;
   }
 
   bool in_place(op k) const {
@@ -731,12 +745,13 @@ class executor {
         if constexpr (exchange_backend_for<B, T>) {
           const rank_t me = local_[0];
           const std::uint64_t D = p_.m.devices;
-          std::vector<std::uint64_t> sc(D, 0), rc(D, 0), so(D + 1, 0), ro(D + 1, 0);
-          std::vector<const exchange_piece*> out(D, nullptr), in(D, nullptr);
+          const std::map<box, std::uint64_t> packed = packed_pieces(x, me);
+          std::vector<std::uint64_t> sc(D, 0), sd(D, 0), rc(D, 0), ro(D + 1, 0);
+          std::vector<const exchange_piece*> in(D, nullptr);
           for (const exchange_piece& pc : x.pieces)
             if (pc.from == me && pc.to != me) {
               sc[pc.to] = pc.b.size();
-              out[pc.to] = &pc;
+              sd[pc.to] = packed.at(pc.b);
             }
           for (const exchange_piece& pc : x.into(me)) {
             if (pc.from == me) {
@@ -746,19 +761,16 @@ class executor {
               in[pc.from] = &pc;
             }
           }
-          for (std::uint64_t k = 0; k < D; ++k) {
-            so[k + 1] = so[k] + sc[k];
-            ro[k + 1] = ro[k] + rc[k];
-          }
+          for (std::uint64_t k = 0; k < D; ++k) ro[k + 1] = ro[k] + rc[k];
           T* ps = ranks_[0].pack_send.data();
           T* pr = ranks_[0].pack_recv.data();
-          for (std::uint64_t k = 0; k < D; ++k)
-            if (out[k] != nullptr) {
-              const tile_region whole = region(out[k]->b, out[k]->b);
-              copy(src(0), before.span(), region(out[k]->b, x.before[me]), ps + so[k], extent_span(whole, R), whole);
-            }
+          for (const auto& [b, at] : packed) {
+            const tile_region whole = region(b, b);
+            copy(src(0), before.span(), region(b, x.before[me]), ps + at, extent_span(whole, R), whole);
+          }
           bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
-          b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(rc));
+          b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
+                       std::span<const std::uint64_t>(rc));
           for (std::uint64_t k = 0; k < D; ++k)
             if (in[k] != nullptr) {
               const tile_region whole = region(in[k]->b, in[k]->b);

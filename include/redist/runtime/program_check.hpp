@@ -45,25 +45,23 @@ inline bool is_permutation_of_ranks(const std::vector<rank_t>& v, std::uint64_t 
   return true;
 }
 
-/// The problem with exchange step st (boxes inside the array, all of one shape), or "";
-/// sets x to the boxes' extents.
+/// The problem with exchange step st (boxes inside the array), or ""; sets x to the tile
+/// extents after it: per dimension the longest box (every box sits at the start of its
+/// padded tile, DESIGN.md section 2; on a tiling by a distributed type, its tile).
 inline std::string exchange_problem(const program& p, const step& st, extents& x) {
   const std::uint64_t D = p.m.devices;
   const int R = p.source.rank;
   if (st.boxes.size() != D * static_cast<std::uint64_t>(R) * 2)
     return "boxes must list one range per dimension (" + std::to_string(R) + ") for each of the " +
            std::to_string(D) + " ranks";
+  for (int d = 0; d < R; ++d) x[d] = 0;
   for (std::uint64_t r = 0; r < D; ++r)
     for (int d = 0; d < R; ++d) {
       const std::uint64_t lo = st.box_lo(r, R, d), hi = st.box_hi(r, R, d), n = p.source.dims[d].global;
       if (lo > hi || hi > n)
         return "rank " + std::to_string(r) + "'s range [" + std::to_string(lo) + ", " + std::to_string(hi) +
                ") of dimension " + std::to_string(d) + " is not inside [0, " + std::to_string(n) + ")";
-      if (r == 0) x[d] = hi - lo;
-      else if (hi - lo != x[d])
-        return "the boxes differ in shape (rank " + std::to_string(r) + " holds " + std::to_string(hi - lo) +
-               " indices of dimension " + std::to_string(d) + ", rank 0 " + std::to_string(x[d]) +
-               "): every rank's tile has one shape";
+      x[d] = std::max(x[d], hi - lo);
     }
   return {};
 }
@@ -80,6 +78,7 @@ inline program_shapes check_program(const program& p) {
   const std::uint64_t D = p.m.devices;
   const int R = p.source.rank;
   extents x = tile_extents(p.m, p.source);
+  const int uneven_at = uneven_dim(p.m, p.source) >= 0 ? uneven_dim(p.m, p.source) : uneven_dim(p.m, p.target);
   s.ext.push_back(x);
   s.cap = x.size();
   auto dim_ok = [&](int d) { return d >= 0 && d < R; };
@@ -106,6 +105,10 @@ inline program_shapes check_program(const program& p) {
     const step& st = p.steps[i];
     const std::string name = step_name(p, i);
     std::string problem;
+    if (uneven_at >= 0 && st.kind != op::allreduce && st.kind != op::allpermute && st.kind != op::exchange)
+      return fail(name + ": on uneven tiles (dimension " + std::to_string(uneven_at) + " of size " +
+                  std::to_string(p.source.dims[uneven_at].global) +
+                  " does not split evenly) redist runs only allreduce, allpermute and exchange steps");
     switch (st.kind) {
       case op::allgather:
       case op::alltoall:
@@ -142,7 +145,8 @@ inline program_shapes check_program(const program& p) {
     if (!problem.empty()) return fail(name + ": " + problem);
     if (st.after.rank == R) {  // the recorded shape (tiles per dimension), when present
       for (int d = 0; d < R; ++d)
-        if (st.after.parts[d] == 0 || p.source.dims[d].global / st.after.parts[d] != x[d])
+        if (st.after.parts[d] == 0 ||
+            p.source.dims[d].global / st.after.parts[d] + (p.source.dims[d].global % st.after.parts[d] != 0) != x[d])
           return fail(name + ": its recorded shape disagrees with its semantics (tile " + extents_text(x) + ")");
     }
     s.ext.push_back(x);
@@ -153,8 +157,20 @@ inline program_shapes check_program(const program& p) {
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));
   if (p.count(op::exchange) > 0) {  // follow the boxes: the exchanges' pieces and the end
-    if (s.sums || p.source.nsum > 0 || p.target.nsum > 0)
-      return fail("an exchange does not add partial sums, and this program's types or steps carry them");
+    // Partial sums are allowed only when reductions before the first exchange add all of
+    // them (the uneven plans of lower/synthesize.hpp: allreduce, then exchange).
+    std::uint64_t reduced = 1;
+    bool after_exchange = false, late_sum = false;
+    for (const step& st : p.steps) {
+      after_exchange = after_exchange || st.kind == op::exchange;
+      if (st.kind == op::allreduce || st.kind == op::reducescatter) {
+        late_sum = late_sum || after_exchange;
+        reduced *= st.parts;
+      }
+    }
+    if (p.target.nsum > 0 || late_sum || reduced != sum_parts(p.m, p.source))
+      return fail("an exchange does not add partial sums: every pending sum must be reduced before the first "
+                  "exchange, and the target may have none");
     s.exchanges.resize(p.steps.size());
     for (std::size_t i = 0; i < p.steps.size(); ++i)
       if (p.steps[i].kind == op::exchange) {

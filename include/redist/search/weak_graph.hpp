@@ -135,6 +135,16 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
   if (error e = check(m, b); !e.ok()) { r.err = e; return r; }
   if (error e = check_same_global(a, b); !e.ok()) { r.err = e; return r; }
+  for (const dist_type* t : {&a, &b})
+    if (const int d = uneven_dim(m, *t); d >= 0) {
+      text s(t == &a ? "source" : "target");
+      s.append(" dimension ").append_int(d).append(" of size ").append_uint(t->dims[d].global)
+          .append(" is split unevenly into ").append_uint(parts(m, t->dims[d]))
+          .append(" tiles: the collective search plans even types; synthesize plans uneven ones as an exchange");
+      r.err.code = errc::not_divisible;
+      r.err.message = s;
+      return r;
+    }
   if (sum_parts(m, a) % sum_parts(m, b) != 0) {
     r.err = error::make(errc::rule,
                         "the target has pending sums the source does not have: a redistribution can reduce partial "

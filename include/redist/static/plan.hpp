@@ -228,8 +228,12 @@ constexpr auto plan_for() {
                 "redist::synthesize at run time for larger meshes");
   static_assert(Budget.den > 0 && Budget.num >= Budget.den,
                 "redist::plan_for: the memory budget must be a fraction num/den of at least 1");
+  static_assert(even(A::mesh_type::value, A::value) && even(B::mesh_type::value, B::value),
+                "redist::plan_for: a dimension is split unevenly (its tiles do not divide it); compile-time plans "
+                "cover even types: call redist::synthesize at run time, which plans uneven types as an exchange");
   if constexpr (redistributable<A, B> && A::mesh_type::value.devices <= max_static_devices && Budget.den > 0 &&
-                Budget.num >= Budget.den) {
+                Budget.num >= Budget.den && even(A::mesh_type::value, A::value) &&
+                even(B::mesh_type::value, B::value)) {
     return detail::plan_holder<A, B, Budget>::value;
   } else {
     return static_program<0, 1>{};

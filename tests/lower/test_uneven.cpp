@@ -1,0 +1,323 @@
+// Uneven dimensions (DESIGN.md section 2: tile ceil(n / k), tile i covers
+// [i*t, min((i+1)*t, n)), possibly empty): the types and their boxes, the plans of
+// lower/synthesize.hpp (an allreduce of pending sums, then one exchange) on thousands of
+// random uneven problems executed on the host backend with every element checked and every
+// program checked by tests/support/verify.hpp and the executor's own check, the named
+// cases of the issue, and the JAX and DTensor notations.
+//
+// The programs of the random problems are also written, one JSON document per line, to
+// `uneven_programs.jsonl` in the working directory; the ctest `lower_uneven_python_check`
+// runs tests/tools/check_program.py over every one of them.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/backends/host.hpp"
+#include "redist/core/dtensor.hpp"
+#include "redist/core/jax.hpp"
+#include "redist/core/offsets.hpp"
+#include "redist/exchange.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/program_json.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/program_check.hpp"
+#include "redist/runtime/verify.hpp"
+#include "support/random_problems.hpp"
+#include "support/verify.hpp"
+
+using namespace redist;
+
+namespace {
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges(const device_mesh& m, const dist_type& t, int d) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> v;
+  for (std::uint64_t r = 0; r < m.devices; ++r) v.emplace_back(range_lo(m, t.dims[d], r), range_hi(m, t.dims[d], r));
+  return v;
+}
+
+/// What running a program on the host backend found.
+struct run_result {
+  std::uint64_t checked = 0, wrong = 0;
+  bool padding_kept = true;  ///< every output tile's padding still holds the sentinel
+};
+
+/// Run p on the host backend with index-encoded inputs (partials for pending sums) and
+/// check every element of every target tile; output padding starts as a sentinel.
+template <class T>
+run_result run_on_host(const program& p) {
+  host_backend host(static_cast<rank_t>(p.m.devices));
+  executor<T, host_backend> ex(host, p);
+  std::vector<darray<T>> in, out;
+  for (rank_t r = 0; r < p.devices(); ++r) {
+    in.emplace_back(p.m, p.source, r);
+    fill_global_index(in.back());
+    out.emplace_back(p.m, p.target, r);
+    for (T& x : out.back().span()) x = T(-7);
+  }
+  ex.run(std::span<const darray<T>>(in), std::span<darray<T>>(out));
+  run_result res;
+  for (auto& t : out) {
+    std::vector<bool> held(t.size(), false);
+    const T* base = t.data();
+    for_each_global(t, [&](std::uint64_t, const T& v) { held[static_cast<std::size_t>(&v - base)] = true; });
+    for (std::size_t i = 0; i < t.size(); ++i)
+      if (!held[i] && !(base[i] == T(-7))) res.padding_kept = false;
+    const tile_check c = check_global_index(t);
+    res.checked += c.checked;
+    res.wrong += c.mismatches;
+  }
+  return res;
+}
+
+}  // namespace
+
+TEST_CASE("uneven types: ceil tiles, clipped boxes, printing and errors", "[uneven]") {
+  const device_mesh m = parse_mesh("{x: 4, y: 2}");
+  const dist_type t = parse_type(m, "[{x}7, 5]");
+  CHECK(tile(m, t.dims[0]) == 2);
+  CHECK(!even(m, t));
+  CHECK(uneven_dim(m, t) == 0);
+  CHECK(local_size(m, t) == 10);  // the padded tile: every rank's buffer is equal
+  CHECK(std::string(type_text(m, t).view()) == "[2{x}7, 5]");
+  CHECK(parse_type(m, "[2{x}7, 5]") == t);
+  using R = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  // ranks 0-7 under {x: 4, y: 2}: x = r / 2
+  CHECK(ranges(m, t, 0) == R{{0, 2}, {0, 2}, {2, 4}, {2, 4}, {4, 6}, {4, 6}, {6, 7}, {6, 7}});
+  // n < k: empty tiles, [n, n)
+  const dist_type small = parse_type(m, "[{y, x}3]");
+  CHECK(tile(m, small.dims[0]) == 1);
+  CHECK(ranges(m, small, 0) == R{{0, 1}, {1, 2}, {2, 3}, {3, 3}, {3, 3}, {3, 3}, {3, 3}, {3, 3}});
+  // The lower bound counts the elements a rank really needs (its box), not the padding.
+  CHECK(movement_lower_bound(m, t, parse_type(m, "[7, 5]")) == 7 * 5 - 1 * 5);
+  CHECK(movement_lower_bound(m, t, t) == 0);
+  // Errors keep their columns; a written tile must be ceil(n / k).
+  auto fails = [&](const char* s, errc code, int col, const char* msg) {
+    const auto r = parse_type_text(m, s);
+    CHECK(r.err.code == code);
+    CHECK(r.err.column == col);
+    CHECK(r.err.message.str() == msg);
+  };
+  fails("[3{x}7]", errc::tile_mismatch, 1, "tile size 3 of dimension 0 should be 2 (global 7 / 4 tiles, rounded up)");
+  fails("[1{x}8]", errc::tile_mismatch, 1, "tile size 1 of dimension 0 should be 2 (global 8 / 4 tiles)");
+  fails("[{x}0]", errc::bad_size, 4, "global size 0");
+  fails("[{x}4294967296, {y}4294967297]", errc::overflow, 16, "the global size of the array does not fit in 64 bits");
+  // The collectives' rules are the paper's: even types only.
+  const auto g = rule_allgather(m, t, 0);
+  CHECK(g.err.code == errc::rule);
+  CHECK(g.err.message.str() ==
+        "allgather: dimension 0 of size 7 is split unevenly into 4 tiles; the collectives' rules cover even types "
+        "(uneven ones are redistributed by an exchange)");
+  const auto wp = make_weak_problem(m, t, parse_type(m, "[7, 5]"));
+  CHECK(wp.err.code == errc::not_divisible);
+}
+
+TEST_CASE("uneven plans: random problems run on the host backend, every element checked", "[uneven]") {
+  // Meshes with axes of 2, 3, 4, 5, 6 and 12; 1-D to 6-D; pending sums in half.
+  std::vector<testing::workload> ws;
+  auto add = [&](std::vector<std::pair<std::string, std::uint64_t>> axes, int max_dims, bool sums) {
+    testing::workload w;
+    w.axes = std::move(axes);
+    w.max_dims = max_dims;
+    w.max_elements = 1 << 12;
+    w.partial_sums = sums;
+    ws.push_back(w);
+  };
+  for (bool sums : {false, true}) {
+    add({{"x", 2}, {"y", 2}, {"z", 2}}, 6, sums);
+    add({{"x", 3}, {"y", 4}}, 4, sums);
+    add({{"x", 5}, {"y", 2}}, 4, sums);
+    add({{"x", 6}}, 3, sums);
+    add({{"x", 12}}, 2, sums);
+    add({{"x", 2}, {"y", 3}, {"z", 5}}, 3, sums);
+    add({{"data", 2}, {"model", 4}}, 3, sums);
+  }
+  const std::size_t count = 3000;
+  std::ofstream jsonl("uneven_programs.jsonl");
+  std::size_t problems = 0, with_sums = 0, empty_tiles = 0;
+  std::uint64_t elements = 0, wrong = 0;
+  double log_ratio = 0;
+  std::size_t ratios = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::mt19937_64 rng(0x75657665 + i);
+    const testing::problem_text pt = testing::random_uneven_problem(rng, ws[i % ws.size()]);
+    INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+    const device_mesh m = parse_mesh(pt.mesh);
+    const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+    REQUIRE((!even(m, a) || !even(m, b)));
+    const program p = synthesize(m, a, b, {.element_bytes = 4});
+    // The time model has one candidate, the same program.
+    const plan_choice c = choose_plan(m, a, b, {.element_bytes = 4});
+    REQUIRE(c.candidates.size() == 1);
+    CHECK(program_hash(c.chosen_program()) == program_hash(p));
+    // Both checkers accept it; it keeps the memory bound and receives the lower bound in
+    // its exchange (which is all it moves without pending sums).
+    const auto v = testing::verify(p);
+    REQUIRE(v.ok);
+    REQUIRE(detail::check_program(p).error.empty());
+    CHECK(p.memory_efficient());
+    CHECK(p.peak_local_elements <= p.memory_bound_elements);
+    const std::uint64_t bound = movement_lower_bound(m, a, b);
+    if (p.count(op::exchange) == 1) CHECK(p.steps.back().cost == bound);
+    if (a.nsum == 0) CHECK(p.received_elements() == bound);
+    if (bound > 0) {
+      log_ratio += std::log(static_cast<double>(p.steps.back().cost) / static_cast<double>(bound));
+      ++ratios;
+    }
+    // Every element where the target puts it; padding never written by the exchange.
+    const run_result r = run_on_host<std::int32_t>(p);
+    CHECK(r.wrong == 0);
+    if (p.count(op::exchange) == 1) CHECK(r.padding_kept);
+    elements += r.checked;
+    wrong += r.wrong;
+    // The JSON round trip, and the line for the Python checker.
+    const std::string json = program_json_text(p);
+    CHECK(program_hash(program_from_json_text(json)) == program_hash(p));
+    std::string line = json;
+    line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
+    jsonl << line << '\n';
+    ++problems;
+    with_sums += a.nsum > 0;
+    for (const dist_type* t : {&a, &b})
+      for (std::uint64_t q = 0; q < m.devices; ++q) empty_tiles += tile_box(m, *t, q).empty();
+  }
+  CHECK(problems == count);
+  CHECK(wrong == 0);
+  std::printf("uneven: %zu problems (%zu with pending sums), %llu elements verified, %llu wrong, %zu empty tiles; "
+              "received / lower bound of the exchanges: geomean %.3f over %zu\n",
+              problems, with_sums, static_cast<unsigned long long>(elements), static_cast<unsigned long long>(wrong),
+              empty_tiles, ratios ? std::exp(log_ratio / static_cast<double>(ratios)) : 1.0, ratios);
+}
+
+TEST_CASE("uneven named case: a vocabulary of 50257 on {data: 2, model: 4}", "[uneven]") {
+  const device_mesh m = parse_mesh("{data: 2, model: 4}");
+  const std::uint64_t shape[] = {50257, 64};  // the embedding width does not matter here
+  const dist_type a = from_jax(m, shape, "P('model', None)"), b = from_jax(m, shape, "P(None, 'model')");
+  CHECK(std::string(type_text(m, a).view()) == "[12565{model}50257, 64]");
+  CHECK(std::string(type_text(m, b).view()) == "[50257, 16{model}64]");
+  CHECK(tile_box(m, a, 3).hi[0] == 50257);  // model 3 holds the short tile [37695, 50257)
+  CHECK(tile_box(m, a, 3).extent(0) == 12562);
+  for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+    const program p = synthesize(m, from, to, {.element_bytes = 4});
+    REQUIRE(p.steps.size() == 1);
+    CHECK(p.steps[0].kind == op::exchange);
+    CHECK(p.cost_elements == movement_lower_bound(m, from, to));
+    CHECK(p.peak_local_elements == 12565 * 64);
+    CHECK(testing::verify(p).ok);
+    const run_result r = run_on_host<float>(p);
+    CHECK(r.wrong == 0);
+    CHECK(r.checked == 2 * 50257 * 64);  // every element, once per data replica
+    CHECK(r.padding_kept);
+  }
+  // Each rank receives its column block of all 50257 rows but what it held.
+  CHECK(movement_lower_bound(m, a, b) == 50257 * 16 - 12562 * 16);
+}
+
+TEST_CASE("uneven named case: a batch of 6 on {x: 4} to replicated and back", "[uneven]") {
+  const device_mesh m = parse_mesh("{x: 4}");
+  const dist_type sharded = parse_type(m, "[{x}6, 32]"), whole = parse_type(m, "[6, 32]");
+  CHECK(tile_box(m, sharded, 3).empty());  // ceil(6 / 4) = 2: tiles 2, 2, 2, 0
+  for (const auto& [from, to] : {std::pair{sharded, whole}, std::pair{whole, sharded}}) {
+    const program p = synthesize(m, from, to, {.element_bytes = 8});
+    CHECK(p.count(op::exchange) == 1);
+    CHECK(p.peak_local_elements == 6 * 32);
+    CHECK(testing::verify(p).ok);
+    const run_result r = run_on_host<double>(p);
+    CHECK(r.wrong == 0);
+    CHECK(r.checked == (to == whole ? 4 * 6 * 32 : 6 * 32));
+  }
+  // Gathering: the rank with the empty tile receives all 6 rows.
+  CHECK(movement_lower_bound(m, sharded, whole) == 6 * 32);
+  CHECK(movement_lower_bound(m, whole, sharded) == 0);  // slicing moves nothing
+}
+
+TEST_CASE("uneven named case: [3, 3, 64, 128] kernels on a mesh of 8", "[uneven]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 4}");
+  const std::uint64_t shape[] = {3, 3, 64, 128};
+  const dist_type a = from_jax(m, shape, "P('x', 'y')"), b = from_jax(m, shape, "P(None, None, 'x', 'y')");
+  CHECK(std::string(type_text(m, a).view()) == "[2{x}3, 1{y}3, 64, 128]");
+  const program p = synthesize(m, a, b, {.element_bytes = 4});
+  CHECK(testing::verify(p).ok);
+  CHECK(p.cost_elements == movement_lower_bound(m, a, b));
+  const run_result r = run_on_host<float>(p);
+  CHECK(r.wrong == 0);
+  CHECK(r.checked == 3 * 3 * 64 * 128);
+  const device_mesh m8 = parse_mesh("{x: 8}");
+  const program q = synthesize(m8, parse_type(m8, "[{x}3, 3, 64, 128]"), parse_type(m8, "[3, 3, 64, {x}128]"));
+  CHECK(testing::verify(q).ok);
+  CHECK(run_on_host<float>(q).wrong == 0);
+}
+
+TEST_CASE("uneven: pending sums are reduced, then exchanged; sums kept in the target are refused", "[uneven]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 2}");
+  const dist_type a = parse_type(m, "[{x}5, 4] sum{y}"), b = parse_type(m, "[5, {y}4]");
+  const program p = synthesize(m, a, b);
+  REQUIRE(p.steps.size() == 2);
+  CHECK(p.steps[0].kind == op::allreduce);
+  CHECK(p.steps[0].members == std::vector<rank_t>{0, 1, 2, 3});  // y is the minor axis: {0, 1}, {2, 3}
+  CHECK(p.steps[0].parts == 2);
+  CHECK(p.steps[1].kind == op::exchange);
+  CHECK(testing::verify(p).ok);
+  CHECK(detail::check_program(p).error.empty());
+  CHECK(run_on_host<std::int32_t>(p).wrong == 0);
+  // Only the sums: an allreduce.
+  const program only = synthesize(m, a, parse_type(m, "[{x}5, 4]"));
+  CHECK(only.steps.size() == 1);
+  CHECK(run_on_host<std::int32_t>(only).wrong == 0);
+  CHECK_THROWS_WITH(synthesize(m, parse_type(m, "[{x}5, 4] sum{y}"), parse_type(m, "[5, 4] sum{y}")),
+                    "the target [5, 4] sum{y} keeps pending sums, and dimension 0 is uneven: redist reduces partial "
+                    "sums of uneven types, it does not redistribute them unreduced");
+  // A program that exchanges without reducing is refused by the executor's check.
+  program bad = p;
+  bad.steps.erase(bad.steps.begin());
+  CHECK(detail::check_program(bad).error ==
+        "invalid program: an exchange does not add partial sums: every pending sum must be reduced before the first "
+        "exchange, and the target may have none");
+}
+
+TEST_CASE("uneven: collectives other than allreduce and allpermute are refused on uneven tiles", "[uneven]") {
+  const device_mesh m = parse_mesh("{x: 4}");
+  program p = synthesize(m, parse_type(m, "[{x}6]"), parse_type(m, "[6]"));
+  step g;
+  g.kind = op::allgather;
+  g.concat_dim = 0;
+  g.parts = 4;
+  g.members = {0, 1, 2, 3};
+  p.steps = {g};
+  CHECK(detail::check_program(p).error ==
+        "invalid program: step 0 (allgather): on uneven tiles (dimension 0 of size 6 does not split evenly) redist runs "
+        "only allreduce, allpermute and exchange steps");
+  CHECK_THROWS_WITH(program_from_json_text(R"({"format": "redist-program/1", "mesh": [["x", 4]], "global_shape": [6],
+      "element_bytes": 4, "source": "[{x}6]", "target": "[6]",
+      "steps": [{"op": "allgather", "concat_dim": 0, "groups": [[0, 1, 2, 3]]}]})"),
+                    "program JSON: steps[0]: allgather on uneven tiles (dimension 0 of size 6 does not split evenly): "
+                    "redist runs only allreduce, allpermute and exchange steps there");
+}
+
+TEST_CASE("uneven notations: JAX pads like redist, DTensor's nested chunks only where they coincide", "[uneven]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 3}");
+  const std::uint64_t ten[] = {10}, twelve[] = {12}, six[] = {6};
+  CHECK(from_jax(m, ten, "P(('x', 'y'))") == parse_type(m, "[{y, x}10]"));
+  // A single Shard is torch.chunk: ceil-sized chunks, the last ones short or empty.
+  CHECK(from_dtensor(m, six, "[Shard(0), Replicate()]") == parse_type(m, "[{x}6]"));
+  CHECK(from_dtensor(parse_mesh("{x: 4}"), six, "[Shard(0)]") == parse_type(parse_mesh("{x: 4}"), "[2{x}6]"));
+  // Nested chunks: 10 by 2 then by 3 is 2 2 1 2 2 1; ceil(10 / 6) tiles are 2 2 2 2 2 0.
+  const char* differ =
+      "dimension 0 of size 10: DTensor's nested chunks have lengths 2 2 1 2 2 1, redist's tiles "
+      "(ceil(10 / 6)) 2 2 2 2 2 0; the placements and the type put data in different places";
+  CHECK_THROWS_WITH(from_dtensor(m, ten, "[Shard(0), Shard(0)]"), Catch::Contains(differ));
+  CHECK_THROWS_WITH(to_dtensor(m, parse_type(m, "[{y, x}10]")),
+                    Catch::Contains("DTensor's nested chunks have lengths 2 2 1 2 2 1"));
+  // Where they coincide (12 = 2 x 3 x 2; 7 over 2 x 2 is 2 2 2 1 both ways) they map.
+  CHECK(from_dtensor(m, twelve, "[Shard(0), Shard(0)]") == parse_type(m, "[{y, x}12]"));
+  const device_mesh m22 = parse_mesh("{x: 2, y: 2}");
+  const std::uint64_t seven[] = {7};
+  CHECK(from_dtensor(m22, seven, "[Shard(0), Shard(0)]") == parse_type(m22, "[{y, x}7]"));
+  CHECK(to_dtensor(m22, parse_type(m22, "[{y, x}7]")) == "[Shard(0), Shard(0)]");
+}
