@@ -1,6 +1,6 @@
 // tests/fuzz/synthesize_fuzzer.cpp -- a structured fuzzer of the search and the lowering.
 // The input bytes choose a mesh (1 to 3 axes of sizes 1-6, 8, 12), an array of 1 to 4
-// dimensions, and two types of it (every axis partitions a dimension or replicates; the
+// dimensions (even or uneven), and two types of it (every axis partitions a dimension or replicates; the
 // source may carry a pending sum over an axis it does not use). synthesize must either
 // refuse with a redist_error or return a memory-efficient program that the independent
 // checker (tests/support/verify.hpp) accepts; small programs also run on the host backend
@@ -66,13 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int rank = static_cast<int>(in.in(1, 4));
   const auto from = draw_assignment(in, naxes, rank);
   const auto to = draw_assignment(in, naxes, rank);
-  // Global sizes: a multiple of both types' partition counts.
+  // Global sizes: a multiple of both types' partition counts, or (one in three) any size
+  // up to it (uneven dimensions, some tiles short or empty).
   std::vector<std::uint64_t> global;
   for (int d = 0; d < rank; ++d) {
     std::uint64_t kf = 1, kt = 1;
     for (int a : from[static_cast<std::size_t>(d)]) kf *= sizes[static_cast<std::size_t>(a)];
     for (int a : to[static_cast<std::size_t>(d)]) kt *= sizes[static_cast<std::size_t>(a)];
-    global.push_back(std::lcm(kf, kt) * in.in(1, 3));
+    const std::uint64_t g = std::lcm(kf, kt) * in.in(1, 3);
+    global.push_back(in.in(0, 2) == 0 ? in.in(1, g) : g);
   }
   int sum_axis = -1;
   if (in.in(0, 3) == 0) {
