@@ -275,4 +275,16 @@ inline std::span<const baseline> baselines() {
   return all;
 }
 
+/// The program of the baseline named `name` (one of baselines()); they model XLA's and the
+/// naive resharding of even types, so an uneven problem is refused.
+inline program baseline_program(const std::string& name, const problem& pr) {
+  if (!even(pr.m, pr.from) || !even(pr.m, pr.to))
+    throw input_error("--baseline", "the " + name +
+                                        " baseline models the resharding of even types, and this problem has an "
+                                        "uneven dimension");
+  for (const baseline& b : baselines())
+    if (b.name == name) return b.make(pr.m, pr.from, pr.to, pr.bytes);
+  throw input_error("--baseline", "unknown baseline '" + name + "'");
+}
+
 }  // namespace redist::tools

@@ -104,8 +104,7 @@ void run_plan(const plan_options& o) {
   program prog;
   std::string explained;
   if (!o.baseline.empty()) {
-    for (const baseline& b : baselines())
-      if (b.name == o.baseline) prog = b.make(pr.m, pr.from, pr.to, pr.bytes);
+    prog = baseline_program(o.baseline, pr);
   } else {
     check_budget(o.budget);  // the only input left unchecked
     if (o.profile.empty() && !o.explain) {

@@ -204,10 +204,7 @@ void check_result(const run_options& o, const measurement& me) {
 
 program make_program(const run_options& o) {
   const problem pr = parse_problem(o.problem);
-  if (!o.baseline.empty()) {
-    for (const baseline& b : baselines())
-      if (b.name == o.baseline) return b.make(pr.m, pr.from, pr.to, pr.bytes);
-  }
+  if (!o.baseline.empty()) return baseline_program(o.baseline, pr);
   check_budget(o.budget);
   return synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
 }

@@ -38,6 +38,9 @@ BAD_INPUT = [
     (["--mesh", "{x: 4, y: 8}", "--from", "[31{y}250, 1024]", "--to", "[250, 1024]"],
      "redist: error: --from: tile size 31 of dimension 0 should be 32 (global 250 / 8 tiles, rounded up) "
      "(at column 2 of '[31{y}250, 1024]')"),
+    (["--mesh", "{x: 4}", "--from", "[{x}6, 8]", "--to", "[6, {x}8]", "--baseline", "xla"],
+     "redist: error: --baseline: the xla baseline models the resharding of even types, and this problem has an "
+     "uneven dimension"),
     (["--mesh", "{x: 4, y: 8}", "--from", "[63{x}256, 1024]", "--to", "[256, 1024]"],
      "redist: error: --from: tile size 63 of dimension 0 should be 64 (global 256 / 4 tiles) (at column 2 of '[63{x}256, 1024]')"),
     (["--mesh", "{x: 4, y: 8}", "--from", "[{x}256, 1024]", "--to", "[256, 512]"],
