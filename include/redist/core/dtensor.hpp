@@ -33,32 +33,54 @@ namespace redist {
 namespace detail {
 /// "" if DTensor's nested chunks of a dimension of size n sharded by mesh axes of these
 /// sizes (major first, the placement order) are redist's ceil tiles; otherwise one line
-/// with both tilings' lengths.
+/// with both tilings (their lengths, up to 64 tiles).
+///
+/// Without enumerating the tiles (a mesh may have billions of devices): with t = ceil(n/k),
+/// the ceil tiles grouped by level j are blocks of T_j = t * (k / K_j) (K_j the product of
+/// the first j sizes), clipped to n; torch.chunk splits a parent of length L into pieces
+/// of ceil(L / s). Full parents (L = T_(j-1) = s T_j) always split into T_j; only the
+/// partial parent, L = n mod T_(j-1), can differ, and it splits the same way iff L <= 1 or
+/// ceil(L / s) = T_j.
 inline std::string nested_chunk_problem(std::uint64_t n, std::span<const std::uint64_t> sizes, int dim) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks{{0, n}}, next;
   std::uint64_t k = 1;
-  for (std::uint64_t s : sizes) {  // torch.chunk of every chunk: ceil-sized, short or empty at the end
-    next.clear();
-    for (auto [lo, hi] : chunks) {
-      const std::uint64_t len = hi - lo, c = len / s + (len % s != 0);
-      for (std::uint64_t j = 0; j < s; ++j) next.emplace_back(lo + std::min(j * c, len), lo + std::min((j + 1) * c, len));
-    }
-    std::swap(chunks, next);
-    k *= s;
-  }
+  for (std::uint64_t s : sizes) k *= s;  // the mesh's device count fits in 64 bits
   const std::uint64_t t = n / k + (n % k != 0);
   bool same = true;
-  std::string dt, ours;
-  for (std::uint64_t i = 0; i < k; ++i) {
-    const std::uint64_t lo = std::min(i * t, n), hi = std::min((i + 1) * t, n);
-    same = same && chunks[i].first == lo && chunks[i].second == hi;
-    dt += (i ? " " : "") + std::to_string(chunks[i].second - chunks[i].first);
-    ours += (i ? " " : "") + std::to_string(hi - lo);
+  std::uint64_t below = k;  // T_(j-1) = t * below (compared with n by division: no overflow)
+  for (std::uint64_t s : sizes) {
+    const std::uint64_t block = below / s;  // T_j = t * block
+    if (s > 1) {
+      // T_(j-1) > n: the one parent is [0, n); otherwise the partial one is n mod T_(j-1).
+      const std::uint64_t L = t > n / below ? n : n % (t * below);
+      const std::uint64_t c = L / s + (L % s != 0);
+      if (L > 1 && (t > n / block || c != t * block)) same = false;  // T_j > n >= L > c, or c != T_j
+    }
+    below = block;
   }
   if (same) return {};
-  return "dimension " + std::to_string(dim) + " of size " + std::to_string(n) +
-         ": DTensor's nested chunks have lengths " + dt + ", redist's tiles (ceil(" + std::to_string(n) + " / " +
-         std::to_string(k) + ")) " + ours + "; the placements and the type put data in different places";
+  std::string text = "dimension " + std::to_string(dim) + " of size " + std::to_string(n) + ": DTensor's nested chunks";
+  if (k <= 64) {  // both tilings' lengths
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks{{0, n}}, next;
+    for (std::uint64_t s : sizes) {  // torch.chunk of every chunk: ceil-sized, short or empty at the end
+      next.clear();
+      for (auto [lo, hi] : chunks) {
+        const std::uint64_t len = hi - lo, c = len / s + (len % s != 0);
+        for (std::uint64_t j = 0; j < s; ++j) next.emplace_back(lo + std::min(j * c, len), lo + std::min((j + 1) * c, len));
+      }
+      std::swap(chunks, next);
+    }
+    std::string dt, ours;
+    for (std::uint64_t i = 0; i < k; ++i) {
+      dt += (i ? " " : "") + std::to_string(chunks[i].second - chunks[i].first);
+      ours += (i ? " " : "") + std::to_string(std::min((i + 1) * t, n) - std::min(i * t, n));
+    }
+    text += " have lengths " + dt + ", redist's tiles (ceil(" + std::to_string(n) + " / " + std::to_string(k) +
+            ")) " + ours;
+  } else {
+    text += " over " + std::to_string(k) + " devices are not redist's tiles of ceil(" + std::to_string(n) + " / " +
+            std::to_string(k) + ") = " + std::to_string(t);
+  }
+  return text + "; the placements and the type put data in different places";
 }
 
 /// Refuse a dimension sharded by several mesh axes (declared ids, major first) whose
