@@ -257,8 +257,8 @@ inline problem parse_problem(const problem_options& o) {
 }
 
 /// Check --budget (a factor of at least 1) before anything is searched.
-inline void check_budget(double budget) {
-  if (!(budget >= 1.0)) throw input_error("--budget", "the memory budget factor must be at least 1");
+inline void check_budget_option(double budget) {
+  if (error e = check_budget(budget)) throw input_error("--budget", e.message.str());
 }
 
 /// Comparison baselines (DESIGN.md section 6), selected by name with --baseline.

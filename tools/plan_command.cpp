@@ -106,7 +106,7 @@ void run_plan(const plan_options& o) {
   if (!o.baseline.empty()) {
     prog = baseline_program(o.baseline, pr);
   } else {
-    check_budget(o.budget);  // the only input left unchecked
+    check_budget_option(o.budget);  // the only input left unchecked
     if (o.profile.empty() && !o.explain) {
       prog = synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
     } else {

@@ -205,7 +205,7 @@ void check_result(const run_options& o, const measurement& me) {
 program make_program(const run_options& o) {
   const problem pr = parse_problem(o.problem);
   if (!o.baseline.empty()) return baseline_program(o.baseline, pr);
-  check_budget(o.budget);
+  check_budget_option(o.budget);
   return synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
 }
 

@@ -102,8 +102,8 @@ inline device_boxes device_boxes_of(const device_mesh& m, const dist_type& t) {
 /// semantics of DESIGN.md section 4. Throws redist_error if the program is not well-formed
 /// (runtime/program_check.hpp, the executor's check).
 inline std::vector<device_boxes> program_boxes(const program& p) {
-  if (const detail::program_shapes shapes = detail::check_program(p); !shapes.error.empty())
-    throw redist_error(errc::runtime, shapes.error);
+  const detail::program_shapes shapes = detail::check_program(p);
+  if (!shapes.error.empty()) throw redist_error(errc::runtime, shapes.error);
   std::vector<device_boxes> states{device_boxes_of(p.m, p.source)};
   const std::uint64_t D = p.m.devices;
   const auto R = static_cast<std::uint64_t>(p.source.rank);
@@ -164,13 +164,9 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
         }
         break;
       }
-      case op::exchange: {  // every rank ends with its listed box (the tile: the longest per dimension)
-        for (int d = 0; d < p.source.rank; ++d) {
-          std::uint64_t e = 0;
-          for (std::uint64_t r = 0; r < D; ++r)
-            e = std::max(e, s.box_hi(r, p.source.rank, d) - s.box_lo(r, p.source.rank, d));
-          next.tile[static_cast<std::size_t>(d)] = e;
-        }
+      case op::exchange: {  // every rank ends with its listed box, in a tile the check sized
+        const extents& after = shapes.ext[states.size()];
+        for (int d = 0; d < p.source.rank; ++d) next.tile[static_cast<std::size_t>(d)] = after[d];
         for (std::uint64_t r = 0; r < D; ++r)
           for (int d = 0; d < p.source.rank; ++d) set_lo(r, d, s.box_lo(r, p.source.rank, d));
         break;

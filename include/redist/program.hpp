@@ -29,6 +29,10 @@ namespace redist {
 
 using rank_t = std::uint32_t;
 
+/// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md):
+/// the exchange, and allreduce and allpermute, which keep every box whole.
+constexpr bool runs_on_uneven(op k) { return k == op::exchange || k == op::allreduce || k == op::allpermute; }
+
 /// One collective of a program.
 struct step {
   op kind = op::dynslice;

@@ -346,7 +346,7 @@ inline program program_from_json(const nlohmann::json& j) {
   // once all steps are read (below); "cost_bytes" of each is checked then.
   std::vector<std::pair<std::size_t, const nlohmann::json*>> exchanges;
   // Uneven types (DESIGN.md section 2): only allreduce, allpermute and exchange steps.
-  const int uneven_at = uneven_dim(m, p.source) >= 0 ? uneven_dim(m, p.source) : uneven_dim(m, p.target);
+  const int uneven_at = uneven_dim(m, p.source, p.target);
   const bool uneven = uneven_at >= 0;
   const char* exchange_sums =
       "an exchange does not add partial sums: every pending sum must be reduced before it, and the target may have "
@@ -363,7 +363,7 @@ inline program program_from_json(const nlohmann::json& j) {
     bool typed_ok = false;
     shape next = cur;
     std::array<std::uint64_t, max_dims> longest{};
-    if (uneven && s.kind != op::allreduce && s.kind != op::allpermute && s.kind != op::exchange)
+    if (uneven && !runs_on_uneven(s.kind))
       json_fail(errc::rule, where,
                 name + " on uneven tiles (dimension " + std::to_string(uneven_at) + " of size " +
                     std::to_string(ctx.global[uneven_at]) +

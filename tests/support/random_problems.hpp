@@ -8,7 +8,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -65,8 +64,10 @@ inline std::vector<std::vector<int>> draw_assignment(std::mt19937_64& rng, const
   return dims;
 }
 
+/// The type in the paper syntax; with `tiles` false the tile sizes are left out (inferred).
 inline std::string write_type(const workload& w, const std::vector<std::vector<int>>& assign,
-                              const std::vector<std::uint64_t>& shape, const std::vector<int>& sums = {}) {
+                              const std::vector<std::uint64_t>& shape, const std::vector<int>& sums = {},
+                              bool tiles = true) {
   std::string s = "[";
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (d) s += ", ";
@@ -76,7 +77,7 @@ inline std::string write_type(const workload& w, const std::vector<std::vector<i
       s += std::to_string(shape[d]);
       continue;
     }
-    s += std::to_string(shape[d] / parts + (shape[d] % parts != 0));  // ceil (uneven dimensions)
+    if (tiles) s += std::to_string(shape[d] / parts + (shape[d] % parts != 0));  // ceil (uneven dimensions)
     s += '{';
     for (std::size_t i = 0; i < assign[d].size(); ++i) {
       if (i) s += ", ";
@@ -216,26 +217,9 @@ inline problem_text random_uneven_problem(std::mt19937_64& rng, const workload& 
       uneven = uneven || n % ps != 0 || n % pd != 0;
     }
     if (!uneven || total > w.max_elements) continue;
-    auto write = [&](const std::vector<std::vector<int>>& assign, const std::vector<int>& sums) {
-      std::string t = detail::write_type(w, assign, shape, sums);
-      if (rng() % 2 == 0) {  // infer the tiles: drop every written tile
-        std::string u;
-        for (std::size_t i = 0; i < t.size(); ++i) {
-          if (std::isdigit(static_cast<unsigned char>(t[i])) && (i == 0 || t[i - 1] == '[' || t[i - 1] == ' ')) {
-            std::size_t j = i;
-            while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
-            if (j < t.size() && t[j] == '{') {
-              i = j - 1;
-              continue;
-            }
-          }
-          u += t[i];
-        }
-        t = u;
-      }
-      return t;
-    };
-    return {mesh_text(w), write(src, src_sums), write(dst, {}), total};
+    std::string from = detail::write_type(w, src, shape, src_sums, rng() % 2 != 0);  // tiles written or inferred
+    std::string to = detail::write_type(w, dst, shape, {}, rng() % 2 != 0);
+    return {mesh_text(w), std::move(from), std::move(to), total};
   }
 }
 

@@ -80,6 +80,19 @@ constexpr int uneven_dim(const device_mesh& m, const dist_type& t) {
 /// True iff every dimension of t is even (the collectives' typing rules and the search
 /// cover these; uneven types are planned as an exchange, lower/synthesize.hpp).
 constexpr bool even(const device_mesh& m, const dist_type& t) { return uneven_dim(m, t) < 0; }
+/// "dimension 0 of size 7 is split unevenly into 4 tiles", for the messages about an uneven
+/// dimension d of t.
+constexpr text uneven_text(const device_mesh& m, const dist_type& t, int d) {
+  text s("dimension ");
+  s.append_int(d).append(" of size ").append_uint(t.dims[d].global).append(" is split unevenly into ")
+      .append_uint(parts(m, t.dims[d])).append(" tiles");
+  return s;
+}
+/// The first uneven dimension of a, else of b, or -1 (two types of one array: a program's).
+constexpr int uneven_dim(const device_mesh& m, const dist_type& a, const dist_type& b) {
+  const int d = uneven_dim(m, a);
+  return d >= 0 ? d : uneven_dim(m, b);
+}
 
 /// localsize(t): elements of one device's tile.
 constexpr std::uint64_t local_size(const device_mesh& m, const dist_type& t) {

@@ -49,9 +49,8 @@ constexpr error check_even(std::string_view rule, const device_mesh& m, const di
   const int d = uneven_dim(m, t);
   if (d < 0) return {};
   text s(rule);
-  s.append(": dimension ").append_int(d).append(" of size ").append_uint(t.dims[d].global)
-      .append(" is split unevenly into ").append_uint(parts(m, t.dims[d]))
-      .append(" tiles; the collectives' rules cover even types (uneven ones are redistributed by an exchange)");
+  s.append(": ").append(uneven_text(m, t, d).view())
+      .append("; the collectives' rules cover even types (uneven ones are redistributed by an exchange)");
   error e; e.code = errc::rule; e.message = s;
   return e;
 }
@@ -200,12 +199,6 @@ struct weak_context {
   /// Tile size of dimension d (ceil, as core/dtype.hpp tile).
   [[nodiscard]] constexpr std::uint64_t tile(const shape& s, int d) const {
     return global[d] / s.parts[d] + (global[d] % s.parts[d] != 0 ? 1 : 0);
-  }
-  /// True iff every dimension's parts divide its global size.
-  [[nodiscard]] constexpr bool even(const shape& s) const {
-    for (int d = 0; d < rank; ++d)
-      if (global[d] % s.parts[d] != 0) return false;
-    return true;
   }
   [[nodiscard]] constexpr std::uint64_t local_size(const shape& s) const {
     std::uint64_t l = 1;

@@ -94,7 +94,7 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   if (error e = check(m, a)) throw redist_error(e);
   if (error e = check(m, b)) throw redist_error(e);
   if (error e = check_same_global(a, b)) throw redist_error(e);
-  const int d = uneven_dim(m, a) >= 0 ? uneven_dim(m, a) : uneven_dim(m, b);
+  const int d = uneven_dim(m, a, b);
   if (d < 0) return std::nullopt;
   if (b.nsum > 0)
     throw redist_error(errc::rule, "the target " + std::string(type_text(m, b).view()) +
@@ -138,13 +138,11 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   const time_profile& P = opt.time_model ? *opt.time_model : builtin_profile;
   plan_choice c;
   if (std::optional<program> u = uneven_program(m, a, b, opt.element_bytes)) {
-    const int d = uneven_dim(m, a) >= 0 ? uneven_dim(m, a) : uneven_dim(m, b);
-    const dist_type& t = uneven_dim(m, a) >= 0 ? a : b;
+    const dist_type& t = even(m, a) ? b : a;
     c.candidates.push_back({"exchange", std::move(*u), 0});
     c.candidates[0].seconds = predicted_seconds(c.candidates[0].prog, P);
-    c.reason = "exchange: dimension " + std::to_string(d) + " of size " + std::to_string(t.dims[d].global) +
-               " is split unevenly into " + std::to_string(parts(m, t.dims[d])) +
-               " tiles, and only the exchange moves uneven tiles exactly";
+    c.reason = "exchange: " + uneven_text(m, t, uneven_dim(m, t)).str() +
+               ", and only the exchange moves uneven tiles exactly";
     return c;
   }
   synth_options collective = opt;
@@ -190,7 +188,7 @@ inline program synthesize(const device_mesh& m, const dist_type& a, const dist_t
     plan_choice c = choose_plan(m, a, b, opt);
     return std::move(c.candidates[c.chosen].prog);
   }
-  if (!(opt.memory_budget >= 1.0)) throw redist_error(errc::bad_size, "the memory budget factor must be at least 1");
+  if (error e = check_budget(opt.memory_budget)) throw redist_error(e);
   if (std::optional<program> u = uneven_program(m, a, b, opt.element_bytes)) return std::move(*u);
   weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
   weak_plan wp = search_bgl(p);

@@ -372,10 +372,12 @@ class executor {
             break;
           }
           path_[s] = in_place(op::exchange) ? block_path::in_place : block_path::packed;
-          const exchange_plan& x = shapes_.exchanges[s];
-          std::uint64_t sent = 0;
-          for (const auto& [b, at] : packed_pieces(x, local_[0])) sent += b.size();
           if (path_[s] == block_path::packed) {
+            const exchange_plan& x = shapes_.exchanges[s];
+            packed_.resize(S);
+            packed_[s] = packed_pieces(x, local_[0]);
+            std::uint64_t sent = 0;
+            for (const auto& [b, at] : packed_[s]) sent += b.size();
             pack_send_ = std::max(pack_send_, sent);
             pack_recv_ = std::max(pack_recv_, x.received[local_[0]]);
           }
@@ -745,7 +747,7 @@ class executor {
         if constexpr (exchange_backend_for<B, T>) {
           const rank_t me = local_[0];
           const std::uint64_t D = p_.m.devices;
-          const std::map<box, std::uint64_t> packed = packed_pieces(x, me);
+          const std::map<box, std::uint64_t>& packed = packed_[si];
           std::vector<std::uint64_t> sc(D, 0), sd(D, 0), rc(D, 0), ro(D + 1, 0);
           std::vector<const exchange_piece*> in(D, nullptr);
           for (const exchange_piece& pc : x.pieces)
@@ -798,6 +800,7 @@ class executor {
   std::vector<rank_state> ranks_;
   std::vector<std::uint8_t> loc_;   ///< where tile t_i lives (enum where)
   std::vector<block_path> path_;    ///< how step s moves its blocks
+  std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;
   std::vector<const T*> in_;
   std::vector<T*> out_;

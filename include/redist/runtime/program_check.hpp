@@ -78,7 +78,7 @@ inline program_shapes check_program(const program& p) {
   const std::uint64_t D = p.m.devices;
   const int R = p.source.rank;
   extents x = tile_extents(p.m, p.source);
-  const int uneven_at = uneven_dim(p.m, p.source) >= 0 ? uneven_dim(p.m, p.source) : uneven_dim(p.m, p.target);
+  const int uneven_at = uneven_dim(p.m, p.source, p.target);
   s.ext.push_back(x);
   s.cap = x.size();
   auto dim_ok = [&](int d) { return d >= 0 && d < R; };
@@ -105,7 +105,7 @@ inline program_shapes check_program(const program& p) {
     const step& st = p.steps[i];
     const std::string name = step_name(p, i);
     std::string problem;
-    if (uneven_at >= 0 && st.kind != op::allreduce && st.kind != op::allpermute && st.kind != op::exchange)
+    if (uneven_at >= 0 && !runs_on_uneven(st.kind))
       return fail(name + ": on uneven tiles (dimension " + std::to_string(uneven_at) + " of size " +
                   std::to_string(p.source.dims[uneven_at].global) +
                   " does not split evenly) redist runs only allreduce, allpermute and exchange steps");

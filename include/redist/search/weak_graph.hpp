@@ -32,6 +32,12 @@ struct search_options {
   double memory_budget = 1.0;
 };
 
+/// A memory budget must be a factor of at least 1 (NaN is none).
+constexpr error check_budget(double memory_budget) {
+  if (memory_budget >= 1.0) return {};
+  return error::make(errc::bad_size, "the memory budget factor must be at least 1");
+}
+
 /// A weight in the weak graph, and the length of a path.
 struct path_cost {
   std::uint64_t cost = 0;    ///< elements per device (Fig. 11)
@@ -137,10 +143,9 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   if (error e = check_same_global(a, b); !e.ok()) { r.err = e; return r; }
   for (const dist_type* t : {&a, &b})
     if (const int d = uneven_dim(m, *t); d >= 0) {
-      text s(t == &a ? "source" : "target");
-      s.append(" dimension ").append_int(d).append(" of size ").append_uint(t->dims[d].global)
-          .append(" is split unevenly into ").append_uint(parts(m, t->dims[d]))
-          .append(" tiles: the collective search plans even types; synthesize plans uneven ones as an exchange");
+      text s(t == &a ? "source " : "target ");
+      s.append(uneven_text(m, *t, d).view())
+          .append(": the collective search plans even types; synthesize plans uneven ones as an exchange");
       r.err.code = errc::not_divisible;
       r.err.message = s;
       return r;
@@ -159,8 +164,8 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   p.target_local = local_size(m, b);
   std::uint64_t la = local_size(m, a), lb = local_size(m, b);
   std::uint64_t mx = la > lb ? la : lb;
-  if (!(opt.memory_budget >= 1.0)) {
-    r.err = error::make(errc::bad_size, "the memory budget factor must be at least 1");
+  if (error e = check_budget(opt.memory_budget)) {
+    r.err = e;
     return r;
   }
   if (opt.memory_budget == 1.0) {
