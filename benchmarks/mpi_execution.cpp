@@ -3,12 +3,19 @@
 //
 //   mpirun --oversubscribe -np 8 mpi_execution [--quick] [--problems N] [--csv FILE]
 //          [--min-reps N] [--max-reps N] [--min-time SECONDS] [--profile FILE]
+//          [--sets exec,grids,uneven]
 //
-// Two problem sets on the mesh {a: 2, b: 2, c: 2}:
-//   exec   the paper's draw scaled to 8-64 MiB of float32 (benchmarks/workload.hpp);
-//   grids  2-D arrays of float64 between the block distributions ScaLAPACK expresses
-//          (process grids 2x4, 4x2, 8x1, 1x8 over the same 8 ranks, MB = M/prow, NB = N/pcol),
-//          where ScaLAPACK's pdgemr2d runs too (when built with ScaLAPACK).
+// Three problem sets on 8 ranks:
+//   exec    the paper's draw scaled to 8-64 MiB of float32 (benchmarks/workload.hpp) on the
+//           mesh {a: 2, b: 2, c: 2};
+//   grids   2-D arrays of float64 between the block distributions ScaLAPACK expresses
+//           (process grids 2x4, 4x2, 8x1, 1x8 over the same 8 ranks, MB = M/prow, NB = N/pcol),
+//           where ScaLAPACK's pdgemr2d runs too (when built with ScaLAPACK);
+//   uneven  float32 arrays whose dimensions the mesh does not divide (DESIGN.md section 2):
+//           issue 15's named cases (vocabulary 50257, batch 6 on 4 devices, 3x3 kernels) and
+//           the exec draw with every partitioned dimension one element shorter. Our plan
+//           is one exchange; xla runs XLA's patterns on the padded array
+//           (baselines::xla_padded_program), timed where its tiles are XLA's.
 // Systems: collective (the search's program, Fig. 11; strided blocks in place through MPI
 // datatypes), collective packed (the same, packed by the executor), exchange (one exchange,
 // MPI_Alltoallw with subarray datatypes), exchange packed (MPI_Alltoallv of packed pieces),
@@ -33,6 +40,7 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -71,7 +79,8 @@ constexpr int program_of[nsys] = {p_collective, p_collective, p_exchange, p_exch
 struct options {
   bool quick = false;
   std::size_t problems = 50;
-  std::string csv, profile_file;
+  std::string csv, profile_file, sets = ",exec,grids,uneven,";
+  [[nodiscard]] bool runs_set(const std::string& set) const { return sets.find("," + set + ",") != std::string::npos; }
   int min_reps = 5, max_reps = 15;
   double min_time = 1.5;
 };
@@ -90,6 +99,8 @@ struct result_row {
   std::uint64_t cost[nprog]{}, steps[nprog]{}, received[nprog]{}, lower_bound = 0;
   double predicted[nprog]{};
   bool chose_exchange = false;
+  std::string xla_rule;           ///< the pattern XLA's outermost ReshardNoCache applies
+  bool xla_remat = false;         ///< XLA's plan contains a full rematerialization
   measurement m[nsys];
   [[nodiscard]] double chosen_s() const { return m[chose_exchange ? exchange : collective].median_s; }
 };
@@ -112,9 +123,10 @@ options parse(int argc, char** argv) {
     else if (a == "--max-reps") o.max_reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--min-time") o.min_time = std::atof(value().c_str());
     else if (a == "--profile") o.profile_file = value();
+    else if (a == "--sets") o.sets = "," + value() + ",";
     else
       throw redist_error(errc::syntax, "usage: mpi_execution [--quick] [--problems N] [--csv FILE] [--min-reps N] "
-                                       "[--max-reps N] [--min-time SECONDS] [--profile FILE]");
+                                       "[--max-reps N] [--min-time SECONDS] [--profile FILE] [--sets exec,grids,uneven]");
   }
   if (o.quick) {
     o.min_reps = 1;
@@ -152,15 +164,17 @@ struct slot {
 /// Time the systems of one problem side by side (every repetition runs each once, in a
 /// rotating order).
 template <class T>
-void time_systems(mpi_backend& mpi, mpi_backend& packing, const program (&progs)[nprog], bool with_pdgemr2d,
+void time_systems(mpi_backend& mpi, mpi_backend& packing, const program (&progs)[nprog], const bool (&runs)[nsys],
                   const options& o, measurement (&res)[nsys]) {
   const MPI_Comm c = mpi.comm();
   const program& p0 = progs[p_collective];
   std::vector<std::unique_ptr<slot<T>>> slots;
   std::vector<std::shared_ptr<void>> keep;  // executors and the ScaLAPACK plan
   for (int s = 0; s < nsys; ++s) {
-    if (s == pdgemr2d && !with_pdgemr2d) continue;
-    auto x = std::make_unique<slot<T>>(s, p0.m, p0.source, p0.target, mpi.rank());
+    if (!runs[s]) continue;
+    // Each system between its program's types (xla's are padded on uneven problems).
+    const program& ps = s == pdgemr2d ? p0 : progs[program_of[s]];
+    auto x = std::make_unique<slot<T>>(s, ps.m, ps.source, ps.target, mpi.rank());
     if (s == pdgemr2d) {
 #if defined(REDIST_WITH_SCALAPACK)
       auto sl = std::make_shared<bench::scalapack_redistribution<T>>(p0.m, p0.source, p0.target);
@@ -226,6 +240,31 @@ std::vector<testing::problem_text> grid_problems(bool quick) {
   return out;
 }
 
+/// Arrays the mesh does not divide: issue 15's named cases, then the exec draw with every
+/// partitioned dimension one element shorter (so that no tile count divides it).
+std::vector<testing::problem_text> uneven_problems(bool quick, std::size_t problems) {
+  const std::string vocab = quick ? "5003" : "50257", hidden = quick ? "64" : "256", f = quick ? "64" : "1024",
+                    ci = quick ? "64" : "512", co = quick ? "128" : "1024";
+  std::vector<testing::problem_text> out = {
+      {"{data: 2, model: 4}", "[{model}" + vocab + ", " + hidden + "]", "[" + vocab + ", {model}" + hidden + "]", 0},
+      {"{data: 2, model: 4}", "[" + vocab + ", {model}" + hidden + "]", "[{model}" + vocab + ", " + hidden + "]", 0},
+      {"{x: 4, y: 2}", "[{x}6, " + f + ", " + f + "]", "[6, " + f + ", " + f + "]", 0},
+      {"{x: 4, y: 2}", "[6, " + f + ", " + f + "]", "[{x}6, " + f + ", " + f + "]", 0},
+      {"{a: 2, b: 2, c: 2}", "[3, 3, {c}" + ci + ", {a,b}" + co + "]", "[{a,b}3, 3, " + ci + ", {c}" + co + "]", 0},
+      {"{a: 2, b: 2, c: 2}", "[{a,b}3, {c}3, " + ci + ", " + co + "]", "[3, 3, {a,b,c}" + ci + ", " + co + "]", 0}};
+  for (const auto& mw : bench::exec_workload(quick, problems).meshes)
+    for (const auto& pt : mw.draw()) {
+      const device_mesh m = parse_mesh(pt.mesh);
+      dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+      for (int d = 0; d < a.rank; ++d)
+        if ((parts(m, a.dims[d]) > 1 || parts(m, b.dims[d]) > 1) && a.dims[d].global > 1)
+          b.dims[d].global = --a.dims[d].global;
+      if (!even(m, a) || !even(m, b))
+        out.push_back({pt.mesh, std::string(type_text(m, a).view()), std::string(type_text(m, b).view()), 0});
+    }
+  return out;
+}
+
 /// Spearman's rank correlation of two equally long samples (ties get their mean rank).
 double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   auto ranks = [](const std::vector<double>& v) {
@@ -287,29 +326,76 @@ void summary_table(const std::vector<const result_row*>& rows) {
        [](const result_row& r) { return r.m[r.chose_exchange ? exchange : collective].peak_held; });
 }
 
+/// Uneven problems: our plan (one exchange) against XLA's patterns on padded shards.
+void uneven_table(const std::vector<const result_row*>& rows, bool quick) {
+  std::size_t remat = 0;
+  std::vector<const result_row*> timed;
+  std::map<std::string, std::size_t> rules;
+  for (const result_row* r : rows) {
+    remat += r->xla_remat;
+    ++rules[r->xla_rule];
+    if (r->m[xla].ran) timed.push_back(r);
+  }
+  std::string rule_list;
+  for (const auto& [name, n] : rules) rule_list += fmt::format("{}{} {}", rule_list.empty() ? "" : ", ", name, n);
+  fmt::print("\n#### Uneven shapes: {} problems of float32 ({})\n\n", rows.size(),
+             quick ? "quick sizes" : "issue 15's named cases, then the exec draw one element shorter");
+  fmt::print("Ours: one exchange (DESIGN.md section 2). xla: XLA's patterns on shards padded to ceil(n / k), padding on"
+             " the wire (benchmarks/baselines/xla.hpp, xla_padded_program); its plan falls back to full"
+             " rematerialization (all-gather everything, then slice) on {} of {} problems ({:.0f}%); outermost"
+             " patterns: {}. Timed against xla: the {} problems where the model's tiles are XLA's.\n\n",
+             remat, rows.size(), 100.0 * static_cast<double>(remat) / static_cast<double>(rows.size()), rule_list,
+             timed.size());
+  fmt::print("| system | geomean time (ms) | system / exchange: geomean | min | max | exchange faster |"
+             " received (busiest rank) / lower bound: geomean | max |"
+             " held / max(in, out), max |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int s : {exchange, exchange_packed, xla}) {
+    std::vector<double> t, ratio, recv, held;
+    std::size_t faster = 0;
+    for (const result_row* r : timed) {
+      const double x = r->m[s].median_s, e = r->m[exchange].median_s;
+      t.push_back(x * 1e3);
+      ratio.push_back(x / e);
+      faster += e < x;
+      recv.push_back(r->lower_bound ? static_cast<double>(r->received[program_of[s]]) / static_cast<double>(r->lower_bound) : 1.0);
+      held.push_back(static_cast<double>(r->m[s].peak_held) / static_cast<double>(r->inout_bytes));
+    }
+    if (t.empty()) return;
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {}/{} | {:.3f} | {:.3f} | {:.2f} |\n", system_name[s],
+               geomean(t), geomean(ratio), *std::min_element(ratio.begin(), ratio.end()),
+               *std::max_element(ratio.begin(), ratio.end()), faster, timed.size(), geomean(recv),
+               *std::max_element(recv.begin(), recv.end()), *std::max_element(held.begin(), held.end()));
+  }
+}
+
 void report(const std::vector<result_row>& rows, const options& o, int ranks, const time_profile& P) {
   const unsigned cores = std::thread::hardware_concurrency();
-  std::vector<const result_row*> exec, grids;
-  for (const result_row& r : rows) (r.set == "exec" ? exec : grids).push_back(&r);
+  std::vector<const result_row*> exec, grids, uneven;
+  for (const result_row& r : rows) (r.set == "exec" ? exec : r.set == "grids" ? grids : uneven).push_back(&r);
   fmt::print("### Execution on the MPI backend: {} ranks on {} cores (oversubscribed)\n\n", ranks, cores);
   fmt::print("Median of {}-{} timed runs per system (slowest rank per run), after one warm-up run; the systems of a"
              " problem alternate run by run. chosen: collective or exchange, whichever the time model predicts faster"
              " (profile {}). Held: bytes an executor holds per rank on top of the caller's tiles.\n\n",
              o.min_reps, o.max_reps, P.name_view());
-  fmt::print("#### The paper's exec sample: {} problems at {} of float32\n\n", exec.size(),
-             o.quick ? "64 KiB-1 MiB (quick)" : "8-64 MiB");
-  summary_table(exec);
+  if (!exec.empty()) {
+    fmt::print("#### The paper's exec sample: {} problems at {} of float32\n\n", exec.size(),
+               o.quick ? "64 KiB-1 MiB (quick)" : "8-64 MiB");
+    summary_table(exec);
+  }
   if (!grids.empty()) {
     fmt::print("\n#### 2-D grid problems (ScaLAPACK's block distributions): {} problems of {} float64\n\n", grids.size(),
                o.quick ? "256x256" : "2048x2048");
     summary_table(grids);
   }
 
+  if (!uneven.empty()) uneven_table(uneven, o.quick);
+
   // The chooser: how often is the chosen plan within 10% of the faster of the two?
-  fmt::print("\n#### The time model's choice and its predictions\n\n");
-  fmt::print("| set | problems | exchange chosen | chosen within 10% of the faster of collective and exchange |"
-             " collective / chosen geomean | Spearman rank correlation, predicted vs measured (all programs) |\n");
-  fmt::print("|---|---:|---:|---:|---:|---:|\n");
+  if (!exec.empty() || !grids.empty())
+    fmt::print("\n#### The time model's choice and its predictions\n\n"
+               "| set | problems | exchange chosen | chosen within 10% of the faster of collective and exchange |"
+               " collective / chosen geomean | Spearman rank correlation, predicted vs measured (all programs) |\n"
+               "|---|---:|---:|---:|---:|---:|\n");
   for (const auto* set : {&exec, &grids}) {
     if (set->empty()) continue;
     std::size_t ex = 0, within = 0;
@@ -380,10 +466,17 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
   const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
   r.mib = static_cast<double>(global_size(a)) * sizeof(T) / (1 << 20);
   r.inout_bytes = std::max(local_size(m, a), local_size(m, b)) * sizeof(T);
-  const program progs[nprog] = {synthesize(m, a, b, {.element_bytes = sizeof(T)}),
-                                exchange_program(m, a, b, sizeof(T)),
-                                baselines::xla_program(m, a, b, sizeof(T)),
-                                baselines::naive_program(m, a, b, sizeof(T))};
+  // Uneven problems: synthesize's plan is the exchange; xla runs on padded types; no naive.
+  const bool uneven = !even(m, a) || !even(m, b);
+  std::optional<baselines::xla_padded> padded;
+  if (uneven) padded = baselines::xla_padded_program(m, a, b, sizeof(T));
+  const program ours = synthesize(m, a, b, {.element_bytes = sizeof(T)}), ex = exchange_program(m, a, b, sizeof(T));
+  const program progs[nprog] = {ours, ex, uneven ? padded->prog : baselines::xla_program(m, a, b, sizeof(T)),
+                                uneven ? ex : baselines::naive_program(m, a, b, sizeof(T))};
+  if (uneven) {
+    r.xla_rule = baselines::xla_rule_name(padded->plan.top);
+    r.xla_remat = padded->plan.contains(baselines::xla_rule::full_rematerialization);
+  }
   for (int q = 0; q < nprog; ++q) {
     r.cost[q] = progs[q].cost_bytes();
     r.steps[q] = progs[q].steps.size();
@@ -391,12 +484,17 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
     r.predicted[q] = predicted_seconds(progs[q], P);
   }
   r.lower_bound = movement_lower_bound(m, a, b) * sizeof(T);
-  r.chose_exchange = r.predicted[p_exchange] < r.predicted[p_collective];
-  bool with_pdgemr2d = false;
+  r.chose_exchange = uneven || r.predicted[p_exchange] < r.predicted[p_collective];
+  bool runs[nsys];
+  for (int s = 0; s < nsys; ++s) runs[s] = s != pdgemr2d;
 #if defined(REDIST_WITH_SCALAPACK)
-  with_pdgemr2d = set == "grids" && bench::scalapack_grid_of(m, a) && bench::scalapack_grid_of(m, b);
+  runs[pdgemr2d] = set == "grids" && bench::scalapack_grid_of(m, a) && bench::scalapack_grid_of(m, b);
 #endif
-  time_systems<T>(mpi, packing, progs, with_pdgemr2d, o, r.m);
+  if (uneven) {
+    for (int s : {collective, collective_packed, naive}) runs[s] = false;
+    runs[xla] = padded->padding_as_xla;
+  }
+  time_systems<T>(mpi, packing, progs, runs, o, r.m);
   return r;
 }
 
@@ -416,9 +514,14 @@ int main(int argc, char** argv) {
       mpi_backend mpi, packing(MPI_COMM_WORLD,
                                {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
       std::vector<result_row> rows;
-      for (const auto& mw : bench::exec_workload(o.quick, o.problems).meshes)
-        for (const auto& pt : mw.draw()) rows.push_back(run_problem<float>(mpi, packing, "exec", pt, o, P));
-      for (const auto& pt : grid_problems(o.quick)) rows.push_back(run_problem<double>(mpi, packing, "grids", pt, o, P));
+      if (o.runs_set("exec"))
+        for (const auto& mw : bench::exec_workload(o.quick, o.problems).meshes)
+          for (const auto& pt : mw.draw()) rows.push_back(run_problem<float>(mpi, packing, "exec", pt, o, P));
+      if (o.runs_set("grids"))
+        for (const auto& pt : grid_problems(o.quick)) rows.push_back(run_problem<double>(mpi, packing, "grids", pt, o, P));
+      if (o.runs_set("uneven"))
+        for (const auto& pt : uneven_problems(o.quick, o.problems))
+          rows.push_back(run_problem<float>(mpi, packing, "uneven", pt, o, P));
       std::uint64_t bad = 0, runs = 0;
       for (const result_row& r : rows)
         for (int s = 0; s < nsys; ++s) {

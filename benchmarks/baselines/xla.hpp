@@ -80,9 +80,10 @@
 //   - ReshardPartialReplicateWithAllToAll checks the device order of its two shardings;
 //     this is checked exactly for the outermost call (the user's types, with JAX's order
 //     of replicas: ascending rank) and assumed to hold inside recursive calls.
-//   - XLA pads uneven shards; the weak collectives need divisible extents. A pattern that
-//     would need padding throws redist_error (it never happens on workloads whose
-//     dimensions are multiples of both types' counts).
+//   - XLA pads uneven shards; the weak collectives need divisible extents. On even types a
+//     pattern that would need padding throws redist_error (it never happens on workloads
+//     whose dimensions are multiples of both types' counts). Uneven types go through
+//     xla_padded_program (below), which runs XLA's patterns on the padded array.
 //   - Step counts: XLA slices several dimensions in one dynamic-slice; here it is one
 //     dynslice step per dimension (cost 0 each, so costs are unaffected).
 //   - Partial sums (sum{...}) are not modeled: such problems are rejected.
@@ -91,6 +92,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -473,6 +475,63 @@ inline program xla_program(const device_mesh& m, const dist_type& a, const dist_
   if (element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   weak_problem p = make_weak_problem(m, a, b).get();
   return lower_path(m, a, b, p, xla_path(m, a, b, p).path, element_bytes).get();
+}
+
+/// XLA's plan for types whose dimensions the mesh need not divide (DESIGN section 2).
+/// XLA keeps every shard padded to ceil(n / k) and its patterns move whole padded shards
+/// (ReshardWithAllToAll pads the base shape to RoundUpTo(n, k) before its all-to-all; an
+/// all-gather concatenates padded shards and slices the padding off afterwards). The
+/// patterns it picks depend on the shard counts alone, as for even types. The model: pad
+/// every dimension d to the least multiple P_d >= n_d of every shard count d takes along
+/// XLA's path, and run XLA's plan for the padded types. Its padding crosses the wire as
+/// XLA's does; `padding_as_xla` says whether every tile of the path is XLA's ceil(n_d / k)
+/// (P_d / k == ceil(n_d / k) for every count k > 1 of d), so that the model moves exactly
+/// XLA's bytes. Where it is false the model's tiles differ from XLA's (n = 7 with counts 2
+/// and 3 along the path: P = 12, tiles of 6 and 4 where XLA's are 4 and 3), and so do its
+/// bytes: it may pad more, and where XLA's tiles do not nest it slices locally where XLA
+/// exchanges halos (PadFromPartialReplicateShape). The benchmarks time XLA only where it
+/// is true.
+struct xla_padded {
+  dist_type source, target;  ///< the padded types `prog` runs between
+  xla_plan plan;
+  program prog;
+  bool padding_as_xla = true;
+};
+
+inline xla_padded xla_padded_program(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                     std::uint64_t element_bytes = 4) {
+  if (element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
+  if (auto e = check_same_global(a, b); !e.ok()) throw redist_error(e);
+  auto lcm = [](std::uint64_t x, std::uint64_t y) { return x / std::gcd(x, y) * y; };
+  std::uint64_t L[max_dims]{};
+  for (int d = 0; d < a.rank; ++d) L[d] = lcm(parts(m, a.dims[d]), parts(m, b.dims[d]));
+  for (int round = 0; round < 8; ++round) {
+    xla_padded out{a, b, {}, {}, true};
+    for (int d = 0; d < a.rank; ++d) {
+      const std::uint64_t n = a.dims[d].global, padded = (n + L[d] - 1) / L[d] * L[d];
+      out.source.dims[d].global = out.target.dims[d].global = padded;
+    }
+    const weak_problem p = make_weak_problem(m, out.source, out.target).get();
+    out.plan = xla_path(m, out.source, out.target, p);
+    // Every shard count of every dimension along the path.
+    bool grew = false;
+    auto visit = [&](const shape& s) {
+      for (int d = 0; d < s.rank; ++d) {
+        const std::uint64_t k = s.parts[d], n = a.dims[d].global, padded = out.source.dims[d].global;
+        if (k > 1 && padded / k != (n + k - 1) / k) out.padding_as_xla = false;
+        if (L[d] % k != 0) {
+          L[d] = lcm(L[d], k);
+          grew = true;
+        }
+      }
+    };
+    visit(p.source);
+    for (const weak_step& st : out.plan.path) visit(st.after);
+    if (grew) continue;  // a count the first padding did not divide: pad again (the path depends on counts only)
+    out.prog = lower_path(m, out.source, out.target, p, out.plan.path, element_bytes).get();
+    return out;
+  }
+  throw redist_error(errc::rule, "xla baseline: internal error: the padding did not settle");
 }
 
 }  // namespace redist::baselines

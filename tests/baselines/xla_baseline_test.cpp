@@ -4,6 +4,7 @@
 // random problems, and ours never costlier than xla on the paper's 1000 problems.
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -229,6 +230,80 @@ TEST_CASE("xla: partial sums are rejected") {
   const device_mesh m = parse_mesh("{a: 2, b: 2}");
   CHECK_THROWS_WITH(baselines::xla_program(m, parse_type(m, "[{a}8] sum{b}"), parse_type(m, "[{a}8]")),
                     "xla baseline: partial sums (sum{...}) are not modeled");
+}
+
+TEST_CASE("xla on uneven types: XLA's patterns on the padded array") {
+  SECTION("vocabulary 50257 on {data: 2, model: 4}: one all-to-all of padded shards") {
+    const device_mesh m = parse_mesh("{data: 2, model: 4}");
+    const dist_type a = parse_type(m, "[{model}50257, 1024]"), b = parse_type(m, "[50257, {model}1024]");
+    const baselines::xla_padded x = baselines::xla_padded_program(m, a, b);
+    CHECK(x.plan.top == xla_rule::all_to_all);
+    CHECK(type_text(m, x.source).view() == "[12565{model}50260, 1024]");
+    CHECK(type_text(m, x.target).view() == "[50260, 256{model}1024]");
+    CHECK(x.padding_as_xla);
+    CHECK(ops(x.prog) == std::vector<op>{A2A});
+    check_valid(x.prog);
+    // Every rank receives 3 blocks of 12565 x 256; those from rank 3 carry its 3 padding rows.
+    // Rank 3 (12562 rows) receives exactly what it must, the most of any rank.
+    CHECK(x.prog.received_elements() == 12565ull * 256 * 3);
+    CHECK(movement_lower_bound(m, a, b) == x.prog.received_elements());
+  }
+  SECTION("batch 6 on {x: 4} to replicated: all-gather of padded shards of 2") {
+    const device_mesh m = parse_mesh("{x: 4}");
+    const baselines::xla_padded x =
+        baselines::xla_padded_program(m, parse_type(m, "[{x}6, 16]"), parse_type(m, "[6, 16]"));
+    CHECK(x.plan.top == xla_rule::replicate);
+    CHECK(type_text(m, x.source).view() == "[2{x}8, 16]");
+    CHECK(x.padding_as_xla);
+    CHECK(ops(x.prog) == std::vector<op>{AG});
+  }
+  SECTION("7 over 2 tiles to 7 over 3: full rematerialization, and the model pads more than XLA") {
+    const device_mesh m = parse_mesh("{a: 2, b: 3}");
+    const baselines::xla_padded x =
+        baselines::xla_padded_program(m, parse_type(m, "[{a}7, 6]"), parse_type(m, "[{b}7, 6]"));
+    CHECK(x.plan.top == xla_rule::full_rematerialization);
+    CHECK(type_text(m, x.source).view() == "[6{a}12, 6]");  // XLA's shards hold 4 rows, padded
+    CHECK_FALSE(x.padding_as_xla);
+    check_valid(x.prog);
+  }
+  SECTION("differing global shapes and partial sums are refused") {
+    const device_mesh m = parse_mesh("{a: 2, b: 2}");
+    CHECK_THROWS_WITH(baselines::xla_padded_program(m, parse_type(m, "[{a}7]"), parse_type(m, "[{a}9]")),
+                      "global types differ: source is [7], target is [9]");
+    CHECK_THROWS_WITH(baselines::xla_padded_program(m, parse_type(m, "[{a}7] sum{b}"), parse_type(m, "[{a}7]")),
+                      "xla baseline: partial sums (sum{...}) are not modeled");
+  }
+  SECTION("random uneven problems: the padded types are even, hold the array, and the program verifies") {
+    std::mt19937_64 rng(2026);
+    std::vector<testing::workload> ws = testing::mixed_workloads(1 << 12);
+    std::size_t remat = 0, as_xla = 0;
+    const std::size_t count = 700;
+    for (std::size_t i = 0; i < count; ++i) {
+      const testing::problem_text pt = testing::random_uneven_problem(rng, ws[i % ws.size()]);
+      INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+      const device_mesh m = parse_mesh(pt.mesh);
+      const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
+      const baselines::xla_padded x = baselines::xla_padded_program(m, a, b);
+      REQUIRE(even(m, x.source));
+      REQUIRE(even(m, x.target));
+      for (int d = 0; d < a.rank; ++d) {
+        CHECK(x.source.dims[d].global >= a.dims[d].global);
+        CHECK(parts(m, x.source.dims[d]) == parts(m, a.dims[d]));
+        CHECK(parts(m, x.target.dims[d]) == parts(m, b.dims[d]));
+        if (x.padding_as_xla && parts(m, a.dims[d]) > 1) CHECK(tile(m, x.source.dims[d]) == tile(m, a.dims[d]));
+      }
+      check_valid(x.prog);
+      // With XLA's tiles, every element moves as in the unpadded problem, padding besides.
+      if (x.padding_as_xla) CHECK(x.prog.received_elements() >= movement_lower_bound(m, a, b));
+      remat += x.plan.contains(xla_rule::full_rematerialization);
+      as_xla += x.padding_as_xla;
+    }
+    // Both kinds occur (the counts of the test's generator are fixed by its seed).
+    INFO(remat << " full rematerializations, " << as_xla << " with XLA's tiles, of " << count);
+    CHECK(remat > 0);
+    CHECK(remat < count);
+    CHECK(as_xla > count / 2);
+  }
 }
 
 TEST_CASE("every baseline program verifies on random problems") {
