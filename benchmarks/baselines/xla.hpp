@@ -502,9 +502,8 @@ inline xla_padded xla_padded_program(const device_mesh& m, const dist_type& a, c
                                      std::uint64_t element_bytes = 4) {
   if (element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (auto e = check_same_global(a, b); !e.ok()) throw redist_error(e);
-  auto lcm = [](std::uint64_t x, std::uint64_t y) { return x / std::gcd(x, y) * y; };
   std::uint64_t L[max_dims]{};
-  for (int d = 0; d < a.rank; ++d) L[d] = lcm(parts(m, a.dims[d]), parts(m, b.dims[d]));
+  for (int d = 0; d < a.rank; ++d) L[d] = std::lcm(parts(m, a.dims[d]), parts(m, b.dims[d]));
   for (int round = 0; round < 8; ++round) {
     xla_padded out{a, b, {}, {}, true};
     for (int d = 0; d < a.rank; ++d) {
@@ -520,7 +519,7 @@ inline xla_padded xla_padded_program(const device_mesh& m, const dist_type& a, c
         const std::uint64_t k = s.parts[d], n = a.dims[d].global, padded = out.source.dims[d].global;
         if (k > 1 && padded / k != (n + k - 1) / k) out.padding_as_xla = false;
         if (L[d] % k != 0) {
-          L[d] = lcm(L[d], k);
+          L[d] = std::lcm(L[d], k);
           grew = true;
         }
       }

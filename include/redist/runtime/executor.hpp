@@ -342,6 +342,7 @@ class executor {
       }
     }
     path_.assign(S, block_path::local);
+    packed_.assign(S, {});
     for (std::size_t s = 0; s < S; ++s) {
       const step& st = p_.steps[s];
       const std::uint64_t n = st.parts, L = shapes_.ext[s].size();
@@ -374,7 +375,6 @@ class executor {
           path_[s] = in_place(op::exchange) ? block_path::in_place : block_path::packed;
           if (path_[s] == block_path::packed) {
             const exchange_plan& x = shapes_.exchanges[s];
-            packed_.resize(S);
             packed_[s] = packed_pieces(x, local_[0]);
             std::uint64_t sent = 0;
             for (const auto& [b, at] : packed_[s]) sent += b.size();
