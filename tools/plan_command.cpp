@@ -112,8 +112,10 @@ void run_plan(const plan_options& o) {
     } else {
       const time_profile P = o.profile.empty() ? builtin_profile : read_profile(o.profile);
       plan_choice c = choose_plan(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget, &P});
-      if (o.explain) explained = explain_text(c, P, !o.profile.empty());
-      prog = std::move(c.candidates[o.profile.empty() ? 0 : c.chosen].prog);
+      // Uneven types are always chosen by time (synthesize); even ones only with --profile.
+      const bool by_time = !o.profile.empty() || uneven_dim(pr.m, pr.from, pr.to) >= 0;
+      if (o.explain) explained = explain_text(c, P, by_time);
+      prog = std::move(c.candidates[by_time ? c.chosen : 0].prog);
     }
   }
   std::uint64_t cost_bytes = 0;

@@ -172,6 +172,14 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
         break;
       }
     }
+    if (p.uneven() && s.kind != op::exchange) {  // boxes of different lengths: follow them
+      const box_trace t = trace_boxes(p, states.size());
+      const extents& after = shapes.ext[states.size()];
+      for (int d = 0; d < p.source.rank; ++d) {
+        next.tile[static_cast<std::size_t>(d)] = after[d];
+        for (std::uint64_t r = 0; r < D; ++r) set_lo(r, d, t.boxes[r].lo[static_cast<std::size_t>(d)]);
+      }
+    }
     states.push_back(std::move(next));
   }
   return states;

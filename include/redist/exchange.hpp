@@ -155,11 +155,18 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
   const int R = p.source.rank;
   std::vector<box>& cur = t.boxes;
   cur = tile_boxes(p.m, p.source);
-  auto chunk = [](box b, int d, std::uint64_t n, std::uint64_t m) {
+  const bool uneven = p.uneven();
+  // Chunk m of n along d: equal chunks (alltoall, reducescatter; `problem` if the extent
+  // does not split), or ceil-sized ones, the last short or empty (dynslice).
+  auto chunk = [](box b, int d, std::uint64_t n, std::uint64_t m, bool ceil, std::string* problem) {
     const auto i = static_cast<std::size_t>(d);
-    const std::uint64_t len = b.extent(d) / n;
-    b.lo[i] += m * len;
-    b.hi[i] = b.lo[i] + len;
+    const std::uint64_t e = b.extent(d), len = e / n + (ceil && e % n != 0 ? 1 : 0);
+    if (!ceil && e % n != 0 && problem != nullptr && problem->empty())
+      *problem = "the box " + box_text(b) + " does not split into " + std::to_string(n) +
+                 " equal chunks along dimension " + std::to_string(d);
+    const std::uint64_t hi = b.hi[i];
+    b.lo[i] = std::min(hi, b.lo[i] + m * len);
+    b.hi[i] = std::min(hi, b.lo[i] + len);
     return b;
   };
   // The union of boxes adjacent along d in order, agreeing elsewhere; "" or the problem.
@@ -192,11 +199,13 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
           for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
             box b;
             parts.clear();
-            for (rank_t k : grp) parts.push_back(s.kind == op::alltoall ? chunk(cur[k], s.split_dim, s.parts, m) : cur[k]);
+            for (rank_t k : grp)  // uneven programs: ceil-sized chunks (docs/reference.md)
+              parts.push_back(s.kind == op::alltoall ? chunk(cur[k], s.split_dim, s.parts, m, uneven, &problem) : cur[k]);
+            if (!problem.empty()) break;
             if (s.kind == op::allreduce || s.kind == op::reducescatter) {
               for (const box& x : parts)
                 if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
-              b = s.kind == op::reducescatter ? chunk(parts[0], s.split_dim, s.parts, m) : parts[0];
+              b = s.kind == op::reducescatter ? chunk(parts[0], s.split_dim, s.parts, m, false, &problem) : parts[0];
             } else {
               problem = concat(parts, s.concat_dim, b);
             }
@@ -205,7 +214,7 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
         }
         break;
       case op::dynslice:
-        for (std::uint64_t r = 0; r < D; ++r) next[r] = chunk(cur[r], s.split_dim, s.parts, s.index[r]);
+        for (std::uint64_t r = 0; r < D; ++r) next[r] = chunk(cur[r], s.split_dim, s.parts, s.index[r], true, nullptr);
         break;
       case op::allpermute:
         for (std::uint64_t r = 0; r < D; ++r) next[s.dest[r]] = cur[r];
@@ -372,14 +381,81 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
   return x;
 }
 
-/// The plan of exchange step `s` of program p (which program_check accepted).
+/// The pieces of step `s` of p, a step that moves_as_exchange (program.hpp) and is not an
+/// exchange, from every rank's boxes before and after it: the collective's own pattern, each
+/// piece exactly the elements a box holds. Allgather: member r receives every other member's
+/// box from it; alltoall: chunk m of member k's box (ceil-sized) goes from k to member m; allpermute: r's
+/// box goes to dest[r]; dynslice: every rank keeps its chunk (local copies only).
+inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std::vector<box> before,
+                                            std::vector<box> after) {
+  exchange_plan x;
+  const step& st = p.steps[s];
+  const std::uint64_t D = p.m.devices;
+  std::vector<std::vector<exchange_piece>> into(D);
+  auto add = [&](std::uint64_t from, std::uint64_t to, const box& b) {
+    if (!b.empty()) into[to].push_back({static_cast<rank_t>(from), static_cast<rank_t>(to), b});
+  };
+  switch (st.kind) {
+    case op::allgather:
+    case op::alltoall:
+      for (std::size_t g = 0; g < st.group_count(); ++g) {
+        const auto grp = st.group(g);
+        for (std::size_t m = 0; m < grp.size(); ++m)
+          for (rank_t k : grp) {
+            box b = before[k];
+            if (st.kind == op::alltoall) {  // ceil-sized chunk m of k's box, the last ones short or empty
+              const auto i = static_cast<std::size_t>(st.split_dim);
+              const std::uint64_t len = ceil_div(b.extent(st.split_dim), st.parts), hi = b.hi[i];
+              b.lo[i] = std::min(hi, b.lo[i] + m * len);
+              b.hi[i] = std::min(hi, b.lo[i] + len);
+            }
+            add(k, grp[m], b);
+          }
+      }
+      break;
+    case op::allpermute:
+      for (std::uint64_t r = 0; r < D; ++r) add(r, st.dest[r], before[r]);
+      break;
+    default:  // dynslice
+      for (std::uint64_t r = 0; r < D; ++r) add(r, r, after[r]);
+      break;
+  }
+  std::vector<std::uint64_t> sent(D, 0);
+  x.first.assign(D + 1, 0);
+  x.received.assign(D, 0);
+  for (std::uint64_t r = 0; r < D; ++r) {
+    x.first[r] = x.pieces.size();
+    std::uint64_t msgs = 0;
+    for (const exchange_piece& pc : into[r]) {
+      x.pieces.push_back(pc);
+      if (pc.from == pc.to) continue;
+      x.received[r] += pc.b.size();
+      ++msgs;
+      ++sent[pc.from];
+    }
+    x.max_received = std::max(x.max_received, x.received[r]);
+    x.messages = std::max(x.messages, msgs);
+  }
+  x.first[D] = x.pieces.size();
+  for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
+  x.before = std::move(before);
+  x.after = std::move(after);
+  return x;
+}
+
+/// The plan of step `s` of program p (which program_check accepted up to the boxes), a
+/// step that moves_as_exchange: an exchange's by the sender rule above, another step's by
+/// plan_collective_pieces.
 inline exchange_plan plan_exchange(const program& p, std::size_t s) {
   box_trace t = trace_boxes(p, s);
+  box_trace next = p.steps[s].kind == op::exchange ? box_trace{} : trace_boxes(p, s + 1);
+  if (t.error.empty()) t.error = std::move(next.error);
   if (!t.error.empty()) {
     exchange_plan x;
     x.error = std::move(t.error);
     return x;
   }
+  if (p.steps[s].kind != op::exchange) return plan_collective_pieces(p, s, std::move(t.boxes), std::move(next.boxes));
   std::vector<box> after(p.m.devices);
   for (std::uint64_t r = 0; r < p.m.devices; ++r) after[r] = step_box(p.steps[s], p.source.rank, r);
   return plan_exchange(t.boxes, after);

@@ -120,8 +120,8 @@ struct fmt::formatter<redist::step> {
 
 namespace redist::detail {
 
-/// After an exchange's type in the plan table: `  (receives at most 6 elements from up to
-/// 2 ranks)`, the most elements and the most distinct senders of one device under the
+/// After the type of an exchange (or of a step on uneven tiles, which runs as one) in the
+/// plan table: `  (receives at most 6 elements from up to 2 ranks)`, the most elements and the most distinct senders of one device under the
 /// sender rule (redist/exchange.hpp); "" when the step cannot be planned (a malformed
 /// program still prints).
 inline std::string exchange_note(const program& p, std::size_t i) {
@@ -172,7 +172,7 @@ inline std::string program_table(const program& p) {
     const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange;
     const bool has_n = s.kind != op::allpermute && s.kind != op::exchange;
     std::string type = s.type_after.rank == p.source.rank ? shown(type_text(p.m, s.type_after)) : std::string("?");
-    if (s.kind == op::exchange) type += exchange_note(p, i);
+    if (moves_as_exchange(p, i) && s.kind != op::dynslice) type += exchange_note(p, i);  // uneven steps run as exchanges
     rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dim_or_dash(s.concat_dim),
                     dim_or_dash(s.split_dim), has_n ? fmt::to_string(s.parts) : std::string("-"),
                     grouped ? fmt::to_string(s.group_count()) : std::string("-"),

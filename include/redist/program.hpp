@@ -29,9 +29,11 @@ namespace redist {
 
 using rank_t = std::uint32_t;
 
-/// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md):
-/// the exchange, and allreduce and allpermute, which keep every box whole.
-constexpr bool runs_on_uneven(op k) { return k == op::exchange || k == op::allreduce || k == op::allpermute; }
+/// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md
+/// "Uneven dimensions"): all but the reduce-scatter. The allreduce keeps every box; the
+/// others move boxes, and run as exchanges of exactly the elements the boxes hold
+/// (moves_as_exchange below).
+constexpr bool runs_on_uneven(op k) { return k != op::reducescatter; }
 
 /// One collective of a program.
 struct step {
@@ -113,6 +115,17 @@ struct program {
     std::uint64_t a = local_size(m, source), b = local_size(m, target);
     return peak_local_elements <= (a > b ? a : b);
   }
+  /// The source or the target has an uneven dimension (DESIGN.md section 2).
+  [[nodiscard]] constexpr bool uneven() const { return uneven_dim(m, source, target) >= 0; }
 };
+
+/// True iff step i of p moves boxes as an exchange does (redist/exchange.hpp
+/// plan_exchange): the exchange itself, and, on a program with uneven types, the
+/// allgather, alltoall, dynslice and allpermute, whose pieces then go from group member to
+/// group member with exactly the elements their boxes hold (no padding moves).
+constexpr bool moves_as_exchange(const program& p, std::size_t i) {
+  const op k = p.steps[i].kind;
+  return k == op::exchange || (p.uneven() && k != op::allreduce && k != op::reducescatter);
+}
 
 }  // namespace redist

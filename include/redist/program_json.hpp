@@ -338,14 +338,16 @@ inline program program_from_json(const nlohmann::json& j) {
   if (!same) json_fail(errc::global_mismatch, "global_shape", json_excerpt(jg) + " is not the global shape of the source type");
 
   const int R = p.source.rank;
-  const weak_context ctx = weak_context_of(m, p.source);
+  weak_context ctx = weak_context_of(m, p.source);
+  ctx.uneven = uneven_dim(m, p.source, p.target) >= 0;  // the rules' uneven forms (core/rules.hpp)
   shape cur = shape_of(m, p.source);
   std::uint64_t local = local_size(m, p.source);
   p.peak_local_elements = std::max(local, local_size(m, p.target));
   // Exchanges: their costs need the boxes of every step before them, so they are planned
   // once all steps are read (below); "cost_bytes" of each is checked then.
   std::vector<std::pair<std::size_t, const nlohmann::json*>> exchanges;
-  // Uneven types (DESIGN.md section 2): only allreduce, allpermute and exchange steps.
+  // Uneven types (DESIGN.md section 2): every op but the reduce-scatter, typed by the rules'
+  // uneven forms.
   const int uneven_at = uneven_dim(m, p.source, p.target);
   const bool uneven = uneven_at >= 0;
   const char* exchange_sums =
@@ -367,7 +369,8 @@ inline program program_from_json(const nlohmann::json& j) {
       json_fail(errc::rule, where,
                 name + " on uneven tiles (dimension " + std::to_string(uneven_at) + " of size " +
                     std::to_string(ctx.global[uneven_at]) +
-                    " does not split evenly): redist runs only allreduce, allpermute and exchange steps there");
+                    " does not split evenly): redist runs every op but the reduce-scatter there (reduce with an "
+                    "allreduce)");
     switch (s.kind) {
       case op::allgather:
       case op::alltoall:

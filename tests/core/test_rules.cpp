@@ -71,8 +71,8 @@ TEST_CASE("T-DynSlice adds unused axes as the minor-most ones", "[rules][dynslic
   fails(rule_dynslice(m, t, 0, twice, 2), "dynslice: the axis already partitions a dimension");
   const std::uint8_t bogus[] = {7};
   fails(rule_dynslice(m, t, 0, bogus, 1), "dynslice: unknown axis");
-  fails(rule_dynslice(m, parse_type(m, "[6, 12]"), 0, x_minor_to_major, 2),
-        "dynslice: the tile size is not divisible by the axis size");
+  // A dimension not split yet splits unevenly (ceil tiles, DESIGN.md section 2).
+  CHECK(tt(m, rule_dynslice(m, parse_type(m, "[6, 12]"), 0, x_minor_to_major, 2)) == "[2{x}6, 12]");
   fails(rule_dynslice(m, t, 0, one, 0), "dynslice: the tile size is not divisible by the axis size");
   fails(rule_dynslice(m, t, 5, one, 1), "dynslice: dimension out of range");
 }
@@ -145,8 +145,9 @@ TEST_CASE("strong rules keep types well-formed and change local size as Fig. 8 s
           for (int j = 0; j < t.rank; ++j) {
             if (j == i) continue;
             const auto a = rule_alltoall(m, t, i, j, c);
-            CHECK(a.ok() == (tile(m, t.dims[j]) % prod == 0));
-            if (!a.ok()) continue;
+            // An unsplit dimension may split unevenly (ceil tiles), as a dynslice does.
+            CHECK(a.ok() == (tile(m, t.dims[j]) % prod == 0 || t.dims[j].n == 0));
+            if (!a.ok() || !even(m, a.value)) continue;
             ++applied;
             REQUIRE(check(m, a.value).ok());
             CHECK(local_size(m, a.value) == local);
@@ -202,6 +203,8 @@ TEST_CASE("weak rules are the image of the strong rules (Def. 5.3, Lemma 5.1)", 
     // Every type, with any sub-axes as pending sums (partial sums, an extension).
     const auto types = testing::enumerate_types(m, g, UINT64_MAX, (std::uint64_t{1} << m.nsub) - 1);
     const weak_context c = weak_context_of(m, g);
+    weak_context cu = c;
+    cu.uneven = true;
     // Strong edges as weak triples (kind, from, to, factor) from each shape, and the shape reached.
     using edge = std::tuple<int, int, int, std::uint64_t, std::vector<std::uint64_t>>;
     auto key = [](const shape& s) {
@@ -227,17 +230,25 @@ TEST_CASE("weak rules are the image of the strong rules (Def. 5.3, Lemma 5.1)", 
           for (int j = 0; j < t.rank; ++j) {
             if (j == i) continue;
             const auto a = rule_alltoall(m, t, i, j, n);
-            CHECK(a.ok() == weak_alltoall(c, s, i, j, f, w));
-            if (!a.ok()) continue;
+            shape wu;  // a strong all-to-all may split an unsplit dimension unevenly, as a dynslice
+            CHECK(a.ok() == weak_alltoall(cu, s, i, j, f, wu));
+            if (a.ok()) CHECK(wu == shape_of(m, a.value));
+            CHECK((a.ok() && even(m, a.value)) == weak_alltoall(c, s, i, j, f, w));
+            if (!a.ok() || !even(m, a.value)) continue;
             CHECK(w == shape_of(m, a.value));
             strong.insert({key(s), edge{1, i, j, f, key(w)}});
           }
         }
         // Single-prime and all-unused dynslices (enough to realize every factor up to order).
+        // A strong dynslice may split an unsplit dimension unevenly; the weak rules take
+        // that only on problems with an uneven type (weak_context::uneven).
         for (std::size_t q = 0; q < unused.size(); ++q) {
           const auto d = rule_dynslice(m, t, i, &unused[q], 1);
           const bool ok = weak_dynslice(c, s, i, m.sub[unused[q]].size, w);
-          CHECK(d.ok() == ok);
+          CHECK((d.ok() && even(m, d.value)) == ok);
+          shape wu;
+          CHECK(d.ok() == weak_dynslice(cu, s, i, m.sub[unused[q]].size, wu));
+          if (d.ok()) CHECK(wu == shape_of(m, d.value));
           if (ok) strong.insert({key(s), edge{2, -1, i, m.sub[unused[q]].size, key(w)}});
         }
         // reducescatter of every nonempty subset of the pending sums, in ascending order.
@@ -265,8 +276,8 @@ TEST_CASE("weak rules are the image of the strong rules (Def. 5.3, Lemma 5.1)", 
               fx *= m.sub[unused[q]].size;
             }
           const auto d = rule_dynslice(m, t, i, xs.data(), static_cast<int>(xs.size()));
-          CHECK(d.ok() == weak_dynslice(c, s, i, fx, w));
-          if (d.ok()) {
+          CHECK((d.ok() && even(m, d.value)) == weak_dynslice(c, s, i, fx, w));
+          if (d.ok() && even(m, d.value)) {
             CHECK(w == shape_of(m, d.value));
             strong.insert({key(s), edge{2, -1, i, fx, key(w)}});
           }
@@ -364,4 +375,92 @@ TEST_CASE("partial sums: T-AllReduce and T-ReduceScatter", "[rules][sums]") {
   CHECK(w.parts[1] == 4);
   CHECK_FALSE(weak_reducescatter(c, s, 1, 3, w));  // 3 does not divide tile 4
   CHECK_FALSE(weak_reducescatter(c, s, 0, 8, w));  // 8 does not divide 12 partials
+}
+
+// Box semantics (DESIGN.md section 4) on one dimension of n in k ceil tiles, by brute force:
+// the boxes, the ceil-chunk split (dynslice, the split side of an alltoall) and the union of
+// s adjacent boxes (allgather, the gathered side), against the tiles of the type after.
+namespace {
+using range = std::pair<std::uint64_t, std::uint64_t>;
+std::vector<range> tiles_of(std::uint64_t n, std::uint64_t k) {
+  const std::uint64_t t = (n + k - 1) / k;
+  std::vector<range> v;
+  for (std::uint64_t i = 0; i < k; ++i) v.emplace_back(std::min(n, i * t), std::min(n, (i + 1) * t));
+  return v;
+}
+}  // namespace
+
+TEST_CASE("uneven forms of the rules land exactly on ceil tiles (core/dtype.hpp)", "[rules][uneven]") {
+  std::size_t nest = 0, ceil_ok = 0, cases = 0;
+  for (std::uint64_t n = 1; n <= 64; ++n)
+    for (std::uint64_t k = 1; k <= 12; ++k)
+      for (std::uint64_t s = 2; s <= 6; ++s) {
+        INFO("n " << n << " k " << k << " s " << s);
+        const auto big = tiles_of(n, k), small = tiles_of(n, k * s);
+        bool unions = true, ceil_split = true;
+        for (std::uint64_t i = 0; i < k; ++i) {
+          // allgather: boxes i*s .. i*s+s-1 of k*s, adjacent, make box i of k.
+          const range u{small[i * s].first, small[i * s + s - 1].second};
+          unions = unions && (u == big[i] || (u.first == u.second && big[i].first == big[i].second));
+          const std::uint64_t e = big[i].second - big[i].first, c = (e + s - 1) / s;
+          for (std::uint64_t j = 0; j < s; ++j) {
+            const range got{std::min(big[i].second, big[i].first + j * c), std::min(big[i].second, big[i].first + (j + 1) * c)};
+            const range& want = small[i * s + j];
+            auto same = [&](const range& a) { return a == want || (a.first == a.second && want.first == want.second); };
+            ceil_split = ceil_split && same(got);
+          }
+        }
+        // The predicates hold only where the semantics land on the tiles (they may be
+        // stricter: boxes that are all empty are not worth a rule).
+        if (tiles_nest(n, k, s)) CHECK(unions);
+        if (ceil_split_lands(n, k, s)) CHECK(ceil_split);
+        // ... and wherever a tile holds something: exactly.
+        if (n >= k * s) {
+          CHECK(tiles_nest(n, k, s) == unions);
+          CHECK(ceil_split_lands(n, k, s) == ceil_split);
+        }
+        if (n % (k * s) == 0) CHECK((tiles_nest(n, k, s) && ceil_split_lands(n, k, s)));
+        nest += tiles_nest(n, k, s);
+        ceil_ok += ceil_split_lands(n, k, s);
+        ++cases;
+      }
+  CHECK(cases == 64 * 12 * 5);
+  CHECK(nest > ceil_ok);
+  CHECK(ceil_ok > cases / 4);
+  // The named ones: 50257 over 4 gathers to one tile; 1024 splits by 4; 6 over 4 (2 2 2 0).
+  CHECK(tiles_nest(50257, 1, 4));
+  CHECK(!tiles_nest(50257, 2, 2));  // 25129 is not 2 x 12565
+  CHECK(ceil_split_lands(6, 1, 4));
+  CHECK(ceil_split_lands(50257, 1, 4));
+  CHECK(ceil_split_lands(6, 4, 2));  // tiles 2 2 2 0 in halves: 1 1 1 1 1 1 0 0
+  CHECK(!ceil_split_lands(21, 4, 3));  // the last box [18, 21) in thirds is not the tiles of 2
+}
+
+TEST_CASE("the strong rules take uneven types where they stay exact", "[rules][uneven]") {
+  const device_mesh m = parse_mesh("{data: 2, model: 4}");  // sub-axes: data, model:(1)2, model:(2)2
+  const dist_type vocab = parse_type(m, "[{model}50257, 1024]");
+  CHECK(tt(m, rule_alltoall(m, vocab, 0, 1, 2)) == "[50257, 256{model}1024]");
+  CHECK(tt(m, rule_allgather(m, vocab, 0, 2)) == "[50257, 1024]");
+  fails(rule_allgather(m, vocab, 0, 1),
+        "allgather: the gathered boxes would not make the larger tiles (dimension of size 50257 in 4 tiles, by 2)");
+  CHECK(tt(m, rule_alltoall(m, parse_type(m, "[{data}7, {model}8]"), 1, 0, 2)) == "[1{model, data}7, 8]");
+  CHECK(tt(m, rule_alltoall(m, parse_type(m, "[50257, {model}1024]"), 1, 0, 2)) == "[12565{model}50257, 1024]");
+  fails(rule_alltoall(m, parse_type(m, "[{data}5, {model}8]"), 1, 0, 2),
+        "alltoall: the ceil-sized chunks of the target dimension's boxes would not be the smaller tiles "
+        "(dimension of size 5 in 2 tiles, by 4)");
+  const std::uint8_t data[] = {0};
+  CHECK(tt(m, rule_dynslice(m, parse_type(m, "[6, 1024]"), 0, data, 1)) == "[3{data}6, 1024]");
+  const std::uint8_t thirds[] = {2, 1};  // minor-to-major: the whole model axis
+  CHECK(tt(m, rule_dynslice(m, parse_type(m, "[{data}7]"), 0, thirds, 2)) == "[1{model, data}7]");
+  fails(rule_dynslice(m, parse_type(m, "[{data}5]"), 0, thirds, 2),
+        "dynslice: the ceil-sized chunks of the boxes would not be the smaller tiles (dimension of size 5 in 2 tiles, by 4)");
+  CHECK(rule_allpermute(m, parse_type(m, "[{data}7]"), parse_type(m, "[{model:(1)2}7]")).ok());
+  CHECK(rule_allpermute(m, parse_type(m, "[{data}7]"), parse_type(m, "[{model}7]")).message.str() ==
+        "allpermute: the local shapes differ");
+  const device_mesh m3 = parse_mesh("{x: 5, y: 6}");
+  CHECK(rule_allpermute(m3, parse_type(m3, "[{x}7]"), parse_type(m3, "[{y}7]")).message.str() ==
+        "allpermute: the dimensions are split into different numbers of tiles");
+  fails(rule_reducescatter(m, parse_type(m, "[{model}7] sum{data}"), 0, data, 1),
+        "reducescatter: dimension 0 of size 7 is split unevenly into 4 tiles; the reduce-scatter covers even types "
+        "(uneven ones reduce with an allreduce)");
 }

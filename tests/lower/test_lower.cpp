@@ -24,7 +24,7 @@ std::vector<weak_step> naive_completion(const weak_problem& p, shape cur) {
     const weak_edge e{op::allreduce, static_cast<std::int8_t>(cur.rank), -1, cur.sums / p.target.sums};
     shape next;
     REQUIRE(p.apply(cur, e, next));
-    path.push_back({e, next, p.weight(e, p.ctx.local_size(cur))});
+    path.push_back({e, next, weak_problem::weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
     cur = next;
   }
   for (int d = 0; d < cur.rank; ++d) {
@@ -32,7 +32,7 @@ std::vector<weak_step> naive_completion(const weak_problem& p, shape cur) {
     const weak_edge e{op::allgather, static_cast<std::int8_t>(d), -1, cur.parts[d]};
     shape next;
     REQUIRE(p.apply(cur, e, next));
-    path.push_back({e, next, p.weight(e, p.ctx.local_size(cur))});
+    path.push_back({e, next, weak_problem::weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
     cur = next;
   }
   for (int d = 0; d < cur.rank; ++d) {
@@ -40,7 +40,7 @@ std::vector<weak_step> naive_completion(const weak_problem& p, shape cur) {
     const weak_edge e{op::dynslice, -1, static_cast<std::int8_t>(d), p.target.parts[d]};
     shape next;
     REQUIRE(p.apply(cur, e, next));
-    path.push_back({e, next, p.weight(e, p.ctx.local_size(cur))});
+    path.push_back({e, next, weak_problem::weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
     cur = next;
   }
   REQUIRE(cur == p.target);

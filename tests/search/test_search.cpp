@@ -77,7 +77,7 @@ void check_path(const weak_problem& p, const std::vector<weak_step>& steps, cons
     REQUIRE(p.apply(cur, st.edge, next));
     REQUIRE(next == st.after);
     REQUIRE(p.ctx.local_size(next) <= p.bound);
-    CHECK(st.weight == p.weight(st.edge, p.ctx.local_size(cur)));
+    CHECK(st.weight == weak_problem::weight(st.edge, p.ctx.local_size(cur), p.ctx.local_size(next)));
     sum = sum + st.weight;
     cur = next;
   }

@@ -27,6 +27,17 @@ inline std::vector<std::vector<std::uint64_t>> tile_shapes(const program& p) {
   const extents e0 = tile_extents(p.m, p.source);
   for (int d = 0; d < e0.rank; ++d) x.push_back(e0[d]);
   std::vector<std::vector<std::uint64_t>> out{x};
+  if (p.uneven()) {  // boxes of different lengths: the longest per dimension (DESIGN.md section 2)
+    for (std::size_t i = 1; i <= p.steps.size(); ++i) {
+      const box_trace bt = trace_boxes(p, i);
+      for (std::size_t d = 0; d < x.size(); ++d) {
+        x[d] = 0;
+        for (const box& b : bt.boxes) x[d] = std::max(x[d], b.extent(static_cast<int>(d)));
+      }
+      out.push_back(x);
+    }
+    return out;
+  }
   for (const step& s : p.steps) {
     if (s.kind == op::exchange)  // the longest box per dimension (boxes are shorter on uneven types)
       for (std::size_t d = 0; d < x.size(); ++d) {
@@ -71,19 +82,20 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
   for (std::size_t s = 0; s < S; ++s) {
     const step& st = p.steps[s];
     const std::uint64_t n = st.parts, L = product(t[s]);
+    const bool as_exchange = moves_as_exchange(p, s);  // steps on uneven tiles run as exchanges
     const std::uint64_t C = std::min(pack_chunk_bytes, std::max(product(t[0]), out) * e / 2);
     auto piece = [&](std::uint64_t block) { return n * std::min(block, std::max<std::uint64_t>(1, C / (n * e))); };
     const bool send_ok = st.kind == op::alltoall || st.kind == op::reducescatter ? chunks_contiguous(t[s], st.split_dim, n)
                                                                                   : true;
     const bool recv_ok =
         st.kind == op::alltoall || st.kind == op::allgather ? chunks_contiguous(t[s + 1], st.concat_dim, n) : true;
-    if (st.kind == op::allgather && !recv_ok && !fb.allgather_in_place) Pr = std::max(Pr, piece(L));
-    if (st.kind == op::alltoall && !(send_ok && recv_ok) && !fb.alltoall_in_place) {
+    if (st.kind == op::allgather && !as_exchange && !recv_ok && !fb.allgather_in_place) Pr = std::max(Pr, piece(L));
+    if (st.kind == op::alltoall && !as_exchange && !(send_ok && recv_ok) && !fb.alltoall_in_place) {
       Ps = std::max(Ps, piece(L / n));
       Pr = std::max(Pr, piece(L / n));
     }
     if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
-    if (st.kind == op::exchange && !fb.all_local && !fb.exchange_in_place) {
+    if (as_exchange && !fb.all_local && !fb.exchange_in_place) {
       // packed: the distinct pieces the rank sends to the others (each packed once), and
       // what it receives, whole
       const exchange_plan x = plan_exchange(p, s);

@@ -4,12 +4,13 @@
 // `redist::program`, with exactly the semantics of DESIGN.md section 4:
 //   allgather:  the boxes of a group must be adjacent in member order along concat_dim and
 //               agree on every other dimension; every member ends with their union.
-//   alltoall:   every member splits its box into n equal chunks along split_dim and sends
-//               chunk m to member m; member m concatenates what it received along
-//               concat_dim in member order (the chunks must be adjacent there and agree
-//               elsewhere).
+//   alltoall:   every member splits its box into n equal chunks along split_dim (on
+//               uneven types ceil-sized, the last ones short or empty) and sends chunk m to
+//               member m; member m concatenates what it received along concat_dim in
+//               member order (the chunks must be adjacent there and agree elsewhere).
 //   dynslice:   every rank splits its box into `parts` equal chunks along split_dim and
-//               keeps chunk index[rank].
+//               keeps chunk index[rank] (on uneven types chunks of ceil(extent / parts),
+//               the last ones short or empty).
 //   allpermute: rank r's box moves to rank dest[r]; dest must be a bijection.
 //   allreduce / reducescatter (partial sums, an extension): the members' boxes must be
 //               equal; every member ends with the sum of the group's partials (all of it,
@@ -280,7 +281,7 @@ inline verify_result verify(const program& p) {
           for (std::uint64_t k = 1; k < n; ++k)
             if (!same_partials(g, grp[k - 1], grp[k], why)) return fail(si, why);
           for (std::uint64_t k = 0; k < n; ++k)
-            if (cur.ext(grp[k], sp) % n != 0)
+            if (cur.ext(grp[k], sp) % n != 0 && !uneven)
               return fail(si, str_cat("rank ", grp[k], "'s box ", cur.text(grp[k]), " cannot be split into ", n,
                                       " chunks along dimension ", sp));
           // chunk(k, mm): member k's mm-th chunk along sp.
@@ -291,9 +292,9 @@ inline verify_result verify(const program& p) {
               lo[static_cast<std::size_t>(d)] = cur.l(r, d);
               hi[static_cast<std::size_t>(d)] = cur.h(r, d);
             }
-            const std::uint64_t e = cur.ext(r, sp) / n;
-            lo[static_cast<std::size_t>(sp)] = cur.l(r, sp) + mm * e;
-            hi[static_cast<std::size_t>(sp)] = cur.l(r, sp) + (mm + 1) * e;
+            const std::uint64_t e = (cur.ext(r, sp) + n - 1) / n;  // uneven types: ceil-sized chunks
+            lo[static_cast<std::size_t>(sp)] = std::min(cur.h(r, sp), cur.l(r, sp) + mm * e);
+            hi[static_cast<std::size_t>(sp)] = std::min(cur.h(r, sp), cur.l(r, sp) + (mm + 1) * e);
           };
           std::vector<std::uint64_t> alo(static_cast<std::size_t>(R)), ahi(static_cast<std::size_t>(R)),
               blo(static_cast<std::size_t>(R)), bhi(static_cast<std::size_t>(R)), flo(static_cast<std::size_t>(R));
@@ -329,13 +330,14 @@ inline verify_result verify(const program& p) {
           return fail(si, str_cat("index has ", s.index.size(), " entries, the mesh has ", D, " ranks"));
         const int sp = s.split_dim;
         for (std::uint64_t r = 0; r < D; ++r) {
-          if (cur.ext(r, sp) % s.parts != 0)
+          if (cur.ext(r, sp) % s.parts != 0 && !uneven)
             return fail(si, str_cat("rank ", r, "'s box ", cur.text(r), " cannot be split into ", s.parts,
                                     " chunks along dimension ", sp));
           if (s.index[r] >= s.parts) return fail(si, str_cat("rank ", r, " keeps chunk ", s.index[r], " of ", s.parts));
-          const std::uint64_t e = cur.ext(r, sp) / s.parts;
-          next.l(r, sp) = cur.l(r, sp) + s.index[r] * e;
-          next.h(r, sp) = next.l(r, sp) + e;
+          // Uneven types: chunks of ceil(extent / parts), the last ones short or empty.
+          const std::uint64_t e = (cur.ext(r, sp) + s.parts - 1) / s.parts, end = cur.h(r, sp);
+          next.l(r, sp) = std::min(end, cur.l(r, sp) + s.index[r] * e);
+          next.h(r, sp) = std::min(end, next.l(r, sp) + e);
         }
         break;
       }

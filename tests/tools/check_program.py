@@ -38,7 +38,8 @@ then (pending sums reduced before it; the target has none).
 Uneven dimensions (section 2): the tile of n split into k is ceil(n / k), tile i covers
 [i*t, min((i+1)*t, n)), possibly empty; the local size is the padded tile (on uneven types:
 the longest box per dimension); dynslice keeps chunk index of ceil-sized chunks, allgather
-concatenates adjacent boxes of any lengths.
+concatenates adjacent boxes of any lengths, alltoall splits into ceil-sized chunks as
+dynslice does and concatenates as allgather does (docs/reference.md "Uneven dimensions").
 Its cost is the most elements one rank receives, max over r of |A_r| - |A_r n B_r| (A_r
 the new box, B_r the box r held), checked per step and in the total.
 
@@ -445,7 +446,7 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
         if cd == sd:
             fail("%s: concat_dim == split_dim" % where)
         for g in groups:
-            chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r)] for r in g]
+            chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r, ceil=uneven)] for r in g]
             for m, r in enumerate(g):
                 got = [chunks[k][m] for k in range(len(g))]
                 who = "member %d of group %s" % (r, g)

@@ -77,9 +77,28 @@ constexpr int uneven_dim(const device_mesh& m, const dist_type& t) {
     if (!even(m, t.dims[d])) return d;
   return -1;
 }
-/// True iff every dimension of t is even (the collectives' typing rules and the search
-/// cover these; uneven types are planned as an exchange, lower/synthesize.hpp).
+/// True iff every dimension of t is even (the paper's types).
 constexpr bool even(const device_mesh& m, const dist_type& t) { return uneven_dim(m, t) < 0; }
+
+// The collectives on uneven dimensions (docs/reference.md "Uneven dimensions"): a
+// dimension of n in k tiles of t = ceil(n / k) (tile i: [i*t, min((i+1)*t, n))), and what
+// the box semantics of DESIGN.md section 4 make of its boxes. Each predicate holds iff the
+// step lands exactly on the tiles of the type after it, so that a program of them follows
+// types; on even dimensions they are the paper's divisibility conditions.
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+/// The tiles of n in k*s nest in those of n in k (tile i of k is the union of tiles i*s ..
+/// i*s+s-1 of k*s): an allgather of s adjacent boxes gives a tile of n in k.
+constexpr bool tiles_nest(std::uint64_t n, std::uint64_t k, std::uint64_t s) {
+  return k == 1 || ceil_div(n, k) == s * ceil_div(n, k * s);
+}
+/// Splitting every box of n in k into s chunks of ceil(extent / s), the last ones short or
+/// empty (a dynslice), gives the tiles of n in k*s.
+constexpr bool ceil_split_lands(std::uint64_t n, std::uint64_t k, std::uint64_t s) {
+  if (n == 0 || !tiles_nest(n, k, s)) return false;
+  const std::uint64_t t = ceil_div(n, k), last = n - (n - 1) / t * t;  // the last non-empty box
+  return last == t || last <= 1 || ceil_div(last, s) == ceil_div(n, k * s);
+}
+
 /// "dimension 0 of size 7 is split unevenly into 4 tiles", for the messages about an uneven
 /// dimension d of t.
 constexpr text uneven_text(const device_mesh& m, const dist_type& t, int d) {

@@ -16,7 +16,7 @@ enum class errc : std::uint8_t {
   syntax,            ///< malformed text
   unknown_axis,      ///< an axis name that the mesh does not declare
   repeated_axis,     ///< an axis used twice (in a mesh or a type)
-  not_divisible,     ///< a size that does not divide (an uneven type where only even ones are planned)
+  not_divisible,     ///< a size that does not divide (DTensor nested chunks that are not ceil tiles)
   tile_mismatch,     ///< a written tile size that is not global / prod(axis sizes)
   overflow,          ///< a product that does not fit in 64 bits
   bad_size,          ///< zero, or otherwise invalid size

@@ -22,6 +22,18 @@
 //   dynslice(i, F):   F > 1, F | global_i / k_i, F | devices / (prod(k) * sums)   k_i *= F
 //   allreduce(F):     F > 1, F | sums                          sums /= F
 //   reducescatter(i, F): F > 1, F | sums, F | global_i / k_i   sums /= F, k_i *= F
+//
+// Uneven dimensions (DESIGN.md section 2: n in k tiles of ceil(n / k), the last ones short
+// or empty). The rules take them where the box semantics of section 4 land exactly on the
+// tiles of the type after the step (core/dtype.hpp): an allgather by F needs tiles_nest(n,
+// k / F, F) (a tile of n in k / F is F adjacent tiles of n in k: F divides it, or it is the
+// whole dimension); a dynslice by F needs ceil_split_lands(n, k, F) (its ceil-sized chunks
+// are the tiles of n in k * F); an alltoall is an allgather on one dimension and a dynslice on
+// the other (its chunks ceil-sized on uneven boxes); an allpermute needs the same tiles per
+// dimension. On even dimensions these are the divisibility conditions above. The
+// reduce-scatter stays on even types (uneven ones reduce their sums with an allreduce). The
+// weak search uses the uneven forms only for problems with an uneven type
+// (weak_context::uneven), so that plans between even types never leave them.
 #pragma once
 
 #include <cstdint>
@@ -43,15 +55,24 @@ constexpr error check_dim(std::string_view rule, const dist_type& t, int i) {
   if (i < 0 || i >= t.rank) return rule_error(rule, "dimension out of range");
   return {};
 }
-/// The rules below (but allreduce, which keeps every box) are the paper's, on even types
-/// only: an uneven dimension (DESIGN.md section 2) is redistributed by an exchange.
+/// The reduce-scatter is the paper's, on even types only (an uneven type reduces its sums
+/// with an allreduce; the other rules take uneven dimensions where they stay exact).
 constexpr error check_even(std::string_view rule, const device_mesh& m, const dist_type& t) {
   const int d = uneven_dim(m, t);
   if (d < 0) return {};
   text s(rule);
   s.append(": ").append(uneven_text(m, t, d).view())
-      .append("; the collectives' rules cover even types (uneven ones are redistributed by an exchange)");
+      .append("; the reduce-scatter covers even types (uneven ones reduce with an allreduce)");
   error e; e.code = errc::rule; e.message = s;
+  return e;
+}
+/// "the tiles of 7 in 4 do not ...": why a step on an uneven dimension is refused.
+constexpr error uneven_error(std::string_view rule, std::uint64_t n, std::uint64_t k, std::uint64_t s,
+                             std::string_view what) {
+  text t(rule);
+  t.append(": ").append(what).append(" (dimension of size ").append_uint(n).append(" in ").append_uint(k)
+      .append(" tiles, by ").append_uint(s).append(")");
+  error e; e.code = errc::rule; e.message = t;
   return e;
 }
 }  // namespace detail
@@ -59,15 +80,19 @@ constexpr error check_even(std::string_view rule, const device_mesh& m, const di
 /// T-AllGather, multi-axis: remove the `count` minor-most axes of dimension i.
 constexpr result<dist_type> rule_allgather(const device_mesh& m, const dist_type& t, int i, int count = 1) {
   result<dist_type> r{t, detail::check_dim("allgather", t, i)};
-  if (r.ok()) r.err = detail::check_even("allgather", m, t);
   if (!r.ok()) return r;
   dim& d = r.value.dims[i];
   if (count < 1 || count > d.n) {
     r.err = detail::rule_error("allgather", "the dimension is not partitioned by that many axes");
     return r;
   }
+  std::uint64_t gathered = 1;
+  for (int q = 0; q < count; ++q) gathered *= m.sub[d.axes[q]].size;
   for (int q = count; q < d.n; ++q) d.axes[q - count] = d.axes[q];
   d.n -= count;
+  if (!tiles_nest(d.global, parts(m, d), gathered))
+    r.err = detail::uneven_error("allgather", d.global, parts(m, d) * gathered, gathered,
+                                 "the gathered boxes would not make the larger tiles");
   return r;
 }
 
@@ -75,7 +100,6 @@ constexpr result<dist_type> rule_allgather(const device_mesh& m, const dist_type
 /// axes of dimension i. They must be unused and their product must divide the tile.
 constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
   result<dist_type> r{t, detail::check_dim("dynslice", t, i)};
-  if (r.ok()) r.err = detail::check_even("dynslice", m, t);
   if (!r.ok()) return r;
   dim& d = r.value.dims[i];
   std::uint64_t used = used_mask(t), prod = 1;
@@ -88,8 +112,13 @@ constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type&
     used |= std::uint64_t{1} << xs[q];
     prod *= m.sub[xs[q]].size;
   }
-  if (n < 1 || tile(m, d) % prod != 0) {
+  if (n < 1 || (even(m, d) && d.n > 0 && tile(m, d) % prod != 0)) {
     r.err = detail::rule_error("dynslice", "the tile size is not divisible by the axis size");
+    return r;
+  }
+  if (!ceil_split_lands(d.global, parts(m, d), prod)) {
+    r.err = detail::uneven_error("dynslice", d.global, parts(m, d), prod,
+                                 "the ceil-sized chunks of the boxes would not be the smaller tiles");
     return r;
   }
   if (d.n + n > max_subaxes) { r.err = detail::rule_error("dynslice", "too many axes"); return r; }
@@ -103,7 +132,6 @@ constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type&
 /// minor-most position of dimension j; their product must divide j's tile.
 constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type& t, int i, int j, int count = 1) {
   result<dist_type> r{t, detail::check_dim("alltoall", t, i)};
-  if (r.ok()) r.err = detail::check_even("alltoall", m, t);
   if (!r.ok()) return r;
   if (j < 0 || j >= t.rank || j == i) {
     r.err = detail::rule_error("alltoall", "the target dimension must be another dimension");
@@ -115,8 +143,22 @@ constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type&
     return r;
   }
   std::uint8_t xs[max_subaxes]{};
-  for (int q = 0; q < count; ++q) xs[q] = di.axes[q];
+  std::uint64_t moved = 1;
+  for (int q = 0; q < count; ++q) {
+    xs[q] = di.axes[q];
+    moved *= m.sub[xs[q]].size;
+  }
   auto g = rule_allgather(m, t, i, count);
+  if (!g.ok()) {
+    r.err = g.err;
+    return r;
+  }
+  const dim& dj = t.dims[j];
+  if (!ceil_split_lands(dj.global, parts(m, dj), moved) && !(even(m, dj) && dj.n > 0)) {
+    r.err = detail::uneven_error("alltoall", dj.global, parts(m, dj), moved,
+                                 "the ceil-sized chunks of the target dimension's boxes would not be the smaller tiles");
+    return r;
+  }
   auto s = rule_dynslice(m, g.value, j, xs, count);
   if (!s.ok()) {
     r.err = detail::rule_error("alltoall", "the tile of the target dimension is not divisible by the moved axes");
@@ -154,7 +196,7 @@ constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_
   if (!r.ok()) return r;
   if (error e = detail::check_dim("reducescatter", t, i); !e.ok()) { r.err = e; return r; }
   result<dist_type> s = rule_dynslice(m, r.value, i, xs, n);
-  if (!s.ok()) r.err = detail::rule_error("reducescatter", "the tile is not divisible by the summed axes");
+  if (!s.ok() || !even(m, s.value.dims[i])) r.err = detail::rule_error("reducescatter", "the tile is not divisible by the summed axes");
   else r.value = s.value;
   return r;
 }
@@ -162,9 +204,10 @@ constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_
 /// T-Permute: local and global shapes must match.
 constexpr error rule_allpermute(const device_mesh& m, const dist_type& a, const dist_type& b) {
   if (!same_global(a, b)) return detail::rule_error("allpermute", "the global shapes differ");
-  if (error e = detail::check_even("allpermute", m, a); !e.ok()) return e;
-  if (error e = detail::check_even("allpermute", m, b); !e.ok()) return e;
   if (!same_local(m, a, b)) return detail::rule_error("allpermute", "the local shapes differ");
+  for (int d = 0; d < a.rank; ++d)  // uneven: equal padded tiles may hold different boxes
+    if (parts(m, a.dims[d]) != parts(m, b.dims[d]))
+      return detail::rule_error("allpermute", "the dimensions are split into different numbers of tiles");
   return {};
 }
 
@@ -195,6 +238,11 @@ struct weak_context {
   int rank = 0;
   std::uint64_t global[max_dims]{};
   std::uint64_t devices = 1;
+  /// The problem has an uneven type (DESIGN.md section 2): the rules then take uneven
+  /// dimensions where they stay exact (core/dtype.hpp tiles_nest and the split
+  /// predicates), and a dynslice may split a dimension unevenly; without it they are the
+  /// paper's divisibility rules, and no path leaves the even types.
+  bool uneven = false;
 
   /// Tile size of dimension d (ceil, as core/dtype.hpp tile).
   [[nodiscard]] constexpr std::uint64_t tile(const shape& s, int d) const {
@@ -219,6 +267,7 @@ constexpr weak_context weak_context_of(const device_mesh& m, const dist_type& t)
   c.rank = t.rank;
   for (int d = 0; d < t.rank; ++d) c.global[d] = t.dims[d].global;
   c.devices = m.devices;
+  c.uneven = !even(m, t);
   return c;
 }
 
@@ -231,15 +280,16 @@ constexpr shape shape_of(const device_mesh& m, const dist_type& t) {
 }
 
 /// Weak allgather on dimension i by a factor f (a product of sub-axis sizes).
-constexpr bool weak_allgather(const weak_context&, const shape& s, int i, std::uint64_t f, shape& out) {
-  if (f < 2 || s.parts[i] % f != 0) return false;
+constexpr bool weak_allgather(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
+  if (f < 2 || s.parts[i] % f != 0 || !tiles_nest(c.global[i], s.parts[i] / f, f)) return false;
   out = s;
   out.parts[i] /= f;
   return true;
 }
 /// Weak alltoall moving a factor f of dimension i's partitioning to dimension j.
 constexpr bool weak_alltoall(const weak_context& c, const shape& s, int i, int j, std::uint64_t f, shape& out) {
-  if (f < 2 || i == j || s.parts[i] % f != 0 || c.tile(s, j) % f != 0) return false;
+  if (f < 2 || i == j || s.parts[i] % f != 0 || !tiles_nest(c.global[i], s.parts[i] / f, f)) return false;
+  if (c.uneven ? !ceil_split_lands(c.global[j], s.parts[j], f) : c.tile(s, j) % f != 0) return false;
   out = s;
   out.parts[i] /= f;
   out.parts[j] *= f;
@@ -254,7 +304,7 @@ constexpr bool weak_allreduce(const weak_context&, const shape& s, std::uint64_t
 }
 /// Weak reduce-scatter of a factor f of the pending sums onto dimension i.
 constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
-  if (f < 2 || s.sums % f != 0 || c.tile(s, i) % f != 0) return false;
+  if (c.uneven || f < 2 || s.sums % f != 0 || c.tile(s, i) % f != 0) return false;
   out = s;
   out.sums /= f;
   out.parts[i] *= f;
@@ -262,7 +312,8 @@ constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, 
 }
 /// Weak dynslice of dimension i by a factor f of free sub-axes.
 constexpr bool weak_dynslice(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
-  if (f < 2 || c.tile(s, i) % f != 0 || c.free(s) % f != 0) return false;
+  if (f < 2 || c.free(s) % f != 0) return false;
+  if (c.uneven ? !ceil_split_lands(c.global[i], s.parts[i], f) : c.tile(s, i) % f != 0) return false;
   out = s;
   out.parts[i] *= f;
   return true;

@@ -336,8 +336,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     }
     apply_all(cur, e);
     const std::uint64_t before = local;
-    if (e.kind == op::allgather) local *= e.factor;
-    if (e.kind == op::reducescatter) local /= e.factor;
+    local = p.ctx.local_size(cur.parts);  // padded tiles on uneven dimensions
     s.cost = cost_elements(e.kind, before, local);
     emit(std::move(s));
     return true;
@@ -378,7 +377,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
       }
     }
     apply_all(cur, e, &s.index);
-    local /= e.factor;
+    local = p.ctx.local_size(cur.parts);
     s.cost = 0;
     emit(std::move(s));
     ++k;

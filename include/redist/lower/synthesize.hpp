@@ -1,7 +1,8 @@
 // redist/lower/synthesize.hpp -- the run-time entry point: types in, collective program
 // out (search with Boost.Graph, then lowering); with a time profile, the choice between that
 // program and a single exchange by predicted time (core/time_model.hpp). Types with an
-// uneven dimension are planned as an exchange (uneven_program).
+// uneven dimension are always planned by that choice (the built-in profile if none given),
+// between the collectives that stay exact on them and the exchange (uneven_program).
 #pragma once
 
 #include <algorithm>
@@ -36,17 +37,20 @@ struct synth_options {
 };
 
 /// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
-/// times (core/time_model.hpp); an exchange's peers and bytes come from its pieces.
+/// times (core/time_model.hpp); an exchange's peers and bytes come from its pieces, and so
+/// do those of the steps on uneven tiles that run as exchanges (program.hpp
+/// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy).
 inline double predicted_seconds(const program& p, const time_profile& P) {
   double t = 0;
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
-    switch (s.kind) {
+    const bool as_exchange = moves_as_exchange(p, i) && s.kind != op::dynslice;
+    switch (as_exchange ? op::exchange : s.kind) {
       case op::exchange: {
         const exchange_plan x = plan_exchange(p, i);
-        t += P.seconds(s.kind, x.messages, x.max_received * e);
+        t += P.seconds(op::exchange, x.messages, x.max_received * e);
         break;
       }
       case op::allpermute: {
@@ -83,12 +87,22 @@ struct plan_choice {
 /// ill-formed types, differing global shapes, or a budget below 1.
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {});
 
-/// The program for types with an uneven dimension (DESIGN.md section 2), or nothing for
-/// even ones. The collectives' rules cover even types only, so the plan is: an allreduce
-/// of the pending sums (if any; every member of a group holds the same box, so it stays
-/// exact), then one exchange to the target's boxes (short and empty tiles move exactly
-/// their elements). It receives the data-movement lower bound and never holds more than
-/// max(localsize(source), localsize(target)). Throws for a target with pending sums.
+/// The collective program of least Fig. 11 cost within the memory bound (the paper's
+/// search, Boost.Graph, then the lowering); on uneven types with the rules' uneven forms
+/// (core/rules.hpp). Throws redist_error where none exists.
+inline program search_program(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
+  if (error e = check_budget(opt.memory_budget)) throw redist_error(e);
+  weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
+  weak_plan wp = search_bgl(p);
+  return lower(m, a, b, p, wp, opt.element_bytes).get();
+}
+
+/// The exchange program for types with an uneven dimension (DESIGN.md section 2), or
+/// nothing for even ones: an allreduce of the pending sums (if any; every member of a
+/// group holds the same box, so it stays exact), then one exchange to the target's boxes
+/// (short and empty tiles move exactly their elements). It receives the data-movement
+/// lower bound and never holds more than max(localsize(source), localsize(target)).
+/// Throws for a target with pending sums (an exchange does not keep them apart).
 inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
                                               std::uint64_t element_bytes) {
   if (error e = check(m, a)) throw redist_error(e);
@@ -131,33 +145,51 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   return p;
 }
 
-/// The collective program of the search and, for types without pending sums, the exchange,
-/// each with its predicted time under opt.time_model (the built-in profile if none); the
-/// chosen one has the least. Throws as synthesize.
+/// The collective program of the search and the exchange, each where it exists, with its
+/// predicted time under opt.time_model (the built-in profile if none); the chosen one has
+/// the least. Even types: the collective program always exists, the exchange unless the
+/// types carry partial sums. Uneven types (DESIGN.md section 2): the collective program
+/// where the rules' exact uneven forms reach the target within the memory bound, the
+/// exchange (uneven_program) unless the target keeps pending sums; neither: an error
+/// naming both reasons. Throws as synthesize.
 inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
   const time_profile& P = opt.time_model ? *opt.time_model : builtin_profile;
+  if (error e = check(m, a)) throw redist_error(e);
+  if (error e = check(m, b)) throw redist_error(e);
+  if (error e = check_same_global(a, b)) throw redist_error(e);
   plan_choice c;
-  if (std::optional<program> u = uneven_program(m, a, b, opt.element_bytes)) {
-    const dist_type& t = even(m, a) ? b : a;
-    c.candidates.push_back({"exchange", std::move(*u), 0});
-    c.candidates[0].seconds = predicted_seconds(c.candidates[0].prog, P);
-    c.reason = "exchange: " + uneven_text(m, t, uneven_dim(m, t)).str() +
-               ", and only the exchange moves uneven tiles exactly";
-    return c;
+  const int uneven_at = uneven_dim(m, a, b);
+  std::string no_collective, no_exchange;
+  try {
+    c.candidates.push_back({"collective", search_program(m, a, b, opt), 0});
+  } catch (const redist_error& e) {
+    if (uneven_at < 0 || e.code() == errc::bad_size) throw;
+    no_collective = "no collective program: " + std::string(e.what());
   }
-  synth_options collective = opt;
-  collective.time_model = nullptr;
-  c.candidates.push_back({"collective", synthesize(m, a, b, collective), 0});
-  std::string no_exchange;
-  if (a.nsum > 0 || b.nsum > 0) no_exchange = "the types carry partial sums, which only collectives add";
-  else if (a == b) no_exchange = "source and target are the same type";
-  else
+  if (uneven_at >= 0) {
+    const dist_type& t = uneven_dim(m, a) >= 0 ? a : b;
+    if (a == b)
+      no_exchange = "source and target are the same type";
+    else if (b.nsum > 0)
+      no_exchange = "the target keeps pending sums and " + uneven_text(m, t, uneven_dim(m, t)).str() +
+                    ": an exchange does not keep partial sums apart";
+    else
+      c.candidates.push_back({"exchange", *uneven_program(m, a, b, opt.element_bytes), 0});
+    if (c.candidates.empty())
+      throw redist_error(errc::rule, "no plan for " + std::string(type_text(m, a).view()) + " -> " +
+                                         std::string(type_text(m, b).view()) + ": " + no_collective + "; " + no_exchange);
+  } else if (a.nsum > 0 || b.nsum > 0) {
+    no_exchange = "the types carry partial sums, which only collectives add";
+  } else if (a == b) {
+    no_exchange = "source and target are the same type";
+  } else {
     try {
       c.candidates.push_back({"exchange", exchange_program(m, a, b, opt.element_bytes), 0});
     } catch (const redist_error& e) {
       if (e.code() != errc::capacity) throw;
       no_exchange = e.what();
     }
+  }
   for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
@@ -169,7 +201,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     return std::string(buf);
   };
   if (c.candidates.size() == 1) {
-    c.reason = "collective: " + no_exchange;
+    c.reason = c.candidates[0].name + ": " + (no_exchange.empty() ? no_collective : no_exchange);
   } else {
     const plan_candidate& w = c.candidates[c.chosen];
     const plan_candidate& l = c.candidates[1 - c.chosen];
@@ -184,15 +216,11 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (error e = detail::check_program_devices(m)) throw redist_error(e);
-  if (opt.time_model != nullptr) {
+  if (opt.time_model != nullptr || (check(m, a).ok() && check(m, b).ok() && uneven_dim(m, a, b) >= 0)) {
     plan_choice c = choose_plan(m, a, b, opt);
     return std::move(c.candidates[c.chosen].prog);
   }
-  if (error e = check_budget(opt.memory_budget)) throw redist_error(e);
-  if (std::optional<program> u = uneven_program(m, a, b, opt.element_bytes)) return std::move(*u);
-  weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
-  weak_plan wp = search_bgl(p);
-  return lower(m, a, b, p, wp, opt.element_bytes).get();
+  return search_program(m, a, b, opt);
 }
 
 /// Convenience: parse the mesh and both types, then synthesize.

@@ -210,10 +210,9 @@ class executor {
       else if (shapes_.sums && !reducing_backend_for<B, T>)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
-      else if (p_.count(op::exchange) > 0 && local_.size() != p_.m.devices &&
-               !(exchange_backend_for<B, T> && local_.size() == 1))
-        shapes_.error = "the program has an exchange, which needs a backend driving every rank or one rank with "
-                        "alltoallv (runtime/backend.hpp)";
+      else if (exchanges() > 0 && local_.size() != p_.m.devices && !(exchange_backend_for<B, T> && local_.size() == 1))
+        shapes_.error = "the program has an exchange (or a step on uneven tiles, which runs as one), which needs a "
+                        "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
     }
     stats_.resize(p_.steps.size());
     for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
@@ -347,7 +346,7 @@ class executor {
       const step& st = p_.steps[s];
       const std::uint64_t n = st.parts, L = shapes_.ext[s].size();
       auto piece = [&](std::uint64_t block) { return n * piece_elements(s, block); };
-      switch (st.kind) {
+      switch (moves_as_exchange(p_, s) ? op::exchange : st.kind) {
         case op::allgather:
           path_[s] = recv_layout(s).contiguous() ? block_path::direct
                      : in_place(op::allgather)   ? block_path::in_place
@@ -396,6 +395,13 @@ class executor {
     for (const exchange_piece& pc : x.pieces)
       if (pc.from == r && pc.to != r && at.emplace(pc.b, end).second) end += pc.b.size();
     return at;
+  }
+
+  /// Steps that run as exchanges (program.hpp moves_as_exchange).
+  std::size_t exchanges() const {
+    std::size_t n = 0;
+    for (std::size_t s = 0; s < p_.steps.size(); ++s) n += moves_as_exchange(p_, s);
+    return n;
   }
 
   bool in_place(op k) const {
@@ -575,6 +581,10 @@ class executor {
       for (int k = 0; k < pc.count; ++k) mem().strided(pc.copy[k], from, to);
     };
 
+    if (moves_as_exchange(p_, si)) {
+      run_exchange(si);
+      return;
+    }
     switch (s.kind) {
       case op::dynslice: {
         each_rank(bytes / n, [&](std::size_t i) {
@@ -739,8 +749,9 @@ class executor {
             else rr[pc.from] = region(pc.b, x.after[me]);
           }
           bind(src, dst);
-          b_.exchange(io(), before.span(), std::span<const tile_region>(sr), after.span(),
-                      std::span<const tile_region>(rr));
+          if (x.max_received > 0)  // the same on every rank: a dynslice moves nothing
+            b_.exchange(io(), before.span(), std::span<const tile_region>(sr), after.span(),
+                        std::span<const tile_region>(rr));
         }
         break;
       case block_path::packed:
@@ -771,7 +782,8 @@ class executor {
             copy(src(0), before.span(), region(b, x.before[me]), ps + at, extent_span(whole, R), whole);
           }
           bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
-          b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
+          if (x.max_received > 0)
+            b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
                        std::span<const std::uint64_t>(rc));
           for (std::uint64_t k = 0; k < D; ++k)
             if (in[k] != nullptr) {

@@ -93,12 +93,13 @@ inline program_shapes check_program(const program& p) {
   };
   // The problem with splitting the tile into st.parts chunks along st.split_dim, or "";
   // without one, the split is applied to x.
+  // On uneven programs the boxes decide (below), and the chunks may be ceil-sized.
   auto split = [&](const step& st) -> std::string {
     if (!dim_ok(st.split_dim)) return "split_dim " + std::to_string(st.split_dim) + " out of range";
-    if (st.parts == 0 || x[st.split_dim] % st.parts != 0)
+    if (st.parts == 0 || (uneven_at < 0 && x[st.split_dim] % st.parts != 0))
       return "extent " + std::to_string(x[st.split_dim]) + " of dimension " + std::to_string(st.split_dim) +
              " cannot be split into " + std::to_string(st.parts);
-    x[st.split_dim] /= st.parts;
+    x[st.split_dim] = ceil_div(x[st.split_dim], st.parts);
     return {};
   };
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
@@ -108,7 +109,7 @@ inline program_shapes check_program(const program& p) {
     if (uneven_at >= 0 && !runs_on_uneven(st.kind))
       return fail(name + ": on uneven tiles (dimension " + std::to_string(uneven_at) + " of size " +
                   std::to_string(p.source.dims[uneven_at].global) +
-                  " does not split evenly) redist runs only allreduce, allpermute and exchange steps");
+                  " does not split evenly) redist runs every op but the reduce-scatter (reduce with an allreduce)");
     switch (st.kind) {
       case op::allgather:
       case op::alltoall:
@@ -142,6 +143,15 @@ inline program_shapes check_program(const program& p) {
         problem = exchange_problem(p, st, x);
         break;
     }
+    if (problem.empty() && uneven_at >= 0 && st.kind != op::exchange) {
+      // The tile after the step: the longest box per dimension (DESIGN.md section 2).
+      const box_trace t = trace_boxes(p, i + 1);
+      if (!t.error.empty()) return fail(t.error);
+      for (int d = 0; d < R; ++d) {
+        x[d] = 0;
+        for (const box& b : t.boxes) x[d] = std::max(x[d], b.extent(d));
+      }
+    }
     if (!problem.empty()) return fail(name + ": " + problem);
     if (st.after.rank == R) {  // the recorded shape (tiles per dimension), when present
       for (int d = 0; d < R; ++d)
@@ -156,7 +166,7 @@ inline program_shapes check_program(const program& p) {
   if (!(x == want))
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));
-  if (p.count(op::exchange) > 0) {  // follow the boxes: the exchanges' pieces and the end
+  if (p.count(op::exchange) > 0 || uneven_at >= 0) {  // follow the boxes: the pieces and the end
     // Partial sums are allowed only when reductions before the first exchange add all of
     // them (the uneven plans of lower/synthesize.hpp: allreduce, then exchange).
     std::uint64_t reduced = 1;
@@ -168,12 +178,12 @@ inline program_shapes check_program(const program& p) {
         reduced *= st.parts;
       }
     }
-    if (p.target.nsum > 0 || late_sum || reduced != sum_parts(p.m, p.source))
+    if (p.count(op::exchange) > 0 && (p.target.nsum > 0 || late_sum || reduced != sum_parts(p.m, p.source)))
       return fail("an exchange does not add partial sums: every pending sum must be reduced before the first "
                   "exchange, and the target may have none");
     s.exchanges.resize(p.steps.size());
     for (std::size_t i = 0; i < p.steps.size(); ++i)
-      if (p.steps[i].kind == op::exchange) {
+      if (moves_as_exchange(p, i)) {
         s.exchanges[i] = plan_exchange(p, i);
         if (!s.exchanges[i].error.empty()) return fail(step_name(p, i) + ": " + s.exchanges[i].error);
       }

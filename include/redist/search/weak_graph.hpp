@@ -105,7 +105,10 @@ struct weak_problem {
   ///  - Dimensions: every allgather or alltoall removes factors from exactly one
   ///    dimension and costs at least floor(global / devices); a dimension with a factor
   ///    the target lacks needs one of them. Dynslices remove nothing.
+  /// On problems with uneven types the search runs without one (0): an all-to-all there
+  /// may change the padded local size, which the data term does not bound.
   [[nodiscard]] constexpr std::uint64_t potential(const shape& s) const {
+    if (ctx.uneven) return 0;
     std::uint64_t bad = 0, overlap = 1;
     bad += target.sums % s.sums != 0;  // pending sums to reduce
     for (int d = 0; d < ctx.rank; ++d) {
@@ -124,11 +127,8 @@ struct weak_problem {
     w.cost = w.cost + h_next - h_cur;
     return w;
   }
-  /// Weight of an edge leaving a node of local size `local`.
-  [[nodiscard]] constexpr path_cost weight(const weak_edge& e, std::uint64_t local) const {
-    std::uint64_t after = local;
-    if (e.kind == op::allgather) after = local * e.factor;
-    if (e.kind == op::dynslice || e.kind == op::reducescatter) after = local / e.factor;
+  /// Weight of an edge from a node of local size `local` to one of local size `after`.
+  [[nodiscard]] static constexpr path_cost weight(const weak_edge& e, std::uint64_t local, std::uint64_t after) {
     return {cost_elements(e.kind, local, after), after, 1};
   }
 };
@@ -141,15 +141,6 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
   if (error e = check(m, b); !e.ok()) { r.err = e; return r; }
   if (error e = check_same_global(a, b); !e.ok()) { r.err = e; return r; }
-  for (const dist_type* t : {&a, &b})
-    if (const int d = uneven_dim(m, *t); d >= 0) {
-      text s(t == &a ? "source " : "target ");
-      s.append(uneven_text(m, *t, d).view())
-          .append(": the collective search plans even types; synthesize plans uneven ones as an exchange");
-      r.err.code = errc::not_divisible;
-      r.err.message = s;
-      return r;
-    }
   if (sum_parts(m, a) % sum_parts(m, b) != 0) {
     r.err = error::make(errc::rule,
                         "the target has pending sums the source does not have: a redistribution can reduce partial "
@@ -158,6 +149,7 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   }
   weak_problem& p = r.value;
   p.ctx = weak_context_of(m, a);
+  p.ctx.uneven = uneven_dim(m, a, b) >= 0;
   p.source = shape_of(m, a);
   p.target = shape_of(m, b);
   p.min_local = global_size(a) / m.devices;
@@ -225,19 +217,22 @@ constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) 
   const std::uint64_t local = c.local_size(s);
   const std::uint64_t free = c.free(s);
   shape next{};
-  for (int i = 0; i < c.rank; ++i) {
-    detail::for_each_divisor(p, detail::gcd(free, c.tile(s, i)), [&](std::uint64_t fac) {
-      weak_edge e{op::dynslice, -1, static_cast<std::int8_t>(i), fac};
-      if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+  auto edge = [&](const weak_edge& e) {  // f for e if its rule holds and it keeps to the bound
+    if (!p.apply(s, e, next)) return;
+    const std::uint64_t after = c.local_size(next);
+    if (after <= p.bound) f(e, next, weak_problem::weight(e, local, after));
+  };
+  for (int i = 0; i < c.rank; ++i) {  // uneven problems: a dynslice may split unevenly
+    detail::for_each_divisor(p, c.uneven ? free : detail::gcd(free, c.tile(s, i)), [&](std::uint64_t fac) {
+      edge(weak_edge{op::dynslice, -1, static_cast<std::int8_t>(i), fac});
     });
   }
   for (int i = 0; i < c.rank; ++i) {
     if (s.parts[i] == 1) continue;
     for (int j = 0; j < c.rank; ++j) {
       if (j == i) continue;
-      detail::for_each_divisor(p, detail::gcd(s.parts[i], c.tile(s, j)), [&](std::uint64_t fac) {
-        weak_edge e{op::alltoall, static_cast<std::int8_t>(i), static_cast<std::int8_t>(j), fac};
-        if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+      detail::for_each_divisor(p, c.uneven ? s.parts[i] : detail::gcd(s.parts[i], c.tile(s, j)), [&](std::uint64_t fac) {
+        edge(weak_edge{op::alltoall, static_cast<std::int8_t>(i), static_cast<std::int8_t>(j), fac});
       });
     }
   }
@@ -245,21 +240,15 @@ constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) 
     const auto sum_dim = static_cast<std::int8_t>(c.rank);
     for (int i = 0; i < c.rank; ++i) {
       detail::for_each_divisor(p, detail::gcd(s.sums, c.tile(s, i)), [&](std::uint64_t fac) {
-        weak_edge e{op::reducescatter, sum_dim, static_cast<std::int8_t>(i), fac};
-        if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+        edge(weak_edge{op::reducescatter, sum_dim, static_cast<std::int8_t>(i), fac});
       });
     }
-    detail::for_each_divisor(p, s.sums, [&](std::uint64_t fac) {
-      weak_edge e{op::allreduce, sum_dim, -1, fac};
-      if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
-    });
+    detail::for_each_divisor(p, s.sums, [&](std::uint64_t fac) { edge(weak_edge{op::allreduce, sum_dim, -1, fac}); });
   }
   for (int i = 0; i < c.rank; ++i) {
     if (s.parts[i] == 1) continue;
     detail::for_each_divisor(p, s.parts[i], [&](std::uint64_t fac) {
-      if (local > p.bound / fac) return;  // beyond the memory bound
-      weak_edge e{op::allgather, static_cast<std::int8_t>(i), -1, fac};
-      if (p.apply(s, e, next)) f(e, next, p.weight(e, local));
+      edge(weak_edge{op::allgather, static_cast<std::int8_t>(i), -1, fac});
     });
   }
 }
