@@ -32,7 +32,8 @@ struct synth_options {
   double memory_budget = 1.0;       ///< factor over max(localsize(source), localsize(target))
   /// With a profile (core/time_model.hpp), choose between the search's collective program
   /// and the single exchange (lower/exchange.hpp) by predicted time (choose_plan below);
-  /// without one, the collective program of least Fig. 11 cost (the paper's search).
+  /// without one, the collective program of least Fig. 11 cost (the paper's search), but
+  /// on uneven types, which are always chosen by time (the built-in profile).
   const time_profile* time_model = nullptr;
 };
 

@@ -28,7 +28,9 @@
 //             L), piece = min(b, max(1, floor(C / (n e)))):
 //             Ps = max n * piece over packed all-to-alls and reduce-scatters (sends),
 //             Pr = max n * piece over packed all-to-alls and all-gathers (receives)
-//             exchanges (op::exchange) when the backend drives one rank of several and
+//             exchanges (op::exchange, and on a program with an uneven type the
+//             allgather, alltoall, dynslice and allpermute, which run as exchanges of
+//             their boxes: program.hpp moves_as_exchange) when the backend drives one rank of several and
 //             packs them (not strided_blocks(op::exchange)): Ps also >= the elements of
 //             the distinct pieces the rank sends to other ranks (a piece sent to several
 //             ranks is packed once; the pieces are disjoint parts of its tile, so at most

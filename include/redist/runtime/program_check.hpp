@@ -1,7 +1,8 @@
 // redist/runtime/program_check.hpp -- well-formedness of a collective program (DESIGN.md
 // section 4) before anything follows it: groups that partition the ranks, dimensions in
-// range, extents that split evenly, permutations that are bijections, and a last step that
-// leaves the target's tiles. The executor checks every program with it before moving data;
+// range, extents that split evenly (on programs with an uneven type: boxes followed step by
+// step, redist/exchange.hpp trace_boxes), permutations that are bijections, and a last step
+// that leaves the target's tiles. The executor checks every program with it before moving data;
 // redist/draw.hpp before following boxes.
 #pragma once
 
