@@ -82,7 +82,7 @@ class cuda_sim_backend {
     std::vector<T> sum(count), part(count);
     for (std::size_t k = 0; k < g.size(); ++k) {
       REDIST_CUDA_CHECK(cudaMemcpy(part.data(), io.send[g[k]] + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
-      for (std::size_t i = 0; i < count; ++i) sum[i] = k == 0 ? part[i] : static_cast<T>(sum[i] + part[i]);
+      for (std::size_t i = 0; i < count; ++i) sum[i] = k == 0 ? part[i] : redist::reduce_add(sum[i], part[i]);
     }
     return sum;
   }

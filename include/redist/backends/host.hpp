@@ -157,7 +157,7 @@ class host_backend {
     std::memcpy(first, io.send[g[0]], count * sizeof(T));
     for (std::size_t k = 1; k < g.size(); ++k) {
       const T* src = io.send[g[k]];
-      for (std::size_t i = 0; i < count; ++i) first[i] = static_cast<T>(first[i] + src[i]);
+      for (std::size_t i = 0; i < count; ++i) first[i] = reduce_add(first[i], src[i]);
     }
     parallel_for(g.size() - 1, g.size() * count * sizeof(T),
                  [&](std::size_t m) { std::memcpy(io.recv[g[m + 1]], first, count * sizeof(T)); });
@@ -174,7 +174,7 @@ class host_backend {
       std::memcpy(dst, io.send[g[0]] + m * count, count * sizeof(T));
       for (std::size_t k = 1; k < g.size(); ++k) {
         const T* src = io.send[g[k]] + m * count;
-        for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
+        for (std::size_t i = 0; i < count; ++i) dst[i] = reduce_add(dst[i], src[i]);
       }
     });
   }

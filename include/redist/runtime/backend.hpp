@@ -119,6 +119,19 @@
 
 namespace redist {
 
+/// a + b for the reductions of backends that add in C++: signed integers wrap (in their
+/// unsigned type) instead of overflowing, so that reducing the padding of uneven tiles,
+/// whose values are unspecified, is defined behaviour.
+template <class T>
+constexpr T reduce_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+
 /// The buffers of the ranks a backend drives, indexed by rank (size D; entries of ranks
 /// the process does not drive are null).
 template <class T>

@@ -99,7 +99,7 @@ void sum_partials_into_roots(std::span<darray<T>> tiles) {
     const rank_t root = sum_root(t.mesh(), t.type(), t.device());
     if (root == t.device()) continue;
     T* r = tiles[root].data();
-    for (std::size_t k = 0; k < t.size(); ++k) r[k] = static_cast<T>(r[k] + t.data()[k]);
+    for (std::size_t k = 0; k < t.size(); ++k) r[k] = reduce_add(r[k], t.data()[k]);  // padding too
   }
 }
 
