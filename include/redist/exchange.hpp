@@ -88,6 +88,17 @@ inline box intersect(const box& a, const box& b) {
   return c;
 }
 
+/// Chunk m of box b split into n along d (DESIGN.md section 4): n equal chunks, or with
+/// `ceil` chunks of ceil(extent / n), the last ones short or empty (a dynslice; an alltoall
+/// on uneven types, docs/reference.md "Uneven dimensions").
+inline box chunk_of(box b, int d, std::uint64_t n, std::uint64_t m, bool ceil) {
+  const auto i = static_cast<std::size_t>(d);
+  const std::uint64_t e = b.extent(d), len = e / n + (ceil && e % n != 0 ? 1 : 0), hi = b.hi[i];
+  b.lo[i] = std::min(hi, b.lo[i] + m * len);
+  b.hi[i] = std::min(hi, b.lo[i] + len);
+  return b;
+}
+
 /// "[0, 4) x [8, 16)".
 inline std::string box_text(const box& b) {
   std::string s;
@@ -158,16 +169,11 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
   const bool uneven = p.uneven();
   // Chunk m of n along d: equal chunks (alltoall, reducescatter; `problem` if the extent
   // does not split), or ceil-sized ones, the last short or empty (dynslice).
-  auto chunk = [](box b, int d, std::uint64_t n, std::uint64_t m, bool ceil, std::string* problem) {
-    const auto i = static_cast<std::size_t>(d);
-    const std::uint64_t e = b.extent(d), len = e / n + (ceil && e % n != 0 ? 1 : 0);
-    if (!ceil && e % n != 0 && problem != nullptr && problem->empty())
+  auto chunk = [](const box& b, int d, std::uint64_t n, std::uint64_t m, bool ceil, std::string* problem) {
+    if (!ceil && b.extent(d) % n != 0 && problem != nullptr && problem->empty())
       *problem = "the box " + box_text(b) + " does not split into " + std::to_string(n) +
                  " equal chunks along dimension " + std::to_string(d);
-    const std::uint64_t hi = b.hi[i];
-    b.lo[i] = std::min(hi, b.lo[i] + m * len);
-    b.hi[i] = std::min(hi, b.lo[i] + len);
-    return b;
+    return chunk_of(b, d, n, m, ceil);
   };
   // The union of boxes adjacent along d in order, agreeing elsewhere; "" or the problem.
   auto concat = [&](std::span<const box> parts, int d, box& out) -> std::string {
@@ -384,8 +390,8 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
 /// The pieces of step `s` of p, a step that moves_as_exchange (program.hpp) and is not an
 /// exchange, from every rank's boxes before and after it: the collective's own pattern, each
 /// piece exactly the elements a box holds. Allgather: member r receives every other member's
-/// box from it; alltoall: chunk m of member k's box (ceil-sized) goes from k to member m; allpermute: r's
-/// box goes to dest[r]; dynslice: every rank keeps its chunk (local copies only).
+/// box from it; alltoall: chunk m of member k's box (ceil-sized) goes from k to member m;
+/// allpermute: r's box goes to dest[r]; dynslice: every rank keeps its chunk (local copies).
 inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std::vector<box> before,
                                             std::vector<box> after) {
   exchange_plan x;
@@ -401,16 +407,8 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
       for (std::size_t g = 0; g < st.group_count(); ++g) {
         const auto grp = st.group(g);
         for (std::size_t m = 0; m < grp.size(); ++m)
-          for (rank_t k : grp) {
-            box b = before[k];
-            if (st.kind == op::alltoall) {  // ceil-sized chunk m of k's box, the last ones short or empty
-              const auto i = static_cast<std::size_t>(st.split_dim);
-              const std::uint64_t len = ceil_div(b.extent(st.split_dim), st.parts), hi = b.hi[i];
-              b.lo[i] = std::min(hi, b.lo[i] + m * len);
-              b.hi[i] = std::min(hi, b.lo[i] + len);
-            }
-            add(k, grp[m], b);
-          }
+          for (rank_t k : grp)  // an alltoall: chunk m of k's box, ceil-sized as trace_boxes splits it
+            add(k, grp[m], st.kind == op::alltoall ? chunk_of(before[k], st.split_dim, st.parts, m, true) : before[k]);
       }
       break;
     case op::allpermute:

@@ -121,9 +121,9 @@ struct fmt::formatter<redist::step> {
 namespace redist::detail {
 
 /// After the type of an exchange (or of a step on uneven tiles, which runs as one) in the
-/// plan table: `  (receives at most 6 elements from up to 2 ranks)`, the most elements and the most distinct senders of one device under the
-/// sender rule (redist/exchange.hpp); "" when the step cannot be planned (a malformed
-/// program still prints).
+/// plan table: `  (receives at most 6 elements from up to 2 ranks)`, the most elements and
+/// the most distinct senders of one device under the sender rule (redist/exchange.hpp); ""
+/// when the step cannot be planned (a malformed program still prints).
 inline std::string exchange_note(const program& p, std::size_t i) {
   const std::uint64_t D = p.m.devices;
   // trace_boxes trusts what program_check checks; printing must not: ranks and dimensions

@@ -338,8 +338,7 @@ inline program program_from_json(const nlohmann::json& j) {
   if (!same) json_fail(errc::global_mismatch, "global_shape", json_excerpt(jg) + " is not the global shape of the source type");
 
   const int R = p.source.rank;
-  weak_context ctx = weak_context_of(m, p.source);
-  ctx.uneven = uneven_dim(m, p.source, p.target) >= 0;  // the rules' uneven forms (core/rules.hpp)
+  const weak_context ctx = weak_context_of(m, p.source, p.target);  // uneven forms where either type is
   shape cur = shape_of(m, p.source);
   std::uint64_t local = local_size(m, p.source);
   p.peak_local_elements = std::max(local, local_size(m, p.target));

@@ -153,15 +153,13 @@ constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type&
     r.err = g.err;
     return r;
   }
-  const dim& dj = t.dims[j];
-  if (!ceil_split_lands(dj.global, parts(m, dj), moved) && !(even(m, dj) && dj.n > 0)) {
-    r.err = detail::uneven_error("alltoall", dj.global, parts(m, dj), moved,
-                                 "the ceil-sized chunks of the target dimension's boxes would not be the smaller tiles");
-    return r;
-  }
   auto s = rule_dynslice(m, g.value, j, xs, count);
   if (!s.ok()) {
-    r.err = detail::rule_error("alltoall", "the tile of the target dimension is not divisible by the moved axes");
+    const dim& dj = t.dims[j];
+    r.err = even(m, dj) && dj.n > 0
+                ? detail::rule_error("alltoall", "the tile of the target dimension is not divisible by the moved axes")
+                : detail::uneven_error("alltoall", dj.global, parts(m, dj), moved,
+                                       "the ceil-sized chunks of the target dimension's boxes would not be the smaller tiles");
     return r;
   }
   return s;
@@ -268,6 +266,12 @@ constexpr weak_context weak_context_of(const device_mesh& m, const dist_type& t)
   for (int d = 0; d < t.rank; ++d) c.global[d] = t.dims[d].global;
   c.devices = m.devices;
   c.uneven = !even(m, t);
+  return c;
+}
+/// The context of redistributing a to b: uneven if either type is.
+constexpr weak_context weak_context_of(const device_mesh& m, const dist_type& a, const dist_type& b) {
+  weak_context c = weak_context_of(m, a);
+  c.uneven = uneven_dim(m, a, b) >= 0;
   return c;
 }
 

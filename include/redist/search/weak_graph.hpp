@@ -148,8 +148,7 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
     return r;
   }
   weak_problem& p = r.value;
-  p.ctx = weak_context_of(m, a);
-  p.ctx.uneven = uneven_dim(m, a, b) >= 0;
+  p.ctx = weak_context_of(m, a, b);
   p.source = shape_of(m, a);
   p.target = shape_of(m, b);
   p.min_local = global_size(a) / m.devices;
