@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -39,8 +40,23 @@ struct calibrate_cli_options {
   std::string backend = "host";
   std::uint64_t devices = 8;
   std::string out;
+  std::vector<std::uint64_t> sizes_kib;  ///< empty: calibrate_options' default sizes
   CLI::Option* devices_opt = nullptr;
 };
+
+/// The calibrate_options of the command line.
+calibrate_options options_of(const calibrate_cli_options& o, const char* name) {
+  calibrate_options co;
+  co.name = name;
+  if (!o.sizes_kib.empty()) {
+    co.sizes.clear();
+    for (std::uint64_t k : o.sizes_kib) {
+      if (k == 0 || k > (std::uint64_t{1} << 22)) throw input_error("--sizes", "expected sizes of 1 to 4194304 KiB per rank");
+      co.sizes.push_back(k << 10);
+    }
+  }
+  return co;
+}
 
 /// The readable table: per kind the three terms and the samples they come from.
 std::string profile_table(const calibration& c, double seconds) {
@@ -55,6 +71,8 @@ std::string profile_table(const calibration& c, double seconds) {
                      x.per_peer * 1e6, x.per_byte * 1e9, n,
                      n == 0 && p.devices > 1 ? "  (not measured: the exchange's terms)" : "");
   }
+  t += fmt::format("  pass: {:.4f} ns per byte of the tile every step writes (the executor's tile copy)\n",
+                   p.pass_per_byte * 1e9);
   if (p.devices == 1) t += "  one rank: every kind is the executor's tile copy (nothing moves between ranks)\n";
   return t;
 }
@@ -75,9 +93,8 @@ void emit(const calibrate_cli_options& o, const calibration& c, double seconds) 
 void run_host(const calibrate_cli_options& o) {
   if (o.devices == 0 || o.devices > 64) throw input_error("--devices", "expected 1 to 64 simulated devices");
   if (!o.out.empty()) write_file("--out", o.out, "");  // a bad path fails before measuring
+  const calibrate_options co = options_of(o, "host");
   host_backend host(o.devices);
-  calibrate_options co;
-  co.name = "host";
   const auto t0 = std::chrono::steady_clock::now();
   const calibration c = calibrate_samples(host, co);
   emit(o, c, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -92,9 +109,8 @@ void run_mpi(const calibrate_cli_options& o) {
     if (o.devices_opt->count() > 0)
       throw input_error("--devices", "only for --backend host; under MPI the ranks are mpirun's (-np)");
     if (rank == 0 && !o.out.empty()) write_file("--out", o.out, "");
+    calibrate_options co = options_of(o, "mpi");
     mpi_backend mpi;
-    calibrate_options co;
-    co.name = "mpi";
     co.max_over_ranks = [&mpi](double t) {
       double m = t;
       MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, mpi.comm());
@@ -121,6 +137,11 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   opts->devices_opt = cmd->add_option("--devices", opts->devices, "host: the number of simulated devices (1 to 64)")
                           ->capture_default_str();
+  cmd->add_option("--sizes", opts->sizes_kib,
+                 "the larger tile per rank of the timed programs, in KiB (default 64,1024,8192): the sizes you "
+                 "redistribute")
+      ->delimiter(',')
+      ->type_name("KIB,...");
   cmd->add_option("--out", opts->out, "write the profile's JSON into this file (the table goes to stdout)")
       ->type_name("FILE");
   cmd->callback([opts] {

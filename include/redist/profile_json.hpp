@@ -2,17 +2,19 @@
 // "redist-time-profile/1": written by `redist calibrate`, read by `redist plan --profile`.
 // Requires nlohmann-json (link nlohmann_json::nlohmann_json); the core library does not.
 //
-//   {"format": "redist-time-profile/1", "name": "mpi", "devices": 8,
+//   {"format": "redist-time-profile/1", "name": "mpi", "devices": 8, "pass_per_byte_s": 3e-10,
 //    "ops": {"allgather": {"latency_s": 2e-05, "per_peer_s": 4e-06, "per_byte_s": 3.5e-10},
 //            "alltoall": {...}, "dynslice": {...}, "allpermute": {...}, "allreduce": {...},
 //            "reducescatter": {...}, "exchange": {...}}}
 //
-// Seconds per step, per peer and per byte received (core/time_model.hpp has the formula).
+// Seconds per step, per peer and per byte received, and per byte of a tile written (the pass;
+// core/time_model.hpp has the formula).
 // profile_from_json checks everything and throws redist_error with one line naming the
 // JSON path (`time profile JSON: ops.alltoall.per_byte_s: expected a finite number >= 0,
 // found -1`): the format tag, "name" a string of at most 31 bytes, "devices" an unsigned
 // integer, "ops" an object with every kind of step and no unknown one, each with the three
-// terms finite and non-negative. Other fields are ignored. Text nested deeper than
+// terms finite and non-negative; "pass_per_byte_s" the same, or missing (0: profiles written
+// before it). Other fields are ignored. Text nested deeper than
 // max_profile_json_depth, malformed JSON and numbers JSON cannot hold (1e400) are
 // redist_errors too.
 #pragma once
@@ -69,6 +71,7 @@ inline nlohmann::ordered_json profile_to_json(const time_profile& p) {
   j["format"] = profile_json_format;
   j["name"] = std::string(p.name_view());
   j["devices"] = p.devices;
+  j["pass_per_byte_s"] = p.pass_per_byte;
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (op o : all_ops) {
     nlohmann::ordered_json t;
@@ -89,6 +92,7 @@ inline std::string profile_json_text(const time_profile& p) {
   out += "  \"format\": " + j["format"].dump() + ",\n";
   out += "  \"name\": " + j["name"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n";
   out += "  \"devices\": " + j["devices"].dump() + ",\n";
+  out += "  \"pass_per_byte_s\": " + j["pass_per_byte_s"].dump() + ",\n";
   out += "  \"ops\": {\n";
   bool first = true;
   for (const auto& [name, t] : j["ops"].items()) {
@@ -120,6 +124,7 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
   if (!devices.is_number_unsigned() && !(devices.is_number_integer() && devices.get<std::int64_t>() >= 0))
     profile_fail(errc::syntax, "devices", "expected an unsigned integer, found " + json_excerpt(devices));
   p.devices = devices.get<std::uint64_t>();
+  if (j.contains("pass_per_byte_s")) p.pass_per_byte = profile_seconds(j, "pass_per_byte_s", "");
   const nlohmann::json& ops = profile_field(j, "ops", "");
   if (!ops.is_object()) profile_fail(errc::syntax, "ops", "expected an object, found " + json_excerpt(ops));
   for (auto it = ops.begin(); it != ops.end(); ++it) {

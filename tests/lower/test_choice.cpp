@@ -132,6 +132,34 @@ TEST_CASE("a per-peer cost on exchanges alone chooses the collective program", "
   }
 }
 
+TEST_CASE("a profile of nothing but the pass chooses the plan that writes fewer tile bytes", "[choice]") {
+  time_profile pass = uniform({0, 0, 0}, "pass");
+  pass.pass_per_byte = 1.0;
+  std::size_t exchanges = 0;
+  for (const parsed& p : problems(false)) {
+    const redist::plan_choice c = redist::choose_plan(p.m, p.a, p.b, {.time_model = &pass});
+    if (c.candidates.size() < 2) continue;
+    // Each candidate costs the bytes of the tiles its moving steps write.
+    for (const redist::plan_candidate& k : c.candidates) {
+      double written = 0;
+      for (std::size_t i = 0; i < k.prog.steps.size(); ++i) {
+        const redist::step& s = k.prog.steps[i];
+        bool moves = s.kind != op::allpermute;  // a permute that keeps every tile writes nothing
+        for (std::size_t r = 0; r < s.dest.size(); ++r) moves = moves || s.dest[r] != r;
+        if (moves) written += static_cast<double>(s.local_after * k.prog.element_bytes);
+      }
+      CHECK(k.seconds == written);
+    }
+    // One exchange writes the target tile once; a collective program of several moving steps
+    // writes at least that much again.
+    if (c.candidates[0].seconds > c.candidates[1].seconds) {
+      CHECK(c.chosen == 1);
+      ++exchanges;
+    }
+  }
+  CHECK(exchanges > 20);
+}
+
 TEST_CASE("partial sums always get the collective program, with the reason", "[choice]") {
   std::size_t seen = 0;
   for (const parsed& p : problems(true)) {

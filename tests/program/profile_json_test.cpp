@@ -36,21 +36,30 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
   CHECK(back.name_view() == "built-in");
   CHECK(back.devices == b.devices);
   for (redist::op o : redist::all_ops) CHECK(back[o] == b[o]);
+  CHECK(back.pass_per_byte == b.pass_per_byte);
+  CHECK(b.pass_per_byte > 0);
 
   redist::time_profile odd;
   odd.set_name("mpi \"node\" 7");
   odd.devices = 6;
   odd[redist::op::exchange] = {1.0 / 3.0, 1e-300, 123456.789};
+  odd.pass_per_byte = 1.0 / 7.0;
   const redist::time_profile o2 = redist::profile_from_json_text(redist::profile_json_text(odd));
   CHECK(o2.name_view() == odd.name_view());
+  CHECK(o2.pass_per_byte == odd.pass_per_byte);
   for (redist::op o : redist::all_ops) CHECK(o2[o] == odd[o]);
 
   // The layout: the format first, one line per op.
-  CHECK(text.starts_with("{\n  \"format\": \"redist-time-profile/1\",\n  \"name\": \"built-in\",\n  \"devices\": 8,"));
+  CHECK(text.starts_with("{\n  \"format\": \"redist-time-profile/1\",\n  \"name\": \"built-in\",\n  \"devices\": 8,\n"
+                         "  \"pass_per_byte_s\": "));
   CHECK(text.find("\n    \"allgather\": {\"latency_s\":") != std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(text);
   CHECK(j["ops"].size() == 7);
   CHECK(j["ops"]["alltoall"]["per_byte_s"].get<double>() == b[redist::op::alltoall].per_byte);
+  // A profile written before the pass reads with pass 0, the rest unchanged.
+  const redist::time_profile old = redist::profile_from_json_text(edited([](nlohmann::json& x) { x.erase("pass_per_byte_s"); }));
+  CHECK(old.pass_per_byte == 0);
+  CHECK(old[redist::op::alltoall] == b[redist::op::alltoall]);
   // Fields it does not know are ignored.
   CHECK_NOTHROW(redist::profile_from_json_text(edited([](nlohmann::json& x) { x["measured_on"] = "today"; })));
 }
@@ -71,6 +80,8 @@ TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[p
         "time profile JSON: devices: expected an unsigned integer, found -2");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["alltoall"]["per_byte_s"] = -1; })) ==
         "time profile JSON: ops.alltoall.per_byte_s: expected a finite number >= 0 (seconds), found -1");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["pass_per_byte_s"] = -1e-9; })) ==
+        "time profile JSON: pass_per_byte_s: expected a finite number >= 0 (seconds), found -1e-09");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["allreduce"]["latency_s"] = "fast"; })) ==
         "time profile JSON: ops.allreduce.latency_s: expected a finite number >= 0 (seconds), found \"fast\"");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["exchange"].erase("per_peer_s"); })) ==

@@ -52,6 +52,19 @@ TEST_CASE("fit_op_time recovers known coefficients from exact samples", "[calibr
   require_close(m.per_byte, want.per_byte);
 }
 
+TEST_CASE("fit_op_time fits what the offset leaves", "[calibrate]") {
+  const op_time want{20e-6, 4e-6, 0.35e-9};
+  std::vector<time_sample> s = synthetic(want);
+  for (time_sample& x : s) {  // a pass over a tile of twice the bytes received, at 0.3 ns/B
+    x.offset = 0.3e-9 * 2 * x.bytes;
+    x.seconds += x.offset;
+  }
+  const op_time got = redist::fit_op_time(s);
+  require_close(got.latency, want.latency);
+  require_close(got.per_peer, want.per_peer);
+  require_close(got.per_byte, want.per_byte);
+}
+
 TEST_CASE("fit_op_time keeps every term non-negative", "[calibrate]") {
   // Times that fall with the peers: the unconstrained fit's per_peer would be negative.
   std::vector<time_sample> s;
@@ -87,7 +100,8 @@ TEST_CASE("program_step_features counts as predicted_seconds does", "[calibrate]
     REQUIRE(f.size() == p.steps.size());
     redist::time_profile P = redist::builtin_profile;
     double sum = 0;
-    for (const auto& s : f) sum += P.seconds(s.kind, 0, 0) * s.steps + P[s.kind].per_peer * s.peers + P[s.kind].per_byte * s.bytes;
+    for (const auto& s : f) sum += P.seconds(s.kind, 0, 0, 0) * s.steps + P[s.kind].per_peer * s.peers + P[s.kind].per_byte * s.bytes +
+           P.pass_per_byte * s.tile;
     require_close(sum, redist::predicted_seconds(p, P));
   }
   // The all-to-all over x: one step, 3 peers, 3/4 of a 16x32 tile of 4-byte elements.
@@ -117,8 +131,9 @@ TEST_CASE("calibrate on the host backend produces a profile for every kind", "[c
       CHECK(std::isfinite(v));
       CHECK(v >= 0);
     }
-    CHECK(p[k].latency + p[k].per_byte > 0);  // something costs time
+    CHECK(p.seconds(k, 1, 1 << 20, 1 << 20) > 0);  // something costs time
   }
+  CHECK(p.pass_per_byte > 0);              // the tile copy
   CHECK(p[op::dynslice].per_peer == 0);    // no peers
   CHECK(p[op::allpermute].per_peer == 0);  // always one peer
 }

@@ -159,18 +159,20 @@ def one_error_line(r):
 
 
 def check_time_model(redist, checks):
-    """redist calibrate (host, 4 devices: well under a second) and plan --profile/--explain."""
+    """redist calibrate (host, 4 devices, small --sizes: well under a second) and plan --profile/--explain."""
     expect = checks.expect
     ops = ["allgather", "alltoall", "dynslice", "allpermute", "allreduce", "reducescatter", "exchange"]
     prof = None
-    r = run(redist, ["calibrate", "--backend", "host", "--devices", "4"])
-    expect(r.returncode == 0 and "redist calibrate: backend host, 4 ranks" in r.stderr,
-           "calibrate: rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = run(redist, ["calibrate", "--backend", "host", "--devices", "4", "--sizes", "4,64"])
+    expect(r.returncode == 0 and "redist calibrate: backend host, 4 ranks" in r.stderr and
+           "pass: " in r.stderr, "calibrate: rc %d, stderr %r" % (r.returncode, r.stderr))
     try:
         prof = json.loads(r.stdout)
         expect(prof["format"] == "redist-time-profile/1" and prof["name"] == "host" and prof["devices"] == 4,
                "calibrate: header %r" % r.stdout[:200])
         expect(sorted(prof["ops"]) == sorted(ops), "calibrate: ops %r" % list(prof["ops"]))
+        v = prof["pass_per_byte_s"]
+        expect(isinstance(v, (int, float)) and math.isfinite(v) and v > 0, "calibrate: pass_per_byte_s = %r" % v)
         for o in ops:
             for k in ("latency_s", "per_peer_s", "per_byte_s"):
                 v = prof["ops"][o][k]
@@ -179,7 +181,7 @@ def check_time_model(redist, checks):
         checks.fail("calibrate: stdout is not a profile (%s): %r" % (e, r.stdout[:300]))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "host.json")
-        r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--out", path])
+        r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--sizes", "16", "--out", path])
         expect(r.returncode == 0 and "profile written to " + path in r.stdout and os.path.exists(path),
                "calibrate --out: rc %d, stdout %r" % (r.returncode, r.stdout))
         r = run(redist, ["plan"] + GOOD + ["--profile", path])
@@ -232,6 +234,9 @@ def check_time_model(redist, checks):
                "calibrate --out into a missing folder: rc %d, stderr %r" % (r.returncode, r.stderr))
     r = run(redist, ["calibrate", "--backend", "host", "--devices", "0"])
     expect(one_error_line(r) and "--devices: expected 1 to 64" in r.stderr, "calibrate --devices 0: %r" % r.stderr)
+    r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--sizes", "64,0"])
+    expect(one_error_line(r) and "--sizes: expected sizes of 1 to 4194304 KiB per rank" in r.stderr,
+           "calibrate --sizes 64,0: %r" % r.stderr)
     r = run(redist, ["plan"] + GOOD + ["--profile", "built-in", "--baseline", "naive"])
     expect(r.returncode == 2, "--profile with --baseline: rc %d, stderr %r" % (r.returncode, r.stderr))
 

@@ -1,10 +1,16 @@
 // redist/core/time_model.hpp -- the time cost model (an extension beside Fig. 11): the
 // predicted seconds of one step on a backend, alpha-beta per kind of step.
 //
-// For a step of kind k whose rank exchanges data with `peers` other ranks and receives
-// `bytes` bytes from them (the most any rank does), on a backend with profile P:
+// For a step of kind k whose rank exchanges data with `peers` other ranks, receives
+// `bytes` bytes from them (the most any rank does) and writes a tile of `tile` bytes, on a
+// backend with profile P:
 //
-//   t = P[k].latency + P[k].per_peer * peers + P[k].per_byte * bytes
+//   t = P[k].latency + P[k].per_peer * peers + P[k].per_byte * bytes + P.pass_per_byte * tile
+//
+// The last term is one pass over local memory: every step that moves or copies data writes
+// its whole tile once (what it receives and what it keeps), so a program of k steps pays k
+// passes where one exchange pays one. It is the backend's, not the kind's: calibration times
+// it as the executor's copy of a tile.
 //
 //   allgather, alltoall,     peers = n - 1 (group of n), bytes = what a member receives
 //   allreduce, reducescatter        (core/cost.hpp received_elements times the element size)
@@ -12,6 +18,7 @@
 //   dynslice                 peers = 0, bytes = the new tile (a local copy)
 //   exchange                 peers = the most ranks one rank sends to or receives from,
 //                            bytes = the most one rank receives (redist/exchange.hpp)
+//   tile = the tile after the step (0 for an allpermute that moves nothing: no time at all)
 //
 // A program's predicted time is the sum over its steps. Profiles come from measurement
 // (`redist calibrate --backend host|mpi`, runtime/calibrate.hpp; JSON in
@@ -43,6 +50,7 @@ struct time_profile {
   char name[32]{};             ///< where it comes from ("host", "mpi", "built-in"), NUL-terminated
   std::uint64_t devices = 0;   ///< ranks it was measured on (0: not measured)
   op_time ops[op_count]{};
+  double pass_per_byte = 0;    ///< per byte of the tile a step writes (one pass over memory)
 
   constexpr void set_name(std::string_view s) {
     std::size_t i = 0;
@@ -59,28 +67,32 @@ struct time_profile {
   constexpr const op_time& operator[](op o) const { return ops[static_cast<int>(o)]; }
 
   /// Predicted seconds of one step (the formula above).
-  [[nodiscard]] constexpr double seconds(op o, std::uint64_t peers, std::uint64_t bytes) const {
+  [[nodiscard]] constexpr double seconds(op o, std::uint64_t peers, std::uint64_t bytes, std::uint64_t tile) const {
     const op_time& t = (*this)[o];
-    return t.latency + t.per_peer * static_cast<double>(peers) + t.per_byte * static_cast<double>(bytes);
+    return t.latency + t.per_peer * static_cast<double>(peers) + t.per_byte * static_cast<double>(bytes) +
+           pass_per_byte * static_cast<double>(tile);
   }
 };
 
 /// The built-in profile: the MPI backend (Open MPI, shared memory) on one 2-core node with 8
-/// ranks, the median of three runs of `mpirun -np 8 redist calibrate --backend mpi` on the
-/// development machine (docs/reference.md "Time model"), rounded. Collectives pay a latency
-/// per step and per peer; an all-to-all moves its bytes about 3x slower than an exchange's
-/// subarray pieces (MPI_Alltoall with derived datatypes against MPI_Alltoallw).
+/// ranks, the median of three runs of `mpirun -np 8 redist calibrate --backend mpi` (sizes 64
+/// KiB, 1 MiB and 8 MiB per rank) on the development machine (docs/reference.md "Time model"),
+/// rounded. Every step writes its tile at about 3.3 GB/s per rank (8 ranks on 2 cores): a
+/// dynslice is nothing but that pass. Collectives pay a latency per step and per peer; an
+/// all-to-all moves its bytes about 3x slower than an exchange's subarray pieces
+/// (MPI_Alltoall with derived datatypes against MPI_Alltoallw).
 inline constexpr time_profile builtin_profile = [] {
   time_profile p;
   p.set_name("built-in");
   p.devices = 8;
-  p[op::allgather] = {66e-6, 10e-6, 0.59e-9};
-  p[op::alltoall] = {17e-6, 22e-6, 1.84e-9};
-  p[op::dynslice] = {0.1e-6, 0, 0.025e-9};
-  p[op::allpermute] = {60e-6, 0, 0.45e-9};
-  p[op::allreduce] = {56e-6, 26e-6, 0.92e-9};
-  p[op::reducescatter] = {15e-6, 20e-6, 2.07e-9};
-  p[op::exchange] = {45e-6, 16e-6, 0.58e-9};
+  p[op::allgather] = {31e-6, 28e-6, 0.20e-9};
+  p[op::alltoall] = {0, 116e-6, 0.94e-9};
+  p[op::dynslice] = {0, 0, 0};
+  p[op::allpermute] = {76e-6, 0, 0.17e-9};
+  p[op::allreduce] = {47e-6, 62e-6, 0.71e-9};
+  p[op::reducescatter] = {19e-6, 31e-6, 1.04e-9};
+  p[op::exchange] = {39e-6, 44e-6, 0.33e-9};
+  p.pass_per_byte = 0.30e-9;
   return p;
 }();
 

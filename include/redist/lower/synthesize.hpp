@@ -41,27 +41,29 @@ struct synth_options {
 /// times (core/time_model.hpp); an exchange's peers and bytes come from its pieces, and so
 /// do those of the steps on uneven tiles that run as exchanges (program.hpp
 /// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy).
+/// Every step that moves or copies pays the pass over the tile it writes.
 inline double predicted_seconds(const program& p, const time_profile& P) {
   double t = 0;
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
+    const std::uint64_t tile = s.local_after * e;
     const bool as_exchange = moves_as_exchange(p, i) && s.kind != op::dynslice;
     switch (as_exchange ? op::exchange : s.kind) {
       case op::exchange: {
         const exchange_plan x = plan_exchange(p, i);
-        t += P.seconds(op::exchange, x.messages, x.max_received * e);
+        t += P.seconds(op::exchange, x.messages, x.max_received * e, tile);
         break;
       }
       case op::allpermute: {
         bool moves = false;
         for (std::size_t r = 0; r < s.dest.size(); ++r) moves = moves || s.dest[r] != r;
-        t += moves ? P.seconds(s.kind, 1, local * e) : 0.0;
+        t += moves ? P.seconds(s.kind, 1, local * e, tile) : 0.0;
         break;
       }
-      case op::dynslice: t += P.seconds(s.kind, 0, s.local_after * e); break;
-      default: t += P.seconds(s.kind, s.parts - 1, received_elements(s.kind, s.parts, local) * e); break;
+      case op::dynslice: t += P.seconds(s.kind, 0, tile, tile); break;
+      default: t += P.seconds(s.kind, s.parts - 1, received_elements(s.kind, s.parts, local) * e, tile); break;
     }
     local = s.local_after;
   }

@@ -1,8 +1,10 @@
 // redist/runtime/calibrate.hpp -- measure a backend's time profile (core/time_model.hpp):
 // `redist calibrate --backend host|mpi`, or calibrate(backend) from C++.
 //
-// What it runs. Through the real executor (executor<float, B>), on the backend's D ranks,
-// programs on meshes {x: a, y: D/a} for every divisor a >= 2 of D (so that group sizes
+// What it runs. Through the real executor (executor<float, B>), on the backend's D ranks:
+// first the pass (time_profile::pass_per_byte): every rank copying its tile at once (an
+// empty program, source == target) at each of calibrate_options::sizes bytes, the per-byte
+// term of fit_op_time over those copies. Then programs on meshes {x: a, y: D/a} for every divisor a >= 2 of D (so that group sizes
 // vary) and arrays [N, M] of floats whose larger tile per rank (source or target) is
 // each of calibrate_options::sizes bytes (rounded to whole rows):
 //
@@ -18,28 +20,29 @@
 // pack, collective, unpack), the median over `repetitions` runs after one warm-up run, then
 // the max over ranks (`max_over_ranks`: identity for a backend that drives every rank, such
 // as the host backend; an MPI_Allreduce with MPI_MAX under MPI, called by every rank in the
-// same order). Its features -- steps, peers and bytes -- are exactly what
-// predicted_seconds (lower/synthesize.hpp) counts: the step's predicted seconds under unit
-// profiles (latency 1, per_peer 1, per_byte 1 for every kind), as the difference between
-// the program cut after the step and cut before it. A step with no feature at all (an
+// same order). Its features -- steps, peers, bytes and the tile it writes -- are exactly
+// what predicted_seconds (lower/synthesize.hpp) counts: the step's predicted seconds under
+// unit profiles (latency 1, per_peer 1, per_byte 1 for every kind, or pass 1), as the
+// difference between the program cut after the step and cut before it. The pass over the
+// tile is the sample's offset: the fit explains what is left. A step with no feature at all (an
 // allpermute that moves nothing) is no sample.
 //
 // The fit (fit_op_time below): per kind, non-negative least squares of
-//   seconds ~ latency * steps + per_peer * peers + per_byte * bytes
+//   seconds - pass * tile ~ latency * steps + per_peer * peers + per_byte * bytes
 // over that kind's samples, with relative residuals (each sample weighted by 1/seconds, so
 // that small, latency-bound steps count as much as large ones). A feature that does not vary
 // independently of the step count (peers of a dynslice, always 0; of an allpermute, always
 // 1) gets the term 0 and the latency absorbs it.
 //
 // Special cases (documented in docs/reference.md, "Time model"):
-//   - D = 1: nothing moves between ranks and every program on one device is empty, so
-//     calibrate times the executor copying a tile (an empty program, source == target) at
-//     each size and gives every kind that latency and per_byte, per_peer 0.
+//   - D = 1: nothing moves between ranks and every program on one device is empty: every
+//     kind gets the tile copy's latency, per_peer and per_byte 0 (the pass is the copy).
 //   - a kind without samples (allpermute when D is prime: no mesh has two axes to swap)
 //     takes the exchange's terms (a one-peer message is what both are).
 //
-// With the default options (4 KiB, 64 KiB and 1 MiB, 5 repetitions) calibrating 8 host devices
-// or 8 MPI ranks on one node takes a few seconds; tests use small sizes.
+// With the default options (64 KiB, 1 MiB and 8 MiB, 5 repetitions: per-byte costs measured
+// where tiles no longer fit in caches, as in the redistributions that matter) calibrating 8
+// host devices or 8 MPI ranks on one node takes a few seconds; tests use small sizes.
 #pragma once
 
 #include <algorithm>
@@ -71,11 +74,12 @@ namespace redist {
 struct time_sample {
   double steps = 1;    ///< steps of the kind (1 for one step)
   double peers = 0;    ///< peers, summed over those steps
-  double bytes = 0;    ///< bytes received (dynslice: copied), summed over those steps
+  double bytes = 0;    ///< bytes received (dynslice: copies), summed over those steps
   double seconds = 0;  ///< measured
+  double offset = 0;   ///< of those seconds, what is already explained (the pass over the tile)
 };
 
-/// Non-negative least squares fit of seconds ~ latency * steps + per_peer * peers +
+/// Non-negative least squares fit of seconds - offset ~ latency * steps + per_peer * peers +
 /// per_byte * bytes, residuals relative to each sample's seconds (weight 1/seconds; weight 1
 /// for a sample of 0 seconds). A feature that is 0 in every sample, or proportional to
 /// `steps` over all samples (it does not vary independently), gets the term 0. Exact
@@ -128,7 +132,7 @@ inline op_time fit_op_time(std::span<const time_sample> samples) {
       // Normal equations of the scaled, weighted columns: A = X^T X, r = X^T y.
       double A[F][F + 1]{};
       for (std::size_t i = 0; i < n; ++i) {
-        const double w = weight(i), y = samples[i].seconds * w;
+        const double w = weight(i), y = (samples[i].seconds - samples[i].offset) * w;
         for (int a = 0; a < k; ++a) {
           const double xa = feature(i, cols[a]) * w / scale[cols[a]];
           for (int b = 0; b < k; ++b) A[a][b] += xa * feature(i, cols[b]) * w / scale[cols[b]];
@@ -164,7 +168,7 @@ inline op_time fit_op_time(std::span<const time_sample> samples) {
       for (std::size_t i = 0; i < n; ++i) {
         double pred = 0;
         for (int f = 0; f < F; ++f) pred += coef[f] * feature(i, f);
-        const double d = (pred - samples[i].seconds) * weight(i);
+        const double d = (pred + samples[i].offset - samples[i].seconds) * weight(i);
         res += d * d;
       }
       if (best_res < 0 || res < best_res) {
@@ -182,6 +186,7 @@ inline op_time fit_op_time(std::span<const time_sample> samples) {
 struct step_features {
   op kind = op::dynslice;
   double steps = 0, peers = 0, bytes = 0;
+  double tile = 0;  ///< bytes of the tile it writes (the pass term)
 };
 
 /// The features of every step of p: predicted_seconds under unit profiles, the program cut
@@ -195,18 +200,21 @@ inline std::vector<step_features> program_step_features(const program& p) {
       t.per_peer = term == 1;
       t.per_byte = term == 2;
     }
+    u.pass_per_byte = term == 3;
     return u;
   };
-  const time_profile units[3] = {unit(0), unit(1), unit(2)};
+  constexpr int T = 4;
+  const time_profile units[T] = {unit(0), unit(1), unit(2), unit(3)};
   std::vector<step_features> out;
   program cut = p;
-  double before[3]{};
+  double before[T]{};
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     cut.steps.assign(p.steps.begin(), p.steps.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    double after[3];
-    for (int k = 0; k < 3; ++k) after[k] = predicted_seconds(cut, units[k]);
-    out.push_back({p.steps[i].kind, after[0] - before[0], after[1] - before[1], after[2] - before[2]});
-    std::copy(after, after + 3, before);
+    double after[T];
+    for (int k = 0; k < T; ++k) after[k] = predicted_seconds(cut, units[k]);
+    out.push_back({p.steps[i].kind, after[0] - before[0], after[1] - before[1], after[2] - before[2],
+                   after[3] - before[3]});
+    std::copy(after, after + T, before);
   }
   return out;
 }
@@ -217,7 +225,7 @@ inline std::vector<step_features> program_step_features(const program& p) {
 struct calibrate_options {
   std::string name = "calibrated";  ///< the profile's name (the CLI passes "host" or "mpi")
   /// The larger tile per rank (source or target) of every measured program, in bytes.
-  std::vector<std::uint64_t> sizes = {4u << 10, 64u << 10, 1u << 20};
+  std::vector<std::uint64_t> sizes = {64u << 10, 1u << 20, 8u << 20};
   int repetitions = 5;  ///< timed runs per program (after one warm-up run); the median counts
   /// Combines one rank's time with the other ranks': the max over ranks. Identity for a
   /// backend that drives every rank; under MPI, an MPI_Allreduce with MPI_MAX (every rank
@@ -292,21 +300,23 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
   c.profile.devices = D;
   const std::uint64_t e = sizeof(float);
 
-  if (D == 1) {  // nothing moves between ranks: the executor's tile copy
-    const device_mesh m = parse_mesh("{}");
-    std::vector<time_sample> copies;
-    for (std::uint64_t size : o.sizes) {
-      const std::uint64_t N = std::max<std::uint64_t>(1, size / e);
-      const dist_type t = parse_type(m, "[" + std::to_string(N) + "]");
-      program p = synthesize(m, t, t);
-      const double sec = detail::time_program(b, p, o, true).front();
-      copies.push_back({1, 0, static_cast<double>(N * e), sec});
-      ++c.programs;
-    }
-    op_time copy = fit_op_time(copies);
-    copy.per_peer = 0;
+  // The pass (time_profile::pass_per_byte): every rank's executor copying its tile at once
+  // (an empty program, source == target), at each size.
+  const device_mesh mc = parse_mesh(D == 1 ? std::string("{}") : "{x: " + std::to_string(D) + "}");
+  std::vector<time_sample> copies;
+  for (std::uint64_t size : o.sizes) {
+    const std::uint64_t N = std::max<std::uint64_t>(1, size / e);
+    const dist_type t = parse_type(mc, "[" + std::to_string(N) + "]");
+    const double sec = detail::time_program(b, synthesize(mc, t, t), o, true).front();
+    copies.push_back({1, 0, static_cast<double>(N * e), sec});
+    ++c.programs;
+  }
+  const op_time copy = fit_op_time(copies);
+  c.profile.pass_per_byte = copy.per_byte;
+
+  if (D == 1) {  // nothing moves between ranks: every kind is the tile copy
     for (op k : all_ops) {
-      c.profile[k] = copy;
+      c.profile[k] = {copy.latency, 0, 0};
       c.samples[static_cast<int>(k)] = copies;
     }
     return c;
@@ -351,7 +361,8 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
         ++c.programs;
         for (std::size_t s = 0; s < f.size(); ++s) {
           if (f[s].steps == 0 && f[s].peers == 0 && f[s].bytes == 0) continue;  // e.g. an identity permute
-          c.samples[static_cast<int>(f[s].kind)].push_back({f[s].steps, f[s].peers, f[s].bytes, sec[s]});
+          c.samples[static_cast<int>(f[s].kind)].push_back(
+              {f[s].steps, f[s].peers, f[s].bytes, sec[s], c.profile.pass_per_byte * f[s].tile});
         }
       }
     }
