@@ -1,7 +1,8 @@
 // benchmarks/host_execution.cpp -- the executor against the physical limit on one machine:
 // the host backend (8 simulated devices in this process) on the paper's exec sample.
 //
-//   host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE] [--profile FILE]
+//   host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE]
+//                  [--profile FILE | --calibrate]
 //
 // For every problem (first the named case, {x: 2, y: 4}, [{x}8192, {y}8192] ->
 // [{y,x}8192, 8192], then benchmarks/workload.hpp's exec workload: the paper's draw scaled
@@ -15,7 +16,9 @@
 //   exchange   the problem as one exchange (lower/exchange.hpp: every piece copied once,
 //              straight from the sender's tile to the receiver's), --threads threads;
 //   chosen     after or exchange, whichever the time model predicts faster (the built-in
-//              profile, or --profile FILE: e.g. one from `redist calibrate --backend host`);
+//              profile, or --profile FILE: e.g. one from `redist calibrate --backend host`,
+//              or --calibrate: that calibration, run here first on the 8 devices with
+//              --threads threads);
 //   memcpy     one std::memcpy of the bytes that must move: every output tile is written, so
 //              D x local_size(target) x 4 bytes (the whole array when the target partitions
 //              it), between two buffers touched beforehand.
@@ -42,6 +45,7 @@
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/profile_json.hpp"
+#include "redist/runtime/calibrate.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
 #include "stats.hpp"
@@ -58,6 +62,7 @@ struct options {
   int reps = 5;
   std::string csv;
   time_profile profile = builtin_profile;
+  bool calibrate = false;  ///< calibrate the host backend first and choose with that profile
 };
 
 struct row {
@@ -94,9 +99,10 @@ options parse(int argc, char** argv) {
     else if (a == "--reps") o.reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--csv") o.csv = value();
     else if (a == "--profile") o.profile = profile_from_file(value());
+    else if (a == "--calibrate") o.calibrate = true;
     else
       throw redist_error(errc::syntax, "usage: host_execution [--quick] [--problems N] [--threads N] [--reps N] [--csv FILE] "
-                                       "[--profile FILE]");
+                                       "[--profile FILE | --calibrate]");
   }
   if (o.quick) o.reps = 1;
   return o;
@@ -240,8 +246,15 @@ void write_csv(const std::string& path, const std::vector<row>& rows) {
 
 int main(int argc, char** argv) {
   try {
-    const options o = parse(argc, argv);
+    options o = parse(argc, argv);
     const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    if (o.calibrate) {
+      host_backend host(8, {.threads = o.threads});
+      calibrate_options co;
+      co.name = "host (calibrated here)";
+      if (o.quick) co.sizes = {4u << 10, 64u << 10};
+      o.profile = redist::calibrate(host, co);
+    }
     std::vector<row> rows;
     if (o.quick) rows.push_back(measure("{x: 2, y: 4}", "[{x}512, {y}512]", "[{y,x}512, 512]", o));
     else rows.push_back(measure("{x: 2, y: 4}", "[{x}8192, {y}8192]", "[{y,x}8192, 8192]", o));

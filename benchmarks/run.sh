@@ -64,7 +64,7 @@ if "$bin/plan_quality" "${quick_flag[@]}" --csv "$out" >"$out/quality.md"; then 
 cat "$out/quality.md" >>"$report"
 
 echo "== execution on the host backend against memcpy" >&2
-if "$bin/host_execution" "${quick_flag[@]}" --problems "$problems" --csv "$out/host_execution.csv" \
+if "$bin/host_execution" "${quick_flag[@]}" --problems "$problems" --calibrate --csv "$out/host_execution.csv" \
     >"$out/host_execution.md"; then :; else status=1; fi
 { echo; cat "$out/host_execution.md"; } >>"$report"
 

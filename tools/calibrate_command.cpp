@@ -51,7 +51,8 @@ calibrate_options options_of(const calibrate_cli_options& o, const char* name) {
   if (!o.sizes_kib.empty()) {
     co.sizes.clear();
     for (std::uint64_t k : o.sizes_kib) {
-      if (k == 0 || k > (std::uint64_t{1} << 22)) throw input_error("--sizes", "expected sizes of 1 to 4194304 KiB per rank");
+      if (k == 0 || k > (std::uint64_t{1} << 22))
+        throw input_error("--sizes", "expected sizes of 1 to 4194304 KiB per rank");
       co.sizes.push_back(k << 10);
     }
   }

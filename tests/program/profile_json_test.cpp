@@ -57,7 +57,8 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
   CHECK(j["ops"].size() == 7);
   CHECK(j["ops"]["alltoall"]["per_byte_s"].get<double>() == b[redist::op::alltoall].per_byte);
   // A profile written before the pass reads with pass 0, the rest unchanged.
-  const redist::time_profile old = redist::profile_from_json_text(edited([](nlohmann::json& x) { x.erase("pass_per_byte_s"); }));
+  const redist::time_profile old =
+      redist::profile_from_json_text(edited([](nlohmann::json& x) { x.erase("pass_per_byte_s"); }));
   CHECK(old.pass_per_byte == 0);
   CHECK(old[redist::op::alltoall] == b[redist::op::alltoall]);
   // Fields it does not know are ignored.

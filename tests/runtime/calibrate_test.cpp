@@ -100,8 +100,9 @@ TEST_CASE("program_step_features counts as predicted_seconds does", "[calibrate]
     REQUIRE(f.size() == p.steps.size());
     redist::time_profile P = redist::builtin_profile;
     double sum = 0;
-    for (const auto& s : f) sum += P.seconds(s.kind, 0, 0, 0) * s.steps + P[s.kind].per_peer * s.peers + P[s.kind].per_byte * s.bytes +
-           P.pass_per_byte * s.tile;
+    for (const auto& s : f)
+      sum += P.seconds(s.kind, 0, 0, 0) * s.steps + P[s.kind].per_peer * s.peers + P[s.kind].per_byte * s.bytes +
+             P.pass_per_byte * s.tile;
     require_close(sum, redist::predicted_seconds(p, P));
   }
   // The all-to-all over x: one step, 3 peers, 3/4 of a 16x32 tile of 4-byte elements.

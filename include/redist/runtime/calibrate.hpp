@@ -4,9 +4,9 @@
 // What it runs. Through the real executor (executor<float, B>), on the backend's D ranks:
 // first the pass (time_profile::pass_per_byte): every rank copying its tile at once (an
 // empty program, source == target) at each of calibrate_options::sizes bytes, the per-byte
-// term of fit_op_time over those copies. Then programs on meshes {x: a, y: D/a} for every divisor a >= 2 of D (so that group sizes
-// vary) and arrays [N, M] of floats whose larger tile per rank (source or target) is
-// each of calibrate_options::sizes bytes (rounded to whole rows):
+// term of fit_op_time over those copies. Then programs on meshes {x: a, y: D/a} for every
+// divisor a >= 2 of D (so that group sizes vary) and arrays [N, M] of floats whose larger
+// tile per rank (source or target) is each of those sizes (rounded to whole rows):
 //
 //   allgather      [{x}N, M] -> [N, M]              alltoall   [{x}N, M] -> [N, {x}M]
 //   dynslice       [N, M] -> [{x}N, M]              allpermute [{x, y}N, M] -> [{y, x}N, M]
@@ -24,8 +24,8 @@
 // what predicted_seconds (lower/synthesize.hpp) counts: the step's predicted seconds under
 // unit profiles (latency 1, per_peer 1, per_byte 1 for every kind, or pass 1), as the
 // difference between the program cut after the step and cut before it. The pass over the
-// tile is the sample's offset: the fit explains what is left. A step with no feature at all (an
-// allpermute that moves nothing) is no sample.
+// tile is the sample's offset: the fit explains what is left. A step with no feature at all
+// (an allpermute that moves nothing) is no sample.
 //
 // The fit (fit_op_time below): per kind, non-negative least squares of
 //   seconds - pass * tile ~ latency * steps + per_peer * peers + per_byte * bytes
