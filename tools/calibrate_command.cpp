@@ -51,8 +51,8 @@ calibrate_options options_of(const calibrate_cli_options& o, const char* name) {
   if (!o.sizes_kib.empty()) {
     co.sizes.clear();
     for (std::uint64_t k : o.sizes_kib) {
-      if (k == 0 || k > (std::uint64_t{1} << 22))
-        throw input_error("--sizes", "expected sizes of 1 to 4194304 KiB per rank");
+      if (k == 0 || k > (max_calibrate_bytes >> 10))
+        throw input_error("--sizes", fmt::format("expected sizes of 1 to {} KiB per rank", max_calibrate_bytes >> 10));
       co.sizes.push_back(k << 10);
     }
   }
@@ -138,9 +138,11 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   opts->devices_opt = cmd->add_option("--devices", opts->devices, "host: the number of simulated devices (1 to 64)")
                           ->capture_default_str();
+  std::string defaults;
+  for (std::uint64_t s : calibrate_options{}.sizes) defaults += (defaults.empty() ? "" : ",") + std::to_string(s >> 10);
   cmd->add_option("--sizes", opts->sizes_kib,
-                 "the larger tile per rank of the timed programs, in KiB (default 64,1024,8192): the sizes you "
-                 "redistribute")
+                 "the larger tile per rank of the timed programs, in KiB (default " + defaults +
+                     "): the sizes you redistribute")
       ->delimiter(',')
       ->type_name("KIB,...");
   cmd->add_option("--out", opts->out, "write the profile's JSON into this file (the table goes to stdout)")

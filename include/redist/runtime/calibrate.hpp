@@ -221,6 +221,9 @@ inline std::vector<step_features> program_step_features(const program& p) {
 
 // ---- calibrate ----
 
+/// The largest tile per rank calibrate measures (calibrate_options::sizes), in bytes.
+inline constexpr std::uint64_t max_calibrate_bytes = std::uint64_t{1} << 32;
+
 /// Options of calibrate.
 struct calibrate_options {
   std::string name = "calibrated";  ///< the profile's name (the CLI passes "host" or "mpi")
@@ -293,7 +296,7 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
   if (D == 0) throw redist_error(errc::runtime, "calibrate: the backend has no ranks");
   if (o.sizes.empty()) throw redist_error(errc::bad_size, "calibrate: no sizes to measure");
   for (std::uint64_t s : o.sizes)
-    if (s == 0 || s > (std::uint64_t{1} << 32))
+    if (s == 0 || s > max_calibrate_bytes)
       throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
   calibration c;
   c.profile.set_name(o.name);
