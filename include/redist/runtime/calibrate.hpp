@@ -4,7 +4,9 @@
 // What it runs. Through the real executor (executor<float, B>), on the backend's D ranks:
 // first the pass (time_profile::pass_per_byte): every rank copying its tile at once (an
 // empty program, source == target) at each of calibrate_options::sizes bytes, the per-byte
-// term of fit_op_time over those copies. Then programs on meshes {x: a, y: D/a} for every
+// term of fit_op_time over those copies, each timed as the fastest of its runs (a copy's
+// only noise is time added by the machine: a slow run at the small size would tilt the
+// slope, and at cache-sized tiles a whole copy costs a few microseconds). Then programs on meshes {x: a, y: D/a} for every
 // divisor a >= 2 of D (so that group sizes vary) and arrays [N, M] of floats whose larger
 // tile per rank (source or target) is each of those sizes (rounded to whole rows):
 //
@@ -254,7 +256,7 @@ inline double median_of(std::vector<double> v) {
 
 /// Run p (one warm-up, then `reps` timed runs) on the ranks b drives; per step the median
 /// of its times, then max_over_ranks. `whole`: time the whole run instead (for programs
-/// with no steps), as one value.
+/// with no steps: the pass), as one value, the fastest run.
 template <class B>
 std::vector<double> time_program(B& b, const program& p, const calibrate_options& o, bool whole = false) {
   executor<float, B> ex(b, p);
@@ -272,9 +274,10 @@ std::vector<double> time_program(B& b, const program& p, const calibrate_options
     const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (std::size_t s = 0; s < S; ++s) t[s].push_back(whole ? all : ex.stats()[s].seconds);
   }
-  std::vector<double> med(S);
-  for (std::size_t s = 0; s < S; ++s) med[s] = o.max_over_ranks(median_of(std::move(t[s])));
-  return med;
+  std::vector<double> sec(S);
+  for (std::size_t s = 0; s < S; ++s)
+    sec[s] = o.max_over_ranks(whole ? *std::min_element(t[s].begin(), t[s].end()) : median_of(std::move(t[s])));
+  return sec;
 }
 
 /// "[{x}N, M]" with N and M filled in: `{N}` and `{M}` stand for the sizes.
