@@ -6,9 +6,10 @@
 // empty program, source == target) at each of calibrate_options::sizes bytes, the per-byte
 // term of fit_op_time over those copies, each timed as the fastest of its runs (a copy's
 // only noise is time added by the machine: a slow run at the small size would tilt the
-// slope, and at cache-sized tiles a whole copy costs a few microseconds). Then programs on meshes {x: a, y: D/a} for every
-// divisor a >= 2 of D (so that group sizes vary) and arrays [N, M] of floats whose larger
-// tile per rank (source or target) is each of those sizes (rounded to whole rows):
+// slope, and at cache-sized tiles a whole copy costs a few microseconds). Then programs on
+// meshes {x: a, y: D/a} for every divisor a >= 2 of D (so that group sizes vary) and arrays
+// [N, M] of floats whose larger tile per rank (source or target) is each of those sizes
+// (rounded to whole rows):
 //
 //   allgather      [{x}N, M] -> [N, M]              alltoall   [{x}N, M] -> [N, {x}M]
 //   dynslice       [N, M] -> [{x}N, M]              allpermute [{x, y}N, M] -> [{y, x}N, M]
