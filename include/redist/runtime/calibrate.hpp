@@ -232,7 +232,7 @@ struct calibrate_options {
   std::string name = "calibrated";  ///< the profile's name (the CLI passes "host" or "mpi")
   /// The larger tile per rank (source or target) of every measured program, in bytes.
   std::vector<std::uint64_t> sizes = {64u << 10, 1u << 20, 8u << 20};
-  int repetitions = 5;  ///< timed runs per program (after one warm-up run); the median counts
+  int repetitions = 5;  ///< timed runs per program (after one warm-up run); the median counts (the pass: the fastest)
   /// Combines one rank's time with the other ranks': the max over ranks. Identity for a
   /// backend that drives every rank; under MPI, an MPI_Allreduce with MPI_MAX (every rank
   /// calls it equally often, in the same order).
