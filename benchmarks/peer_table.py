@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""benchmarks/peer_table.py -- redist's plans against the peers' collectives on the peer corpus.
+
+For every case of tests/peers/cases.json (reshards translated from the public tests of XLA's SPMD
+partitioner, Shardy and PyTorch DTensor, see tests/peers/README.md) it runs `redist plan --json`
+and counts the plan's communicating steps: allgather, alltoall, allpermute, allreduce,
+reducescatter and exchange count one each, a dynslice is local and does not count. The peer's
+count is its list of collectives without the local ones (dynamic-slice). It prints, as Markdown:
+
+  * one table with a row per peer: the cases, those whose peer count is exact (read from the
+    test's CHECK lines or counters), and over the exact ones how many plans have fewer / the same /
+    more collectives than the peer, the collectives summed over them, and how many plans use one
+    all-reduce where the peer has one;
+  * per peer, the exact cases where the plan has more collectives: id, the peer's sequence and
+    redist's (local steps in parentheses).
+
+Options it does not know are passed to `redist plan` (for instance `--profile FILE`), so that two
+runs compare the planner before and after a change.
+
+Usage: peer_table.py --redist build/tools/redist [--cases tests/peers/cases.json] [redist plan options...]
+Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("xla", "shardy", "dtensor")
+PEER_NAMES = {"xla": "XLA SPMD partitioner", "shardy": "Shardy", "dtensor": "PyTorch DTensor"}
+LOCAL_OPS = {"dynslice"}
+REDIST_OPS = {"allgather", "alltoall", "allpermute", "allreduce", "reducescatter", "exchange", "dynslice"}
+
+
+def problem_args(c):
+    a = ["--mesh", c["mesh"], "--bytes", str(c["bytes"])]
+    if c["notation"] == "redist":
+        a += ["--from", c["from"], "--to", c["to"]]
+    else:
+        a += ["--from-" + c["notation"], c["from"], "--to-" + c["notation"], c["to"], "--shape", json.dumps(c["shape"])]
+    return a
+
+
+def plan_ops(redist, c, extra):
+    cmd = [redist, "plan", "--json"] + problem_args(c) + extra
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0:
+        raise SystemExit("peer_table.py: %s: redist plan exited %d: %s" % (c["id"], r.returncode, r.stderr.strip()))
+    ops = [s["op"] for s in json.loads(r.stdout)["steps"]]
+    for op in ops:
+        if op not in REDIST_OPS:
+            raise SystemExit("peer_table.py: %s: unknown op %r in the plan" % (c["id"], op))
+    return ops
+
+
+def seq(items, is_local):
+    return ", ".join("(%s)" % x if is_local(x) else x for x in items) or "none"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--redist", required=True, help="path of the redist command-line tool")
+    ap.add_argument("--cases", default=os.path.join(HERE, "..", "tests", "peers", "cases.json"))
+    a, extra = ap.parse_known_args(argv)
+    with open(a.cases) as f:
+        doc = json.load(f)
+    kinds = doc["collective_kinds"]
+    rows, more = {}, {}
+    for c in doc["cases"]:
+        ops = plan_ops(a.redist, c, extra)
+        ours = sum(1 for op in ops if op not in LOCAL_OPS)
+        theirs = sum(1 for k in c["peer_collectives"] if kinds[k] != "local")
+        r = rows.setdefault(c["peer"], dict(cases=0, exact=0, fewer=0, same=0, more=0, peer_sum=0, ours_sum=0,
+                                            ar_peer=0, ar_ours=0))
+        r["cases"] += 1
+        if c["peer_collectives"].count("all-reduce") == 1:
+            r["ar_peer"] += 1
+            r["ar_ours"] += ops.count("allreduce") == 1
+        if not c["exact"]:
+            continue
+        r["exact"] += 1
+        r["peer_sum"] += theirs
+        r["ours_sum"] += ours
+        if ours < theirs:
+            r["fewer"] += 1
+        elif ours == theirs:
+            r["same"] += 1
+        else:
+            r["more"] += 1
+            more.setdefault(c["peer"], []).append((c["id"], seq(c["peer_collectives"], lambda k: kinds[k] == "local"),
+                                                   seq(ops, lambda op: op in LOCAL_OPS)))
+    out = []
+    out.append("Peer corpus (%s): %d cases; collectives counted over the cases whose peer count is exact%s."
+               % (os.path.relpath(a.cases), len(doc["cases"]),
+                  "; redist plan options: `%s`" % " ".join(extra) if extra else ""))
+    out.append("")
+    out.append("| peer | cases | exact | fewer | same | more | collectives: peer / redist | one all-reduce where the peer has one |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    total = dict(cases=0, exact=0, fewer=0, same=0, more=0, peer_sum=0, ours_sum=0, ar_peer=0, ar_ours=0)
+    for p in PEERS + tuple(sorted(set(rows) - set(PEERS))):
+        if p not in rows:
+            continue
+        r = rows[p]
+        for k in total:
+            total[k] += r[k]
+        out.append("| %s | %d | %d | %d | %d | %d | %d / %d | %d of %d |" % (
+            PEER_NAMES.get(p, p), r["cases"], r["exact"], r["fewer"], r["same"], r["more"], r["peer_sum"],
+            r["ours_sum"], r["ar_ours"], r["ar_peer"]))
+    r = total
+    out.append("| **all** | %d | %d | %d | %d | %d | %d / %d | %d of %d |" % (
+        r["cases"], r["exact"], r["fewer"], r["same"], r["more"], r["peer_sum"], r["ours_sum"], r["ar_ours"], r["ar_peer"]))
+    for p in PEERS:
+        if not more.get(p):
+            continue
+        out.append("")
+        out.append("%s: plans with more collectives than the peer (local steps in parentheses)" % PEER_NAMES[p])
+        out.append("")
+        out.append("| case | peer | redist |")
+        out.append("| --- | --- | --- |")
+        for cid, theirs, ours in more[p]:
+            out.append("| %s | %s | %s |" % (cid, theirs, ours))
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
