@@ -201,7 +201,7 @@ struct tiling {
   [[nodiscard]] std::uint64_t boxes() const { return holders.size(); }
   /// Global index where box i of dimension d starts (the end of the array for i = blocks):
   /// i * tile, clipped to the array (the last box of an uneven dimension is short).
-  [[nodiscard]] std::uint64_t edge(std::size_t d, std::uint64_t i) const { return std::min(i * tile[d], global[d]); }
+  [[nodiscard]] std::uint64_t edge(std::size_t d, std::uint64_t i) const { return clip_mul(i, tile[d], global[d]); }
   /// The index range of box b, `[0:64, 32:64]`.
   [[nodiscard]] std::string box_range(std::uint64_t b) const {
     std::vector<std::string> r(global.size());

@@ -94,8 +94,8 @@ inline box intersect(const box& a, const box& b) {
 inline box chunk_of(box b, int d, std::uint64_t n, std::uint64_t m, bool ceil) {
   const auto i = static_cast<std::size_t>(d);
   const std::uint64_t e = b.extent(d), len = e / n + (ceil && e % n != 0 ? 1 : 0), hi = b.hi[i];
-  b.lo[i] = std::min(hi, b.lo[i] + m * len);
-  b.hi[i] = std::min(hi, b.lo[i] + len);
+  b.lo[i] = clip_add(b.lo[i], clip_mul(m, len, e), hi);  // saturating: boxes near 2^64 do not wrap
+  b.hi[i] = clip_add(b.lo[i], len, hi);
   return b;
 }
 

@@ -176,3 +176,51 @@ TEST_CASE("movement_lower_bound: what a rank must receive at least", "[offsets][
   CHECK(bound("[{a, b}8, 8]", "[{a, b}8, 8]") == 0);
   static_assert(movement_lower_bound(m22, t22, t22) == 0);
 }
+
+// Issue 27: the last tile of a dimension near 2^64 ended at (2^64 - 2^59) + 2^59, which
+// wrapped to 0. Every range must satisfy lo <= hi <= global, with only the last non-empty
+// tile short; offsets saturate at the global size.
+TEST_CASE("ranges near 2^64 saturate at the global size", "[offsets][overflow]") {
+  constexpr std::uint64_t top = UINT64_MAX;  // 2^64 - 1, the largest size the reference allows
+  constexpr device_mesh m48 = parse_mesh_text("{x: 4, y: 8}").value;
+  constexpr dist_type t = parse_type_text(m48, "[{y,x}18446744073709551615]").value;
+  constexpr std::uint64_t t59 = std::uint64_t{1} << 59;
+  static_assert(tile(m48, t.dims[0]) == t59);
+  static_assert(range_lo(m48, t.dims[0], 31) == top - t59 + 1);  // 2^64 - 2^59
+  static_assert(range_hi(m48, t.dims[0], 31) == top);             // was 0
+  static_assert(base_offset(m48, t.dims[0], 31) == top - t59 + 1);
+  static_assert(movement_lower_bound(m48, t, t) == 0);
+  std::uint64_t covered = 0;
+  for (std::uint64_t r = 0; r < m48.devices; ++r) {
+    const std::uint64_t lo = range_lo(m48, t.dims[0], r), hi = range_hi(m48, t.dims[0], r);
+    INFO("rank " << r << ": [" << lo << ", " << hi << ")");
+    CHECK(lo <= hi);
+    CHECK(hi <= top);
+    CHECK(hi - lo == (block_index(m48, t.dims[0], r) == 31 ? t59 - 1 : t59));  // only the last is short
+    covered += hi - lo;
+  }
+  CHECK(covered == top);  // the tiles cover the dimension exactly once
+
+  // Empty tiles past the end: 2^64 - 1 split into 2^33 * 3 tiles of ceil(..) each; the
+  // blocks beyond the data start and end at the global size instead of wrapping.
+  const device_mesh big = parse_mesh("{x: 3, y: 8589934592}");
+  const dist_type e = parse_type(big, "[{y,x}18446744073709551615]");
+  const std::uint64_t k = parts(big, e.dims[0]), c = tile(big, e.dims[0]);
+  CHECK(k == 25769803776ULL);
+  CHECK(c == 715827883ULL);  // ceil((2^64 - 1) / (3 * 2^33))
+  const std::uint64_t last = (top - 1) / c;  // the block of the last element
+  for (std::uint64_t r : {std::uint64_t{0}, last, last + 1, big.devices - 1}) {
+    const std::uint64_t b = block_index(big, e.dims[0], r);
+    const std::uint64_t lo = range_lo(big, e.dims[0], r), hi = range_hi(big, e.dims[0], r);
+    INFO("rank " << r << " block " << b << ": [" << lo << ", " << hi << ")");
+    CHECK(lo <= hi);
+    CHECK(hi <= top);
+    if (b < last) CHECK(hi - lo == c);
+    if (b == last) CHECK((hi == top && lo < hi));
+    if (b > last) CHECK((lo == top && hi == top));
+  }
+  CHECK(clip_mul(UINT64_MAX, 2, 10) == 10);
+  CHECK(clip_add(UINT64_MAX - 1, 5, UINT64_MAX) == UINT64_MAX);
+  CHECK(clip_add(3, 4, 10) == 7);
+  CHECK(clip_mul(2, 3, 10) == 6);
+}

@@ -118,9 +118,9 @@ inline boxes boxes_of(const device_mesh& m, const dist_type& t) {
   for (std::uint64_t r = 0; r < m.devices; ++r) {
     base_offsets(m, t, r, off);
     for (int d = 0; d < t.rank; ++d) {
-      const std::uint64_t n = t.dims[d].global, k = parts(m, t.dims[d]), c = (n + k - 1) / k;
+      const std::uint64_t n = t.dims[d].global, c = ceil_div(n, parts(m, t.dims[d]));
       b.l(r, d) = std::min(off[d], n);
-      b.h(r, d) = std::min(off[d] + c, n);
+      b.h(r, d) = clip_add(off[d], c, n);  // saturating: sizes near 2^64 do not wrap
     }
   }
   return b;

@@ -65,14 +65,14 @@ inline std::string nested_chunk_problem(std::uint64_t n, std::span<const std::ui
       next.clear();
       for (auto [lo, hi] : chunks) {
         const std::uint64_t len = hi - lo, c = len / s + (len % s != 0);
-        for (std::uint64_t j = 0; j < s; ++j) next.emplace_back(lo + std::min(j * c, len), lo + std::min((j + 1) * c, len));
+        for (std::uint64_t j = 0; j < s; ++j) next.emplace_back(lo + clip_mul(j, c, len), lo + clip_mul(j + 1, c, len));
       }
       std::swap(chunks, next);
     }
     std::string dt, ours;
     for (std::uint64_t i = 0; i < k; ++i) {
       dt += (i ? " " : "") + std::to_string(chunks[i].second - chunks[i].first);
-      ours += (i ? " " : "") + std::to_string(std::min((i + 1) * t, n) - std::min(i * t, n));
+      ours += (i ? " " : "") + std::to_string(clip_mul(i + 1, t, n) - clip_mul(i, t, n));
     }
     text += " have lengths " + dt + ", redist's tiles (ceil(" + std::to_string(n) + " / " + std::to_string(k) +
             ")) " + ours;

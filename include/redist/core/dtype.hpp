@@ -86,6 +86,18 @@ constexpr bool even(const device_mesh& m, const dist_type& t) { return uneven_di
 // step lands exactly on the tiles of the type after it, so that a program of them follows
 // types; on even dimensions they are the paper's divisibility conditions.
 constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+/// i * t clipped to n, without overflow: where box i of t-wide boxes starts in a dimension of
+/// n (n for an empty box past the end). Offsets near 2^64 would wrap (issue 27).
+constexpr std::uint64_t clip_mul(std::uint64_t i, std::uint64_t t, std::uint64_t n) {
+  if (t != 0 && i > n / t) return n;
+  return i * t < n ? i * t : n;
+}
+/// lo + len clipped to n, without overflow: where a box of len starting at lo ends in a
+/// dimension of n.
+constexpr std::uint64_t clip_add(std::uint64_t lo, std::uint64_t len, std::uint64_t n) {
+  if (lo >= n) return n;
+  return len < n - lo ? lo + len : n;
+}
 /// The tiles of n in k*s nest in those of n in k (tile i of k is the union of tiles i*s ..
 /// i*s+s-1 of k*s): an allgather of s adjacent boxes gives a tile of n in k.
 constexpr bool tiles_nest(std::uint64_t n, std::uint64_t k, std::uint64_t s) {

@@ -41,22 +41,21 @@ constexpr std::uint64_t sum_index(const device_mesh& m, const dist_type& t, std:
 }
 
 /// Base offset of dimension d for this rank: D[[d]](phi^-1(rank)), the global index of the
-/// first element of its (padded) tile; at or past the global size for an empty tile of an
-/// uneven dimension.
+/// first element of its (padded) tile, clipped to the global size (an empty tile of an
+/// uneven dimension starts at the end of the array). Never wraps past 2^64.
 constexpr std::uint64_t base_offset(const device_mesh& m, const dim& d, std::uint64_t rank) {
-  return block_index(m, d, rank) * tile(m, d);
+  return clip_mul(block_index(m, d, rank), tile(m, d), d.global);
 }
 
 /// The range [lo, hi) of global indices of dimension d that this rank's tile holds:
 /// [i*t, min((i+1)*t, global)) clipped to the array (empty ranges are [global, global)).
-/// Equal to [base_offset, base_offset + tile) on even dimensions.
+/// Equal to [base_offset, base_offset + tile) on even dimensions; lo <= hi <= global for
+/// every size up to 2^64 - 1 (the sums saturate at the global size, core/dtype.hpp clip_add).
 constexpr std::uint64_t range_lo(const device_mesh& m, const dim& d, std::uint64_t rank) {
-  const std::uint64_t lo = base_offset(m, d, rank);
-  return lo < d.global ? lo : d.global;
+  return base_offset(m, d, rank);
 }
 constexpr std::uint64_t range_hi(const device_mesh& m, const dim& d, std::uint64_t rank) {
-  const std::uint64_t hi = base_offset(m, d, rank) + tile(m, d);
-  return hi < d.global ? hi : d.global;
+  return clip_add(base_offset(m, d, rank), tile(m, d), d.global);
 }
 
 /// Base offsets of all dimensions: T[[t]](phi^-1(rank)), written to out[0..rank).
