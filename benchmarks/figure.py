@@ -155,7 +155,7 @@ def main():
         for r in csv.DictReader(f):
             row = rows.setdefault(r["index"], {})
             row[r["system"]] = float(r["time_median_s"]) * 1e3
-            if r.get("chosen") == "1":  # ours: the plan the time model chose
+            if r.get("chosen_by", "0") in ("2", "3"):  # ours: synthesize's default (the time search's choice)
                 row["ours"] = row[r["system"]]
     rows = [r for r in rows.values() if all(k in r for k in ("ours", "xla", "naive"))]
     if not rows:

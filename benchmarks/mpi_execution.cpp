@@ -3,11 +3,14 @@
 //
 //   mpirun --oversubscribe -np 8 mpi_execution [--quick] [--problems N] [--csv FILE]
 //          [--min-reps N] [--max-reps N] [--min-time SECONDS] [--profile FILE]
-//          [--sets exec,grids,uneven]
+//          [--sets exec,small,sums,grids,uneven]
 //
-// Three problem sets on 8 ranks:
+// Problem sets on 8 ranks:
 //   exec    the paper's draw scaled to 8-64 MiB of float32 (benchmarks/workload.hpp) on the
 //           mesh {a: 2, b: 2, c: 2};
+//   small   the same draw at 64 KiB-1 MiB (latency-bound);
+//   sums    the same small draw with pending partial sums in the sources (all-reduce and
+//           reduce-scatter; no exchange: only collectives reduce);
 //   grids   2-D arrays of float64 between the block distributions ScaLAPACK expresses
 //           (process grids 2x4, 4x2, 8x1, 1x8 over the same 8 ranks, MB = M/prow, NB = N/pcol),
 //           where ScaLAPACK's pdgemr2d runs too (when built with ScaLAPACK);
@@ -16,12 +19,16 @@
 //           the exec draw with every partitioned dimension one element shorter. Our plan
 //           is one exchange; xla runs XLA's patterns on the padded array
 //           (baselines::xla_padded_program), timed where its tiles are XLA's.
-// Systems: collective (the search's program, Fig. 11; strided blocks in place through MPI
-// datatypes), collective packed (the same, packed by the executor), exchange (one exchange,
-// MPI_Alltoallw with subarray datatypes), exchange packed (MPI_Alltoallv of packed pieces),
-// xla, naive, and pdgemr2d on the grids. "chosen" is the program the time model
-// (core/time_model.hpp: the built-in profile, or --profile FILE) predicts faster of collective
-// and exchange, timed as that system. For each problem and system: one executor over the
+// Systems: collective (the paper's search, objective::bytes: the program of least Fig. 11
+// cost; strided blocks in place through MPI datatypes), collective packed (the same, packed by
+// the executor), collective by time (the search under objective::time, the default: least
+// predicted time under the profile), exchange (one exchange, MPI_Alltoallw with subarray
+// datatypes), exchange packed (MPI_Alltoallv of packed pieces), xla, naive, and pdgemr2d on
+// the grids. Two choices, each timed as the system it picks: "chosen, bytes search" (the
+// plan before the time objective: collective or exchange, whichever the time model predicts
+// faster) and "chosen, time search" (synthesize's default now: collective by time or
+// exchange); both under the same profile (core/time_model.hpp: the built-in one, or
+// --profile FILE). For each problem and system: one executor over the
 // MPI backend, a source tile filled with values encoding their global index, one warm-up
 // run, then timed repetitions: in each, every system runs once, in a rotating order (so that
 // all see the same machine conditions), each run timed as barrier, run, the slowest rank's
@@ -69,17 +76,17 @@ namespace {
 
 using namespace redist;
 
-enum system_id { collective, collective_packed, exchange, exchange_packed, xla, naive, pdgemr2d, nsys };
-constexpr const char* system_name[nsys] = {"collective", "collective packed", "exchange", "exchange packed",
-                                           "xla",        "naive",             "pdgemr2d"};
+enum system_id { collective, collective_packed, timed, exchange, exchange_packed, xla, naive, pdgemr2d, nsys };
+constexpr const char* system_name[nsys] = {"collective", "collective packed", "collective by time", "exchange",
+                                           "exchange packed", "xla", "naive", "pdgemr2d"};
 /// The program each system runs (pdgemr2d: none).
-enum program_id { p_collective, p_exchange, p_xla, p_naive, nprog };
-constexpr int program_of[nsys] = {p_collective, p_collective, p_exchange, p_exchange, p_xla, p_naive, -1};
+enum program_id { p_collective, p_timed, p_exchange, p_xla, p_naive, nprog };
+constexpr int program_of[nsys] = {p_collective, p_collective, p_timed, p_exchange, p_exchange, p_xla, p_naive, -1};
 
 struct options {
   bool quick = false;
   std::size_t problems = 50;
-  std::string csv, profile_file, sets = ",exec,grids,uneven,";
+  std::string csv, profile_file, sets = ",exec,small,sums,grids,uneven,";
   [[nodiscard]] bool runs_set(const std::string& set) const { return sets.find("," + set + ",") != std::string::npos; }
   int min_reps = 5, max_reps = 15;
   double min_time = 1.5;
@@ -98,11 +105,16 @@ struct result_row {
   std::uint64_t inout_bytes = 0;
   std::uint64_t cost[nprog]{}, steps[nprog]{}, received[nprog]{}, lower_bound = 0;
   double predicted[nprog]{};
-  bool chose_exchange = false;
+  bool chose_exchange = false;       ///< the bytes search's choice
+  bool chose_exchange_time = false;  ///< the time search's choice
+  bool sums = false;                 ///< the source has pending sums (no exchange)
   std::string xla_rule;           ///< the pattern XLA's outermost ReshardNoCache applies
   bool xla_remat = false;         ///< XLA's plan contains a full rematerialization
   measurement m[nsys];
-  [[nodiscard]] double chosen_s() const { return m[chose_exchange ? exchange : collective].median_s; }
+  [[nodiscard]] int chosen_sys() const { return chose_exchange ? exchange : collective; }
+  [[nodiscard]] int chosen_time_sys() const { return chose_exchange_time ? exchange : timed; }
+  [[nodiscard]] double chosen_s() const { return m[chosen_sys()].median_s; }
+  [[nodiscard]] double chosen_time_s() const { return m[chosen_time_sys()].median_s; }
 };
 
 using bench::geomean;
@@ -126,7 +138,8 @@ options parse(int argc, char** argv) {
     else if (a == "--sets") o.sets = "," + value() + ",";
     else
       throw redist_error(errc::syntax, "usage: mpi_execution [--quick] [--problems N] [--csv FILE] [--min-reps N] "
-                                       "[--max-reps N] [--min-time SECONDS] [--profile FILE] [--sets exec,grids,uneven]");
+                                       "[--max-reps N] [--min-time SECONDS] [--profile FILE] "
+                                       "[--sets exec,small,sums,grids,uneven]");
   }
   if (o.quick) {
     o.min_reps = 1;
@@ -322,8 +335,35 @@ void summary_table(const std::vector<const result_row*>& rows) {
       line(system_name[s], [s](const result_row& r) { return r.m[s].median_s; },
            [s](const result_row& r) { return r.m[s].peak_held; });
   }
-  line("**chosen** (time model)", [](const result_row& r) { return r.chosen_s(); },
-       [](const result_row& r) { return r.m[r.chose_exchange ? exchange : collective].peak_held; });
+  line("**chosen, bytes search** (before)", [](const result_row& r) { return r.chosen_s(); },
+       [](const result_row& r) { return r.m[r.chosen_sys()].peak_held; });
+  line("**chosen, time search** (default)", [](const result_row& r) { return r.chosen_time_s(); },
+       [](const result_row& r) { return r.m[r.chosen_time_sys()].peak_held; });
+}
+
+/// The time objective against the bytes objective: the chosen plans side by side, steps and
+/// time, and how often the two searches' collective programs differ.
+void objective_table(const std::vector<const result_row*>& rows, const std::string& set) {
+  std::vector<double> ratio, cratio;
+  std::size_t differ = 0, faster = 0, slower = 0;
+  double steps_b = 0, steps_t = 0;
+  for (const result_row* r : rows) {
+    const double b = r->chosen_s(), t = r->chosen_time_s();
+    ratio.push_back(b / t);
+    faster += t < 0.95 * b;
+    slower += t > 1.05 * b;
+    const bool d = r->steps[p_collective] != r->steps[p_timed] || r->cost[p_collective] != r->cost[p_timed];
+    differ += d;
+    if (d) cratio.push_back(r->m[collective].median_s / r->m[timed].median_s);
+    steps_b += static_cast<double>(r->steps[r->chose_exchange ? p_exchange : p_collective]);
+    steps_t += static_cast<double>(r->steps[r->chose_exchange_time ? p_exchange : p_timed]);
+  }
+  if (rows.empty()) return;
+  const double n = static_cast<double>(rows.size());
+  fmt::print("| {} | {} | {:.3f} | {:.2f} | {:.2f} | {} | {} | {:.2f} / {:.2f} | {} | {} |\n", set, rows.size(),
+             geomean(ratio), *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()),
+             faster, slower, steps_b / n, steps_t / n, differ,
+             cratio.empty() ? std::string("-") : fmt::format("{:.3f}", geomean(cratio)));
 }
 
 /// Uneven problems: our plan (one exchange) against XLA's patterns on padded shards.
@@ -370,17 +410,29 @@ void uneven_table(const std::vector<const result_row*>& rows, bool quick) {
 
 void report(const std::vector<result_row>& rows, const options& o, int ranks, const time_profile& P) {
   const unsigned cores = std::thread::hardware_concurrency();
-  std::vector<const result_row*> exec, grids, uneven;
-  for (const result_row& r : rows) (r.set == "exec" ? exec : r.set == "grids" ? grids : uneven).push_back(&r);
+  std::vector<const result_row*> exec, small, sums, grids, uneven;
+  for (const result_row& r : rows)
+    (r.set == "exec" ? exec : r.set == "small" ? small : r.set == "sums" ? sums : r.set == "grids" ? grids : uneven)
+        .push_back(&r);
   fmt::print("### Execution on the MPI backend: {} ranks on {} cores (oversubscribed)\n\n", ranks, cores);
   fmt::print("Median of {}-{} timed runs per system (slowest rank per run), after one warm-up run; the systems of a"
-             " problem alternate run by run. chosen: collective or exchange, whichever the time model predicts faster"
-             " (profile {}). Held: bytes an executor holds per rank on top of the caller's tiles.\n\n",
+             " problem alternate run by run. chosen: the collective program (of the bytes search, or of the time"
+             " search) or the exchange, whichever the time model predicts faster (profile {}). Held: bytes an"
+             " executor holds per rank on top of the caller's tiles.\n\n",
              o.min_reps, o.max_reps, P.name_view());
   if (!exec.empty()) {
     fmt::print("#### The paper's exec sample: {} problems at {} of float32\n\n", exec.size(),
                o.quick ? "64 KiB-1 MiB (quick)" : "8-64 MiB");
     summary_table(exec);
+  }
+  if (!small.empty()) {
+    fmt::print("\n#### The same draw at 64 KiB-1 MiB of float32 (latency-bound): {} problems\n\n", small.size());
+    summary_table(small);
+  }
+  if (!sums.empty()) {
+    fmt::print("\n#### The small draw with pending partial sums: {} problems (no exchange: only collectives reduce)\n\n",
+               sums.size());
+    summary_table(sums);
   }
   if (!grids.empty()) {
     fmt::print("\n#### 2-D grid problems (ScaLAPACK's block distributions): {} problems of {} float64\n\n", grids.size(),
@@ -389,6 +441,17 @@ void report(const std::vector<result_row>& rows, const options& o, int ranks, co
   }
 
   if (!uneven.empty()) uneven_table(uneven, o.quick);
+
+  if (!exec.empty() || !small.empty() || !sums.empty() || !grids.empty()) {
+    fmt::print("\n#### The time objective against the bytes objective (chosen plans, side by side)\n\n"
+               "| set | problems | bytes-chosen / time-chosen: geomean | min | max | time faster (>5%) |"
+               " time slower (>5%) | steps: bytes / time | collective programs that differ |"
+               " their collective / collective by time: geomean |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    objective_table(exec, "exec");
+    objective_table(small, "small");
+    objective_table(sums, "sums");
+    objective_table(grids, "grids");
+  }
 
   // The chooser: how often is the chosen plan within 10% of the faster of the two?
   if (!exec.empty() || !grids.empty())
@@ -419,17 +482,19 @@ void report(const std::vector<result_row>& rows, const options& o, int ranks, co
 
   fmt::print("\n<details><summary>Per problem (times in ms; received: MiB per rank; bound: the data-movement lower"
              " bound)</summary>\n\n");
-  fmt::print("| set | source | target | MiB | collective | coll. packed | exchange | exch. packed | xla | naive | pdgemr2d |"
-             " chosen | predicted coll. / exch. | received coll. / exch. (bound) |\n");
-  fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+  fmt::print("| set | source | target | MiB | collective | coll. packed | coll. by time | exchange | exch. packed | xla |"
+             " naive | pdgemr2d | chosen (bytes / time search) | predicted coll. / by time / exch. |"
+             " received coll. / exch. (bound) |\n");
+  fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
   for (const result_row& r : rows) {
     auto mib = [](std::uint64_t b) { return static_cast<double>(b) / (1 << 20); };
     auto ms = [&](int s) { return r.m[s].ran ? fmt::format("{:.2f}", r.m[s].median_s * 1e3) : std::string("-"); };
-    fmt::print("| {} | `{}` | `{}` | {:.1f} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} / {:.2f} |"
+    fmt::print("| {} | `{}` | `{}` | {:.1f} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.2f} / {:.2f} / {:.2f} |"
                " {:.2f} / {:.2f} ({:.2f}) |\n",
-               r.set, r.from, r.to, r.mib, ms(collective), ms(collective_packed), ms(exchange), ms(exchange_packed),
-               ms(xla), ms(naive), ms(pdgemr2d), r.chose_exchange ? "exchange" : "collective",
-               r.predicted[p_collective] * 1e3, r.predicted[p_exchange] * 1e3, mib(r.received[p_collective]),
+               r.set, r.from, r.to, r.mib, ms(collective), ms(collective_packed), ms(timed), ms(exchange),
+               ms(exchange_packed), ms(xla), ms(naive), ms(pdgemr2d), r.chose_exchange ? "exchange" : "collective",
+               r.chose_exchange_time ? "exchange" : "by time", r.predicted[p_collective] * 1e3,
+               r.predicted[p_timed] * 1e3, r.predicted[p_exchange] * 1e3, mib(r.received[p_collective]),
                mib(r.received[p_exchange]), mib(r.lower_bound));
   }
   fmt::print("\n</details>\n");
@@ -438,7 +503,7 @@ void report(const std::vector<result_row>& rows, const options& o, int ranks, co
 void write_csv(const std::string& path, const std::vector<result_row>& rows) {
   std::ofstream f(path);
   f << "set,index,from,to,mib,system,steps,cost_bytes,received_bytes,lower_bound_bytes,predicted_s,time_median_s,"
-       "time_min_s,reps,peak_held_bytes,inout_bytes,mismatches,chosen\n";
+       "time_min_s,reps,peak_held_bytes,inout_bytes,mismatches,chosen_by\n";
   for (std::size_t i = 0; i < rows.size(); ++i)
     for (int s = 0; s < nsys; ++s) {
       const result_row& r = rows[i];
@@ -450,7 +515,7 @@ void write_csv(const std::string& path, const std::vector<result_row>& rows) {
         << fmt::format("{:.6e}", q < 0 ? 0.0 : r.predicted[q]) << "," << fmt::format("{:.6e}", r.m[s].median_s) << ","
         << fmt::format("{:.6e}", r.m[s].min_s) << "," << r.m[s].reps << "," << r.m[s].peak_held << "," << r.inout_bytes
         << "," << r.m[s].mismatches << ","
-        << ((s == exchange && r.chose_exchange) || (s == collective && !r.chose_exchange) ? 1 : 0) << "\n";
+        << (s == r.chosen_sys() ? 1 : 0) + (s == r.chosen_time_sys() ? 2 : 0) << "\n";  // 1 bytes, 2 time, 3 both
     }
 }
 
@@ -470,9 +535,18 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
   const bool uneven = !even(m, a) || !even(m, b);
   std::optional<baselines::xla_padded> padded;
   if (uneven) padded = baselines::xla_padded_program(m, a, b, sizeof(T));
-  const program ours = synthesize(m, a, b, {.element_bytes = sizeof(T)}), ex = exchange_program(m, a, b, sizeof(T));
-  const program progs[nprog] = {ours, ex, uneven ? padded->prog : baselines::xla_program(m, a, b, sizeof(T)),
-                                uneven ? ex : baselines::naive_program(m, a, b, sizeof(T))};
+  r.sums = a.nsum > 0;
+  const synth_options by_bytes{.element_bytes = sizeof(T), .time_model = &P, .goal = objective::bytes};
+  const synth_options by_time{.element_bytes = sizeof(T), .time_model = &P, .goal = objective::time};
+  const program ours = uneven ? synthesize(m, a, b, by_bytes) : search_program(m, a, b, by_bytes);
+  const program ours_time = uneven ? synthesize(m, a, b, by_time) : search_program(m, a, b, by_time);
+  const program ex = r.sums ? ours : exchange_program(m, a, b, sizeof(T));
+  // Pending sums: no exchange, and the baselines do not model them (not run).
+  const program progs[nprog] = {ours, ours_time, ex,
+                                uneven   ? padded->prog
+                                : r.sums ? ours
+                                         : baselines::xla_program(m, a, b, sizeof(T)),
+                                uneven || r.sums ? ex : baselines::naive_program(m, a, b, sizeof(T))};
   if (uneven) {
     r.xla_rule = baselines::xla_rule_name(padded->plan.top);
     r.xla_remat = padded->plan.contains(baselines::xla_rule::full_rematerialization);
@@ -480,18 +554,20 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
   for (int q = 0; q < nprog; ++q) {
     r.cost[q] = progs[q].cost_bytes();
     r.steps[q] = progs[q].steps.size();
-    r.received[q] = progs[q].received_elements() * sizeof(T);
+    r.received[q] = run_received_elements(progs[q]) * sizeof(T);  // what a run receives (uneven tiles exactly)
     r.predicted[q] = predicted_seconds(progs[q], P);
   }
   r.lower_bound = movement_lower_bound(m, a, b) * sizeof(T);
-  r.chose_exchange = uneven || r.predicted[p_exchange] < r.predicted[p_collective];
+  r.chose_exchange = uneven || (!r.sums && r.predicted[p_exchange] < r.predicted[p_collective]);
+  r.chose_exchange_time = uneven || (!r.sums && r.predicted[p_exchange] < r.predicted[p_timed]);
   bool runs[nsys];
-  for (int s = 0; s < nsys; ++s) runs[s] = s != pdgemr2d;
+  for (int s = 0; s < nsys; ++s)
+    runs[s] = s != pdgemr2d && !(r.sums && (s == exchange || s == exchange_packed || s == xla || s == naive));
 #if defined(REDIST_WITH_SCALAPACK)
   runs[pdgemr2d] = set == "grids" && bench::scalapack_grid_of(m, a) && bench::scalapack_grid_of(m, b);
 #endif
   if (uneven) {
-    for (int s : {collective, collective_packed, naive}) runs[s] = false;
+    for (int s : {collective, collective_packed, timed, naive}) runs[s] = false;
     runs[xla] = padded->padding_as_xla;
   }
   time_systems<T>(mpi, packing, progs, runs, o, r.m);
@@ -517,6 +593,12 @@ int main(int argc, char** argv) {
       if (o.runs_set("exec"))
         for (const auto& mw : bench::exec_workload(o.quick, o.problems).meshes)
           for (const auto& pt : mw.draw()) rows.push_back(run_problem<float>(mpi, packing, "exec", pt, o, P));
+      for (const bool sums : {false, true}) {
+        const char* set = sums ? "sums" : "small";
+        if (o.runs_set(set))
+          for (const auto& mw : bench::small_workload(o.quick, o.problems, sums).meshes)
+            for (const auto& pt : mw.draw()) rows.push_back(run_problem<float>(mpi, packing, set, pt, o, P));
+      }
       if (o.runs_set("grids"))
         for (const auto& pt : grid_problems(o.quick)) rows.push_back(run_problem<double>(mpi, packing, "grids", pt, o, P));
       if (o.runs_set("uneven"))

@@ -78,6 +78,15 @@ inline workload_set scale_workload(bool quick = false) {
            detail::make(ten, 8, 8, std::uint64_t{1} << 30, std::uint64_t{1} << 36, n, 4002)}};
 }
 
+/// The paper's draw scaled to latency-bound sizes, 64 KiB - 1 MiB, for execution on 8 ranks;
+/// with partial sums in the sources (`sums`: the time objective's all-reduce or not).
+inline workload_set small_workload(bool quick, std::size_t problems, bool sums) {
+  mesh_workload m = detail::make({{"a", 2}, {"b", 2}, {"c", 2}}, 1, 6, (64u << 10) / 4, detail::mib_of_float(1),
+                                 quick ? 3 : problems, sums ? 5007 : 5006);
+  m.w.partial_sums = sums;
+  return {sums ? "sums" : "small", {m}};
+}
+
 /// The paper's draw scaled for execution on 8 ranks: 8-64 MiB (quick: 64 KiB - 1 MiB).
 inline workload_set exec_workload(bool quick = false, std::size_t problems = 50) {
   return {"exec",

@@ -1,12 +1,14 @@
 // tools/cli.hpp -- pieces shared by the subcommands of the `redist` tool: the problem
 // options (--mesh, --from, --to, --bytes), types in the paper, JAX or DTensor notation
-// (--from-jax, --from-dtensor with --shape), printing in a notation, the baselines, and
-// errors that name the option whose value is wrong.
+// (--from-jax, --from-dtensor with --shape), printing in a notation, the planning options
+// (--budget, --objective, --profile), the baselines, and errors that name the option whose
+// value is wrong.
 #pragma once
 
 #include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <sstream>
 #include <initializer_list>
 #include <span>
 #include <stdexcept>
@@ -25,6 +27,8 @@
 #include "redist/core/error.hpp"
 #include "redist/core/jax.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/profile_json.hpp"
 #include "redist/program.hpp"
 #include "redist/search/weak_graph.hpp"
 
@@ -256,9 +260,70 @@ inline problem parse_problem(const problem_options& o) {
   return p;
 }
 
-/// Check --budget (a factor of at least 1) before anything is searched.
-inline void check_budget_option(double budget) {
-  if (error e = check_budget(budget)) throw input_error("--budget", e.message.str());
+/// The profile of --profile: `built-in`, or a file from `redist calibrate`.
+inline time_profile read_profile(const std::string& path) {
+  if (path == "built-in") return builtin_profile;
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream text;
+  if (f) text << f.rdbuf();
+  if (!f) throw input_error("--profile", "cannot read the file '" + path + "'");
+  return for_option("--profile", [&] { return profile_from_json_text(text.str()); });
+}
+
+/// How a command plans: --budget, --objective, --profile (plan and run).
+struct planning_options {
+  double budget = 1.0;
+  std::string objective = "time";
+  std::string profile;  ///< a file from `redist calibrate`, `built-in`, or empty (the built-in one)
+  CLI::Option* budget_opt = nullptr;
+  CLI::Option* objective_opt = nullptr;
+  CLI::Option* profile_opt = nullptr;
+};
+
+inline void add_planning_options(CLI::App& cmd, planning_options& o) {
+  o.budget_opt = cmd.add_option("--budget", o.budget,
+                                "memory budget: intermediates may hold this factor times max(local source, local target)")
+                     ->capture_default_str();
+  o.objective_opt = cmd.add_option("--objective", o.objective,
+                                   "what the search minimizes: time (predicted, under the profile) or bytes (the "
+                                   "paper's fewest-bytes collective program)")
+                        ->check(CLI::IsMember({"time", "bytes"}))
+                        ->capture_default_str();
+  o.profile_opt = cmd.add_option("--profile", o.profile,
+                                 "the time profile plans are predicted with: a file from `redist calibrate`, or "
+                                 "built-in (the default); with --objective bytes it also chooses between the "
+                                 "collective program and the exchange")
+                      ->type_name("FILE");
+}
+
+/// Planning options checked and resolved: the synth_options of a problem, with the profile
+/// they point to.
+struct planning {
+  time_profile profile = builtin_profile;
+  bool profile_given = false;
+  objective goal = objective::time;
+  double budget = 1.0;
+  /// The synth_options (pointing into this object: keep it alive).
+  [[nodiscard]] synth_options options(std::uint64_t element_bytes) const {
+    return synth_options{element_bytes, budget, profile_given ? &profile : nullptr, goal};
+  }
+  /// Whether synthesize chooses by predicted time between the collective program and the
+  /// exchange (lower/synthesize.hpp): the time objective, a profile given, or an uneven type.
+  [[nodiscard]] bool chooses_by_time(const redist::device_mesh& m, const dist_type& a, const dist_type& b) const {
+    return goal == objective::time || profile_given || uneven_dim(m, a, b) >= 0;
+  }
+};
+
+inline planning parse_planning(const planning_options& o) {
+  planning p;
+  if (error e = check_budget(o.budget)) throw input_error("--budget", e.message.str());
+  p.budget = o.budget;
+  p.goal = o.objective == "bytes" ? objective::bytes : objective::time;
+  if (!o.profile.empty()) {
+    p.profile = read_profile(o.profile);
+    p.profile_given = true;
+  }
+  return p;
 }
 
 /// Comparison baselines (DESIGN.md section 6), selected by name with --baseline.

@@ -3,16 +3,16 @@
 // --notation jax|dtensor also the types of the program in that notation; with --svg FILE
 // also draw it (redist/draw.hpp plan_svg: one panel per state).
 //
-// With --profile FILE (a time profile from `redist calibrate`, or `built-in`) it prints the
-// program of least predicted time among the search's collective program and the single
-// exchange (lower/synthesize.hpp choose_plan). --explain prints both candidates' predicted
-// times and the reason of the choice, under the given profile or the built-in one; after
-// the table, or on stderr with --json (stdout stays exactly one JSON program). Without
-// --profile the printed program is the search's, as always.
+// It prints what synthesize returns (lower/synthesize.hpp): by default the search minimizes
+// predicted time under the built-in profile, or under --profile FILE (a time profile from
+// `redist calibrate`), and the program of least predicted time among its collective program
+// and the single exchange is printed (choose_plan). --objective bytes prints the paper's
+// fewest-bytes collective program instead, chosen against the exchange only with --profile
+// or on uneven types. --explain prints both candidates' predicted times and the reason of
+// the choice; after the table, or on stderr with --json (stdout stays exactly one JSON
+// program).
 #include <cstdint>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,24 +35,13 @@ namespace {
 
 struct plan_options {
   problem_options problem;
+  planning_options planning;
   bool json = false;
-  double budget = 1.0;
   std::string baseline;
   std::string svg;                  ///< file to draw the program into
   std::string notation = "redist";  ///< notation of the extra type lines
-  std::string profile;              ///< time profile file, or "built-in"
   bool explain = false;
 };
-
-/// The profile of --profile: `built-in`, or a file from `redist calibrate`.
-time_profile read_profile(const std::string& path) {
-  if (path == "built-in") return builtin_profile;
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream text;
-  if (f) text << f.rdbuf();
-  if (!f) throw input_error("--profile", "cannot read the file '" + path + "'");
-  return for_option("--profile", [&] { return profile_from_json_text(text.str()); });
-}
 
 std::string byte_text(std::uint64_t b) {
   if (b < 10 * 1024) return fmt::format("{} B", b);
@@ -66,7 +55,7 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
                                 P.devices ? fmt::format(" (measured on {} ranks)", P.devices) : std::string());
   for (std::size_t i = 0; i < c.candidates.size(); ++i) {
     const plan_candidate& k = c.candidates[i];
-    const std::uint64_t bytes = k.prog.received_elements() * k.prog.element_bytes;
+    const std::uint64_t bytes = run_received_elements(k.prog) * k.prog.element_bytes;  // what a run receives
     std::string what;
     if (k.name == "exchange" && k.prog.count(op::exchange) == 1) {
       const std::size_t at = k.prog.steps.size() - 1;  // the last step (after an allreduce of sums)
@@ -83,7 +72,8 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
   }
   out += fmt::format("reason: {}\n", c.reason);
   if (!chosen_printed && c.candidates.size() > 1)
-    out += "printed: the collective program of the search (no --profile; --profile FILE or built-in chooses by time)\n";
+    out += "printed: the collective program of the search (--objective bytes without --profile; --profile FILE or "
+           "built-in chooses by time)\n";
   return out;
 }
 
@@ -106,15 +96,13 @@ void run_plan(const plan_options& o) {
   if (!o.baseline.empty()) {
     prog = baseline_program(o.baseline, pr);
   } else {
-    check_budget_option(o.budget);  // the only input left unchecked
-    if (o.profile.empty() && !o.explain) {
-      prog = synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
+    const planning pl = parse_planning(o.planning);  // the only inputs left unchecked
+    if (!o.explain) {
+      prog = synthesize(pr.m, pr.from, pr.to, pl.options(pr.bytes));
     } else {
-      const time_profile P = o.profile.empty() ? builtin_profile : read_profile(o.profile);
-      plan_choice c = choose_plan(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget, &P});
-      // Uneven types are always chosen by time (synthesize); even ones only with --profile.
-      const bool by_time = !o.profile.empty() || uneven_dim(pr.m, pr.from, pr.to) >= 0;
-      if (o.explain) explained = explain_text(c, P, by_time);
+      plan_choice c = choose_plan(pr.m, pr.from, pr.to, pl.options(pr.bytes));
+      const bool by_time = pl.chooses_by_time(pr.m, pr.from, pr.to);  // as synthesize
+      explained = explain_text(c, pl.profile, by_time);
       prog = std::move(c.candidates[by_time ? c.chosen : 0].prog);
     }
   }
@@ -139,21 +127,15 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "synthesize and print the program of a redistribution");
   add_problem_options(*cmd, opts->problem);
   cmd->add_flag("--json", opts->json, "print the program as JSON (format redist-program/1)");
-  CLI::Option* budget =
-      cmd->add_option("--budget", opts->budget,
-                      "memory budget: intermediates may hold this factor times max(local source, local target)")
-          ->capture_default_str();
+  add_planning_options(*cmd, opts->planning);
   std::vector<std::string> names;
   for (const baseline& b : baselines()) names.emplace_back(b.name);
   CLI::Option* baseline =
       cmd->add_option("--baseline", opts->baseline, "print a baseline's program instead of the synthesized one")
           ->check(CLI::IsMember(names))
-          ->excludes(budget);
-  cmd->add_option("--profile", opts->profile,
-                  "choose by predicted time between the collective program and the exchange, with this time profile "
-                  "(a file from `redist calibrate`, or built-in)")
-      ->type_name("FILE")
-      ->excludes(baseline);
+          ->excludes(opts->planning.budget_opt)
+          ->excludes(opts->planning.objective_opt)
+          ->excludes(opts->planning.profile_opt);
   cmd->add_flag("--explain", opts->explain,
                 "print both candidates' predicted times and why one is chosen (stderr with --json)")
       ->excludes(baseline);

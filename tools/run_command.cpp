@@ -50,7 +50,7 @@ struct run_options {
   std::string backend = "host";
   bool verify = false;
   int repeat = 1;
-  double budget = 1.0;
+  planning_options planning;
   std::string baseline;
 };
 
@@ -205,8 +205,8 @@ void check_result(const run_options& o, const measurement& me) {
 program make_program(const run_options& o) {
   const problem pr = parse_problem(o.problem);
   if (!o.baseline.empty()) return baseline_program(o.baseline, pr);
-  check_budget_option(o.budget);
-  return synthesize(pr.m, pr.from, pr.to, synth_options{pr.bytes, o.budget});
+  const planning pl = parse_planning(o.planning);
+  return synthesize(pr.m, pr.from, pr.to, pl.options(pr.bytes));
 }
 
 /// The most memory `redist run --backend host` uses for its simulated devices.
@@ -308,13 +308,13 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", opts->repeat, "run the program this many times and report the best times")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  cmd->add_option("--budget", opts->budget,
-                  "memory budget: intermediates may hold this factor times max(local source, local target)")
-      ->capture_default_str();
+  add_planning_options(*cmd, opts->planning);
   std::vector<std::string> names;
   for (const baseline& b : baselines()) names.emplace_back(b.name);
   cmd->add_option("--baseline", opts->baseline, "run a comparison baseline's program instead of the synthesized one")
-      ->check(CLI::IsMember(names));
+      ->check(CLI::IsMember(names))
+      ->excludes(opts->planning.objective_opt)
+      ->excludes(opts->planning.profile_opt);
   cmd->callback([opts] {
     if (opts->backend == "mpi") {
 #if defined(REDIST_WITH_MPI)

@@ -29,7 +29,7 @@ inline std::vector<weak_step> naive_path(const weak_problem& p) {
     weak_step st;
     st.edge = e;
     if (!p.apply(cur, e, st.after)) throw redist_error(errc::rule, "naive baseline: ill-typed step");
-    st.weight = weak_problem::weight(e, local, p.ctx.local_size(st.after));
+    st.weight = p.weight(e, local, p.ctx.local_size(st.after));
     cur = st.after;
     local = p.ctx.local_size(cur);
     path.push_back(st);

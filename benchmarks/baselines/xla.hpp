@@ -206,7 +206,7 @@ class planner {
       throw redist_error(errc::rule, std::string("xla baseline: XLA would pad here (") + std::string(op_name(e.kind)) +
                                          " on dimension " + std::to_string(e.kind == op::allgather ? e.from : e.to) +
                                          " by " + std::to_string(e.factor) + " is not divisible)");
-    st.weight = weak_problem::weight(e, p_.ctx.local_size(at.cur), p_.ctx.local_size(st.after));
+    st.weight = p_.weight(e, p_.ctx.local_size(at.cur), p_.ctx.local_size(st.after));
     at.cur = st.after;
     at.path.push_back(st);
   }

@@ -459,4 +459,37 @@ inline exchange_plan plan_exchange(const program& p, std::size_t s) {
   return plan_exchange(t.boxes, after);
 }
 
+/// The most elements one rank receives in a run of p: the steps that move boxes as
+/// exchanges (program.hpp moves_as_exchange: the exchange, and the collectives of a program
+/// with uneven types) by their pieces, rank by rank; an allpermute by the tiles that change
+/// rank; every other collective by core/cost.hpp received_elements, which every rank
+/// receives. On uneven types this is what a run moves, where program::received_elements
+/// counts padded tiles over the group size (below the data-movement lower bound on short
+/// and empty tiles); on even programs the two agree but for exchanges, where this one is
+/// exact per rank.
+inline std::uint64_t run_received_elements(const program& p) {
+  const std::uint64_t D = p.m.devices;
+  std::vector<std::uint64_t> got(D, 0);
+  std::uint64_t local = local_size(p.m, p.source), all = 0;
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const step& s = p.steps[i];
+    if (moves_as_exchange(p, i)) {
+      const exchange_plan x = plan_exchange(p, i);
+      if (x.error.empty())
+        for (std::uint64_t r = 0; r < D; ++r) got[r] += x.received[r];
+      else
+        all += s.kind == op::exchange ? s.cost : received_elements(s.kind, s.parts, local);
+    } else if (s.kind == op::allpermute) {
+      for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
+        if (s.dest[r] != r && s.dest[r] < D) got[s.dest[r]] += local;
+    } else {
+      all += received_elements(s.kind, s.parts, local);
+    }
+    local = s.local_after;
+  }
+  std::uint64_t most = 0;
+  for (std::uint64_t g : got) most = std::max(most, g);
+  return all + most;
+}
+
 }  // namespace redist

@@ -302,7 +302,8 @@ TEST_CASE("the executor's memory formula, as cudaMemGetInfo sees it", "[gpu][mem
   const std::uint64_t page = std::uint64_t{2} << 20;
   std::uint64_t most = 0;
   for (const problem& q : problems) {
-    const redist::program p = redist::synthesize("{x: 2, y: 4}", q.from, q.to, {.element_bytes = 4});
+    const redist::program p =
+        redist::synthesize("{x: 2, y: 4}", q.from, q.to, {.element_bytes = 4, .goal = redist::objective::bytes});
     INFO(q.from << " -> " << q.to << ": " << p.steps.size() << " steps");
     redist::testing::cuda_sim_backend sim(p.devices(), mem);
     std::vector<cuda_buffer<float>> din, dout;

@@ -1,8 +1,9 @@
 // Tests of the choice between the collective program and the exchange by predicted time
 // (lower/synthesize.hpp choose_plan, synth_options::time_model; core/time_model.hpp): a
 // profile where latency dominates picks the fewest steps, one where bandwidth dominates
-// the least volume, partial sums always the collective program, and no profile leaves
-// synthesize as it was (the Fig. 11 program of the search).
+// the least volume, partial sums always the collective program; by default synthesize
+// chooses by time between the time search's program and the exchange, and objective::bytes
+// without a profile is the paper's search (the Fig. 11 program), unchanged.
 #include "redist/lower/synthesize.hpp"
 
 #include <catch2/catch.hpp>
@@ -176,17 +177,54 @@ TEST_CASE("partial sums always get the collective program, with the reason", "[c
   CHECK(seen > 10);
 }
 
-TEST_CASE("synthesize without a profile is the search's program, unchanged", "[choice]") {
+TEST_CASE("objective::bytes without a profile is the paper's search's program, unchanged", "[choice]") {
   for (const parsed& p : problems(false)) {
-    const redist::program plain = redist::synthesize(p.m, p.a, p.b);
-    redist::weak_problem wp = redist::make_weak_problem(p.m, p.a, p.b, redist::search_options{1.0}).get();
+    const redist::program plain = redist::synthesize(p.m, p.a, p.b, {.goal = redist::objective::bytes});
+    redist::weak_problem wp =
+        redist::make_weak_problem(p.m, p.a, p.b, {.memory_budget = 1.0, .goal = redist::objective::bytes}).get();
     const redist::program fig11 = redist::lower(p.m, p.a, p.b, wp, redist::search_bgl(wp), 4).get();
     CHECK(same_program(plain, fig11));
     CHECK(plain.count(op::exchange) == 0);
-    // choose_plan's collective candidate is that program too, and no profile means the
-    // built-in one.
-    const redist::plan_choice c = redist::choose_plan(p.m, p.a, p.b);
-    CHECK(same_program(c.candidates[0].prog, plain));
-    CHECK(c.candidates[0].seconds == redist::predicted_seconds(plain, redist::builtin_profile));
   }
+}
+
+TEST_CASE("by default synthesize chooses by predicted time between the time search's program and the exchange",
+          "[choice]") {
+  std::size_t faster = 0, exchanges = 0;
+  for (const parsed& p : problems(false)) {
+    const redist::program chosen = redist::synthesize(p.m, p.a, p.b);
+    const redist::plan_choice c = redist::choose_plan(p.m, p.a, p.b);
+    CHECK(same_program(c.chosen_program(), chosen));
+    const redist::program timed = redist::search_program(p.m, p.a, p.b, {});
+    const redist::program bytes = redist::search_program(p.m, p.a, p.b, {.goal = redist::objective::bytes});
+    CHECK(same_program(c.candidates[0].prog, timed));
+    CHECK(c.candidates[0].seconds == redist::predicted_seconds(timed, redist::builtin_profile));
+    // The time search never predicts slower than the paper's program, on the same memory
+    // bound, and never gathers beyond it.
+    const double t_timed = redist::predicted_seconds(timed, redist::builtin_profile),
+                 t_bytes = redist::predicted_seconds(bytes, redist::builtin_profile);
+    INFO(redist::mesh_text(p.m).view() << " " << redist::type_text(p.m, p.a).view() << " -> "
+                                        << redist::type_text(p.m, p.b).view());
+    CHECK(t_timed <= t_bytes * (1 + 1e-9));
+    CHECK(timed.memory_efficient());
+    faster += t_timed < t_bytes * (1 - 1e-6);
+    exchanges += chosen.count(op::exchange) == 1;
+  }
+  CHECK(faster > 5);
+  CHECK(exchanges > 5);
+}
+
+TEST_CASE("the time objective: one all-reduce where one suffices, one reduce-scatter",
+          "[choice]") {
+  const auto ops = [](const redist::program& p) {
+    std::vector<op> v;
+    for (const redist::step& s : p.steps) v.push_back(s.kind);
+    return v;
+  };
+  // XLA, Shardy and DTensor do one all-reduce; the paper's bytes (an all-reduce counts twice)
+  // gave reduce-scatter + all-gather with dynamic slices around them.
+  CHECK(ops(redist::synthesize("{x: 4, y: 2, z: 4}", "[4, 8] sum{y}", "[4, 8]")) == std::vector<op>{op::allreduce});
+  CHECK(ops(redist::synthesize("{x: 2, y: 2, z: 2}", "[4, 8] sum{x, z}", "[4, 8]")) ==
+        std::vector<op>{op::allreduce});
+  CHECK(ops(redist::synthesize("{x: 4, y: 2}", "[8, 8] sum{x}", "[2{x}8, 8]")) == std::vector<op>{op::reducescatter});
 }

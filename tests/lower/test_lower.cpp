@@ -24,7 +24,7 @@ std::vector<weak_step> naive_completion(const weak_problem& p, shape cur) {
     const weak_edge e{op::allreduce, static_cast<std::int8_t>(cur.rank), -1, cur.sums / p.target.sums};
     shape next;
     REQUIRE(p.apply(cur, e, next));
-    path.push_back({e, next, weak_problem::weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
+    path.push_back({e, next, p.weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
     cur = next;
   }
   for (int d = 0; d < cur.rank; ++d) {
@@ -32,7 +32,7 @@ std::vector<weak_step> naive_completion(const weak_problem& p, shape cur) {
     const weak_edge e{op::allgather, static_cast<std::int8_t>(d), -1, cur.parts[d]};
     shape next;
     REQUIRE(p.apply(cur, e, next));
-    path.push_back({e, next, weak_problem::weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
+    path.push_back({e, next, p.weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
     cur = next;
   }
   for (int d = 0; d < cur.rank; ++d) {
@@ -40,7 +40,7 @@ std::vector<weak_step> naive_completion(const weak_problem& p, shape cur) {
     const weak_edge e{op::dynslice, -1, static_cast<std::int8_t>(d), p.target.parts[d]};
     shape next;
     REQUIRE(p.apply(cur, e, next));
-    path.push_back({e, next, weak_problem::weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
+    path.push_back({e, next, p.weight(e, p.ctx.local_size(cur), p.ctx.local_size(next))});
     cur = next;
   }
   REQUIRE(cur == p.target);
@@ -212,7 +212,10 @@ TEST_CASE("lowering errors", "[lower][errors]") {
 }
 
 TEST_CASE("program accessors", "[lower][program]") {
-  const program p = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]", synth_options{8, 1.0});
+  // The paper's objective (fewest bytes): the programs these sections name.
+  constexpr synth_options paper{.goal = objective::bytes};
+  const program p = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]",
+                               {.element_bytes = 8, .goal = objective::bytes});
   REDIST_REQUIRE_VERIFIED(p);
   CHECK(p.devices() == 32);
   CHECK(p.rank() == 2);
@@ -238,8 +241,8 @@ TEST_CASE("program accessors", "[lower][program]") {
     CHECK(p.received_elements() == 3 * 8192);
     CHECK(movement_lower_bound(p.m, p.source, p.target) == 3 * 8192);
     const device_mesh m2 = parse_mesh("{a: 2, b: 2}");
-    CHECK(synthesize(m2, parse_type(m2, "[{a}8, 8]"), parse_type(m2, "[8, 8]")).received_elements() == 32);
-    const program perm = synthesize(m2, parse_type(m2, "[{a}8, {b}8]"), parse_type(m2, "[{b}8, {a}8]"));
+    CHECK(synthesize(m2, parse_type(m2, "[{a}8, 8]"), parse_type(m2, "[8, 8]"), paper).received_elements() == 32);
+    const program perm = synthesize(m2, parse_type(m2, "[{a}8, {b}8]"), parse_type(m2, "[{b}8, {a}8]"), paper);
     REQUIRE(perm.count(op::allpermute) == 1);
     CHECK(perm.received_elements() == 16);  // ranks 1 and 2 swap their 16-element tiles
     CHECK(movement_lower_bound(m2, perm.source, perm.target) == 16);
@@ -248,7 +251,7 @@ TEST_CASE("program accessors", "[lower][program]") {
     // Three alltoalls (each rank receives 3 x 16) cost the same 96 elements as the
     // alltoall-alltoall-permute paths (16 + 16 + 32), which keep less in place.
     const device_mesh m3 = parse_mesh("{a: 2, b: 2, c: 2}");
-    const program q = synthesize(m3, parse_type(m3, "[{c, b, a}16, 4, 4]"), parse_type(m3, "[16, {a, b}4, {c}4]"));
+    const program q = synthesize(m3, parse_type(m3, "[{c, b, a}16, 4, 4]"), parse_type(m3, "[16, {a, b}4, {c}4]"), paper);
     REDIST_REQUIRE_VERIFIED(q);
     CHECK(q.cost_elements == 96);
     CHECK(q.count(op::allpermute) == 0);
@@ -263,7 +266,8 @@ TEST_CASE("program accessors", "[lower][program]") {
     CHECK(e.peak_local_elements == 64 * 1024);
   }
   SECTION("a larger budget raises the bound, never the weak cost") {
-    const program b2 = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]", synth_options{4, 2.0});
+    const program b2 = synthesize("{x: 4, y: 8}", "[64{x}256, 1024]", "[256, 128{y}1024]",
+                                  {.memory_budget = 2.0, .goal = objective::bytes});
     REDIST_REQUIRE_VERIFIED(b2);
     CHECK(b2.memory_bound_elements == 2 * 65536);
     CHECK(b2.cost_elements <= p.cost_elements);

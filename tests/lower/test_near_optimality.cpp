@@ -46,7 +46,7 @@ void compare(const testing::problem_text& t, double budget, tally& n) {
   const device_mesh m = parse_mesh(t.mesh);
   REQUIRE(m.devices <= 8);
   const dist_type a = parse_type(m, t.from), b = parse_type(m, t.to);
-  const program p = synthesize(m, a, b, synth_options{4, budget});
+  const program p = synthesize(m, a, b, {.element_bytes = 4, .memory_budget = budget, .goal = objective::bytes});
   const auto v = REDIST_REQUIRE_VERIFIED(p);
   const testing::strong_result s = testing::strong_search(m, a, b, p.memory_bound_elements);
   REQUIRE(s.found);

@@ -123,8 +123,8 @@ TEST_CASE("step statistics count the bytes each rank receives", "[executor]") {
 }
 
 TEST_CASE("the program hash identifies a program and an element type", "[executor][hash]") {
-  const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]");
-  const auto q = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]");
+  const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]", {.goal = redist::objective::bytes});
+  const auto q = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]", {.goal = redist::objective::bytes});
   CHECK(redist::program_hash(p) == redist::program_hash(q));
   CHECK(redist::program_hash(p, redist::element_tag<float>()) != redist::program_hash(p, redist::element_tag<std::int32_t>()));
   auto r = p;
@@ -343,7 +343,7 @@ TEST_CASE("the memory formula on named programs", "[executor][memory]") {
     CHECK(run_checked<float>(packing, p, {}) == 2 * 4 * 64 * sizeof(float));
   }
   SECTION("Example 3.1: the intermediate tiles in one scratch buffer and the output tile") {
-    const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]");
+    const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]", {.goal = redist::objective::bytes});
     REQUIRE(p.steps.size() >= 2);
     redist::host_backend host(24);
     const std::uint64_t held = run_checked<float>(host, p, {});

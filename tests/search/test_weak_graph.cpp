@@ -189,7 +189,7 @@ TEST_CASE("successors are exactly the weak rules within the bound", "[weak_graph
           CHECK(w.cost == cost_elements(e.kind, local, after));  // Fig. 11
           CHECK(w.height == after);
           CHECK(w.steps == 1);
-          CHECK(w == weak_problem::weight(e, local, after));
+          CHECK(w == p.weight(e, local, after));
           ++edges;
         });
         CHECK(got == brute_force(p, s));
@@ -203,8 +203,8 @@ TEST_CASE("successors are exactly the weak rules within the bound", "[weak_graph
 
 TEST_CASE("the search potential is consistent and zero at the target", "[weak_graph][potential]") {
   // Dijkstra on reduced weights (A*) is exact only if h(u) <= w(u, v) + h(v) on every
-  // edge and h(target) == 0.
-  std::size_t checked = 0;
+  // edge and h(target) == 0; under both objectives.
+  std::size_t checked = 0, timed = 0;
   for (const auto& t : sample(12, 200)) {
     const device_mesh m = parse_mesh(t.mesh);
     for (double budget : {1.0, 3.0}) {
@@ -220,9 +220,26 @@ TEST_CASE("the search potential is consistent and zero at the target", "[weak_gr
           ++checked;
         });
       }
+      // The time objective's potential, in picoseconds, for small and large elements.
+      for (std::uint64_t bytes : {1, 8}) {
+        const weak_problem q = make_weak_problem(m, parse_type(m, t.from), parse_type(m, t.to),
+                                                 {.memory_budget = budget, .element_bytes = bytes})
+                                   .get();
+        REQUIRE(q.time_potential(q.target) == 0);
+        for (const shape& s : reachable(q)) {
+          const std::uint64_t hu = q.time_potential(s);
+          CHECK((hu == 0) == (q.potential(s) == 0));
+          for_each_successor(q, s, [&](const weak_edge& e, const shape& n, const path_cost& w) {
+            INFO("edge " << op_name(e.kind) << " " << int(e.from) << " -> " << int(e.to) << " by " << e.factor);
+            CHECK(hu <= w.time + q.time_potential(n));
+            timed += hu > 0;
+          });
+        }
+      }
     }
   }
   CHECK(checked > 10000);
+  CHECK(timed > 10000);
 }
 
 TEST_CASE("path_cost: lexicographic order, saturating sum", "[weak_graph][cost]") {
@@ -235,4 +252,35 @@ TEST_CASE("path_cost: lexicographic order, saturating sum", "[weak_graph][cost]"
   CHECK(path_cost{1, 9, 9} < path_cost{2, 0, 0});  // cost first
   CHECK(path_cost{1, 2, 9} < path_cost{1, 3, 0});  // then height
   CHECK(path_cost{1, 2, 1} < path_cost{1, 2, 2});  // then steps
+  CHECK(path_cost{9, 9, 9, 1} < path_cost{1, 1, 1, 2});  // predicted time before everything
+  CHECK((path_cost{1, 3, 1, 5} + path_cost{2, 7, 1, 6}) == path_cost{3, 7, 2, 11});
+  CHECK((path_cost{1, 3, 1, UINT64_MAX - 1} + path_cost{2, 7, 1, 6}).time == UINT64_MAX);
+}
+
+TEST_CASE("edge weights: Fig. 11 cost always, predicted picoseconds under the time objective", "[weak_graph][time]") {
+  const device_mesh m = parse_mesh("{x: 4, y: 2}");
+  const dist_type a = parse_type(m, "[16{x}64, 8] sum{y}"), b = parse_type(m, "[64, 8]");
+  for (objective goal : {objective::time, objective::bytes}) {
+    const weak_problem p = make_weak_problem(m, a, b, search_options{1.0, goal, builtin_profile, 8}).get();
+    const std::uint64_t local = p.ctx.local_size(p.source);
+    std::size_t edges = 0;
+    for_each_successor(p, p.source, [&](const weak_edge& e, const shape& next, const path_cost& w) {
+      const std::uint64_t after = p.ctx.local_size(next);
+      INFO(objective_name(goal) << ": " << op_name(e.kind) << " by " << e.factor);
+      CHECK(w.cost == cost_elements(e.kind, local, after));
+      const double s = step_seconds(builtin_profile, e.kind, e.factor, local, after, 8);
+      CHECK(w.time == (goal == objective::time ? picoseconds(s) : 0));
+      CHECK(p.key(w) == (goal == objective::time ? w.time : w.cost));
+      ++edges;
+    });
+    CHECK(edges > 3);
+  }
+  // step_seconds is the formula of core/time_model.hpp: an allreduce of 2 over 128 elements
+  // of 8 bytes receives 2 * 1/2 of the tile and writes the tile once.
+  const double ar = step_seconds(builtin_profile, op::allreduce, 2, 128, 128, 8);
+  const op_time& t = builtin_profile[op::allreduce];
+  CHECK(ar == Approx(t.latency + t.per_peer + t.per_byte * 1024 + builtin_profile.pass_per_byte * 1024));
+  CHECK(picoseconds(1e-6) == 1000000);
+  CHECK(picoseconds(-1) == 0);
+  CHECK(picoseconds(1e30) == UINT64_MAX);
 }

@@ -1,6 +1,8 @@
 // tests/static/gen_static_cases.cpp -- writes a translation unit that plans random
 // problems at compile time and static_asserts that the compiler's plan has the cost,
-// height and collective counts of the run-time plan. Usage: gen_static_cases OUT N SEED
+// height and collective counts of the run-time search's collective program under the same
+// objective (predicted time, built-in profile, 4-byte elements: plan_for's defaults).
+// Usage: gen_static_cases OUT N SEED
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,7 +32,9 @@ int main(int argc, char** argv) {
       meshes[pt.mesh] = name;
       out << "using " << name << " = redist::mesh<\"" << pt.mesh << "\">;\n";
     }
-    const redist::program p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = 1});
+    const redist::device_mesh m = redist::parse_mesh(pt.mesh);
+    const redist::program p =
+        redist::search_program(m, redist::parse_type(m, pt.from), redist::parse_type(m, pt.to), {});
     const std::string& M = meshes[pt.mesh];
     out << "static_assert([] {\n  constexpr auto p = redist::plan_for<redist::dtype<" << M << ", \"" << pt.from
         << "\">, redist::dtype<" << M << ", \"" << pt.to << "\">>();\n"

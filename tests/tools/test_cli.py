@@ -61,7 +61,7 @@ BAD_INPUT = [
     (GOOD + ["--bytes", "0"], "redist: error: --bytes: element size must be at least 1 byte"),
     (GOOD + ["--bytes", "-4"], "redist: error: --bytes: expected a number of bytes per element, found '-4'"),
     (GOOD + ["--bytes", "18446744073709551615"],
-     "redist: error: --bytes: the cost in bytes (32768 elements of 18446744073709551615 bytes) does not fit in 64 bits"),
+     "redist: error: --bytes: the cost in bytes (24576 elements of 18446744073709551615 bytes) does not fit in 64 bits"),
 ]
 
 # Command-line usage errors: exit 2, CLI11's message.
@@ -81,8 +81,9 @@ def main():
     checks = Checks()
     expect = checks.expect
 
-    # Listing 3 (seed 000): one alltoall, localsize 2048 * 4 bytes.
-    r = run(redist, ["plan"] + LISTING3 + ["--json"])
+    # Listing 3 (seed 000) under the paper's objective: one alltoall, localsize 2048 * 4 bytes.
+    PAPER = ["--objective", "bytes"]
+    r = run(redist, ["plan"] + LISTING3 + PAPER + ["--json"])
     expect(r.returncode == 0 and r.stderr == "", "listing 3 --json: rc %d, stderr %r" % (r.returncode, r.stderr))
     prog = json.loads(r.stdout)
     expect([s["op"] for s in prog["steps"]] == ["alltoall"], "listing 3: steps %s" % [s["op"] for s in prog["steps"]])
@@ -97,7 +98,7 @@ def main():
            "listing 3: header %r" % {k: prog[k] for k in ("format", "mesh", "global_shape")})
     expect(r.stdout.startswith('{\n  "format": "redist-program/1",\n'), "JSON not indented by 2: %r" % r.stdout[:40])
 
-    r = run(redist, ["plan"] + LISTING3)
+    r = run(redist, ["plan"] + LISTING3 + PAPER)
     lines = r.stdout.splitlines()
     expect(r.returncode == 0 and len(lines) == 4, "listing 3 table: rc %d\n%s" % (r.returncode, r.stdout))
     expect(lines[0] == "redist program on {devs: 32}: [32, 64{devs}2048] -> [1{devs}32, 2048], 4-byte elements",
@@ -106,8 +107,16 @@ def main():
            "listing 3 step row: %r" % lines[2])
     expect(lines[3] == "total 8192 B per device (2048 elements) | peak 2048 | bound 2048 | memory-efficient",
            "listing 3 totals: %r" % lines[3])
-    r = run(redist, ["plan"] + LISTING3 + ["--bytes", "2"])
+    r = run(redist, ["plan"] + LISTING3 + PAPER + ["--bytes", "2"])
     expect("total 4096 B per device (2048 elements)" in r.stdout, "--bytes 2: %r" % r.stdout)
+    # By default, least predicted time (built-in profile): on 32 devices two all-to-alls of 4
+    # and 8 peers and a permutation, predicted faster than one all-to-all and the exchange.
+    r = run(redist, ["plan"] + LISTING3 + ["--json"])
+    steps = [s["op"] for s in json.loads(r.stdout)["steps"]] if r.returncode == 0 else []
+    expect(steps == ["alltoall", "alltoall", "allpermute"], "listing 3 by time: steps %s" % steps)
+    r = run(redist, ["plan"] + LISTING3 + ["--explain"])
+    expect("* collective  3 steps" in r.stdout and "reason: collective: predicted" in r.stdout,
+           "listing 3 by time --explain: %r" % r.stdout[-600:])
 
     # The naive baseline: allgather then dynslice, above the memory bound.
     r = run(redist, ["plan"] + GOOD + ["--baseline", "naive", "--json"])
@@ -194,8 +203,11 @@ def check_time_model(redist, checks):
                    "predicted" in r.stdout and "\nreason: " in r.stdout and " peers, " in r.stdout,
                    "plan %s --explain: rc %d, stdout %r" % (profile, r.returncode, r.stdout[-600:]))
         r = run(redist, ["plan"] + GOOD + ["--explain"])
-        expect("time model: profile built-in" in r.stdout and "printed: the collective program" in r.stdout,
+        expect("time model: profile built-in" in r.stdout and "printed:" not in r.stdout,
                "plan --explain without --profile: %r" % r.stdout[-600:])
+        r = run(redist, ["plan"] + GOOD + ["--objective", "bytes", "--explain"])
+        expect("time model: profile built-in" in r.stdout and "printed: the collective program" in r.stdout,
+               "plan --objective bytes --explain: %r" % r.stdout[-600:])
         # --json stays exactly one program; the explanation goes to stderr.
         r = run(redist, ["plan"] + GOOD + ["--explain", "--json"])
         try:

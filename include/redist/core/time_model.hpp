@@ -22,9 +22,11 @@
 //
 // A program's predicted time is the sum over its steps. Profiles come from measurement
 // (`redist calibrate --backend host|mpi`, runtime/calibrate.hpp; JSON in
-// redist/profile_json.hpp) or are the built-in one below. Fig. 11 stays the search's cost;
-// synthesize (lower/synthesize.hpp) uses this model only to choose among the programs the
-// search and the exchange offer.
+// redist/profile_json.hpp) or are the built-in one below. It is the search's objective by
+// default (search/weak_graph.hpp, objective::time: every edge weighs step_seconds in whole
+// picoseconds, so that both searches add exactly and agree); objective::bytes keeps the
+// paper's Fig. 11 cost. synthesize (lower/synthesize.hpp) then chooses between the search's
+// collective program and the exchange by the same model.
 #pragma once
 
 #include <cstddef>
@@ -74,25 +76,58 @@ struct time_profile {
   }
 };
 
+/// Predicted seconds of one collective step (the formula above): kind o over groups of n
+/// members that hold `before` elements of `element_bytes` bytes before the step and `after`
+/// after it. An allpermute is priced as moving its whole tile (callers price one that moves
+/// nothing as 0), an exchange by its pieces (redist/exchange.hpp; not here). Computed in
+/// floating point, so that sizes near 2^64 do not wrap.
+constexpr double step_seconds(const time_profile& P, op o, std::uint64_t n, std::uint64_t before, std::uint64_t after,
+                              std::uint64_t element_bytes) {
+  const double e = static_cast<double>(element_bytes), tile = static_cast<double>(after) * e;
+  const op_time& t = P[o];
+  // core/cost.hpp received_elements, in floating point.
+  const double peers = o == op::dynslice ? 0 : o == op::allpermute ? 1 : n > 0 ? static_cast<double>(n - 1) : 0;
+  double bytes = 0;
+  switch (o) {
+    case op::dynslice: bytes = tile; break;
+    case op::allpermute: bytes = static_cast<double>(before) * e; break;
+    case op::allgather: bytes = peers * static_cast<double>(before) * e; break;
+    case op::allreduce: bytes = n > 0 ? 2 * peers * static_cast<double>(before / n) * e : 0; break;
+    default: bytes = n > 0 ? peers * static_cast<double>(before / n) * e : 0; break;  // alltoall, reducescatter
+  }
+  return t.latency + t.per_peer * peers + t.per_byte * bytes + P.pass_per_byte * tile;
+}
+
+/// Seconds as whole picoseconds, the unit the search adds (integers add exactly, in any
+/// order, so the run-time and compile-time searches find the same optimum); saturating.
+constexpr std::uint64_t picoseconds(double s) {
+  if (!(s > 0)) return 0;
+  const double ps = s * 1e12 + 0.5;
+  return ps >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(ps);
+}
+
 /// The built-in profile: the MPI backend (Open MPI, shared memory) on one 2-core node with 8
-/// ranks, the median of three runs of `mpirun -np 8 redist calibrate --backend mpi` (sizes 64
-/// KiB, 1 MiB and 8 MiB per rank) on the development machine (docs/reference.md "Time model"),
-/// rounded. Every step writes its tile at about 3.3 GB/s per rank (8 ranks on 2 cores): a
-/// dynslice is nothing but that pass. Collectives pay a latency per step and per peer; an
-/// all-to-all moves its bytes about 3x slower than an exchange's subarray pieces
-/// (MPI_Alltoall with derived datatypes against MPI_Alltoallw).
+/// ranks, the median of three runs of `mpirun -np 8 redist calibrate --backend mpi` (sizes 4
+/// KiB, 64 KiB, 1 MiB and 8 MiB per rank, the default) on the development machine
+/// (docs/reference.md "Time model"), rounded. Every step writes its tile at about 2.7 GB/s per
+/// rank (8 ranks on 2 cores): a dynslice is nothing but that pass. Every collective pays a
+/// latency of 15-40 us per step and a few us per peer, so that a step saved is worth about
+/// 10-40 KiB moved: the search does in one step what one step can do (one all-to-all, one
+/// all-reduce for small sums) and splits only where bytes outweigh latency. Before the 4 KiB
+/// size was calibrated, the fit at 64 KiB and above gave the all-to-all no latency and 116 us
+/// per peer (3 all-to-alls of 2 predicted faster than one of 8; measured 2x slower).
 inline constexpr time_profile builtin_profile = [] {
   time_profile p;
   p.set_name("built-in");
   p.devices = 8;
-  p[op::allgather] = {31e-6, 28e-6, 0.20e-9};
-  p[op::alltoall] = {0, 116e-6, 0.94e-9};
+  p[op::allgather] = {15e-6, 4.8e-6, 0.77e-9};
+  p[op::alltoall] = {36e-6, 6.1e-6, 1.18e-9};
   p[op::dynslice] = {0, 0, 0};
-  p[op::allpermute] = {76e-6, 0, 0.17e-9};
-  p[op::allreduce] = {47e-6, 62e-6, 0.71e-9};
-  p[op::reducescatter] = {19e-6, 31e-6, 1.04e-9};
-  p[op::exchange] = {39e-6, 44e-6, 0.33e-9};
-  p.pass_per_byte = 0.30e-9;
+  p[op::allpermute] = {23e-6, 0, 0.34e-9};
+  p[op::allreduce] = {21e-6, 8.8e-6, 1.88e-9};
+  p[op::reducescatter] = {20e-6, 6.7e-6, 1.57e-9};
+  p[op::exchange] = {42e-6, 7.5e-6, 0.52e-9};
+  p.pass_per_byte = 0.37e-9;
   return p;
 }();
 

@@ -39,6 +39,7 @@
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
 #include "redist/program.hpp"
+#include "redist/search/constexpr_search.hpp"
 #include "redist/search/tight_paths.hpp"
 #include "redist/search/weak_graph.hpp"
 
@@ -446,15 +447,35 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   return res;
 }
 
+/// Predicted picoseconds of a lowered collective program under the problem's time
+/// objective (0 under objective::bytes): the search's edge weights (weak_problem::weight)
+/// of its steps, and the final allpermute's, priced as moving its tile unless every rank
+/// keeps its own (core/time_model.hpp step_seconds).
+constexpr std::uint64_t lowered_time(const weak_problem& p, const program& prog) {
+  if (p.goal != objective::time) return 0;
+  std::uint64_t t = 0, local = local_size(prog.m, prog.source);
+  for (const step& s : prog.steps) {
+    bool moves = s.kind != op::allpermute;
+    for (std::size_t r = 0; !moves && r < s.dest.size(); ++r) moves = s.dest[r] != r;
+    const std::uint64_t ps =
+        moves ? picoseconds(step_seconds(p.profile, s.kind, s.parts, local, s.local_after, p.element_bytes)) : 0;
+    t = t > UINT64_MAX - ps ? UINT64_MAX : t + ps;
+    local = s.local_after;
+  }
+  return t;
+}
+
 namespace detail {
-/// What lowered programs are ranked by, in this order: bytes (Fig. 11), then the most
-/// bytes any rank receives (Fig. 11 charges an allgather or an alltoall the whole tile
-/// where a rank receives (n-1)/n of it, and a permutation moves whole tiles where the
-/// collectives it replaces keep part of them in place), then steps.
+/// What lowered programs are ranked by, in this order: predicted time (objective::time;
+/// lowered_time), bytes (Fig. 11), then the most bytes any rank receives (Fig. 11 charges
+/// an allgather or an alltoall the whole tile where a rank receives (n-1)/n of it, and a
+/// permutation moves whole tiles where the collectives it replaces keep part of them in
+/// place), then steps.
 struct program_rank {
-  std::uint64_t cost = 0, received = 0;
+  std::uint64_t time = 0, cost = 0, received = 0;
   std::size_t steps = 0;
   friend constexpr bool operator<(const program_rank& x, const program_rank& y) {
+    if (x.time != y.time) return x.time < y.time;
     if (x.cost != y.cost) return x.cost < y.cost;
     if (x.received != y.received) return x.received < y.received;
     return x.steps < y.steps;
@@ -474,6 +495,7 @@ constexpr program_rank path_rank(const weak_problem& p, const std::vector<weak_s
   r.steps = path.size();
   std::uint64_t local = p.ctx.local_size(p.source);
   for (const weak_step& st : path) {
+    r.time = r.time > UINT64_MAX - st.weight.time ? UINT64_MAX : r.time + st.weight.time;
     r.cost += st.weight.cost;
     r.received += received_elements(st.edge.kind, st.edge.factor, local);
     local = p.ctx.local_size(st.after);
@@ -492,7 +514,8 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
     result<ranked_program> out;
     out.err = r.err;
     if (r.ok()) {
-      out.value.rank = {r.value.cost_elements, r.value.received_elements(), r.value.steps.size()};
+      out.value.rank = {lowered_time(p, r.value), r.value.cost_elements, r.value.received_elements(),
+                        r.value.steps.size()};
       out.value.prog = std::move(r.value);
     }
     return out;
@@ -544,7 +567,8 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   std::array<std::uint8_t, max_subaxes> order{};
   const std::vector<std::vector<weak_step>> primary{wp.steps};
   const std::vector<std::vector<weak_step>>& candidates = wp.ties.empty() ? primary : wp.ties;
-  const std::uint64_t floor = wp.total.cost, least_received = movement_lower_bound(m, a, b);
+  const std::uint64_t floor_time = wp.total.time, floor = wp.total.cost;
+  const std::uint64_t least_received = movement_lower_bound(m, a, b);
   detail::ranked_program best;
   bool have = false;  // best holds a lowered program
   auto consider = [&](const std::vector<weak_step>& path) {
@@ -559,7 +583,10 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
     return r.err;
   };
   // Nothing beats a program of the weak optimum's cost that receives the lower bound.
-  auto optimal = [&] { return have && best.rank.cost == floor && best.rank.received <= least_received; };
+  auto optimal = [&] {
+    return have && best.rank.time == floor_time && best.rank.cost == floor && best.rank.received <= least_received;
+  };
+  auto at_floor = [&] { return best.rank.time == floor_time && best.rank.cost == floor; };
   // The ties, fewest bytes received first, in canonical order among equals.
   // Lowered, a tie either needs no permutation and keeps its rank, or costs more bytes;
   // so once one needs none, the remaining ones cannot beat it.
@@ -570,24 +597,49 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   for (std::size_t k = 0; k < by_received.size() && !optimal(); ++k) {
     const error e = consider(candidates[by_received[k].second]);
     if (k == 0) chosen.err = e;
-    if (have && best.rank.cost == floor && best.prog.count(op::allpermute) == 0) break;
+    if (have && at_floor() && best.prog.count(op::allpermute) == 0) break;
   }
   if (!have) return chosen;
   chosen.err = error{};
+  // Under the time objective the weak graph does not see the permutation a path may need
+  // once lowered: the paper's path (fewest bytes, found by the constexpr search, which both
+  // faces run alike) is a candidate too, so that the program chosen is never predicted
+  // slower than the paper's.
+  if (p.goal == objective::time && !optimal()) {
+    weak_problem q = p;
+    q.goal = objective::bytes;
+    const weak_plan fewest = search_constexpr(q);
+    if (fewest.found) {
+      std::vector<weak_step> path = fewest.steps;
+      std::uint64_t local = p.ctx.local_size(p.source);
+      for (weak_step& st : path) {  // the time objective's weights
+        const std::uint64_t after = p.ctx.local_size(st.after);
+        st.weight = p.weight(st.edge, local, after);
+        local = after;
+      }
+      consider(path);
+    }
+  }
   // A costlier weak path may need no permutation, or need it on a smaller tile, or keep
   // more of each tile in place. Lower the weak paths cheaper than the best program so
   // far, then, if the best still permutes, those of equal cost; at most two steps more
   // than the shortest (bytes are not all that counts: every collective has a latency).
   // The budget follows the best program, so the walk prunes what can no longer win.
+  // Under the time objective the walk deepens one step at a time (shortest paths first):
+  // with no potential to prune on, a depth-first walk would spend its expansions on long
+  // paths, and every step costs a latency.
   for (int phase = 0; phase < 2 && !optimal() && (phase == 0 || best.prog.count(op::allpermute) > 0); ++phase) {
     const std::uint64_t slack = phase == 0 ? 1 : 0;
-    std::uint64_t budget = best.rank.cost - slack;
-    near_paths(p, budget, wp.steps.size() + 2, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
-               [&](const std::vector<weak_step>& path, std::uint64_t) {
-                 consider(path);
-                 budget = std::min(budget, best.rank.cost - slack);
-                 return !optimal();
-               });
+    auto best_key = [&] { return p.goal == objective::time ? best.rank.time : best.rank.cost; };
+    std::uint64_t budget = best_key() < slack ? 0 : best_key() - slack;
+    const std::size_t longest = wp.steps.size() + 2;
+    for (std::size_t len = p.goal == objective::time ? 1 : longest; len <= longest && !optimal(); ++len)
+      near_paths(p, budget, len, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
+                 [&](const std::vector<weak_step>& path, std::uint64_t) {
+                   consider(path);
+                   budget = std::min(budget, best_key() < slack ? 0 : best_key() - slack);
+                   return !optimal();
+                 });
   }
   return chosen;
 }

@@ -1,8 +1,11 @@
 // redist/lower/synthesize.hpp -- the run-time entry point: types in, collective program
-// out (search with Boost.Graph, then lowering); with a time profile, the choice between that
-// program and a single exchange by predicted time (core/time_model.hpp). Types with an
-// uneven dimension are always planned by that choice (the built-in profile if none given),
-// between the collectives that stay exact on them and the exchange (uneven_program).
+// out (search with Boost.Graph, then lowering), then the choice between that program and a
+// single exchange by predicted time (core/time_model.hpp; the built-in profile unless the
+// caller gives one). By default the search itself minimizes predicted time
+// (objective::time); objective::bytes gives the paper's fewest-bytes collective program,
+// alone unless a profile is given or a dimension is uneven. Types with an uneven dimension
+// are always planned by the choice, between the collectives that stay exact on them and
+// the exchange (uneven_program).
 #pragma once
 
 #include <algorithm>
@@ -28,13 +31,20 @@
 namespace redist {
 
 struct synth_options {
-  std::uint64_t element_bytes = 4;  ///< bytes per element, for cost_bytes
+  std::uint64_t element_bytes = 4;  ///< bytes per element, for cost_bytes and the time model
   double memory_budget = 1.0;       ///< factor over max(localsize(source), localsize(target))
-  /// With a profile (core/time_model.hpp), choose between the search's collective program
-  /// and the single exchange (lower/exchange.hpp) by predicted time (choose_plan below);
-  /// without one, the collective program of least Fig. 11 cost (the paper's search), but
-  /// on uneven types, which are always chosen by time (the built-in profile).
+  /// The profile of the time model (core/time_model.hpp); nullptr: the built-in one.
   const time_profile* time_model = nullptr;
+  /// What the search minimizes first. objective::time (the default): the collective
+  /// program of least predicted time, then the choice between it and the single exchange
+  /// (choose_plan below). objective::bytes: the program of least Fig. 11 cost (the paper's
+  /// search), chosen against the exchange only when a profile is given or a dimension is
+  /// uneven (always chosen by time).
+  objective goal = objective::time;
+  /// The search's options for these options.
+  [[nodiscard]] search_options search() const {
+    return search_options{memory_budget, goal, time_model ? *time_model : builtin_profile, element_bytes};
+  }
 };
 
 /// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
@@ -48,22 +58,14 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
   const std::uint64_t e = p.element_bytes;
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
-    const std::uint64_t tile = s.local_after * e;
     const bool as_exchange = moves_as_exchange(p, i) && s.kind != op::dynslice;
-    switch (as_exchange ? op::exchange : s.kind) {
-      case op::exchange: {
-        const exchange_plan x = plan_exchange(p, i);
-        t += P.seconds(op::exchange, x.messages, x.max_received * e, tile);
-        break;
-      }
-      case op::allpermute: {
-        bool moves = false;
-        for (std::size_t r = 0; r < s.dest.size(); ++r) moves = moves || s.dest[r] != r;
-        t += moves ? P.seconds(s.kind, 1, local * e, tile) : 0.0;
-        break;
-      }
-      case op::dynslice: t += P.seconds(s.kind, 0, tile, tile); break;
-      default: t += P.seconds(s.kind, s.parts - 1, received_elements(s.kind, s.parts, local) * e, tile); break;
+    if (as_exchange || s.kind == op::exchange) {
+      const exchange_plan x = plan_exchange(p, i);
+      t += P.seconds(op::exchange, x.messages, x.max_received * e, s.local_after * e);
+    } else {
+      bool moves = s.kind != op::allpermute;
+      for (std::size_t r = 0; !moves && r < s.dest.size(); ++r) moves = s.dest[r] != r;
+      t += moves ? step_seconds(P, s.kind, s.parts, local, s.local_after, e) : 0.0;  // the search's weights
     }
     local = s.local_after;
   }
@@ -90,12 +92,13 @@ struct plan_choice {
 /// ill-formed types, differing global shapes, or a budget below 1.
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {});
 
-/// The collective program of least Fig. 11 cost within the memory bound (the paper's
-/// search, Boost.Graph, then the lowering); on uneven types with the rules' uneven forms
-/// (core/rules.hpp). Throws redist_error where none exists.
+/// The collective program of least predicted time (objective::time) or Fig. 11 cost
+/// (objective::bytes) within the memory bound (the search, Boost.Graph, then the
+/// lowering); on uneven types with the rules' uneven forms (core/rules.hpp). Throws
+/// redist_error where none exists.
 inline program search_program(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
   if (error e = check_budget(opt.memory_budget)) throw redist_error(e);
-  weak_problem p = make_weak_problem(m, a, b, search_options{opt.memory_budget}).get();
+  weak_problem p = make_weak_problem(m, a, b, opt.search()).get();
   weak_plan wp = search_bgl(p);
   return lower(m, a, b, p, wp, opt.element_bytes).get();
 }
@@ -210,8 +213,8 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     const plan_candidate& l = c.candidates[1 - c.chosen];
     c.reason = w.name + ": predicted " + ms(w.seconds) + " against " + ms(l.seconds) + " for the " + l.name +
                " (" + profile + "; " + std::to_string(w.prog.steps.size()) + " vs " +
-               std::to_string(l.prog.steps.size()) + " steps, " + std::to_string(w.prog.received_elements()) + " vs " +
-               std::to_string(l.prog.received_elements()) + " elements received per rank)";
+               std::to_string(l.prog.steps.size()) + " steps, " + std::to_string(run_received_elements(w.prog)) + " vs " +
+               std::to_string(run_received_elements(l.prog)) + " elements received per rank)";
   }
   return c;
 }
@@ -219,7 +222,8 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (error e = detail::check_program_devices(m)) throw redist_error(e);
-  if (opt.time_model != nullptr || (check(m, a).ok() && check(m, b).ok() && uneven_dim(m, a, b) >= 0)) {
+  if (opt.goal == objective::time || opt.time_model != nullptr ||
+      (check(m, a).ok() && check(m, b).ok() && uneven_dim(m, a, b) >= 0)) {
     plan_choice c = choose_plan(m, a, b, opt);
     return std::move(c.candidates[c.chosen].prog);
   }

@@ -17,8 +17,9 @@
 //   exchange       exchange_program (lower/exchange.hpp) of [{x}N, M] -> [N, {x}M],
 //                  [{x, y}N, M] -> [{y, x}N, M] and [{x}N, M] -> [N, M] (peers vary)
 //
-// the collective ones synthesized (lower/synthesize.hpp; the sums keep y busy so that the
-// search does not slice along it first: one step each). Every step of every program is
+// the collective ones by the paper's search (lower/synthesize.hpp search_program with
+// objective::bytes, whatever a profile predicts of splitting them; the sums keep y busy so
+// that the search does not slice along it first: one step each). Every step of every program is
 // one sample of its kind: its time is the executor's wall time of the step (step_stats:
 // pack, collective, unpack), the median over `repetitions` runs after one warm-up run, then
 // the max over ranks (`max_over_ranks`: identity for a backend that drives every rank, such
@@ -43,8 +44,9 @@
 //   - a kind without samples (allpermute when D is prime: no mesh has two axes to swap)
 //     takes the exchange's terms (a one-peer message is what both are).
 //
-// With the default options (64 KiB, 1 MiB and 8 MiB, 5 repetitions: per-byte costs measured
-// where tiles no longer fit in caches, as in the redistributions that matter) calibrating 8
+// With the default options (4 KiB, 64 KiB, 1 MiB and 8 MiB, 5 repetitions: the latencies
+// measured where they dominate, since the time objective decides how many steps a plan
+// takes, and per-byte costs where tiles no longer fit in caches) calibrating 8
 // host devices or 8 MPI ranks on one node takes a few seconds; tests use small sizes.
 #pragma once
 
@@ -231,7 +233,7 @@ inline constexpr std::uint64_t max_calibrate_bytes = std::uint64_t{1} << 32;
 struct calibrate_options {
   std::string name = "calibrated";  ///< the profile's name (the CLI passes "host" or "mpi")
   /// The larger tile per rank (source or target) of every measured program, in bytes.
-  std::vector<std::uint64_t> sizes = {64u << 10, 1u << 20, 8u << 20};
+  std::vector<std::uint64_t> sizes = {4u << 10, 64u << 10, 1u << 20, 8u << 20};
   int repetitions = 5;  ///< timed runs per program (after one warm-up run); the median counts (the pass: the fastest)
   /// Combines one rank's time with the other ranks': the max over ranks. Identity for a
   /// backend that drives every rank; under MPI, an MPI_Allreduce with MPI_MAX (every rank
@@ -361,7 +363,10 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
         const dist_type from = parse_type(m, detail::fill_sizes(k.from, N, M));
         const dist_type to = parse_type(m, detail::fill_sizes(k.to, N, M));
         if (from == to) continue;
-        const program p = k.exchange ? exchange_program(m, from, to, e) : synthesize(m, from, to, synth_options{e});
+        // The paper's search (objective::bytes): one collective of the kind, whatever a
+        // profile would predict of splitting it.
+        const program p = k.exchange ? exchange_program(m, from, to, e)
+                                     : search_program(m, from, to, synth_options{.element_bytes = e, .goal = objective::bytes});
         if (p.steps.empty()) continue;
         const std::vector<step_features> f = program_step_features(p);
         const std::vector<double> sec = detail::time_program(b, p, o);

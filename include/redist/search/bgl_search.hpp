@@ -52,7 +52,7 @@ class weak_graph {
     const std::size_t id = nodes_.size();
     slots_[i] = {h, id};
     nodes_.push_back(s);
-    potential_.push_back(p_->potential(s));
+    potential_.push_back(p_->heuristic(s));
     if (2 * nodes_.size() > slots_.size()) grow();
     return id;
   }
@@ -73,7 +73,7 @@ class weak_graph {
     const std::uint64_t h = potential_[v];
     for_each_successor(*p_, s, [&](const weak_edge& e, const shape& next, const path_cost& w) {
       const std::size_t u = intern(next);
-      buf_.push_back(edge{v, u, e, w, weak_problem::reduced(h, potential_[u], w)});
+      buf_.push_back(edge{v, u, e, w, p_->reduced(h, potential_[u], w)});
     });
     return buf_;
   }
@@ -196,7 +196,7 @@ inline weak_plan search_bgl(const weak_problem& p) {
   if (get(dmap, t) == path_cost::infinity()) return plan;
   plan.found = true;
   plan.total = get(dmap, t);
-  plan.total.cost += p.potential(p.source);  // undo the reduction (the target's potential is 0)
+  plan.total = p.unreduced(plan.total);
   for (std::size_t v = t; v != s; v = pred[v].src) plan.steps.push_back(weak_step{pred[v].e, g.node(v), pred[v].w});
   for (std::size_t i = 0, j = plan.steps.size(); i + 1 < j; ++i, --j) std::swap(plan.steps[i], plan.steps[j - 1]);
   plan.ties = tight_paths(

@@ -45,7 +45,7 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
       h = (h + 1) & (table.size() - 1);
     }
     table[h] = nodes.size();
-    nodes.push_back(node{s, p.potential(s)});
+    nodes.push_back(node{s, p.heuristic(s)});
     return nodes.size() - 1;
   };
   // Binary min-heap of (dist, id); stale entries are skipped.
@@ -92,7 +92,7 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
     const std::uint64_t hcur = nodes[e.id].h;
     for_each_successor(p, cur, [&](const weak_edge& edge, const shape& next, const path_cost& w) {
       std::size_t v = intern(next);
-      path_cost nd = base + weak_problem::reduced(hcur, nodes[v].h, w);
+      path_cost nd = base + p.reduced(hcur, nodes[v].h, w);
       if (nd < nodes[v].dist) {
         nodes[v].dist = nd;
         nodes[v].pred = e.id;
@@ -104,7 +104,7 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
   if (!nodes[t].done) return plan;
   plan.found = true;
   plan.total = nodes[t].dist;
-  plan.total.cost += p.potential(p.source);  // undo the reduction (the target's potential is 0)
+  plan.total = p.unreduced(plan.total);
   const path_cost goal = nodes[t].dist;
   for (std::size_t v = t; v != s; v = nodes[v].pred) plan.steps.push_back(nodes[v].via);
   for (std::size_t i = 0, j = plan.steps.size(); i + 1 < j; ++i, --j) {

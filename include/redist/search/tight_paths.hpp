@@ -35,7 +35,7 @@ constexpr void tight_dfs(const weak_problem& p, const shape& cur, const node_inf
     --budget;
     node_info n = lookup(next);
     if (n.dist == path_cost::infinity()) return;
-    const path_cost dn = at.dist + weak_problem::reduced(at.potential, n.potential, w);
+    const path_cost dn = at.dist + p.reduced(at.potential, n.potential, w);
     if (goal < dn || !(n.dist == dn)) return;
     if (dn == goal && !(next == p.target)) return;
     path.push_back(weak_step{e, next, w});
@@ -76,8 +76,8 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
     --expansions;
     // One order for commuting dynslices: ascending dimensions, one per dimension.
     if (!path.empty() && last.kind == op::dynslice && e.kind == op::dynslice && e.to <= last.to) return;
-    const std::uint64_t gn = g + w.cost;
-    if (gn > budget || gn + p.potential(next) > budget) return;
+    const std::uint64_t k = p.key(w), gn = g > UINT64_MAX - k ? UINT64_MAX : g + k;
+    if (gn > budget || gn + p.key_potential(next) > budget) return;
     path.push_back(weak_step{e, next, w});
     near_dfs(p, next, gn, budget, max_len, path, on_path, paths, expansions);
     path.pop_back();
@@ -85,9 +85,10 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
 }
 }  // namespace detail
 
-/// Call on_path(path, cost) for weak paths from p.source to p.target of cost at most
-/// `budget` and at most `max_len` steps (not only shortest ones), depth first in the
-/// successor order and pruned with the potential; at most `max_paths` paths and
+/// Call on_path(path, key) for weak paths from p.source to p.target whose key (the
+/// objective's first component: picoseconds or Fig. 11 cost, weak_problem::key) is at most
+/// `budget`, of at most `max_len` steps (not only shortest ones), depth first in the
+/// successor order and pruned with the potential (weak_problem::key_potential); at most `max_paths` paths and
 /// `max_expansions` edges examined. on_path returns false to stop; it may lower `budget`
 /// (read by reference) to prune the rest of the walk.
 template <class F>

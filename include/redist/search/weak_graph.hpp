@@ -8,10 +8,12 @@
 // replicated axes is an edge like any other, so over-partitioning (Fig. 12) is found.
 // Successors are generated on demand (the graph is implicit).
 //
-// Path weights are compared lexicographically on (cost, height, steps): the least data
-// moved, then the lowest peak, then the fewest collectives. (cost, height) is isotone
-// under extension, so Dijkstra finds the optimum of both; both searches therefore agree
-// on cost and height.
+// Path weights are compared lexicographically on (time, cost, height, steps): the least
+// predicted time (objective::time, the default: core/time_model.hpp step_seconds under a
+// profile, in whole picoseconds; 0 on every edge under objective::bytes), then the least
+// data moved (Fig. 11), then the lowest peak, then the fewest collectives. Every component
+// is isotone under extension, so Dijkstra finds the optimum of all; both searches
+// therefore agree on time, cost and height.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +24,28 @@
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/core/rules.hpp"
+#include "redist/core/time_model.hpp"
 
 namespace redist {
+
+/// What the search minimizes first.
+enum class objective : std::uint8_t {
+  time,   ///< predicted time under a profile (core/time_model.hpp), then Fig. 11 bytes
+  bytes,  ///< the paper's Fig. 11 bytes (the fewest-bytes program of the paper's figures)
+};
+
+constexpr std::string_view objective_name(objective o) { return o == objective::bytes ? "bytes" : "time"; }
 
 /// Options of the search.
 struct search_options {
   /// Intermediates may hold up to this factor times max(localsize(source),
   /// localsize(target)) elements. 1 is the paper's bound (eq. 4).
   double memory_budget = 1.0;
+  objective goal = objective::time;
+  /// The profile the time objective predicts with (the built-in one by default).
+  time_profile profile = builtin_profile;
+  /// Bytes per element (the time objective prices bytes).
+  std::uint64_t element_bytes = 4;
 };
 
 /// A memory budget must be a factor of at least 1 (NaN is none).
@@ -43,10 +59,12 @@ struct path_cost {
   std::uint64_t cost = 0;    ///< elements per device (Fig. 11)
   std::uint64_t height = 0;  ///< largest local size on the path
   std::uint32_t steps = 0;   ///< collectives on the path
+  std::uint64_t time = 0;    ///< predicted picoseconds (objective::time; 0 under objective::bytes)
 
-  static constexpr path_cost infinity() { return {UINT64_MAX, UINT64_MAX, UINT32_MAX}; }
+  static constexpr path_cost infinity() { return {UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX}; }
   constexpr bool operator==(const path_cost&) const = default;
   friend constexpr bool operator<(const path_cost& a, const path_cost& b) {
+    if (a.time != b.time) return a.time < b.time;
     if (a.cost != b.cost) return a.cost < b.cost;
     if (a.height != b.height) return a.height < b.height;
     return a.steps < b.steps;
@@ -57,6 +75,7 @@ struct path_cost {
     r.cost = a.cost > UINT64_MAX - w.cost ? UINT64_MAX : a.cost + w.cost;
     r.height = a.height > w.height ? a.height : w.height;
     r.steps = a.steps > UINT32_MAX - w.steps ? UINT32_MAX : a.steps + w.steps;
+    r.time = a.time > UINT64_MAX - w.time ? UINT64_MAX : a.time + w.time;
     return r;
   }
 };
@@ -83,6 +102,11 @@ struct weak_problem {
   std::uint64_t target_local = 0;        ///< local size of the target
   std::uint64_t primes[max_primes]{};    ///< distinct prime sub-axis sizes of the mesh
   int nprimes = 0;
+  objective goal = objective::time;      ///< what the weights put first
+  time_profile profile{};                ///< the time objective's profile
+  std::uint64_t element_bytes = 4;
+  std::uint64_t time_floor_ps = 0;       ///< time_potential: the least collective's fixed picoseconds
+  double time_per_element_ps = 0;        ///< time_potential: picoseconds at least, per Fig. 11 cost element
 
   /// Apply an edge; false if its rule does not hold.
   constexpr bool apply(const shape& s, const weak_edge& e, shape& out) const {
@@ -119,18 +143,51 @@ struct weak_problem {
     const std::uint64_t data = target_local - overlap, dims = bad * min_local;
     return data > dims ? data : dims;
   }
-  /// The weight Dijkstra sees: the cost reduced by the potential, w + h(next) - h(cur)
-  /// (never negative since the potential is consistent), height and steps unchanged.
-  /// Dijkstra on reduced weights is A*: it settles only nodes that can still lie on a
-  /// path as cheap as the best one, and finds the same optimum.
-  [[nodiscard]] static constexpr path_cost reduced(std::uint64_t h_cur, std::uint64_t h_next, path_cost w) {
-    w.cost = w.cost + h_next - h_cur;
+  /// A lower bound on the picoseconds of any path from `s` to the target (objective::time),
+  /// consistent like potential(): while potential(s) > 0 some collective is still to run,
+  /// and every one costs at least time_floor_ps (the least latency plus one peer of the
+  /// kinds the graph has, less 2 ps for rounding) plus its bytes received, at least half
+  /// its Fig. 11 cost, at the least per-byte rate (time_per_element_ps a cost element). A
+  /// dynslice never lowers potential(), so it keeps the bound.
+  [[nodiscard]] constexpr std::uint64_t time_potential(const shape& s) const {
+    const std::uint64_t h = potential(s);
+    if (h == 0) return 0;
+    const double v = time_per_element_ps * static_cast<double>(h);
+    const std::uint64_t moved = v >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v);
+    return moved > UINT64_MAX - time_floor_ps ? UINT64_MAX : time_floor_ps + moved;
+  }
+  /// The potential the searches reduce the objective's component by: potential() for
+  /// bytes, time_potential() for time.
+  [[nodiscard]] constexpr std::uint64_t heuristic(const shape& s) const {
+    return goal == objective::time ? time_potential(s) : potential(s);
+  }
+  /// The weight Dijkstra sees: the objective's component (time or cost) reduced by the
+  /// heuristic, w + h(next) - h(cur) (never negative since the heuristic is consistent),
+  /// the rest unchanged. Dijkstra on reduced weights is A*: it settles only nodes that can
+  /// still lie on a path as good as the best one, and finds the same optimum.
+  [[nodiscard]] constexpr path_cost reduced(std::uint64_t h_cur, std::uint64_t h_next, path_cost w) const {
+    std::uint64_t& k = goal == objective::time ? w.time : w.cost;
+    k = k + h_next - h_cur;
     return w;
   }
-  /// Weight of an edge from a node of local size `local` to one of local size `after`.
-  [[nodiscard]] static constexpr path_cost weight(const weak_edge& e, std::uint64_t local, std::uint64_t after) {
-    return {cost_elements(e.kind, local, after), after, 1};
+  /// A path's total from its reduced total (the target's heuristic is 0).
+  [[nodiscard]] constexpr path_cost unreduced(path_cost total) const {
+    std::uint64_t& k = goal == objective::time ? total.time : total.cost;
+    k += heuristic(source);
+    return total;
   }
+  /// Weight of an edge from a node of local size `local` to one of local size `after`: its
+  /// Fig. 11 cost, the new height, one step, and under objective::time its predicted
+  /// picoseconds (core/time_model.hpp step_seconds, groups of e.factor members).
+  [[nodiscard]] constexpr path_cost weight(const weak_edge& e, std::uint64_t local, std::uint64_t after) const {
+    path_cost w{cost_elements(e.kind, local, after), after, 1, 0};
+    if (goal == objective::time) w.time = picoseconds(step_seconds(profile, e.kind, e.factor, local, after, element_bytes));
+    return w;
+  }
+  /// What near_paths (search/tight_paths.hpp) budgets: the weight's first component.
+  [[nodiscard]] constexpr std::uint64_t key(const path_cost& w) const { return goal == objective::time ? w.time : w.cost; }
+  /// A lower bound on the key of any path from `s` to the target.
+  [[nodiscard]] constexpr std::uint64_t key_potential(const shape& s) const { return heuristic(s); }
 };
 
 /// Build the weak problem of redistributing `a` to `b` over `m`; checks both types and
@@ -153,6 +210,17 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   p.target = shape_of(m, b);
   p.min_local = global_size(a) / m.devices;
   p.target_local = local_size(m, b);
+  p.goal = opt.goal;
+  p.profile = opt.profile;
+  p.element_bytes = opt.element_bytes;
+  double fixed = 1e300, per_byte = 1e300;  // the least over the kinds of the graph's edges
+  for (op o : {op::allgather, op::alltoall, op::allreduce, op::reducescatter}) {
+    fixed = fixed < p.profile[o].latency + p.profile[o].per_peer ? fixed : p.profile[o].latency + p.profile[o].per_peer;
+    per_byte = per_byte < p.profile[o].per_byte ? per_byte : p.profile[o].per_byte;
+  }
+  const std::uint64_t fixed_ps = picoseconds(fixed);
+  p.time_floor_ps = fixed_ps > 2 ? fixed_ps - 2 : 0;
+  p.time_per_element_ps = per_byte > 0 ? 0.5 * static_cast<double>(p.element_bytes) * per_byte * 1e12 : 0;
   std::uint64_t la = local_size(m, a), lb = local_size(m, b);
   std::uint64_t mx = la > lb ? la : lb;
   if (error e = check_budget(opt.memory_budget)) {
@@ -219,7 +287,7 @@ constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) 
   auto edge = [&](const weak_edge& e) {  // f for e if its rule holds and it keeps to the bound
     if (!p.apply(s, e, next)) return;
     const std::uint64_t after = c.local_size(next);
-    if (after <= p.bound) f(e, next, weak_problem::weight(e, local, after));
+    if (after <= p.bound) f(e, next, p.weight(e, local, after));
   };
   for (int i = 0; i < c.rank; ++i) {  // uneven problems: a dynslice may split unevenly
     detail::for_each_divisor(p, c.uneven ? free : detail::gcd(free, c.tile(s, i)), [&](std::uint64_t fac) {

@@ -29,6 +29,15 @@ struct plan_budget {
   std::uint64_t den = 1;
 };
 
+/// What a compile-time plan minimizes (search/weak_graph.hpp objective): by default the
+/// predicted time under the built-in profile (core/time_model.hpp builtin_profile, constexpr
+/// data) for elements of `element_bytes`, the same objective as redist::synthesize's
+/// default; objective::bytes gives the paper's fewest-bytes program.
+struct plan_options {
+  objective goal = objective::time;
+  std::uint64_t element_bytes = 4;
+};
+
 /// Largest mesh a compile-time plan is made for (every step stores one rank per device).
 inline constexpr std::uint64_t max_static_devices = 4096;
 
@@ -136,10 +145,11 @@ constexpr static_program<NSteps, D> freeze(const program& p) {
   return s;
 }
 
-template <static_type A, static_type B, plan_budget Budget>
+template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
 constexpr result<weak_problem> plan_problem() {
   const double budget = static_cast<double>(Budget.num) / static_cast<double>(Budget.den == 0 ? 1 : Budget.den);
-  return make_weak_problem(A::mesh_type::value, A::value, B::value, search_options{budget});
+  return make_weak_problem(A::mesh_type::value, A::value, B::value,
+                           search_options{budget, Opt.goal, builtin_profile, Opt.element_bytes});
 }
 
 /// Longest weak path a compile-time plan stores (a path changes one factor of the
@@ -156,10 +166,10 @@ struct frozen_choice {
   error err{};
 };
 
-template <static_type A, static_type B, plan_budget Budget>
+template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
 constexpr frozen_choice choose_plan() {
   frozen_choice f;
-  const result<weak_problem> wp = plan_problem<A, B, Budget>();
+  const result<weak_problem> wp = plan_problem<A, B, Budget, Opt>();
   if (!wp.ok()) {
     f.err = wp.err;
     return f;
@@ -177,14 +187,14 @@ constexpr frozen_choice choose_plan() {
   return f;
 }
 
-template <static_type A, static_type B, plan_budget Budget>
+template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
 struct plan_holder {
   static constexpr std::size_t devices = A::mesh_type::value.devices;
-  static constexpr frozen_choice choice = choose_plan<A, B, Budget>();
+  static constexpr frozen_choice choice = choose_plan<A, B, Budget, Opt>();
   static constexpr result<program> lowered() {
     if (choice.err) return result<program>{{}, choice.err};
     const std::vector<weak_step> path(choice.path.begin(), choice.path.begin() + choice.length);
-    return lower_path(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget>().value, path, 1, true,
+    return lower_path(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget, Opt>().value, path, 1, true,
                       choice.sum_order.data());
   }
   static constexpr std::size_t nsteps = lowered().value.steps.size();
@@ -214,9 +224,11 @@ constexpr bool report_global_mismatch() {
 template <class A, class B>
 concept redistributable = static_type<A> && static_type<B> && same_mesh_v<A, B> && same_global(A::value, B::value);
 
-/// The program that redistributes A to B, found at compile time. Costs are in elements;
-/// ask `cost_bytes(element_bytes)` for bytes.
-template <static_type A, static_type B, plan_budget Budget = plan_budget{}>
+/// The program that redistributes A to B, found at compile time: by default the one of
+/// least predicted time under the built-in profile (plan_options), the same program
+/// redist::synthesize's search returns for the same options. Costs are in elements; ask
+/// `cost_bytes(element_bytes)` for bytes.
+template <static_type A, static_type B, plan_budget Budget = plan_budget{}, plan_options Opt = plan_options{}>
 constexpr auto plan_for() {
   static_assert(same_mesh_v<A, B>, "redist::plan_for: the source and target types must be over the same mesh");
   static_assert(same_global(A::value, B::value),
@@ -234,7 +246,7 @@ constexpr auto plan_for() {
   if constexpr (redistributable<A, B> && A::mesh_type::value.devices <= max_static_devices && Budget.den > 0 &&
                 Budget.num >= Budget.den && even(A::mesh_type::value, A::value) &&
                 even(B::mesh_type::value, B::value)) {
-    return detail::plan_holder<A, B, Budget>::value;
+    return detail::plan_holder<A, B, Budget, Opt>::value;
   } else {
     return static_program<0, 1>{};
   }

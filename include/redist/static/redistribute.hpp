@@ -61,7 +61,7 @@ template <class A, class B, class T, class Backend>
   requires redistributable<A, B> && backend_for<Backend, T>
 class redistributor {
  public:
-  static constexpr auto plan = plan_for<A, B>();
+  static constexpr auto plan = plan_for<A, B, plan_budget{}, plan_options{objective::time, sizeof(T)}>();
 
   explicit redistributor(Backend& comm) : comm_(comm), ex_(comm, plan.to_program(sizeof(T))) {}
 
