@@ -22,6 +22,7 @@
 
 #include "baselines/naive.hpp"
 #include "baselines/xla.hpp"
+#include "baselines/xla_2022.hpp"
 #include "redist/core/dtensor.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
@@ -336,6 +337,7 @@ inline std::span<const baseline> baselines() {
   static constexpr baseline all[] = {
       {"naive", &baselines::naive_program},
       {"xla", &baselines::xla_program},
+      {"xla-2022", &baselines::xla_2022_program},
   };
   return all;
 }
