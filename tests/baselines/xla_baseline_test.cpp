@@ -442,6 +442,8 @@ TEST_CASE("xla: a multi-dimension all-to-all is one exchange step receiving what
   CHECK(edges(plan) == std::vector<weak_edge>{a2a(2, 0, 2), a2a(1, 3, 4)});  // sorted by target dimension
   CHECK(plan.fused == std::vector<std::uint32_t>{1, 1});
   const program x = baselines::xla_program(m, a, b);
+  CHECK(baselines::xla_plan_program(m, a, b, p, plan).steps.size() == 1);  // what the benchmarks call
+  CHECK(lower_path(m, a, b, p, plan.path).get().count(op::alltoall) == 2);  // unfused: once per pair
   const std::uint64_t tile = local_size(m, a);  // 8*2*4*8 = 512
   REQUIRE(x.steps.size() == 1);
   CHECK(x.steps[0].cost == tile * 7 / 8);  // (G-1)/G of the tile, G = 8
