@@ -112,7 +112,7 @@ row measure(const std::string& mesh, const std::string& from, const std::string&
   row r{mesh, from, to};
   const device_mesh m = parse_mesh(mesh);
   const dist_type a = parse_type(m, from), b = parse_type(m, to);
-  const program p = synthesize(m, a, b, {.element_bytes = sizeof(float)});
+  const program p = search_program(m, a, b, {.element_bytes = sizeof(float)});  // the collective program (time search)
   const std::uint64_t D = p.devices();
   r.steps = p.steps.size();
   r.mib = static_cast<double>(global_size(a)) * sizeof(float) / (1 << 20);

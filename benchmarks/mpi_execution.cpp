@@ -60,6 +60,7 @@
 
 #include "baselines/naive.hpp"
 #include "baselines/xla.hpp"
+#include "baselines/xla_2022.hpp"
 #include "redist/backends/mpi.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
@@ -76,12 +77,13 @@ namespace {
 
 using namespace redist;
 
-enum system_id { collective, collective_packed, timed, exchange, exchange_packed, xla, naive, pdgemr2d, nsys };
+enum system_id { collective, collective_packed, timed, exchange, exchange_packed, xla, xla2022, naive, pdgemr2d, nsys };
 constexpr const char* system_name[nsys] = {"collective", "collective packed", "collective by time", "exchange",
-                                           "exchange packed", "xla", "naive", "pdgemr2d"};
+                                           "exchange packed", "xla", "xla-2022", "naive", "pdgemr2d"};
 /// The program each system runs (pdgemr2d: none).
-enum program_id { p_collective, p_timed, p_exchange, p_xla, p_naive, nprog };
-constexpr int program_of[nsys] = {p_collective, p_collective, p_timed, p_exchange, p_exchange, p_xla, p_naive, -1};
+enum program_id { p_collective, p_timed, p_exchange, p_xla, p_xla2022, p_naive, nprog };
+constexpr int program_of[nsys] = {p_collective, p_collective, p_timed,  p_exchange,
+                                  p_exchange,   p_xla,        p_xla2022, p_naive, -1};
 
 struct options {
   bool quick = false;
@@ -483,16 +485,16 @@ void report(const std::vector<result_row>& rows, const options& o, int ranks, co
   fmt::print("\n<details><summary>Per problem (times in ms; received: MiB per rank; bound: the data-movement lower"
              " bound)</summary>\n\n");
   fmt::print("| set | source | target | MiB | collective | coll. packed | coll. by time | exchange | exch. packed | xla |"
-             " naive | pdgemr2d | chosen (bytes / time search) | predicted coll. / by time / exch. |"
+             " xla-2022 | naive | pdgemr2d | chosen (bytes / time search) | predicted coll. / by time / exch. |"
              " received coll. / exch. (bound) |\n");
-  fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+  fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
   for (const result_row& r : rows) {
     auto mib = [](std::uint64_t b) { return static_cast<double>(b) / (1 << 20); };
     auto ms = [&](int s) { return r.m[s].ran ? fmt::format("{:.2f}", r.m[s].median_s * 1e3) : std::string("-"); };
-    fmt::print("| {} | `{}` | `{}` | {:.1f} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.2f} / {:.2f} / {:.2f} |"
+    fmt::print("| {} | `{}` | `{}` | {:.1f} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.2f} / {:.2f} / {:.2f} |"
                " {:.2f} / {:.2f} ({:.2f}) |\n",
                r.set, r.from, r.to, r.mib, ms(collective), ms(collective_packed), ms(timed), ms(exchange),
-               ms(exchange_packed), ms(xla), ms(naive), ms(pdgemr2d), r.chose_exchange ? "exchange" : "collective",
+               ms(exchange_packed), ms(xla), ms(xla2022), ms(naive), ms(pdgemr2d), r.chose_exchange ? "exchange" : "collective",
                r.chose_exchange_time ? "exchange" : "by time", r.predicted[p_collective] * 1e3,
                r.predicted[p_timed] * 1e3, r.predicted[p_exchange] * 1e3, mib(r.received[p_collective]),
                mib(r.received[p_exchange]), mib(r.lower_bound));
@@ -542,10 +544,15 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
   const program ours_time = uneven ? synthesize(m, a, b, by_time) : search_program(m, a, b, by_time);
   const program ex = r.sums ? ours : exchange_program(m, a, b, sizeof(T));
   // Pending sums: no exchange, and the baselines do not model them (not run).
-  const program progs[nprog] = {ours, ours_time, ex,
+  const program progs[nprog] = {ours,
+                                ours_time,
+                                ex,
                                 uneven   ? padded->prog
                                 : r.sums ? ours
                                          : baselines::xla_program(m, a, b, sizeof(T)),
+                                uneven   ? baselines::xla_2022_padded_program(m, a, b, sizeof(T)).prog
+                                : r.sums ? ours
+                                         : baselines::xla_2022_program(m, a, b, sizeof(T)),
                                 uneven || r.sums ? ex : baselines::naive_program(m, a, b, sizeof(T))};
   if (uneven) {
     r.xla_rule = baselines::xla_rule_name(padded->plan.top);
@@ -562,12 +569,13 @@ result_row run_problem(mpi_backend& mpi, mpi_backend& packing, const std::string
   r.chose_exchange_time = uneven || (!r.sums && r.predicted[p_exchange] < r.predicted[p_timed]);
   bool runs[nsys];
   for (int s = 0; s < nsys; ++s)
-    runs[s] = s != pdgemr2d && !(r.sums && (s == exchange || s == exchange_packed || s == xla || s == naive));
+    runs[s] = s != pdgemr2d &&
+              !(r.sums && (s == exchange || s == exchange_packed || s == xla || s == xla2022 || s == naive));
 #if defined(REDIST_WITH_SCALAPACK)
   runs[pdgemr2d] = set == "grids" && bench::scalapack_grid_of(m, a) && bench::scalapack_grid_of(m, b);
 #endif
   if (uneven) {
-    for (int s : {collective, collective_packed, timed, naive}) runs[s] = false;
+    for (int s : {collective, collective_packed, timed, naive, xla2022}) runs[s] = false;
     runs[xla] = padded->padding_as_xla;
   }
   time_systems<T>(mpi, packing, progs, runs, o, r.m);

@@ -30,6 +30,7 @@
 
 #include "baselines/naive.hpp"
 #include "baselines/xla.hpp"
+#include "baselines/xla_2022.hpp"
 #include "metrics.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
@@ -42,15 +43,15 @@ namespace {
 using namespace redist;
 using clock_type = std::chrono::steady_clock;
 
-constexpr int ours = 0, xla = 1, naive = 2;
-constexpr const char* system_name[] = {"ours", "xla", "naive"};
+constexpr int ours = 0, xla = 1, naive = 2, xla2022 = 3;
+constexpr const char* system_name[] = {"ours", "xla", "naive", "xla-2022"};
 
 struct row {
   std::string mesh, from, to;
   std::uint64_t elements = 0;
   int dims = 0;
   double synth_ms = 0, xla_ms = 0;
-  std::uint64_t cost[3]{}, peak[3]{}, steps[3]{};
+  std::uint64_t cost[4]{}, peak[4]{}, steps[4]{};
   std::uint64_t bound = 0, lb = 0, received = 0;  // elements
   std::uint64_t least_received = 0;               // over lowered weak paths, 0: not computed
   std::uint64_t bytes = 4;
@@ -178,7 +179,7 @@ row run_problem(const bench::mesh_workload& mw, const testing::problem_text& pt,
   const std::string what = pt.mesh + " " + pt.from + " -> " + pt.to;
 
   // Ours, timed: search + lowering (parsing excluded); best of `reps` runs.
-  program prog[3];
+  program prog[4];
   double best = 1e300;
   for (int k = 0; k < reps; ++k) {
     const auto t0 = clock_type::now();
@@ -192,14 +193,15 @@ row run_problem(const bench::mesh_workload& mw, const testing::problem_text& pt,
     const auto t0 = clock_type::now();
     weak_problem wp = make_weak_problem(m, a, b).get();
     baselines::xla_plan xp = baselines::xla_path(m, a, b, wp);
-    prog[xla] = lower_path(m, a, b, wp, xp.path, x.bytes).get();
+    prog[xla] = baselines::xla_plan_program(m, a, b, wp, xp, x.bytes);
     x.xla_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
     x.top = xp.top;
     x.xla_full = xp.contains(baselines::xla_rule::full_rematerialization);
   }
   prog[naive] = baselines::naive_program(m, a, b, x.bytes);
+  prog[xla2022] = baselines::xla_2022_program(m, a, b, x.bytes);
 
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 0; s < 4; ++s) {
     const testing::verify_result v = s == ours ? testing::verify(prog[s]) : bench::verify_ignoring_bound(prog[s]);
     if (!v.ok) fails.push_back({system_name[s], what, v.message});
     x.cost[s] = prog[s].cost_bytes();
@@ -268,6 +270,20 @@ void print_tables(const std::vector<group>& groups) {
     fmt::print("\nNot in the ratios (ours costs 0, the baseline does not):");
     for (std::size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}", i ? ";" : "", notes[i]);
     fmt::print(".\n");
+  }
+
+  fmt::print("\n### Today's XLA and the XLA the paper measured (xla-2022), side by side: cost ratios baseline/ours\n\n");
+  fmt::print("| workload | problems | xla/ours geomean | max | xla cheaper | xla-2022/ours geomean | max | > 5x |"
+             " xla-2022 cheaper | xla-2022/xla geomean |\n");
+  fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const group& g : groups) {
+    const ratio_stats sx = ratios(g.rows, xla), s22 = ratios(g.rows, xla2022);
+    std::vector<double> gen;  // xla-2022 over today's xla, where today's moves anything
+    for (const row& x : g.rows)
+      if (x.cost[xla] > 0) gen.push_back(static_cast<double>(x.cost[xla2022]) / static_cast<double>(x.cost[xla]));
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g.label, g.rows.size(), fmt_ratio(geomean(sx.r)),
+               fmt_ratio(maximum(sx.r)), sx.other_cheaper, fmt_ratio(geomean(s22.r)), fmt_ratio(maximum(s22.r)),
+               s22.above5, s22.other_cheaper, fmt_ratio(geomean(gen)));
   }
 
   fmt::print("\n### Memory: peak local size over the memory bound max(local in, local out) (eq. 4)\n\n");

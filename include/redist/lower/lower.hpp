@@ -609,8 +609,9 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
     weak_problem q = p;
     q.goal = objective::bytes;
     const weak_plan fewest = search_constexpr(q);
-    if (fewest.found) {
-      std::vector<weak_step> path = fewest.steps;
+    const std::vector<std::vector<weak_step>> one{fewest.steps};
+    for (std::vector<weak_step> path : fewest.ties.empty() ? one : fewest.ties) {  // with its ties
+      if (!fewest.found || optimal()) break;
       std::uint64_t local = p.ctx.local_size(p.source);
       for (weak_step& st : path) {  // the time objective's weights
         const std::uint64_t after = p.ctx.local_size(st.after);
