@@ -144,17 +144,25 @@ struct weak_problem {
     return data > dims ? data : dims;
   }
   /// A lower bound on the picoseconds of any path from `s` to the target (objective::time),
-  /// consistent like potential(): while potential(s) > 0 some collective is still to run,
-  /// and every one costs at least time_floor_ps (the least latency plus one peer of the
-  /// kinds the graph has, less 2 ps for rounding) plus its bytes received, at least half
-  /// its Fig. 11 cost, at the least per-byte rate (time_per_element_ps a cost element). A
-  /// dynslice never lowers potential(), so it keeps the bound.
+  /// consistent like potential() (none on uneven problems): some collectives are still to
+  /// run, each costing at least time_floor_ps (the least latency plus one peer of the kinds
+  /// the graph has, less 2 ps for rounding) plus its bytes received, at least half its Fig. 11
+  /// cost, at the least per-byte rate (time_per_element_ps a cost element; potential() bounds
+  /// the cost, and a dynslice never lowers it). How many: a dimension with a factor the target
+  /// lacks needs a collective that removes factors from it (an allgather or an alltoall out
+  /// of it, one dimension each), pending sums one that reduces them, and dynslices only add
+  /// factors; at least one while potential() > 0. Every step lowers that count by at most one.
   [[nodiscard]] constexpr std::uint64_t time_potential(const shape& s) const {
+    if (ctx.uneven) return 0;
     const std::uint64_t h = potential(s);
-    if (h == 0) return 0;
+    std::uint64_t steps = target.sums % s.sums != 0;
+    for (int d = 0; d < ctx.rank; ++d) steps += target.parts[d] % s.parts[d] != 0;
+    if (steps == 0 && h == 0) return 0;
+    if (steps == 0) steps = 1;
     const double v = time_per_element_ps * static_cast<double>(h);
     const std::uint64_t moved = v >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v);
-    return moved > UINT64_MAX - time_floor_ps ? UINT64_MAX : time_floor_ps + moved;
+    const std::uint64_t fixed = time_floor_ps > UINT64_MAX / steps ? UINT64_MAX : time_floor_ps * steps;
+    return moved > UINT64_MAX - fixed ? UINT64_MAX : fixed + moved;
   }
   /// The potential the searches reduce the objective's component by: potential() for
   /// bytes, time_potential() for time.
