@@ -633,14 +633,16 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
     const std::uint64_t slack = phase == 0 ? 1 : 0;
     auto best_key = [&] { return p.goal == objective::time ? best.rank.time : best.rank.cost; };
     std::uint64_t budget = best_key() < slack ? 0 : best_key() - slack;
-    const std::size_t longest = wp.steps.size() + 2;
-    for (std::size_t len = p.goal == objective::time ? 1 : longest; len <= longest && !optimal(); ++len)
-      near_paths(p, budget, len, std::min<std::size_t>(tie_limit(m.devices), 8), 1500,
-                 [&](const std::vector<weak_step>& path, std::uint64_t) {
-                   consider(path);
-                   budget = std::min(budget, best_key() < slack ? 0 : best_key() - slack);
-                   return !optimal();
-                 });
+    const std::size_t longest = wp.steps.size() + 2, most = std::min<std::size_t>(tie_limit(m.devices), 8);
+    std::size_t expansions = 1500, paths = 0;  // for all the depths of the phase together
+    for (std::size_t len = p.goal == objective::time ? 1 : longest;
+         len <= longest && expansions > 0 && paths < most && !optimal(); ++len)
+      expansions = near_paths(p, budget, len, most - paths, expansions,
+                              [&](const std::vector<weak_step>& path, std::uint64_t) {
+                                consider(path);
+                                budget = std::min(budget, best_key() < slack ? 0 : best_key() - slack);
+                                return ++paths < most && !optimal();
+                              });
   }
   return chosen;
 }

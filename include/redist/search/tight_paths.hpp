@@ -90,13 +90,14 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
 /// `budget`, of at most `max_len` steps (not only shortest ones), depth first in the
 /// successor order and pruned with the potential (weak_problem::key_potential); at most `max_paths` paths and
 /// `max_expansions` edges examined. on_path returns false to stop; it may lower `budget`
-/// (read by reference) to prune the rest of the walk.
+/// (read by reference) to prune the rest of the walk. Returns the expansions left.
 template <class F>
-constexpr void near_paths(const weak_problem& p, const std::uint64_t& budget, std::size_t max_len,
-                          std::size_t max_paths, std::size_t max_expansions, F on_path) {
+constexpr std::size_t near_paths(const weak_problem& p, const std::uint64_t& budget, std::size_t max_len,
+                                 std::size_t max_paths, std::size_t max_expansions, F on_path) {
   std::vector<weak_step> path;
   std::size_t paths = max_paths, expansions = max_expansions;
   if (paths > 0) detail::near_dfs(p, p.source, 0, budget, max_len, path, on_path, paths, expansions);
+  return expansions;
 }
 
 /// How many tied paths to hand to the lowering: each lowering attempt costs O(devices).
