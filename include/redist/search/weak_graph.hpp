@@ -146,7 +146,8 @@ struct weak_problem {
   /// A lower bound on the picoseconds of any path from `s` to the target (objective::time),
   /// consistent like potential() (none on uneven problems): some collectives are still to
   /// run, each costing at least time_floor_ps (the least latency plus one peer of the kinds
-  /// the graph has, less 2 ps for rounding) plus its bytes received, at least half its Fig. 11
+  /// the graph has, and the pass over a tile of at least min_local elements, less 2 ps for
+  /// rounding) plus its bytes received, at least half its Fig. 11
   /// cost, at the least per-byte rate (time_per_element_ps a cost element; potential() bounds
   /// the cost, and a dynslice never lowers it). How many: a dimension with a factor the target
   /// lacks needs a collective that removes factors from it (an allgather or an alltoall out
@@ -226,6 +227,9 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
     fixed = fixed < p.profile[o].latency + p.profile[o].per_peer ? fixed : p.profile[o].latency + p.profile[o].per_peer;
     per_byte = per_byte < p.profile[o].per_byte ? per_byte : p.profile[o].per_byte;
   }
+  // Every collective also writes its tile, of at least min_local elements.
+  if (p.profile.pass_per_byte > 0)
+    fixed += p.profile.pass_per_byte * static_cast<double>(p.min_local) * static_cast<double>(p.element_bytes);
   const std::uint64_t fixed_ps = picoseconds(fixed);
   p.time_floor_ps = fixed_ps > 2 ? fixed_ps - 2 : 0;
   p.time_per_element_ps = per_byte > 0 ? 0.5 * static_cast<double>(p.element_bytes) * per_byte * 1e12 : 0;
