@@ -27,19 +27,12 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEERS = ("xla", "shardy", "dtensor")
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "peers"))
+# The corpus test's peers, its classification of redist's ops and its problem options.
+from test_peers import PEERS, REDIST_OPS, problem_args  # noqa: E402
+
 PEER_NAMES = {"xla": "XLA SPMD partitioner", "shardy": "Shardy", "dtensor": "PyTorch DTensor"}
-LOCAL_OPS = {"dynslice"}
-REDIST_OPS = {"allgather", "alltoall", "allpermute", "allreduce", "reducescatter", "exchange", "dynslice"}
-
-
-def problem_args(c):
-    a = ["--mesh", c["mesh"], "--bytes", str(c["bytes"])]
-    if c["notation"] == "redist":
-        a += ["--from", c["from"], "--to", c["to"]]
-    else:
-        a += ["--from-" + c["notation"], c["from"], "--to-" + c["notation"], c["to"], "--shape", json.dumps(c["shape"])]
-    return a
+LOCAL_OPS = {op for op, kind in REDIST_OPS.items() if kind == "local"}
 
 
 def plan_ops(redist, c, extra):

@@ -308,11 +308,6 @@ struct planning {
   [[nodiscard]] synth_options options(std::uint64_t element_bytes) const {
     return synth_options{element_bytes, budget, profile_given ? &profile : nullptr, goal};
   }
-  /// Whether synthesize chooses by predicted time between the collective program and the
-  /// exchange (lower/synthesize.hpp): the time objective, a profile given, or an uneven type.
-  [[nodiscard]] bool chooses_by_time(const redist::device_mesh& m, const dist_type& a, const dist_type& b) const {
-    return goal == objective::time || profile_given || uneven_dim(m, a, b) >= 0;
-  }
 };
 
 inline planning parse_planning(const planning_options& o) {

@@ -97,11 +97,12 @@ void run_plan(const plan_options& o) {
     prog = baseline_program(o.baseline, pr);
   } else {
     const planning pl = parse_planning(o.planning);  // the only inputs left unchecked
+    const synth_options so = pl.options(pr.bytes);
     if (!o.explain) {
-      prog = synthesize(pr.m, pr.from, pr.to, pl.options(pr.bytes));
+      prog = synthesize(pr.m, pr.from, pr.to, so);
     } else {
-      plan_choice c = choose_plan(pr.m, pr.from, pr.to, pl.options(pr.bytes));
-      const bool by_time = pl.chooses_by_time(pr.m, pr.from, pr.to);  // as synthesize
+      plan_choice c = choose_plan(pr.m, pr.from, pr.to, so);
+      const bool by_time = chooses_by_time(pr.m, pr.from, pr.to, so);  // as synthesize
       explained = explain_text(c, pl.profile, by_time);
       prog = std::move(c.candidates[by_time ? c.chosen : 0].prog);
     }

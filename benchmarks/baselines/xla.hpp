@@ -288,6 +288,18 @@ class planner {
     bool check_fail = false;
   };
 
+  /// `at` followed by pattern r, which ran `inner` as a nested ReshardNoCache: the trace,
+  /// the fusion counter and the flags (inner's ops are the caller's to map and emit).
+  static attempt nested(const attempt& at, xla_rule r, const attempt& inner) {
+    attempt next = at;
+    next.trace.push_back(r);
+    next.trace.insert(next.trace.end(), inner.trace.begin(), inner.trace.end());
+    next.next_fuse = inner.next_fuse;
+    next.approximate = next.approximate || inner.approximate;
+    next.check_fail = next.check_fail || inner.check_fail;
+    return next;
+  }
+
   [[nodiscard]] counts to_counts(const shape& s) const { return counts(s.parts, s.parts + s.rank); }
   static std::uint64_t tiles(const counts& c) {
     std::uint64_t t = 1;
@@ -561,12 +573,7 @@ class planner {
     inner.cur = split(cur);
     inner.next_fuse = at.next_fuse;
     if (!reshard(sub, inner, split(tgt), false, false, depth + 1)) return false;
-    attempt next = at;
-    next.trace.push_back(xla_rule::complex_merge_split);
-    next.trace.insert(next.trace.end(), inner.trace.begin(), inner.trace.end());
-    next.next_fuse = inner.next_fuse;
-    next.approximate = next.approximate || inner.approximate;
-    next.check_fail = next.check_fail || inner.check_fail;
+    attempt next = nested(at, xla_rule::complex_merge_split, inner);
     for (const xop& o : inner.ops) {
       xop mapped = o;
       for (int* d : {&mapped.from, &mapped.to}) {
@@ -643,12 +650,7 @@ class planner {
     inner.cur = icur;
     inner.next_fuse = at.next_fuse;
     if (!reshard(sub, inner, itgt, true, false, depth + 1)) return false;
-    attempt next = at;
-    next.trace.push_back(xla_rule::group_equal_dims);
-    next.trace.insert(next.trace.end(), inner.trace.begin(), inner.trace.end());
-    next.next_fuse = inner.next_fuse;
-    next.approximate = next.approximate || inner.approximate;
-    next.check_fail = next.check_fail || inner.check_fail;
+    attempt next = nested(at, xla_rule::group_equal_dims, inner);
     for (const xop& o : inner.ops) emit(next, o.kind, o.from, o.to, o.factor, o.fuse);
     if (next.cur != tgt) return false;
     at = std::move(next);

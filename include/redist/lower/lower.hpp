@@ -447,18 +447,23 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   return res;
 }
 
+/// Predicted seconds of collective step s (not one that moves as an exchange) on ranks that
+/// hold `local` elements before it: core/time_model.hpp step_seconds, the search's edge
+/// weight; an allpermute is priced as moving its tile unless every rank keeps its own (0).
+constexpr double collective_step_seconds(const time_profile& P, const step& s, std::uint64_t local,
+                                         std::uint64_t element_bytes) {
+  bool moves = s.kind != op::allpermute;
+  for (std::size_t r = 0; !moves && r < s.dest.size(); ++r) moves = s.dest[r] != r;
+  return moves ? step_seconds(P, s.kind, s.parts, local, s.local_after, element_bytes) : 0.0;
+}
+
 /// Predicted picoseconds of a lowered collective program under the problem's time
-/// objective (0 under objective::bytes): the search's edge weights (weak_problem::weight)
-/// of its steps, and the final allpermute's, priced as moving its tile unless every rank
-/// keeps its own (core/time_model.hpp step_seconds).
+/// objective (0 under objective::bytes): collective_step_seconds of its steps.
 constexpr std::uint64_t lowered_time(const weak_problem& p, const program& prog) {
   if (p.goal != objective::time) return 0;
   std::uint64_t t = 0, local = local_size(prog.m, prog.source);
   for (const step& s : prog.steps) {
-    bool moves = s.kind != op::allpermute;
-    for (std::size_t r = 0; !moves && r < s.dest.size(); ++r) moves = s.dest[r] != r;
-    const std::uint64_t ps =
-        moves ? picoseconds(step_seconds(p.profile, s.kind, s.parts, local, s.local_after, p.element_bytes)) : 0;
+    const std::uint64_t ps = picoseconds(collective_step_seconds(p.profile, s, local, p.element_bytes));
     t = t > UINT64_MAX - ps ? UINT64_MAX : t + ps;
     local = s.local_after;
   }
@@ -627,8 +632,8 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   // than the shortest (bytes are not all that counts: every collective has a latency).
   // The budget follows the best program, so the walk prunes what can no longer win.
   // Under the time objective the walk deepens one step at a time (shortest paths first):
-  // with no potential to prune on, a depth-first walk would spend its expansions on long
-  // paths, and every step costs a latency.
+  // the time potential prunes little, so a depth-first walk would spend its expansions on
+  // long paths, and every step costs a latency.
   for (int phase = 0; phase < 2 && !optimal() && (phase == 0 || best.prog.count(op::allpermute) > 0); ++phase) {
     const std::uint64_t slack = phase == 0 ? 1 : 0;
     auto best_key = [&] { return p.goal == objective::time ? best.rank.time : best.rank.cost; };

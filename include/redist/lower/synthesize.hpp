@@ -63,9 +63,7 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
       const exchange_plan x = plan_exchange(p, i);
       t += P.seconds(op::exchange, x.messages, x.max_received * e, s.local_after * e);
     } else {
-      bool moves = s.kind != op::allpermute;
-      for (std::size_t r = 0; !moves && r < s.dest.size(); ++r) moves = s.dest[r] != r;
-      t += moves ? step_seconds(P, s.kind, s.parts, local, s.local_after, e) : 0.0;  // the search's weights
+      t += collective_step_seconds(P, s, local, e);  // the search's weights
     }
     local = s.local_after;
   }
@@ -219,11 +217,17 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   return c;
 }
 
+/// Whether synthesize chooses by predicted time between the collective program and the
+/// exchange (choose_plan): under objective::time, with a profile, or on uneven types.
+inline bool chooses_by_time(const device_mesh& m, const dist_type& a, const dist_type& b, const synth_options& opt) {
+  return opt.goal == objective::time || opt.time_model != nullptr ||
+         (check(m, a).ok() && check(m, b).ok() && uneven_dim(m, a, b) >= 0);
+}
+
 inline program synthesize(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (error e = detail::check_program_devices(m)) throw redist_error(e);
-  if (opt.goal == objective::time || opt.time_model != nullptr ||
-      (check(m, a).ok() && check(m, b).ok() && uneven_dim(m, a, b) >= 0)) {
+  if (chooses_by_time(m, a, b, opt)) {
     plan_choice c = choose_plan(m, a, b, opt);
     return std::move(c.candidates[c.chosen].prog);
   }
