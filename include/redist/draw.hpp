@@ -118,18 +118,19 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
     switch (s.kind) {
       case op::allgather:
       case op::alltoall: {
-        const std::uint64_t n = s.parts;
-        const std::uint64_t e = s.kind == op::alltoall ? split(s.split_dim, n) : 0;
-        next.tile[static_cast<std::size_t>(s.concat_dim)] *= n;
+        // One dimension or a fused grid of them (program.hpp).
+        const step_grid cg = s.concat_dims(), sg = s.kind == op::alltoall ? s.split_dims() : step_grid{};
+        std::uint64_t e[max_dims]{};
+        for (int q = 0; q < sg.n; ++q) e[q] = split(sg.dim[q], sg.parts[q]);
+        for (int q = 0; q < cg.n; ++q) next.tile[static_cast<std::size_t>(cg.dim[q])] *= cg.parts[q];
         for (std::size_t g = 0; g < s.group_count(); ++g) {
           const auto grp = s.group(g);
           // Member m ends with the blocks of all members concatenated in member order:
-          // the first member's box, grown along concat_dim; an alltoall keeps chunk m of
-          // split_dim.
-          for (std::uint64_t k = 0; k < n; ++k) {
+          // the first member's box, grown along the concat dimensions; an alltoall keeps
+          // chunk m along the split dimensions.
+          for (std::uint64_t k = 0; k < s.parts; ++k) {
             for (int d = 0; d < p.source.rank; ++d) set_lo(grp[k], d, lo(grp[0], d));
-            if (s.kind == op::alltoall && s.split_dim != s.concat_dim)
-              set_lo(grp[k], s.split_dim, lo(grp[0], s.split_dim) + k * e);
+            for (int q = 0; q < sg.n; ++q) set_lo(grp[k], sg.dim[q], lo(grp[0], sg.dim[q]) + sg.digit(k, q) * e[q]);
             next.partials[grp[k]] = cur.partials[grp[0]];
           }
         }
@@ -665,7 +666,14 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
                  s.type_exact ? type_text(p.m, s.type_after).str() : std::string("(a type up to a device permutation)")};
       // The collective between the previous panel and this one.
       std::vector<std::string> lines{std::string(op_name(s.kind))};
-      if (s.concat_dim >= 0 && s.split_dim >= 0) lines.push_back(fmt::format("dim {} -> dim {}", s.split_dim, s.concat_dim));
+      auto dims = [](const step_grid& g) {
+        std::vector<int> v(g.dim, g.dim + g.n);
+        return fmt::format("{}", fmt::join(v, ", "));
+      };
+      if (s.fused() && s.kind == op::alltoall)
+        lines.push_back(fmt::format("dims {} -> dims {}", dims(s.split_grid), dims(s.concat_grid)));
+      else if (s.fused()) lines.push_back(fmt::format("gather dims {}", dims(s.concat_grid)));
+      else if (s.concat_dim >= 0 && s.split_dim >= 0) lines.push_back(fmt::format("dim {} -> dim {}", s.split_dim, s.concat_dim));
       else if (s.concat_dim >= 0) lines.push_back(fmt::format("gather dim {}", s.concat_dim));
       else if (s.split_dim >= 0) lines.push_back(fmt::format("split dim {} in {}", s.split_dim, s.parts));
       if (s.kind == op::exchange && p.source.rank > 0) {

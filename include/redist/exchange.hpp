@@ -152,6 +152,44 @@ inline std::vector<std::uint64_t> flatten_boxes(std::span<const box> bs) {
   return v;
 }
 
+/// Chunk m of a box split evenly over a grid (program.hpp step_grid); sets `problem` when
+/// an extent does not split.
+inline box grid_chunk(box b, const step_grid& g, std::uint64_t m, std::string& problem) {
+  for (int q = 0; q < g.n; ++q) {
+    const auto d = static_cast<std::size_t>(g.dim[q]);
+    const std::uint64_t e = b.extent(g.dim[q]);
+    if (e % g.parts[q] != 0 && problem.empty())
+      problem = "the box " + box_text(b) + " does not split into " + std::to_string(g.parts[q]) +
+                " equal chunks along dimension " + std::to_string(g.dim[q]);
+    b.lo[d] += g.digit(m, q) * (e / g.parts[q]);
+    b.hi[d] = b.lo[d] + e / g.parts[q];
+  }
+  return b;
+}
+
+/// The union of equal-sized boxes laid out over a grid (part m at the digits of m along
+/// the grid's dimensions, agreeing elsewhere); "" or the problem.
+inline std::string grid_concat(std::span<const box> parts, const step_grid& g, box& out) {
+  out = parts[0];
+  for (int q = 0; q < g.n; ++q) {
+    const auto d = static_cast<std::size_t>(g.dim[q]);
+    out.hi[d] = out.lo[d] + g.parts[q] * parts[0].extent(g.dim[q]);
+  }
+  for (std::size_t m = 0; m < parts.size(); ++m) {
+    box want = out;
+    for (int q = 0; q < g.n; ++q) {
+      const auto d = static_cast<std::size_t>(g.dim[q]);
+      const std::uint64_t e = parts[0].extent(g.dim[q]);
+      want.lo[d] = out.lo[d] + g.digit(m, q) * e;
+      want.hi[d] = want.lo[d] + e;
+    }
+    if (!(want == parts[m]))
+      return "the box " + box_text(parts[m]) + " of member " + std::to_string(m) + " is not " + box_text(want) +
+             ", its place in the grid";
+  }
+  return {};
+}
+
 /// Every rank's box before step `upto` of p (upto == p.steps.size(): after the last step),
 /// or the first step whose boxes cannot be followed.
 struct box_trace {
@@ -202,6 +240,14 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
       case op::allreduce:
         for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
           const auto grp = s.group(g);
+          if (s.fused()) {  // grids of even chunks (program.hpp), on even programs
+            for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
+              parts.clear();
+              for (rank_t k : grp) parts.push_back(s.kind == op::alltoall ? grid_chunk(cur[k], s.split_grid, m, problem) : cur[k]);
+              if (problem.empty()) problem = grid_concat(parts, s.concat_grid, next[grp[m]]);
+            }
+            continue;
+          }
           for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
             box b;
             parts.clear();

@@ -94,6 +94,11 @@ struct fmt::formatter<redist::step> {
   auto format(const redist::step& s, Context& ctx) const -> decltype(ctx.out()) {
     using redist::op;
     auto out = fmt::format_to(ctx.out(), "{}", s.kind);
+    auto grid = [&](const char* what, const redist::step_grid& g) {  // fused: " concat 1 (2), 0 (4)"
+      for (int q = 0; q < g.n; ++q) out = fmt::format_to(out, "{} {} ({})", q ? "," : what, g.dim[q], g.parts[q]);
+    };
+    grid(" concat", s.concat_grid);
+    grid(" split", s.split_grid);
     if (s.concat_dim >= 0) out = fmt::format_to(out, " concat {}", s.concat_dim);
     if (s.split_dim >= 0) out = fmt::format_to(out, " split {}", s.split_dim);
     if (s.kind == op::exchange) {
@@ -132,6 +137,11 @@ inline std::string exchange_note(const program& p, std::size_t i) {
     return v.size() == D && std::all_of(v.begin(), v.end(), [&](rank_t r) { return r < D; });
   };
   auto dim_ok = [&](int d) { return d >= 0 && d < p.source.rank; };
+  auto grid_ok = [&](const step_grid& g) {
+    for (int q = 0; q < g.n; ++q)
+      if (!dim_ok(g.dim[q]) || g.parts[q] == 0) return false;
+    return true;
+  };
   for (std::size_t k = 0; k <= i; ++k) {
     const step& s = p.steps[k];
     bool ok = s.parts > 0;
@@ -139,8 +149,12 @@ inline std::string exchange_note(const program& p, std::size_t i) {
       case op::exchange: ok = s.boxes.size() == 2 * D * static_cast<std::uint64_t>(p.source.rank); break;
       case op::dynslice: ok = ok && ranks_ok(s.index) && dim_ok(s.split_dim); break;
       case op::allpermute: ok = ranks_ok(s.dest); break;
-      case op::allgather: ok = ok && ranks_ok(s.members) && dim_ok(s.concat_dim); break;
-      case op::alltoall: ok = ok && ranks_ok(s.members) && dim_ok(s.concat_dim) && dim_ok(s.split_dim); break;
+      case op::allgather:
+      case op::alltoall:
+        ok = ok && ranks_ok(s.members) &&
+             (s.fused() ? grid_ok(s.concat_grid) && grid_ok(s.split_grid)
+                        : dim_ok(s.concat_dim) && (s.kind == op::allgather || dim_ok(s.split_dim)));
+        break;
       case op::allreduce: ok = ok && ranks_ok(s.members); break;
       case op::reducescatter: ok = ok && ranks_ok(s.members) && dim_ok(s.split_dim); break;
     }
@@ -166,15 +180,19 @@ inline std::string program_table(const program& p) {
   constexpr std::array<bool, ncol> right{true, false, true, true, true, true, true, true, false};
   std::vector<row> rows;
   rows.push_back({"#", "op", "concat", "split", "n", "groups", "cost (B)", "local", "type after"});
-  auto dim_or_dash = [](int d) { return d >= 0 ? fmt::to_string(d) : std::string("-"); };
+  auto dims_or_dash = [](int d, const step_grid& g) {  // a fused step: its grid's dimensions, "1,0"
+    std::string t;
+    for (int q = 0; q < g.n; ++q) t += fmt::format("{}{}", q ? "," : "", g.dim[q]);
+    return g.n > 0 ? t : d >= 0 ? fmt::to_string(d) : std::string("-");
+  };
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange;
     const bool has_n = s.kind != op::allpermute && s.kind != op::exchange;
     std::string type = s.type_after.rank == p.source.rank ? shown(type_text(p.m, s.type_after)) : std::string("?");
     if (moves_as_exchange(p, i) && s.kind != op::dynslice) type += exchange_note(p, i);  // uneven steps run as exchanges
-    rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dim_or_dash(s.concat_dim),
-                    dim_or_dash(s.split_dim), has_n ? fmt::to_string(s.parts) : std::string("-"),
+    rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dims_or_dash(s.concat_dim, s.concat_grid),
+                    dims_or_dash(s.split_dim, s.split_grid), has_n ? fmt::to_string(s.parts) : std::string("-"),
                     grouped ? fmt::to_string(s.group_count()) : std::string("-"),
                     fmt::to_string(s.cost * p.element_bytes), fmt::to_string(s.local_after),
                     (s.type_exact ? "" : "~") + type});

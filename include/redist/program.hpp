@@ -14,6 +14,16 @@
 //   exchange(boxes): every rank ends with exactly its listed box of global indices; each
 //       element comes from a rank that held it (the rank itself where it did; the sender
 //       rule is in redist/exchange.hpp). Does not add partial sums.
+//   Fused allgather / alltoall (several dimensions in one collective, docs/reference.md
+//   "Fused collectives"): the step lists a grid of (dimension, parts) pairs in place of
+//   concat_dim (concat_grid) and split_dim (split_grid). A member's position m in its group
+//   of n = prod(parts) is a mixed-radix number over the grid, the first pair the most
+//   significant digit. allgather: member m contributes its tile as the block at the digits
+//   of m along the concat dimensions. alltoall: every member splits its tile into n equal
+//   chunks, chunk m the one at the digits of m along the split dimensions, and sends chunk m
+//   to member m; member m places what member k sent at the digits of k along the concat
+//   dimensions. With one pair each this is the step above; no dimension appears twice. They
+//   run on even programs.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +45,36 @@ using rank_t = std::uint32_t;
 /// (moves_as_exchange below).
 constexpr bool runs_on_uneven(op k) { return k != op::reducescatter; }
 
+/// The dimensions a fused step concatenates or splits along, each with its parts; the
+/// first pair is the most significant digit of a member's position in its group.
+struct step_grid {
+  int n = 0;
+  int dim[max_dims]{};
+  std::uint64_t parts[max_dims]{};
+
+  [[nodiscard]] constexpr std::uint64_t size() const {
+    std::uint64_t z = 1;
+    for (int q = 0; q < n; ++q) z *= parts[q];
+    return z;
+  }
+  /// Digit q of position m.
+  [[nodiscard]] constexpr std::uint64_t digit(std::uint64_t m, int q) const {
+    for (int k = n - 1; k > q; --k) m /= parts[k];
+    return m % parts[q];
+  }
+  [[nodiscard]] constexpr bool has(int d) const {
+    for (int q = 0; q < n; ++q)
+      if (dim[q] == d) return true;
+    return false;
+  }
+  constexpr void push(int d, std::uint64_t p) {
+    dim[n] = d;
+    parts[n] = p;
+    ++n;
+  }
+  constexpr bool operator==(const step_grid&) const = default;
+};
+
 /// One collective of a program.
 struct step {
   op kind = op::dynslice;
@@ -46,6 +86,8 @@ struct step {
   std::vector<rank_t> dest;          ///< allpermute: rank receiving each rank's tile
   std::vector<std::uint64_t> boxes;  ///< exchange: for rank r and dimension d of R, the half-open
                                      ///< range [boxes[2(rR+d)], boxes[2(rR+d)+1]) of global indices
+  step_grid concat_grid{};           ///< fused allgather/alltoall: the concat dimensions (then
+  step_grid split_grid{};            ///< concat_dim = split_dim = -1); fused alltoall: the split ones
   shape after{};                     ///< tiles per dimension after the step
   std::uint64_t local_after = 0;     ///< elements per device after the step
   std::uint64_t cost = 0;            ///< elements per device (Fig. 11)
@@ -53,6 +95,22 @@ struct step {
   bool type_exact = false;           ///< true if type_after holds under the default device map,
                                      ///< false if only up to a device permutation
 
+  /// A fused allgather or alltoall (several dimensions in one collective).
+  [[nodiscard]] constexpr bool fused() const { return concat_grid.n > 0; }
+  /// The concat dimensions of an allgather or alltoall as a grid (one pair unless fused).
+  [[nodiscard]] constexpr step_grid concat_dims() const {
+    if (fused()) return concat_grid;
+    step_grid g;
+    if (concat_dim >= 0) g.push(concat_dim, parts);
+    return g;
+  }
+  /// The split dimensions of an alltoall as a grid (one pair unless fused).
+  [[nodiscard]] constexpr step_grid split_dims() const {
+    if (fused()) return split_grid;
+    step_grid g;
+    if (split_dim >= 0) g.push(split_dim, parts);
+    return g;
+  }
   [[nodiscard]] constexpr std::size_t group_count() const { return parts ? members.size() / parts : 0; }
   [[nodiscard]] constexpr std::span<const rank_t> group(std::size_t g) const {
     return std::span<const rank_t>(members).subspan(g * parts, parts);

@@ -11,7 +11,10 @@
 //              {"op": "allreduce", "groups": [...]},                  (partial sums, an
 //              {"op": "reducescatter", "split_dim": 0, "groups": [...]}  extension),
 //              {"op": "exchange", "boxes": [[[0, 64], [0, 128]], ...]}  (an extension: per rank
-//                                                   in rank order, one [lo, hi) per dimension)],
+//                                                   in rank order, one [lo, hi) per dimension),
+//              {"op": "allgather", "concat_dims": [1, 0], "concat_parts": [2, 4], "groups": [...]}
+//                  (fused, an extension, program.hpp; a fused alltoall adds "split_dims" and
+//                  "split_parts")],
 //    "cost_bytes": 123456, "peak_local_elements": 65536, "memory_bound_elements": 65536}
 //
 // Every step also carries "type" (the type after it, paper syntax), "type_exact" (false:
@@ -99,9 +102,26 @@ Json program_to_json(const program& p) {
     const step& s = p.steps[i];
     Json js;
     js["op"] = op_name(s.kind);
+    auto grid = [&](const char* dims, const char* parts, const step_grid& g) {
+      Json d = Json::array(), n = Json::array();
+      for (int q = 0; q < g.n; ++q) {
+        d.push_back(g.dim[q]);
+        n.push_back(g.parts[q]);
+      }
+      js[dims] = std::move(d);
+      js[parts] = std::move(n);
+    };
     switch (s.kind) {
-      case op::allgather: js["concat_dim"] = s.concat_dim; break;
+      case op::allgather:
+        if (s.fused()) grid("concat_dims", "concat_parts", s.concat_grid);
+        else js["concat_dim"] = s.concat_dim;
+        break;
       case op::alltoall:
+        if (s.fused()) {
+          grid("concat_dims", "concat_parts", s.concat_grid);
+          grid("split_dims", "split_parts", s.split_grid);
+          break;
+        }
         js["concat_dim"] = s.concat_dim;
         js["split_dim"] = s.split_dim;
         break;
@@ -243,6 +263,32 @@ inline int json_dim(const nlohmann::json& obj, const char* key, const std::strin
 }
 
 /// A per-rank array of D values, each below `limit`.
+/// A fused step's grid: `dims` (distinct dimensions) and `parts` (one count >= 1 each).
+inline step_grid json_grid(const nlohmann::json& obj, const char* dims, const char* parts, const std::string& where,
+                           int rank) {
+  const std::string wd = where + "." + dims, wp = where + "." + parts;
+  const auto& jd = json_array(json_field(obj, dims, where), wd);
+  const auto& jp = json_array(json_field(obj, parts, where), wp);
+  if (jd.empty() || jd.size() > static_cast<std::size_t>(rank))
+    json_fail(errc::bad_size, wd, "lists " + std::to_string(jd.size()) + " dimensions, expected 1 to " + std::to_string(rank));
+  if (jp.size() != jd.size())
+    json_fail(errc::bad_size, wp, "lists " + std::to_string(jp.size()) + " counts for " + std::to_string(jd.size()) +
+                                      " dimensions");
+  step_grid g;
+  for (std::size_t q = 0; q < jd.size(); ++q) {
+    const std::string wq = wd + "[" + std::to_string(q) + "]";
+    const std::uint64_t d = json_uint(jd[q], wq);
+    if (d >= static_cast<std::uint64_t>(rank))
+      json_fail(errc::bad_size, wq, "dimension " + std::to_string(d) + " out of range (the array has " +
+                                        std::to_string(rank) + ")");
+    if (g.has(static_cast<int>(d))) json_fail(errc::rule, wq, "dimension " + std::to_string(d) + " is listed twice");
+    const std::uint64_t n = json_uint(jp[q], wp + "[" + std::to_string(q) + "]");
+    if (n == 0) json_fail(errc::bad_size, wp + "[" + std::to_string(q) + "]", "must be at least 1");
+    g.push(static_cast<int>(d), n);
+  }
+  return g;
+}
+
 inline std::vector<rank_t> json_rank_array(const nlohmann::json& v, const std::string& where, std::uint64_t D,
                                            std::uint64_t limit, const char* what) {
   json_array(v, where);
@@ -375,10 +421,21 @@ inline program program_from_json(const nlohmann::json& j) {
       case op::alltoall:
       case op::allreduce:
       case op::reducescatter: {
-        if (s.kind == op::allgather || s.kind == op::alltoall) s.concat_dim = json_dim(js, "concat_dim", where, R);
-        if (s.kind == op::alltoall || s.kind == op::reducescatter) s.split_dim = json_dim(js, "split_dim", where, R);
-        if (s.kind == op::alltoall && s.split_dim == s.concat_dim)
-          json_fail(errc::rule, where, "concat_dim and split_dim must differ");
+        const bool fused = (s.kind == op::allgather || s.kind == op::alltoall) && js.contains("concat_dims");
+        if (fused) {
+          if (uneven) json_fail(errc::rule, where, "a fused " + name + " runs on even programs only");
+          s.concat_grid = json_grid(js, "concat_dims", "concat_parts", where, R);
+          if (s.kind == op::alltoall) s.split_grid = json_grid(js, "split_dims", "split_parts", where, R);
+          for (int q = 0; q < s.split_grid.n; ++q)
+            if (s.concat_grid.has(s.split_grid.dim[q]))
+              json_fail(errc::rule, where + ".split_dims",
+                        "dimension " + std::to_string(s.split_grid.dim[q]) + " is in concat_dims too");
+        } else {
+          if (s.kind == op::allgather || s.kind == op::alltoall) s.concat_dim = json_dim(js, "concat_dim", where, R);
+          if (s.kind == op::alltoall || s.kind == op::reducescatter) s.split_dim = json_dim(js, "split_dim", where, R);
+          if (s.kind == op::alltoall && s.split_dim == s.concat_dim)
+            json_fail(errc::rule, where, "concat_dim and split_dim must differ");
+        }
         const std::string wg = where + ".groups";
         const auto& groups = json_array(json_field(js, "groups", where), wg);
         if (groups.empty()) json_fail(errc::bad_size, wg, "no groups");
@@ -409,7 +466,22 @@ inline program program_from_json(const nlohmann::json& j) {
             s.members.push_back(static_cast<rank_t>(r));
           }
         }
-        switch (s.kind) {
+        if (fused) {
+          if (s.concat_grid.size() != s.parts || (s.kind == op::alltoall && s.split_grid.size() != s.parts))
+            json_fail(errc::rule, where,
+                      "the parts of its grids must multiply to the group size " + std::to_string(s.parts));
+          typed_ok = true;  // the concat dimensions gather, the split ones divide the tile
+          for (int q = 0; q < s.concat_grid.n && typed_ok; ++q) {
+            const int d = s.concat_grid.dim[q];
+            typed_ok = next.parts[d] % s.concat_grid.parts[q] == 0;
+            if (typed_ok) next.parts[d] /= s.concat_grid.parts[q];
+          }
+          for (int q = 0; q < s.split_grid.n && typed_ok; ++q) {
+            const int d = s.split_grid.dim[q];
+            typed_ok = ctx.tile(next, d) % s.split_grid.parts[q] == 0;
+            if (typed_ok) next.parts[d] *= s.split_grid.parts[q];
+          }
+        } else switch (s.kind) {
           case op::allgather: typed_ok = weak_allgather(ctx, cur, s.concat_dim, s.parts, next); break;
           case op::alltoall: typed_ok = weak_alltoall(ctx, cur, s.concat_dim, s.split_dim, s.parts, next); break;
           case op::allreduce: typed_ok = weak_allreduce(ctx, cur, s.parts, next); break;

@@ -40,7 +40,8 @@ bool same_program(const redist::program& a, const redist::program& b) {
   for (std::size_t i = 0; i < a.steps.size(); ++i) {
     const redist::step &s = a.steps[i], &t = b.steps[i];
     if (s.kind != t.kind || s.members != t.members || s.index != t.index || s.dest != t.dest || s.boxes != t.boxes ||
-        s.concat_dim != t.concat_dim || s.split_dim != t.split_dim || s.parts != t.parts)
+        s.concat_dim != t.concat_dim || s.split_dim != t.split_dim || s.parts != t.parts ||
+        !(s.concat_grid == t.concat_grid) || !(s.split_grid == t.split_grid))
       return false;
   }
   return true;

@@ -37,6 +37,8 @@ void require_same(const program& a, const program& b) {
     REQUIRE(x.kind == y.kind);
     REQUIRE(x.concat_dim == y.concat_dim);
     REQUIRE(x.split_dim == y.split_dim);
+    REQUIRE(x.concat_grid == y.concat_grid);
+    REQUIRE(x.split_grid == y.split_grid);
     REQUIRE(x.parts == y.parts);
     REQUIRE(x.members == y.members);
     REQUIRE(x.index == y.index);

@@ -323,6 +323,42 @@ TEST_CASE("the executor holds exactly its memory formula, and never writes the i
   CHECK(zero_one_step > 10);
 }
 
+TEST_CASE("fused collectives: exact tiles, in place and packed, and the memory formula", "[executor][fuse]") {
+  // The paper's workload's programs with every fusable pair fused (a profile where only
+  // latency counts, lower/fuse.hpp): the tiles come out exact on the host backend, with its
+  // blocks in place and packed, and the executor holds its formula (fused steps pack whole).
+  redist::time_profile lat;
+  for (redist::op o : redist::all_ops) lat[o] = {1.0, 0, 0};
+  auto ws = redist::testing::mixed_workloads(1 << 10);
+  ws.push_back(redist::testing::paper_workload(1 << 10));
+  std::vector<redist::testing::problem_text> problems;
+  std::uint64_t seed = 0x66757365;
+  for (const auto& w : ws)
+    for (const auto& pt : redist::testing::random_problems(w, 150, seed++)) problems.push_back(pt);
+  std::size_t gathers = 0, alltoalls = 0;
+  for (const auto& pt : problems) {
+    INFO(pt.mesh << "  " << pt.from << " -> " << pt.to);
+    auto p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = 4, .goal = redist::objective::bytes});
+    if (p.source.nsum > 0) continue;
+    redist::fuse_collectives(p, lat, 4);
+    std::size_t fused = 0;
+    for (const auto& s : p.steps) {
+      fused += s.fused();
+      gathers += s.fused() && s.kind == redist::op::allgather;
+      alltoalls += s.fused() && s.kind == redist::op::alltoall;
+    }
+    if (fused == 0) continue;
+    redist::host_backend direct(p.devices());
+    CHECK(run_checked<float>(direct, p, {}) == redist::testing::expected_bytes_held(p, 4));
+    redist::host_backend packing(p.devices(), {.strided_blocks = false});
+    CHECK(run_checked<float>(packing, p, {.pack_chunk_bytes = 40}) ==
+          redist::testing::expected_bytes_held(p, 4, {false, false}, 40));
+  }
+  INFO(gathers << " fused allgathers, " << alltoalls << " fused alltoalls");
+  CHECK(gathers > 20);
+  CHECK(alltoalls > 20);
+}
+
 TEST_CASE("the memory formula on named programs", "[executor][memory]") {
   SECTION("one all-to-all with contiguous blocks needs no buffer, even packing") {
     const auto p = redist::synthesize("{x: 2, y: 2}", "[{x, y}16, 4]", "[{y, x}16, 4]");

@@ -145,3 +145,35 @@ TEST_CASE("pack rejects bad splits and buffer sizes", "[pack][errors]") {
   std::vector<int> small(11);
   CHECK_THROWS_WITH(redist::split_all<int>(small, ext, 1, 2, chunk), "split_all: the tile holds 11 elements, expected 12");
 }
+
+TEST_CASE("for_range_regions covers exactly the elements [a, b), in order, in at most 2R - 1 regions", "[pack]") {
+  rc::prop("every range of every small tile", [] {
+    const auto R = *rc::gen::inRange<std::size_t>(1, 5);
+    const auto ext = *rc::gen::container<std::vector<std::uint64_t>>(R, rc::gen::inRange<std::uint64_t>(1, 5));
+    std::uint64_t size = 1;
+    for (std::uint64_t e : ext) size *= e;
+    const auto a = *rc::gen::inRange<std::uint64_t>(0, size);
+    const auto b = *rc::gen::inRange<std::uint64_t>(a + 1, size + 1);
+    std::uint64_t next = a, regions = 0;
+    redist::for_range_regions(std::span<const std::uint64_t>(ext), a, b,
+                              [&](const redist::tile_region& r, std::uint64_t first) {
+                                RC_ASSERT(first == next);
+                                // the region's elements, row-major, are next, next + 1, ...
+                                std::vector<std::uint64_t> idx(R, 0);
+                                const std::uint64_t n = r.elements(static_cast<int>(R));
+                                for (std::uint64_t k = 0; k < n; ++k) {
+                                  std::uint64_t flat = 0;
+                                  for (std::size_t d = 0; d < R; ++d) flat = flat * ext[d] + r.start[d] + idx[d];
+                                  RC_ASSERT(flat == next + k);
+                                  for (std::size_t d = R; d-- > 0;) {
+                                    if (++idx[d] < r.size[d]) break;
+                                    idx[d] = 0;
+                                  }
+                                }
+                                next += n;
+                                ++regions;
+                              });
+    RC_ASSERT(next == b);
+    RC_ASSERT(regions <= 2 * R - 1);
+  });
+}

@@ -45,9 +45,14 @@ inline std::vector<std::vector<std::uint64_t>> tile_shapes(const program& p) {
         for (std::uint64_t r = 0; r < p.m.devices; ++r)
           x[d] = std::max(x[d], s.boxes[2 * (r * x.size() + d) + 1] - s.boxes[2 * (r * x.size() + d)]);
       }
-    if (s.kind == op::dynslice || s.kind == op::reducescatter || s.kind == op::alltoall)
-      x[static_cast<std::size_t>(s.split_dim)] /= s.parts;
-    if (s.kind == op::allgather || s.kind == op::alltoall) x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;
+    if (s.fused()) {  // grids of dimensions (program.hpp)
+      for (int q = 0; q < s.split_grid.n; ++q) x[static_cast<std::size_t>(s.split_grid.dim[q])] /= s.split_grid.parts[q];
+      for (int q = 0; q < s.concat_grid.n; ++q) x[static_cast<std::size_t>(s.concat_grid.dim[q])] *= s.concat_grid.parts[q];
+    } else {
+      if (s.kind == op::dynslice || s.kind == op::reducescatter || s.kind == op::alltoall)
+        x[static_cast<std::size_t>(s.split_dim)] /= s.parts;
+      if (s.kind == op::allgather || s.kind == op::alltoall) x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;
+    }
     out.push_back(x);
   }
   return out;
@@ -85,6 +90,11 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
     const bool as_exchange = moves_as_exchange(p, s);  // steps on uneven tiles run as exchanges
     const std::uint64_t C = std::min(pack_chunk_bytes, std::max(product(t[0]), out) * e / 2);
     auto piece = [&](std::uint64_t block) { return n * std::min(block, std::max<std::uint64_t>(1, C / (n * e))); };
+    if (st.fused()) {  // packed on every backend, in pieces
+      Pr = std::max(Pr, piece(st.kind == op::alltoall ? L / n : L));
+      if (st.kind == op::alltoall) Ps = std::max(Ps, piece(L / n));
+      continue;
+    }
     const bool send_ok = st.kind == op::alltoall || st.kind == op::reducescatter ? chunks_contiguous(t[s], st.split_dim, n)
                                                                                   : true;
     const bool recv_ok =

@@ -8,6 +8,10 @@
 //               uneven types ceil-sized, the last ones short or empty) and sends chunk m to
 //               member m; member m concatenates what it received along concat_dim in
 //               member order (the chunks must be adjacent there and agree elsewhere).
+//   fused allgather / alltoall (program.hpp: grids of (dimension, parts), the first the
+//               most significant digit of a member's position): member k's box (alltoall:
+//               its chunk at the receiver's digits along the split grid) must lie at k's
+//               digits along the concat grid; every member ends with the grid's union.
 //   dynslice:   every rank splits its box into `parts` equal chunks along split_dim and
 //               keeps chunk index[rank] (on uneven types chunks of ceil(extent / parts),
 //               the last ones short or empty).
@@ -245,7 +249,72 @@ inline verify_result verify(const program& p) {
     std::vector<std::vector<std::uint32_t>> nextK = K;
     std::string why;
     std::uint64_t exchange_cost = 0;  // an exchange's: the most elements one rank receives
-    switch (s.kind) {
+    if ((s.kind == op::allgather || s.kind == op::alltoall) && s.fused()) {
+      // Fused (program.hpp): grids of distinct dimensions; member k's chunk at the digits
+      // of the receiver along the split grid, placed at the digits of k along the concat grid.
+      const step_grid& cg = s.concat_grid;
+      const step_grid& sg = s.split_grid;
+      if (uneven) return fail(si, "a fused step on uneven tiles");
+      if (!detail::check_groups(s, D, why)) return fail(si, why);
+      if (cg.size() != s.parts || (s.kind == op::alltoall ? sg.size() != s.parts : sg.n != 0))
+        return fail(si, "the grids' parts do not multiply to the group size");
+      std::vector<bool> listed(static_cast<std::size_t>(R), false);
+      for (const step_grid* g : {&cg, &sg})
+        for (int q = 0; q < g->n; ++q) {
+          if (!check_dim(g->dim[q]) || listed[static_cast<std::size_t>(g->dim[q])])
+            return fail(si, str_cat("dimension ", g->dim[q], " out of range or listed twice"));
+          listed[static_cast<std::size_t>(g->dim[q])] = true;
+        }
+      const std::uint64_t n = s.parts;
+      std::vector<std::uint64_t> lo(static_cast<std::size_t>(R)), hi(lo), blo(lo), bhi(lo);
+      auto chunk = [&](rank_t r, std::uint64_t mm, std::vector<std::uint64_t>& l, std::vector<std::uint64_t>& h) {
+        for (int d = 0; d < R; ++d) {
+          l[static_cast<std::size_t>(d)] = cur.l(r, d);
+          h[static_cast<std::size_t>(d)] = cur.h(r, d);
+        }
+        for (int q = 0; q < sg.n; ++q) {
+          const auto d = static_cast<std::size_t>(sg.dim[q]);
+          if (cur.ext(r, sg.dim[q]) % sg.parts[q] != 0) return false;
+          const std::uint64_t e = cur.ext(r, sg.dim[q]) / sg.parts[q];
+          l[d] += sg.digit(mm, q) * e;
+          h[d] = l[d] + e;
+        }
+        return true;
+      };
+      for (std::size_t g = 0; g * n < s.members.size(); ++g) {
+        const rank_t* grp = s.members.data() + g * n;
+        for (std::uint64_t k = 1; k < n; ++k)
+          if (!same_partials(g, grp[0], grp[k], why)) return fail(si, why);
+        for (std::uint64_t mm = 0; mm < n; ++mm) {
+          if (!chunk(grp[0], mm, blo, bhi))
+            return fail(si, str_cat("rank ", grp[0], "'s box ", cur.text(grp[0]), " does not split over the grid"));
+          for (std::uint64_t k = 0; k < n; ++k) {
+            if (!chunk(grp[k], mm, lo, hi))
+              return fail(si, str_cat("rank ", grp[k], "'s box ", cur.text(grp[k]), " does not split over the grid"));
+            for (int d = 0; d < R; ++d) {
+              const auto i = static_cast<std::size_t>(d);
+              std::uint64_t wl = blo[i], wh = bhi[i];
+              for (int q = 0; q < cg.n; ++q)
+                if (cg.dim[q] == d) {
+                  wl = blo[i] + cg.digit(k, q) * (bhi[i] - blo[i]);
+                  wh = wl + (bhi[i] - blo[i]);
+                }
+              if (lo[i] != wl || hi[i] != wh)
+                return fail(si, str_cat("group ", g, ": what rank ", grp[mm], " receives from member ", k, " (rank ",
+                                        grp[k], ") is not at its place in the grid along dimension ", d));
+            }
+          }
+          for (int d = 0; d < R; ++d) {
+            const auto i = static_cast<std::size_t>(d);
+            std::uint64_t f = 1;
+            for (int q = 0; q < cg.n; ++q)
+              if (cg.dim[q] == d) f = cg.parts[q];
+            next.l(grp[mm], d) = blo[i];
+            next.h(grp[mm], d) = blo[i] + f * (bhi[i] - blo[i]);
+          }
+        }
+      }
+    } else switch (s.kind) {
       case op::allgather: {
         if (!check_dim(s.concat_dim)) return fail(si, str_cat("concat_dim ", s.concat_dim, " out of range"));
         if (!detail::check_groups(s, D, why)) return fail(si, why);

@@ -27,6 +27,13 @@ are all the partials (without target sums: every rank holds the full sum). Their
 not in DESIGN.md; the checker uses the usual ring costs, allreduce = 2 x localsize,
 reducescatter = localsize before.
 
+Fused collectives (an extension, docs/reference.md "Fused collectives"): an allgather or
+alltoall with "concat_dims"/"concat_parts" (and, for an alltoall, "split_dims"/"split_parts")
+in place of concat_dim/split_dim gathers or splits over a grid of distinct dimensions: a
+member's position in its group is a mixed-radix number over the grid, the first pair the
+most significant digit; member k's block (an alltoall's: its chunk at the receiver's digits
+along the split grid) must sit at k's digits along the concat grid. Even programs only.
+
 The exchange (an extension of section 4): {"op": "exchange", "boxes": [[[lo, hi], ...], ...]}
 lists, for every rank in rank order, the box it holds after the step (one [lo, hi) per
 dimension). The checker asks only what the data needs, not how the library plans it: every
@@ -354,6 +361,54 @@ def concat(parts, d, where, who):
     return (first[:d] + ((first[d][0], parts[-1][0][d][1]),) + first[d + 1:], parts[0][1])
 
 
+def grid(step, dims_key, parts_key, where, rank):
+    """A fused step's grid: [(dimension, parts)], the first the most significant digit."""
+    dims, parts = field(step, dims_key, where), field(step, parts_key, where)
+    if not isinstance(dims, list) or not isinstance(parts, list) or not dims or len(dims) != len(parts):
+        fail("%s: %s and %s must be lists of equal, non-zero length" % (where, dims_key, parts_key))
+    out = []
+    for d, n in zip(dims, parts):
+        d, n = uint(d, where + "." + dims_key), uint(n, where + "." + parts_key)
+        if d >= rank or n < 1 or d in [e for e, _ in out]:
+            fail("%s.%s: dimension %d out of range, listed twice, or in %d parts" % (where, dims_key, d, n))
+        out.append((d, n))
+    return out
+
+
+def digits(m, g):
+    """Position m as digits over the grid g, the most significant first."""
+    out = []
+    for _, n in reversed(g):
+        out.append(m % n)
+        m //= n
+    return out[::-1]
+
+
+def grid_chunk(box, g, m, where, rank):
+    """Chunk m of a box split evenly over the grid g."""
+    for (d, n), k in zip(g, digits(m, g)):
+        box = split(box, d, n, where, rank)[k]
+    return box
+
+
+def grid_concat(parts, g, where, who):
+    """(box, partials) blocks laid out over the grid g: block m at its digits along g."""
+    (first, ps) = parts[0]
+    for m, (b, qs) in enumerate(parts):
+        want = list(first)
+        for (d, _), k in zip(g, digits(m, g)):
+            e = first[d][1] - first[d][0]
+            want[d] = (first[d][0] + k * e, first[d][0] + (k + 1) * e)
+        if tuple(want) != b:
+            fail("%s: %s: block %d is %s, its place in the grid is %s" % (where, who, m, box_text(b), box_text(tuple(want))))
+        if qs != ps:
+            fail("%s: %s: blocks %d and 0 are different partial sums" % (where, who, m))
+    whole = list(first)
+    for d, n in g:
+        whole[d] = (first[d][0], first[d][0] + n * (first[d][1] - first[d][0]))
+    return (tuple(whole), ps)
+
+
 def add(parts, where, who):
     """Element-wise sum of (box, partials) blocks: same box, disjoint partials."""
     box, total = parts[0][0], set()
@@ -434,7 +489,21 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
     out = list(state)
     if op in ("allgather", "alltoall", "allreduce", "reducescatter"):
         groups = check_groups(step, where, D)
-    if op == "allgather":
+    if op in ("allgather", "alltoall") and "concat_dims" in step:  # fused: grids of dimensions
+        if uneven:
+            fail("%s: a fused %s runs on even programs only" % (where, op))
+        cg = grid(step, "concat_dims", "concat_parts", where, rank)
+        sg = grid(step, "split_dims", "split_parts", where, rank) if op == "alltoall" else []
+        n = len(groups[0])
+        if len({d for d, _ in cg + sg}) != len(cg + sg):
+            fail("%s: a dimension is in both grids" % where)
+        if math.prod(p for _, p in cg) != n or (sg and math.prod(p for _, p in sg) != n):
+            fail("%s: the grids' parts do not multiply to the group size %d" % (where, n))
+        for g in groups:
+            for m, r in enumerate(g):
+                got = [(grid_chunk(state[k][0], sg, m, where, k), state[k][1]) for k in g]
+                out[r] = grid_concat(got, cg, where, "member %d of group %s" % (r, g))
+    elif op == "allgather":
         d = dim_index(step, "concat_dim", where, rank)
         for g in groups:
             whole = concat([state[r] for r in g], d, where, "group %s" % g)

@@ -164,6 +164,12 @@ def corruptions(prog, rng):
                 gs = c["steps"][i]["groups"]
                 gs[0].append(gs[1].pop())
                 yield "unequal group sizes", c
+        if "concat_dims" in s and len(s["concat_dims"]) > 1:  # a fused step's grid in another order
+            c = copy.deepcopy(prog)
+            st = c["steps"][i]
+            st["concat_dims"].reverse()
+            st["concat_parts"].reverse()
+            yield "reordered fused grid", c
         if s["op"] == "exchange" and len(s["boxes"]) > 1:  # two ranks swap boxes (or one is copied)
             c = copy.deepcopy(prog)
             b = c["steps"][i]["boxes"]
@@ -271,6 +277,9 @@ def main():
                 kinds[kind] = kinds.get(kind, 0) + 1
     expected = {"swapped dest", "swapped group members", "unequal group sizes", "changed dynslice index",
                 "dropped step", "wrong cost", "bound below peak", "swapped exchange boxes"}
+    fused = sum(1 for prog in programs for st in prog["steps"] if "concat_dims" in st)
+    if fused:
+        expected.add("reordered fused grid")
     if set(kinds) != expected:
         failures.append("corruption kinds not exercised: %s, unexpected: %s"
                         % (sorted(expected - set(kinds)), sorted(set(kinds) - expected)))
@@ -281,6 +290,7 @@ def main():
              stats["naive_over_bound"], stats["budget"], stats["xla"]))
     if any(stats.get(o, 0) == 0 for o in ops):
         failures.append("some collectives never occurred: %s" % [o for o in ops if stats.get(o, 0) == 0])
+    print("fused steps: %d" % fused)
     print("corrupted programs rejected: %s" % ", ".join("%s %d" % kv for kv in sorted(kinds.items())))
     for f in failures[:20]:
         print("FAIL " + f)

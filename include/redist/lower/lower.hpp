@@ -38,6 +38,7 @@
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
+#include "redist/lower/fuse.hpp"
 #include "redist/program.hpp"
 #include "redist/search/constexpr_search.hpp"
 #include "redist/search/tight_paths.hpp"
@@ -447,6 +448,18 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
   return res;
 }
 
+/// The program a weak path becomes: lower_path, then, under the time objective, its
+/// adjacent collectives fused where predicted faster (lower/fuse.hpp). Under
+/// objective::bytes, lower_path's program: one weak step per collective, as in the paper.
+constexpr result<program> lower_and_fuse(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                         const weak_problem& p, const std::vector<weak_step>& path,
+                                         std::uint64_t element_bytes = 4, bool annotate = true,
+                                         const std::uint8_t* sum_order = nullptr) {
+  result<program> r = lower_path(m, a, b, p, path, element_bytes, annotate, sum_order);
+  if (r.ok() && p.goal == objective::time) fuse_collectives(r.value, p.profile, p.element_bytes);
+  return r;
+}
+
 /// Predicted seconds of collective step s (not one that moves as an exchange) on ranks that
 /// hold `local` elements before it: core/time_model.hpp step_seconds, the search's edge
 /// weight; an allpermute is priced as moving its tile unless every rank keeps its own (0).
@@ -495,15 +508,50 @@ struct ranked_program {
 
 /// The rank of a weak path before lowering: every program lowered from it ranks no better
 /// (the lowering adds at most a permutation, which adds bytes, receives and a step).
+/// Under the time objective the lowering fuses collectives (lower/fuse.hpp): the rank
+/// counts the fusions of adjacent steps as fuse_collectives decides them.
 constexpr program_rank path_rank(const weak_problem& p, const std::vector<weak_step>& path) {
   program_rank r;
   r.steps = path.size();
   std::uint64_t local = p.ctx.local_size(p.source);
+  const bool fuse = p.goal == objective::time;
+  // The last step as fusion leaves it: its kind, dimensions, group size, tile before, time.
+  op kind = op::dynslice;
+  std::uint32_t dims = 0;
+  std::uint64_t n = 0, before = 0, last = 0;
   for (const weak_step& st : path) {
-    r.time = r.time > UINT64_MAX - st.weight.time ? UINT64_MAX : r.time + st.weight.time;
-    r.cost += st.weight.cost;
-    r.received += received_elements(st.edge.kind, st.edge.factor, local);
-    local = p.ctx.local_size(st.after);
+    const weak_edge& e = st.edge;
+    const std::uint64_t after = p.ctx.local_size(st.after);
+    const std::uint32_t mine = e.kind == op::allgather ? std::uint32_t{1} << e.from
+                               : e.kind == op::alltoall ? (std::uint32_t{1} << e.from) | (std::uint32_t{1} << e.to)
+                                                        : 0;
+    std::uint64_t t = st.weight.time;
+    bool fused = false;
+    if (fuse && mine != 0 && e.kind == kind && (dims & mine) == 0) {
+      const detail::fuse_times f =
+          detail::fuse_prediction(p.profile, e.kind, n, e.factor, before, local, after, p.element_bytes);
+      if (f.faster()) {  // replace the last step's time by the fused step's
+        r.time -= last;
+        t = last = f.fused;
+        dims |= mine;
+        n *= e.factor;
+        r.cost -= cost_elements(e.kind, before, local);
+        r.cost += cost_elements(e.kind, before, after);
+        --r.steps;
+        fused = true;
+      }
+    }
+    if (!fused) {
+      r.cost += st.weight.cost;
+      kind = e.kind;
+      dims = mine;
+      n = e.factor;
+      before = local;
+      last = t;
+    }
+    r.time = r.time > UINT64_MAX - t ? UINT64_MAX : r.time + t;
+    r.received += received_elements(e.kind, e.factor, local);
+    local = after;
   }
   return r;
 }
@@ -515,7 +563,7 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
                                                      std::uint64_t element_bytes,
                                                      std::array<std::uint8_t, max_subaxes>& order) {
   auto ranked = [&](const std::uint8_t* sum_order) {
-    result<program> r = lower_path(m, a, b, p, path, element_bytes, false, sum_order);
+    result<program> r = lower_and_fuse(m, a, b, p, path, element_bytes, false, sum_order);
     result<ranked_program> out;
     out.err = r.err;
     if (r.ok()) {
@@ -661,7 +709,7 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     r.err = c.err;
     return r;
   }
-  return lower_path(m, a, b, p, c.path, element_bytes, true, c.sum_order.data());
+  return lower_and_fuse(m, a, b, p, c.path, element_bytes, true, c.sum_order.data());
 }
 
 }  // namespace redist

@@ -36,7 +36,9 @@
 //             ranks is packed once; the pieces are disjoint parts of its tile, so at most
 //             the tile), Pr >= the elements it receives from them (whole, not in pieces;
 //             at most its tile after the step); a backend driving every rank copies
-//             the pieces tile to tile and MPI's datatypes move them in place: nothing
+//             the pieces tile to tile and MPI's datatypes move them in place: nothing;
+//             a fused step (program.hpp: a grid of blocks, no one strided layout) is
+//             packed on every backend, as above
 //   held    = (scratch + pack) * e bytes
 //
 // A step is packed when its blocks are not contiguous in the tiles (pack.hpp's
@@ -187,7 +189,7 @@ enum class block_path : std::uint8_t {
   local,     ///< no collective call with blocks (dynslice, permute, allreduce)
   direct,    ///< contiguous blocks, straight from tile to tile
   in_place,  ///< strided blocks, handed in place to the backend (strided_backend_for)
-  packed,    ///< pieces packed into the pack buffers
+  packed,    ///< pieces packed into the pack buffers (always for a fused step, program.hpp)
 };
 
 /// Runs one program, any number of times, on the ranks a backend drives.
@@ -348,6 +350,13 @@ class executor {
       const step& st = p_.steps[s];
       const std::uint64_t n = st.parts, L = shapes_.ext[s].size();
       auto piece = [&](std::uint64_t block) { return n * piece_elements(s, block); };
+      if (st.fused()) {  // a grid of blocks is no one strided layout: packed, in pieces
+        path_[s] = block_path::packed;
+        const std::uint64_t block = st.kind == op::alltoall ? L / n : L;
+        pack_recv_ = std::max(pack_recv_, piece(block));
+        if (st.kind == op::alltoall) pack_send_ = std::max(pack_send_, piece(block));
+        continue;
+      }
       switch (moves_as_exchange(p_, s) ? op::exchange : st.kind) {
         case op::allgather:
           path_[s] = recv_layout(s).contiguous() ? block_path::direct
@@ -587,6 +596,10 @@ class executor {
       run_exchange(si);
       return;
     }
+    if (s.fused()) {
+      run_fused(si);
+      return;
+    }
     switch (s.kind) {
       case op::dynslice: {
         each_rank(bytes / n, [&](std::size_t i) {
@@ -705,6 +718,72 @@ class executor {
   /// An exchange (redist/exchange.hpp): every piece straight from the sender's tile to the
   /// receiver's when every rank is local, otherwise through the backend for the one local
   /// rank, in place (regions) or packed in rank order.
+  /// A fused allgather or alltoall (program.hpp), in pieces like a packed step: elements
+  /// [a, b) of every block (row-major) at a time. An alltoall packs those of chunk m (at the
+  /// digits of m along the split dimensions) at m * (b - a); the backend's contiguous
+  /// collective moves them; every rank unpacks those of block k to the digits of k along
+  /// the concat dimensions of its new tile.
+  void run_fused(std::size_t si) {
+    const step& s = p_.steps[si];
+    const extents& before = shapes_.ext[si];
+    const extents& after = shapes_.ext[si + 1];
+    const std::uint64_t L = before.size(), n = s.parts;
+    const bool alltoall = s.kind == op::alltoall;
+    extents chunk = before;  // the block a member sends to each member
+    for (int q = 0; q < s.split_grid.n; ++q) chunk[s.split_grid.dim[q]] /= s.split_grid.parts[q];
+    const std::uint64_t C = chunk.size();
+    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
+    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
+    auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv.data(); };
+    auto corner = [&](const step_grid& g, std::uint64_t m) {  // where block m starts
+      std::array<std::uint64_t, max_dims> c{};
+      for (int q = 0; q < g.n; ++q) c[static_cast<std::size_t>(g.dim[q])] = g.digit(m, q) * chunk[g.dim[q]];
+      return c;
+    };
+    // Copy the elements [a, b) of a block between a tile (the block at `at`) and a piece.
+    auto move = [&](T* tile, std::span<const std::uint64_t> te, const std::array<std::uint64_t, max_dims>& at,
+                    T* piece, std::uint64_t a, std::uint64_t b, bool pack) {
+      for_range_regions(chunk.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
+        tile_region in_tile = r, in_piece;
+        for (int d = 0; d < before.rank; ++d) {
+          const auto k = static_cast<std::size_t>(d);
+          in_tile.start[k] += at[k];
+          in_piece.size[k] = r.size[k];
+        }
+        const std::span<const std::uint64_t> pe(in_piece.size.data(), static_cast<std::size_t>(before.rank));
+        T* p = piece + (first - a);
+        for_region_copies(pack ? te : pe, pack ? in_tile : in_piece, pack ? pe : te, pack ? in_piece : in_tile,
+                          [&](const detail::strided_copy& c) { mem().strided(c, pack ? tile : p, pack ? p : tile); });
+      });
+    };
+    const std::uint64_t c = piece_elements(si, C);
+    for (std::uint64_t a = 0; a < C; a += c) {
+      const std::uint64_t b = std::min(C, a + c), piece_bytes = (b - a) * n * sizeof(T) * local_.size();
+      if (alltoall) {
+        each_rank(piece_bytes, [&](std::size_t i) {
+          for (std::uint64_t m = 0; m < n; ++m)
+            move(src(i), before.span(), corner(s.split_grid, m), pack_send(i) + m * (b - a), a, b, true);
+        });
+        bind(pack_send, pack_recv);
+        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), b - a); });
+      } else {  // the tile is the block: its elements [a, b) lie contiguous
+        bind([&](std::size_t i) { return src(i) + a; }, pack_recv);
+        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.allgather(g, io(), b - a); });
+      }
+      each_rank(piece_bytes, [&](std::size_t i) {
+        for (std::uint64_t k = 0; k < n; ++k)
+          move(dst(i), after.span(), corner(s.concat_grid, k), pack_recv(i) + k * (b - a), a, b, false);
+      });
+    }
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      const std::uint64_t got = (n - 1) * C * sizeof(T);
+      stats_[si].bytes_moved += got;
+      stats_[si].max_rank_bytes = std::max(stats_[si].max_rank_bytes, got);
+    }
+    live(alltoall ? 2 * L : L + L * n);
+  }
+
   void run_exchange(std::size_t si) {
     const exchange_plan& x = shapes_.exchanges[si];
     const extents& before = shapes_.ext[si];

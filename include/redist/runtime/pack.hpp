@@ -342,6 +342,61 @@ struct tile_region {
   }
 };
 
+/// The elements [a, b) (row-major order) of a tile of extents `ext` as at most 2R - 1
+/// regions, in order: emit(region, first), `first` the row-major index of the region's
+/// first element. Every region's elements are contiguous in that order, so a region is
+/// also the row-major sub-box of a packed piece (fused steps move their blocks in pieces).
+template <class F>
+void for_range_regions(std::span<const std::uint64_t> ext, std::uint64_t a, std::uint64_t b, F&& emit) {
+  const int R = static_cast<int>(ext.size());
+  if (a >= b) return;
+  tile_region r;
+  if (R == 0) {
+    emit(r, std::uint64_t{0});
+    return;
+  }
+  std::array<std::uint64_t, max_dims + 1> inner{};  // inner[d]: elements of one index of dimension d - 1
+  inner[static_cast<std::size_t>(R)] = 1;
+  for (int d = R - 1; d >= 0; --d)
+    inner[static_cast<std::size_t>(d)] = inner[static_cast<std::size_t>(d + 1)] * ext[static_cast<std::size_t>(d)];
+  // [lo, hi) within the sub-array of dimensions d.. at offset `base` (its prefix fixed in r).
+  auto rec = [&](auto&& self, int d, std::uint64_t base, std::uint64_t lo, std::uint64_t hi) -> void {
+    const auto k = static_cast<std::size_t>(d);
+    const std::uint64_t in = inner[k + 1];
+    auto whole = [&](std::uint64_t i0, std::uint64_t n) {  // indices i0..i0+n of d, the rest whole
+      tile_region x = r;
+      x.start[k] = i0;
+      x.size[k] = n;
+      for (int e = d + 1; e < R; ++e) {
+        x.start[static_cast<std::size_t>(e)] = 0;
+        x.size[static_cast<std::size_t>(e)] = ext[static_cast<std::size_t>(e)];
+      }
+      emit(x, base + i0 * in);
+    };
+    std::uint64_t i0 = lo / in;
+    const std::uint64_t i1 = hi / in;  // whole indices end here
+    if (i0 == (hi - 1) / in && (lo % in != 0 || hi % in != 0)) {  // inside one index of d
+      r.start[k] = i0;
+      r.size[k] = 1;
+      self(self, d + 1, base + i0 * in, lo - i0 * in, hi - i0 * in);
+      return;
+    }
+    if (lo % in != 0) {
+      r.start[k] = i0;
+      r.size[k] = 1;
+      self(self, d + 1, base + i0 * in, lo % in, in);
+      ++i0;
+    }
+    if (i1 > i0) whole(i0, i1 - i0);
+    if (hi % in != 0) {
+      r.start[k] = i1;
+      r.size[k] = 1;
+      self(self, d + 1, base + i1 * in, 0, hi % in);
+    }
+  };
+  rec(rec, 0, 0, a, b);
+}
+
 /// Copy region `from` of a row-major tile of extents `se` to region `to` (the same sizes)
 /// of one of extents `de`: calls emit(c) for each strided copy c describing it (one per
 /// index of the dimensions outside the last two that are not contiguous on both sides).

@@ -67,6 +67,39 @@ inline std::string exchange_problem(const program& p, const step& st, extents& x
   return {};
 }
 
+/// The problem with fused step st (program.hpp: grids of distinct dimensions in range whose
+/// parts multiply to the group size, extents that split evenly), or ""; applies it to x.
+inline std::string fused_problem(const step& st, extents& x) {
+  const int R = x.rank;
+  const step_grid& c = st.concat_grid;
+  const step_grid& sp = st.split_grid;
+  if (st.concat_dim >= 0 || st.split_dim >= 0) return "a fused step lists its dimensions in grids, not concat_dim/split_dim";
+  if (st.kind == op::allgather && sp.n > 0) return "a fused allgather splits no dimension";
+  if (st.kind == op::alltoall && sp.n == 0) return "a fused alltoall lists the dimensions it splits";
+  step_grid all = c;
+  for (int q = 0; q < sp.n; ++q) all.push(sp.dim[q], sp.parts[q]);
+  for (int q = 0; q < all.n; ++q) {
+    if (all.dim[q] < 0 || all.dim[q] >= R) return "dimension " + std::to_string(all.dim[q]) + " out of range";
+    if (all.parts[q] < 1) return "dimension " + std::to_string(all.dim[q]) + " in 0 parts";
+    for (int k = 0; k < q; ++k)
+      if (all.dim[k] == all.dim[q]) return "dimension " + std::to_string(all.dim[q]) + " is listed twice";
+  }
+  if (c.size() != st.parts) return "the concat parts multiply to " + std::to_string(c.size()) + ", the groups have " +
+                                   std::to_string(st.parts) + " members";
+  if (sp.n > 0 && sp.size() != st.parts)
+    return "the split parts multiply to " + std::to_string(sp.size()) + ", the groups have " + std::to_string(st.parts) +
+           " members";
+  for (int q = 0; q < sp.n; ++q) {
+    const int d = sp.dim[q];
+    if (x[d] % sp.parts[q] != 0)
+      return "extent " + std::to_string(x[d]) + " of dimension " + std::to_string(sp.dim[q]) + " cannot be split into " +
+             std::to_string(sp.parts[q]);
+    x[d] /= sp.parts[q];
+  }
+  for (int q = 0; q < c.n; ++q) x[c.dim[q]] *= c.parts[q];
+  return {};
+}
+
 inline program_shapes check_program(const program& p) {
   program_shapes s;
   auto fail = [&](std::string msg) {
@@ -115,6 +148,10 @@ inline program_shapes check_program(const program& p) {
       case op::allgather:
       case op::alltoall:
         if (!(problem = groups_problem(st)).empty()) break;
+        if (st.fused()) {
+          problem = uneven_at >= 0 ? "a fused step runs on even programs only" : fused_problem(st, x);
+          break;
+        }
         if (!dim_ok(st.concat_dim)) {
           problem = "concat_dim " + std::to_string(st.concat_dim) + " out of range";
           break;

@@ -52,6 +52,7 @@ struct static_program {
     /// allgather/alltoall: the groups, flattened; dynslice: the chunk each rank keeps;
     /// allpermute: the rank receiving each rank's tile (as in program.hpp).
     std::array<rank_t, D> ranks{};
+    step_grid concat_grid{}, split_grid{};  ///< fused steps (program.hpp)
     shape after{};
     std::uint64_t local_after = 0;
     std::uint64_t cost = 0;  ///< elements per device
@@ -105,6 +106,8 @@ struct static_program {
       if (f.kind == op::dynslice) s.index = ranks;
       else if (f.kind == op::allpermute) s.dest = ranks;
       else s.members = ranks;
+      s.concat_grid = f.concat_grid;
+      s.split_grid = f.split_grid;
       s.after = f.after;
       s.local_after = f.local_after;
       s.cost = f.cost;
@@ -136,6 +139,8 @@ constexpr static_program<NSteps, D> freeze(const program& p) {
     f.parts = x.parts;
     const std::vector<rank_t>& ranks = x.kind == op::dynslice ? x.index : x.kind == op::allpermute ? x.dest : x.members;
     for (std::size_t r = 0; r < D && r < ranks.size(); ++r) f.ranks[r] = ranks[r];
+    f.concat_grid = x.concat_grid;
+    f.split_grid = x.split_grid;
     f.after = x.after;
     f.local_after = x.local_after;
     f.cost = x.cost;
@@ -194,8 +199,8 @@ struct plan_holder {
   static constexpr result<program> lowered() {
     if (choice.err) return result<program>{{}, choice.err};
     const std::vector<weak_step> path(choice.path.begin(), choice.path.begin() + choice.length);
-    return lower_path(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget, Opt>().value, path, 1, true,
-                      choice.sum_order.data());
+    return lower_and_fuse(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget, Opt>().value, path, 1,
+                          true, choice.sum_order.data());
   }
   static constexpr std::size_t nsteps = lowered().value.steps.size();
   static constexpr static_program<nsteps, devices> value = freeze<nsteps, devices>(lowered().value);
