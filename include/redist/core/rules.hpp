@@ -177,6 +177,7 @@ constexpr result<dist_type> remove_sums(const dist_type& t, const std::uint8_t* 
     for (int i = at + 1; i < o.nsum; ++i) o.sum[i - 1] = o.sum[i];
     --o.nsum;
   }
+  if (o.nsum == 0) o.reduce = reduction::sum;  // nothing pending (core/dtype.hpp)
   if (n < 1) r.err = detail::rule_error(rule, "no sum axis given");
   return r;
 }
