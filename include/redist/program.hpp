@@ -11,6 +11,10 @@
 //   dynslice(split_dim, parts, index): every rank splits its tile into `parts` chunks
 //       along split_dim and keeps chunk index[rank].
 //   allpermute(dest): rank r's tile moves to rank dest[r].
+//   allreduce(groups, reduce): every member ends with the reduction (sum, max, min, prod or
+//       avg: core/dtype.hpp reduction) of the group's tiles, element by element.
+//   reducescatter(split_dim, groups, reduce): every member splits its tile into n chunks
+//       along split_dim; member m ends with the reduction of everyone's chunk m.
 //   exchange(boxes): every rank ends with exactly its listed box of global indices; each
 //       element comes from a rank that held it (the rank itself where it did; the sender
 //       rule is in redist/exchange.hpp). Does not add partial sums.
@@ -46,6 +50,7 @@ struct step {
   std::vector<rank_t> dest;          ///< allpermute: rank receiving each rank's tile
   std::vector<std::uint64_t> boxes;  ///< exchange: for rank r and dimension d of R, the half-open
                                      ///< range [boxes[2(rR+d)], boxes[2(rR+d)+1]) of global indices
+  reduction reduce = reduction::sum;  ///< allreduce, reducescatter: how the partial values combine
   shape after{};                     ///< tiles per dimension after the step
   std::uint64_t local_after = 0;     ///< elements per device after the step
   std::uint64_t cost = 0;            ///< elements per device (Fig. 11)

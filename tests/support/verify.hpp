@@ -14,6 +14,7 @@
 //   allpermute: rank r's box moves to rank dest[r]; dest must be a bijection.
 //   allreduce / reducescatter (partial sums, an extension): the members' boxes must be
 //               equal; every member ends with the sum of the group's partials (all of it,
+//               or max, min, prod, avg: the step's reduce, which must be the source's kind;
 //               or chunk m of it along split_dim for member m).
 //   exchange (an extension): every rank ends with its listed box A_r, which must lie
 //               inside the array and be covered by the union of the boxes held before the
@@ -362,6 +363,9 @@ inline verify_result verify(const program& p) {
       case op::reducescatter: {
         const bool scatter = s.kind == op::reducescatter;
         if (scatter && !check_dim(s.split_dim)) return fail(si, str_cat("split_dim ", s.split_dim, " out of range"));
+        if (p.source.nsum > 0 && s.reduce != p.source.reduce)  // one reduction kind per array
+          return fail(si, str_cat("reduces by ", reduction_name(s.reduce), " partials that combine by ",
+                                  reduction_name(p.source.reduce)));
         if (!detail::check_groups(s, D, why)) return fail(si, why);
         const std::uint64_t n = s.parts;
         for (std::size_t g = 0; g * n < s.members.size(); ++g) {

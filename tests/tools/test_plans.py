@@ -152,6 +152,10 @@ def corruptions(prog, rng):
                 d = c["steps"][i]["dest"]
                 d[x], d[y] = d[y], d[x]
                 yield "swapped dest", c
+        if s["op"] in ("allreduce", "reducescatter"):  # another reduction than the source's
+            c = copy.deepcopy(prog)
+            c["steps"][i]["reduce"] = "min" if s.get("reduce", "sum") != "min" else "max"
+            yield "changed reduction", c
         if s["op"] in ("allgather", "alltoall", "allreduce", "reducescatter"):
             if s["op"] != "allreduce":  # a sum does not depend on the members' order
                 g = rng.randrange(len(s["groups"]))
@@ -213,6 +217,10 @@ def main():
                  ("{a: 2, b: 2, c: 2}", "[{a}8, 4] sum{b, c}", "[8, {a}4] sum{b}"),
                  ("{x: 4, y: 3}", "[12, {x}8] sum{y}", "[{y}12, 8]"),
                  ("{x: 4, y: 3}", "[12, {x:(2)2}8] sum{y, x:(1)2}", "[{y}12, {x:(2)2}8]")]
+    # Every reduction (max, min, prod, avg): the sum problems above with another kind.
+    reductions = ["max", "min", "prod", "avg"]
+    problems += [(mesh, a.replace("sum{", k + "{"), b.replace("sum{", k + "{"))
+                 for k, (mesh, a, b) in zip(reductions * 20, [p for p in problems if "sum{" in p[1]][:40])]
 
     failures = []
     programs = []
@@ -235,7 +243,7 @@ def main():
             for st in prog["steps"]:
                 stats[st["op"]] = stats.get(st["op"], 0) + 1
             programs.append(prog)
-            if n % 5 == 0 and "sum" not in a:  # the xla baseline (DESIGN.md section 6; no partial sums)
+            if n % 5 == 0 and "{" not in a.split("]")[-1]:  # the xla baseline (section 6; no partial values)
                 cp.check(run.plan(mesh, a, b, "--baseline", "xla"), memory=False)
                 stats["xla"] += 1
             if n % 5 == 0:  # the naive baseline: right tiles, above the bound when it gathers
@@ -270,7 +278,7 @@ def main():
             except cp.CheckError:
                 kinds[kind] = kinds.get(kind, 0) + 1
     expected = {"swapped dest", "swapped group members", "unequal group sizes", "changed dynslice index",
-                "dropped step", "wrong cost", "bound below peak", "swapped exchange boxes"}
+                "dropped step", "wrong cost", "bound below peak", "swapped exchange boxes", "changed reduction"}
     if set(kinds) != expected:
         failures.append("corruption kinds not exercised: %s, unexpected: %s"
                         % (sorted(expected - set(kinds)), sorted(set(kinds) - expected)))
