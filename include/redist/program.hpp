@@ -34,10 +34,11 @@ namespace redist {
 using rank_t = std::uint32_t;
 
 /// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md
-/// "Uneven dimensions"): all but the reduce-scatter. The allreduce keeps every box; the
-/// others move boxes, and run as exchanges of exactly the elements the boxes hold
-/// (moves_as_exchange below).
-constexpr bool runs_on_uneven(op k) { return k != op::reducescatter; }
+/// "Uneven dimensions"): all of them. The allreduce keeps every box; the reduce-scatter
+/// splits every member's padded tile into equal chunks (program_check checks that they
+/// divide it); the others move boxes, and run as exchanges of exactly the elements the
+/// boxes hold (moves_as_exchange below).
+constexpr bool runs_on_uneven(op) { return true; }
 
 /// One collective of a program.
 struct step {

@@ -146,6 +146,15 @@ def main():
                          "[16, 8] %s{y, z}" % kind, "--to", "[{y}16, 8] %s{z}" % kind])
         expect(r.returncode == 0 and "verify: OK" in r.stdout and "(the %s of the target's partial values)" % kind in r.stdout,
                "%s kept: rc %d, stdout %r, stderr %r" % (kind, r.returncode, r.stdout[-300:], r.stderr))
+    # Uneven types: one reduce-scatter where its equal chunks of the padded tile are the tiles.
+    uneven_args = ["--mesh", "{x: 4, y: 2}", "--from", "[{x}14, 3] max{y}", "--to", "[{y, x}14, 3]"]
+    r = run(redist, ["plan"] + uneven_args + ["--json"])
+    steps = json.loads(r.stdout)["steps"] if r.returncode == 0 else []
+    expect([(s["op"], s.get("reduce")) for s in steps] == [("reducescatter", "max")],
+           "uneven reduce-scatter plan: rc %d, steps %r, stderr %r" % (r.returncode, steps, r.stderr))
+    r = run(redist, ["run", "--backend", "host", "--verify"] + uneven_args)
+    expect(r.returncode == 0 and "verify: OK, 42 elements checked" in r.stdout,
+           "uneven reduce-scatter run: rc %d, stdout %r, stderr %r" % (r.returncode, r.stdout[-300:], r.stderr))
     r = run(redist, ["plan", "--mesh", "{x: 2, y: 4}", "--from-dtensor", "[Shard(0), Partial('max')]", "--shape",
                      "[16, 8]", "--to-dtensor", "[Shard(0), Shard(1)]", "--json"])
     prog = json.loads(r.stdout) if r.returncode == 0 else {}
