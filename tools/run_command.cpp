@@ -109,20 +109,21 @@ measurement execute(B& b, const program& prog, const run_options& o) {
     for (const auto& t : out) note_check(me, t);
     return me;
   }
-  // Pending sums in the target: check the sum of the partials of every sum group.
+  // Pending values in the target: check the reduction (the type's kind) of the partials of
+  // every group (runtime/verify.hpp reduce_partials_into_roots).
 #if defined(REDIST_WITH_MPI)
   if constexpr (std::is_same_v<B, mpi_backend>) {
     MPI_Comm group = MPI_COMM_NULL;
     const rank_t me_rank = b.rank();
     MPI_Comm_split(b.comm(), static_cast<int>(sum_root(prog.m, prog.target, me_rank)), static_cast<int>(me_rank), &group);
     darray<T>& t = out.front();
-    MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), mpi_datatype<T>::get(), MPI_SUM, group);
+    mpi_reduce_partials(group, t.data(), t.size(), prog.target.reduce);  // the root: the group's least rank
     MPI_Comm_free(&group);
     if (sum_root(prog.m, prog.target, me_rank) == me_rank) note_check(me, t);
     return me;
   }
 #endif
-  sum_partials_into_roots(std::span<darray<T>>(out));  // all ranks are local
+  reduce_partials_into_roots(std::span<darray<T>>(out));  // all ranks are local
   for (const auto& t : out)
     if (sum_root(prog.m, prog.target, t.device()) == t.device()) note_check(me, t);
   return me;
@@ -186,7 +187,10 @@ void report(const program& prog, const run_options& o, const measurement& me, st
              human_bytes(me.peak_held), static_cast<double>(me.peak_held) / static_cast<double>(in_out),
              human_bytes(in_out), human_bytes(me.peak_live));
   if (!o.verify) return;
-  const std::string summed = prog.target.nsum > 0 ? " (the sums of the target's partial values)" : "";
+  const std::string summed =
+      prog.target.nsum > 0
+          ? " (the " + std::string(reduction_name(prog.target.reduce)) + " of the target's partial values)"
+          : "";
   if (me.wrong == 0) {
     fmt::print("  verify: OK, {} elements checked on {} ranks{}, all in place\n", me.checked, ranks, summed);
   } else {

@@ -564,11 +564,17 @@ inline std::string svg_document(int w, int h, std::string_view title, std::strin
       w, h, xml_escape(title), body);
 }
 
-/// The pending-sum axes of a type as its text writes them (`y` for `... sum{y}`).
+/// The pending-sum axes of a type as its text writes them (`y` for `... sum{y}`, `max{y}`).
 inline std::string sum_axes_text(const device_mesh& m, const dist_type& t) {
   const std::string s = type_text(m, t).str();
-  const std::size_t at = s.rfind(" sum{");
-  return at == std::string::npos ? std::string() : s.substr(at + 5, s.size() - at - 6);
+  const std::string key = " " + std::string(reduction_name(t.reduce)) + "{";
+  const std::size_t at = s.rfind(key);
+  return at == std::string::npos ? std::string() : s.substr(at + key.size(), s.size() - at - key.size() - 1);
+}
+
+/// What a box of partial values is, in words: "sum", "max", "min", "product", "mean".
+constexpr std::string_view reduction_word(reduction r) {
+  return r == reduction::prod ? "product" : r == reduction::avg ? "mean" : reduction_name(r);
 }
 
 }  // namespace detail::pic
@@ -591,8 +597,8 @@ inline std::string show_note(const device_mesh& m, const dist_type& t) {
   std::vector<std::string> lines;
   if (t.nsum > 0)
     lines.push_back(fmt::format(
-        "partial over {}: a box is the sum of {} partial values; '+' joins the devices of different partials",
-        detail::pic::sum_axes_text(m, t), sum_parts(m, t)));
+        "partial over {}: a box is the {} of {} partial values; '+' joins the devices of different partials",
+        detail::pic::sum_axes_text(m, t), detail::pic::reduction_word(t.reduce), sum_parts(m, t)));
   for (int d = 0; d < t.rank; ++d) {
     if (even(m, t.dims[d])) continue;
     const std::uint64_t n = t.dims[d].global, k = parts(m, t.dims[d]), c = tile(m, t.dims[d]);

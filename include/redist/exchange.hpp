@@ -229,10 +229,21 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
     return {};
   };
   std::vector<box> next, parts;
+  std::vector<std::uint64_t> padded(static_cast<std::size_t>(R), 0);  // the tile: the longest box per dimension
   for (std::size_t si = 0; si < upto && si < p.steps.size(); ++si) {
     const step& s = p.steps[si];
     next = cur;
     std::string problem;
+    if (s.kind == op::reducescatter && uneven && s.split_dim >= 0 && s.split_dim < R && s.parts > 0) {
+      // On uneven tiles (DESIGN.md section 2) every rank's buffer is the padded tile, whose
+      // extent along split_dim the parts must divide; member m gets chunk m of it.
+      const auto d = static_cast<std::size_t>(s.split_dim);
+      padded[d] = 0;
+      for (const box& b : cur) padded[d] = std::max(padded[d], b.extent(s.split_dim));
+      if (padded[d] % s.parts != 0)
+        problem = "the tile's extent " + std::to_string(padded[d]) + " along dimension " + std::to_string(s.split_dim) +
+                  " does not split into " + std::to_string(s.parts) + " equal chunks";
+    }
     switch (s.kind) {
       case op::allgather:
       case op::alltoall:
@@ -257,7 +268,15 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
             if (s.kind == op::allreduce || s.kind == op::reducescatter) {
               for (const box& x : parts)
                 if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
-              b = s.kind == op::reducescatter ? chunk(parts[0], s.split_dim, s.parts, m, false, &problem) : parts[0];
+              b = parts[0];
+              if (s.kind == op::reducescatter && uneven) {  // equal chunks of the padded tile, clipped to the box
+                const auto d = static_cast<std::size_t>(s.split_dim);
+                const std::uint64_t c = padded[d] / s.parts;
+                b.lo[d] = std::min(parts[0].lo[d] + m * c, parts[0].hi[d]);
+                b.hi[d] = std::min(parts[0].lo[d] + (m + 1) * c, parts[0].hi[d]);
+              } else if (s.kind == op::reducescatter) {
+                b = chunk(parts[0], s.split_dim, s.parts, m, false, &problem);
+              }
             } else {
               problem = concat(parts, s.concat_dim, b);
             }

@@ -11,6 +11,10 @@
 //   dynslice(split_dim, parts, index): every rank splits its tile into `parts` chunks
 //       along split_dim and keeps chunk index[rank].
 //   allpermute(dest): rank r's tile moves to rank dest[r].
+//   allreduce(groups, reduce): every member ends with the reduction (sum, max, min, prod or
+//       avg: core/dtype.hpp reduction) of the group's tiles, element by element.
+//   reducescatter(split_dim, groups, reduce): every member splits its tile into n chunks
+//       along split_dim; member m ends with the reduction of everyone's chunk m.
 //   exchange(boxes): every rank ends with exactly its listed box of global indices; each
 //       element comes from a rank that held it (the rank itself where it did; the sender
 //       rule is in redist/exchange.hpp). Does not add partial sums.
@@ -40,10 +44,11 @@ namespace redist {
 using rank_t = std::uint32_t;
 
 /// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md
-/// "Uneven dimensions"): all but the reduce-scatter. The allreduce keeps every box; the
-/// others move boxes, and run as exchanges of exactly the elements the boxes hold
-/// (moves_as_exchange below).
-constexpr bool runs_on_uneven(op k) { return k != op::reducescatter; }
+/// "Uneven dimensions"): all of them. The allreduce keeps every box; the reduce-scatter
+/// splits every member's padded tile into equal chunks (program_check checks that they
+/// divide it); the others move boxes, and run as exchanges of exactly the elements the
+/// boxes hold (moves_as_exchange below).
+constexpr bool runs_on_uneven(op) { return true; }
 
 /// The dimensions a fused step concatenates or splits along, each with its parts; the
 /// first pair is the most significant digit of a member's position in its group.
@@ -88,6 +93,7 @@ struct step {
                                      ///< range [boxes[2(rR+d)], boxes[2(rR+d)+1]) of global indices
   step_grid concat_grid{};           ///< fused allgather/alltoall: the concat dimensions (then
   step_grid split_grid{};            ///< concat_dim = split_dim = -1); fused alltoall: the split ones
+  reduction reduce = reduction::sum;  ///< allreduce, reducescatter: how the partial values combine
   shape after{};                     ///< tiles per dimension after the step
   std::uint64_t local_after = 0;     ///< elements per device after the step
   std::uint64_t cost = 0;            ///< elements per device (Fig. 11)

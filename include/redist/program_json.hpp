@@ -9,7 +9,9 @@
 //              {"op": "dynslice", "split_dim": 1, "parts": 8, "index": [/* per rank */]},
 //              {"op": "allpermute", "dest": [/* per rank */]},
 //              {"op": "allreduce", "groups": [...]},                  (partial sums, an
-//              {"op": "reducescatter", "split_dim": 0, "groups": [...]}  extension),
+//              {"op": "reducescatter", "split_dim": 0, "groups": [...]}  extension; both
+//                                                   with "reduce": "max" | "min" | "prod" | "avg"
+//                                                   where not "sum", the default),
 //              {"op": "exchange", "boxes": [[[0, 64], [0, 128]], ...]}  (an extension: per rank
 //                                                   in rank order, one [lo, hi) per dimension),
 //              {"op": "allgather", "concat_dims": [1, 0], "concat_parts": [2, 4], "groups": [...]}
@@ -157,6 +159,8 @@ Json program_to_json(const program& p) {
       }
       js["groups"] = groups;
     }
+    if ((s.kind == op::allreduce || s.kind == op::reducescatter) && s.reduce != reduction::sum)
+      js["reduce"] = reduction_name(s.reduce);  // written only when not the default
     if (s.type_after.rank == p.source.rank) {
       js["type"] = checked_text(type_text(m, s.type_after), "an intermediate type");
       js["type_exact"] = s.type_exact;
@@ -377,6 +381,10 @@ inline program program_from_json(const nlohmann::json& j) {
   p.source = json_type(m, json_field(j, "source", ""), "source");
   p.target = json_type(m, json_field(j, "target", ""), "target");
   if (error e = check_same_global(p.source, p.target); !e.ok()) json_fail(e.code, "target", std::string(e.message.view()));
+  if (p.source.nsum > 0 && p.target.nsum > 0 && p.source.reduce != p.target.reduce)
+    json_fail(errc::rule, "target",
+              "its partial values combine by " + std::string(reduction_name(p.target.reduce)) + ", the source's by " +
+                  std::string(reduction_name(p.source.reduce)) + " (a redistribution keeps the reduction kind)");
   const auto& jg = json_array(json_field(j, "global_shape", ""), "global_shape");
   bool same = jg.size() == static_cast<std::size_t>(p.source.rank);
   for (std::size_t d = 0; same && d < jg.size(); ++d)
@@ -465,6 +473,19 @@ inline program program_from_json(const nlohmann::json& j) {
             seen[r] = true;
             s.members.push_back(static_cast<rank_t>(r));
           }
+        }
+        if (s.kind == op::allreduce || s.kind == op::reducescatter) {  // "reduce": default sum
+          if (auto it = js.find("reduce"); it != js.end()) {
+            const std::string rn = json_string(*it, where + ".reduce");
+            if (!reduction_from_name(rn, s.reduce))
+              json_fail(errc::syntax, where + ".reduce",
+                        "unknown reduction '" + (rn.size() > 40 ? rn.substr(0, 37) + "..." : rn) +
+                            "' (expected sum, max, min, prod or avg)");
+          }
+          if (p.source.nsum > 0 && s.reduce != p.source.reduce)
+            json_fail(errc::rule, where + ".reduce",
+                      "'" + std::string(reduction_name(s.reduce)) + "' but the source's partial values combine by " +
+                          std::string(reduction_name(p.source.reduce)));
         }
         if (fused) {
           if (s.concat_grid.size() != s.parts || (s.kind == op::alltoall && s.split_grid.size() != s.parts))

@@ -66,6 +66,12 @@ std::vector<redist::testing::workload> workloads_for(std::uint64_t D) {
     ws.push_back(ws[i]);
     ws.back().partial_sums = true;
   }
+  // And every other reduction (max, min, prod, avg), one per mesh.
+  const char* kinds[] = {"max", "min", "prod", "avg"};
+  for (std::size_t i = 0; i < plain; ++i) {
+    ws.push_back(ws[plain + i]);
+    ws.back().reduction = kinds[i % 4];
+  }
   return ws;
 }
 
@@ -115,7 +121,7 @@ void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& 
     // Pending sums in the target: add up the partials of every sum group.
     MPI_Comm group = MPI_COMM_NULL;
     MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(redist::sum_root(p.m, p.target, mpi.rank())), me, &group);
-    MPI_Allreduce(MPI_IN_PLACE, out.data(), static_cast<int>(out.size()), redist::mpi_datatype<T>::get(), MPI_SUM, group);
+    redist::mpi_reduce_partials(group, out.data(), out.size(), p.target.reduce);
     MPI_Comm_free(&group);
   }
   const redist::tile_check c = redist::check_global_index(out);
@@ -261,6 +267,7 @@ int main(int argc, char** argv) {
         const std::uint64_t chunk = i / 3 % 2 == 0 ? std::uint64_t{1} << 20 : 48;
         if (i % 3 == 0) run_problem<float>(b, pt, tot, chunk);
         else if (i % 3 == 1) run_problem<double>(b, pt, tot, chunk);
+        else if (w.reduction == "avg") run_problem<std::int32_t>(b, pt, tot, chunk);  // (16-bit sums wrap)
         else run_problem<std::int16_t>(b, pt, tot, chunk);
         // the same problem as one exchange, in place (MPI_Alltoallw) or packed (MPI_Alltoallv)
         if (i % 2 == 0) run_problem<float>(mpi, pt, tot, chunk, true);

@@ -20,7 +20,8 @@
 //   cannot find a missing synchronization; the real GPU run, tests/gpu/run.sh, can).
 // - NCCL communicators are MPI communicators (one-rank communicators need no MPI):
 //   ncclCommInitRank splits MPI_COMM_WORLD (all its ranks must take part), ncclCommSplit
-//   is MPI_Comm_split, collectives are their MPI counterparts, grouped ncclSend/ncclRecv
+//   is MPI_Comm_split, collectives are their MPI counterparts (reductions: sum, prod, max,
+//   min, and avg as MPI_SUM then a division by the communicator's size), grouped ncclSend/ncclRecv
 //   become nonblocking MPI point-to-point completed at ncclGroupEnd.
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -34,6 +35,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 struct CUstream_st {
@@ -138,6 +140,42 @@ MPI_Datatype mpi_type(ncclDataType_t t) {
     case ncclFloat32: return MPI_FLOAT;
     case ncclFloat64: return MPI_DOUBLE;
     default: return MPI_DATATYPE_NULL;
+  }
+}
+
+/// The MPI operation of an NCCL reduction (ncclAvg: MPI_SUM, then divide_by_size), or
+/// MPI_OP_NULL for one not emulated.
+MPI_Op mpi_op(ncclRedOp_t op) {
+  switch (op) {
+    case ncclSum: return MPI_SUM;
+    case ncclProd: return MPI_PROD;
+    case ncclMax: return MPI_MAX;
+    case ncclMin: return MPI_MIN;
+    case ncclAvg: return MPI_SUM;
+    default: return MPI_OP_NULL;
+  }
+}
+/// ncclAvg after the sum: every element divided by the communicator's size (integers
+/// truncate, as NCCL's sum-then-divide for integer types does).
+template <class T>
+void divide(void* buf, std::size_t count, int n) {
+  T* v = static_cast<T*>(buf);
+  using W = std::conditional_t<std::is_floating_point_v<T>, T,
+                               std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
+  for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<T>(static_cast<W>(v[i]) / static_cast<W>(n));
+}
+void divide_by_size(ncclRedOp_t op, ncclDataType_t t, void* buf, std::size_t count, int n) {
+  if (op != ncclAvg) return;
+  switch (t) {
+    case ncclInt8: return divide<std::int8_t>(buf, count, n);
+    case ncclUint8: return divide<std::uint8_t>(buf, count, n);
+    case ncclInt32: return divide<std::int32_t>(buf, count, n);
+    case ncclUint32: return divide<std::uint32_t>(buf, count, n);
+    case ncclInt64: return divide<std::int64_t>(buf, count, n);
+    case ncclUint64: return divide<std::uint64_t>(buf, count, n);
+    case ncclFloat32: return divide<float>(buf, count, n);
+    case ncclFloat64: return divide<double>(buf, count, n);
+    default: return;
   }
 }
 
@@ -506,29 +544,34 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
                            ncclComm_t comm, cudaStream_t) {
   const std::size_t b = count * type_size(t);
   if (ncclResult_t r = check_call("AllReduce", comm, send, b, recv, b); r != ncclSuccess) return r;
-  if (mpi_type(t) == MPI_DATATYPE_NULL || (op != ncclSum && op != ncclMax))
+  if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op) == MPI_OP_NULL)
     return nccl_fail(ncclInvalidArgument, "AllReduce : datatype or operation not emulated");
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
   }
-  return mpi(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(t),
-                           op == ncclSum ? MPI_SUM : MPI_MAX, comm->mpi),
-             "AllReduce");
+  const ncclResult_t r = mpi(
+      MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(t), mpi_op(op), comm->mpi),
+      "AllReduce");
+  if (r == ncclSuccess) divide_by_size(op, t, recv, count, comm->size);
+  return r;
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t) {
   const std::size_t b = recvcount * type_size(t);
   if (ncclResult_t r = check_call("ReduceScatter", comm, send, b * (comm ? comm->size : 1), recv, b); r != ncclSuccess)
     return r;
-  if (mpi_type(t) == MPI_DATATYPE_NULL || op != ncclSum)
+  if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op) == MPI_OP_NULL)
     return nccl_fail(ncclInvalidArgument, "ReduceScatter : datatype or operation not emulated");
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
   }
-  return mpi(MPI_Reduce_scatter_block(send, recv, static_cast<int>(recvcount), mpi_type(t), MPI_SUM, comm->mpi),
-             "ReduceScatter");
+  const ncclResult_t r = mpi(
+      MPI_Reduce_scatter_block(send, recv, static_cast<int>(recvcount), mpi_type(t), mpi_op(op), comm->mpi),
+      "ReduceScatter");
+  if (r == ncclSuccess) divide_by_size(op, t, recv, recvcount, comm->size);
+  return r;
 }
 ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t) {
   const std::size_t b = count * type_size(t);

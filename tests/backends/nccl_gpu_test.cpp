@@ -216,13 +216,7 @@ void run_sim(const cuda_memory& mem, const redist::testing::problem_text& pt, si
   }
   std::vector<redist::darray<T>> res;
   for (redist::rank_t r = 0; r < p.devices(); ++r) res.emplace_back(p.m, p.target, r, download(dout[r], mem.stream()));
-  if (p.target.nsum > 0)
-    for (redist::rank_t r = 0; r < p.devices(); ++r) {
-      const redist::rank_t root = redist::sum_root(p.m, p.target, r);
-      if (root == r) continue;
-      for (std::size_t i = 0; i < res[r].size(); ++i)
-        res[root].data()[i] = static_cast<T>(res[root].data()[i] + res[r].data()[i]);
-    }
+  if (p.target.nsum > 0) redist::reduce_partials_into_roots(std::span<redist::darray<T>>(res));  // by the kind
   std::uint64_t bad = 0;
   for (const auto& t : res) {
     if (redist::sum_root(p.m, p.target, t.device()) != t.device()) continue;
@@ -260,6 +254,13 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
   auto sums = redist::testing::paper_workload(1 << 14);
   sums.partial_sums = true;
   for (const auto& pt : redist::testing::random_problems(sums, 80, 0x67707534)) run_sim<std::int32_t>(mem, pt, tot);
+  for (const char* kind : {"max", "min", "prod", "avg"}) {  // every other reduction
+    sums.reduction = kind;
+    for (const auto& pt : redist::testing::random_problems(sums, 20, 0x67707536 + i++)) {
+      run_sim<std::int32_t>(mem, pt, tot);
+      run_sim<double>(mem, pt, tot);
+    }
+  }
   const std::uint64_t even_problems = tot.problems;
   for (auto w : redist::testing::mixed_workloads(1 << 12)) {  // uneven dimensions, sums in half
     std::mt19937_64 rng(0x67707535 + i++);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "redist/backends/mpi.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
@@ -59,6 +60,12 @@ std::vector<redist::testing::workload> workloads_for(std::uint64_t D) {
   for (std::size_t i = 0; i < plain; ++i) {
     ws.push_back(ws[i]);
     ws.back().partial_sums = true;
+  }
+  // Every other reduction (ncclMax, ncclMin, ncclProd, ncclAvg), one per mesh.
+  const char* kinds[] = {"max", "min", "prod", "avg"};
+  for (std::size_t i = 0; i < plain; ++i) {
+    ws.push_back(ws[plain + i]);
+    ws.back().reduction = kinds[i % 4];
   }
   return ws;
 }
@@ -101,11 +108,7 @@ void run_problem(redist::nccl_backend& b, const redist::testing::problem_text& p
     if (p.target.nsum > 0) {
       MPI_Comm group = MPI_COMM_NULL;
       MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(redist::sum_root(p.m, p.target, b.rank())), me, &group);
-      std::vector<T> sum(res.size());
-      MPI_Datatype t = sizeof(T) == 8 ? MPI_DOUBLE : MPI_FLOAT;
-      static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-      MPI_Allreduce(res.data(), sum.data(), static_cast<int>(res.size()), t, MPI_SUM, group);
-      std::copy(sum.begin(), sum.end(), res.data());
+      redist::mpi_reduce_partials(group, res.data(), res.size(), p.target.reduce);  // by the target's kind
       MPI_Comm_free(&group);
     }
     const redist::tile_check c = redist::check_global_index(res);

@@ -58,32 +58,35 @@ class cuda_sim_backend {
 
   template <class T>
     requires summable<T>
-  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
-    const std::vector<T> sum = add(g, io, 0, count);
+  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
+    const std::vector<T> sum = add(g, io, 0, count, r);
     for (rank_t r : g) REDIST_CUDA_CHECK(cudaMemcpy(io.recv[r], sum.data(), count * sizeof(T), cudaMemcpyHostToDevice));
     REDIST_CUDA_CHECK(cudaDeviceSynchronize());  // a pageable upload may return before it lands
   }
 
   template <class T>
     requires summable<T>
-  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     for (std::size_t m = 0; m < g.size(); ++m) {
-      const std::vector<T> sum = add(g, io, m * count, count);
+      const std::vector<T> sum = add(g, io, m * count, count, r);
       REDIST_CUDA_CHECK(cudaMemcpy(io.recv[g[m]], sum.data(), count * sizeof(T), cudaMemcpyHostToDevice));
     }
     REDIST_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
  private:
-  /// Sum over the members of their sends' elements [offset, offset + count), on the host.
+  /// Reduction r over the members of their sends' elements [offset, offset + count), on the host.
   template <class T>
-  std::vector<T> add(std::span<const rank_t> g, const block_io<T>& io, std::size_t offset, std::size_t count) const {
+  std::vector<T> add(std::span<const rank_t> g, const block_io<T>& io, std::size_t offset, std::size_t count,
+                     reduction r) const {
+    if (!reducible<T>(r)) throw redist_error(errc::runtime, "cuda sim backend: " + unreducible_text(r));
     REDIST_CUDA_CHECK(cudaStreamSynchronize(mem_.stream()));
     std::vector<T> sum(count), part(count);
     for (std::size_t k = 0; k < g.size(); ++k) {
       REDIST_CUDA_CHECK(cudaMemcpy(part.data(), io.send[g[k]] + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
-      for (std::size_t i = 0; i < count; ++i) sum[i] = k == 0 ? part[i] : redist::reduce_add(sum[i], part[i]);
+      for (std::size_t i = 0; i < count; ++i) sum[i] = k == 0 ? part[i] : redist::reduce_combine(r, sum[i], part[i]);
     }
+    for (std::size_t i = 0; i < count; ++i) sum[i] = redist::reduce_finish(r, sum[i], g.size());
     return sum;
   }
 

@@ -22,11 +22,39 @@ TEST_CASE("placements map to the paper syntax; the first mesh dimension is the m
   CHECK(redist::to_dtensor(m, redist::parse_type(m, "[256, 1024, 64] sum{y}")) == "[Replicate(), Partial(), Replicate()]");
 }
 
+TEST_CASE("Partial of every reduction: max, min, prod, avg", "[core][dtensor]") {
+  CHECK(via("[Partial('max'), Shard(0), Replicate()]") == "[64{y}256, 1024, 64] max{x}");
+  CHECK(via("[Partial(reduce_op='min'), Replicate(), Partial(reduce_op='min')]") == "[256, 1024, 64] min{x, z}");
+  CHECK(via("[Replicate(), Partial('prod'), Replicate()]") == "[256, 1024, 64] prod{y}");
+  CHECK(via("[Replicate(), Partial('product'), Replicate()]") == "[256, 1024, 64] prod{y}");  // torch's name
+  CHECK(via("[Replicate(), Replicate(), Partial(\"avg\")]") == "[256, 1024, 64] avg{z}");
+  CHECK(via("[Partial('sum'), Replicate(), Replicate()]") == "[256, 1024, 64] sum{x}");
+  CHECK(redist::from_dtensor(m, g, "[Partial('max'), Replicate(), Replicate()]").reduce == redist::reduction::max);
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[256, 1024, 64] max{y}")) == "[Replicate(), Partial('max'), Replicate()]");
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[256, 1024, 64] min{x, z}")) ==
+        "[Partial('min'), Replicate(), Partial('min')]");
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[256, 1024, 64] avg{y}")) == "[Replicate(), Partial('avg'), Replicate()]");
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[256, 1024, 64] prod{y}")) ==
+        "[Replicate(), Partial('product'), Replicate()]");
+  // Every kind round-trips through placements.
+  for (redist::reduction r : redist::all_reductions) {
+    const redist::dist_type t = redist::parse_type(m, "[128{x}256, 1024, 64] " + std::string(redist::reduction_name(r)) + "{y}");
+    CHECK(redist::from_dtensor(m, g, redist::to_dtensor(m, t)) == t);
+  }
+}
+
 TEST_CASE("bad placements name the problem", "[core][dtensor]") {
   CHECK_THROWS_WITH(via("[Shard(3), Replicate(), Replicate()]"),
                     "Shard(3) names no dimension of a 3-D array (at column 8 of '[Shard(3), Replicate(), Replicate()]')");
   CHECK_THROWS_WITH(via("[Shard(0)]"), "there are 1 placements but the mesh has 3 axes; DTensor needs one per mesh dimension");
-  CHECK_THROWS_WITH(via("[Partial(reduce_op='max'), Replicate(), Replicate()]"), Catch::Contains("only Partial sums"));
+  CHECK_THROWS_WITH(via("[Partial(reduce_op='mean'), Replicate(), Replicate()]"),
+                    "unknown reduction 'mean' (Partial takes sum, max, min, prod or avg) (at column 20 of "
+                    "'[Partial(reduce_op='mean'), Replicate(), Replicate()]')");
+  CHECK_THROWS_WITH(via("[Partial('max'), Partial('min'), Replicate()]"),
+                    "Partial('min') after Partial('max'): redist keeps one reduction kind per array (at column 26 of "
+                    "'[Partial('max'), Partial('min'), Replicate()]')");
+  CHECK_THROWS_WITH(via("[Partial('avg'), Partial(), Replicate()]"),
+                    Catch::StartsWith("Partial() (a sum) after Partial('avg'): redist keeps one reduction kind per array"));
   CHECK_THROWS_WITH(via("[Shard(0), Mystery(), Replicate()]"), Catch::Contains("unknown placement 'Mystery'"));
   CHECK_THROWS_WITH(via("[Shard(0), Replicate(), Replicate(), Replicate()]"), Catch::Contains("more placements than the mesh has axes"));
   // The order within a dimension must be the mesh's, and sub-axes have no placement.

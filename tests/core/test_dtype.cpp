@@ -338,7 +338,8 @@ TEST_CASE("partial sums: `sum{...}` after the type", "[dtype][sums]") {
       {"{x: 4, y: 6, z: 2}", "[{x}12] sum{x}", errc::repeated_axis, 12, "axis 'x' is used twice in the type"},
       {"{x: 4, y: 6, z: 2}", "[12] sum{y, y}", errc::repeated_axis, 12, "axis 'y' is used twice in the type"},
       {"{x: 4, y: 6, z: 2}", "[12] sum{w}", errc::unknown_axis, 9, "unknown axis 'w' (the mesh declares x, y, z)"},
-      {"{x: 4, y: 6, z: 2}", "[12] summ{y}", errc::syntax, 5, "expected 'sum{...}' or the end of the type"},
+      {"{x: 4, y: 6, z: 2}", "[12] summ{y}", errc::syntax, 5,
+       "unknown reduction 'summ' (expected sum, max, min, prod or avg, as in 'sum{y}')"},
       {"{x: 4, y: 6, z: 2}", "[12] sum y", errc::syntax, 9, "expected '{' after 'sum' but found 'y'"},
       {"{x: 4, y: 6, z: 2}", "[12] sum{y", errc::syntax, 10, "expected ',' or '}' after a sum axis but the text ended"},
       {"{x: 4, y: 6, z: 2}", "[12] sum{y} x", errc::syntax, 12, "expected the end of the type but found 'x'"},
@@ -358,5 +359,60 @@ TEST_CASE("partial sums: `sum{...}` after the type", "[dtype][sums]") {
     dist_type v = parse_type(m, "[12] sum{y, z}");
     std::swap(v.sum[0], v.sum[2]);  // not sorted
     CHECK(check(m, v).code == errc::syntax);
+  }
+}
+
+TEST_CASE("every reduction: `max{...}`, `min{...}`, `prod{...}`, `avg{...}` beside `sum{...}`", "[dtype][sums]") {
+  const device_mesh m = parse_mesh("{x: 4, y: 6, z: 2}");
+  for (reduction r : all_reductions) {
+    const std::string name(reduction_name(r));
+    INFO(name);
+    const dist_type t = parse_type(m, "[64{x}256, 1024] " + name + "{z, y}");
+    CHECK(t.reduce == r);
+    CHECK(t.nsum == 3);
+    CHECK(sum_parts(m, t) == 12);
+    CHECK(type_text(m, t).str() == "[64{x}256, 1024] " + name + "{y, z}");
+    CHECK(parse_type(m, type_text(m, t).view()) == t);
+    reduction back = reduction::sum;
+    CHECK(reduction_from_name(name, back));
+    CHECK(back == r);
+    // `max{}`: nothing pending, the type is the plain one (and its kind the default).
+    const dist_type none = parse_type(m, "[12] " + name + "{}");
+    CHECK(none.nsum == 0);
+    CHECK(none.reduce == reduction::sum);
+    CHECK(none == parse_type(m, "[12]"));
+  }
+  // The kind is part of the type: same axes, other kind, other type.
+  CHECK_FALSE(parse_type(m, "[12] max{y}") == parse_type(m, "[12] sum{y}"));
+  CHECK_FALSE(parse_type(m, "[12] max{y}") == parse_type(m, "[12] min{y}"));
+  CHECK(round_trip(m, "[12]avg{y:(2)3}") == "[12] avg{y:(2)3}");
+  reduction unchanged = reduction::min;
+  CHECK_FALSE(reduction_from_name("mean", unchanged));
+  CHECK(unchanged == reduction::min);
+  // The constexpr path (compile-time types) reads the kind too.
+  static_assert(parse_type_text(parse_mesh_text("{x: 2, y: 2}").value, "[{x}4] max{y}").value.reduce == reduction::max);
+  static_assert(type_text(parse_mesh_text("{x: 2, y: 2}").value,
+                          parse_type_text(parse_mesh_text("{x: 2, y: 2}").value, "[{x}4] prod{y}").value)
+                    .view() == "[2{x}4] prod{y}");
+  const std::vector<bad_type> cases = {
+      {"{x: 4, y: 6, z: 2}", "[12] mean{y}", errc::syntax, 5,
+       "unknown reduction 'mean' (expected sum, max, min, prod or avg, as in 'sum{y}')"},
+      {"{x: 4, y: 6, z: 2}", "[12] max{y} sum{z}", errc::syntax, 12,
+       "two reduction kinds in one type: 'max' and 'sum' (a type's partial values have one reduction kind)"},
+      {"{x: 4, y: 6, z: 2}", "[12] sum{y} avg{z}", errc::syntax, 12,
+       "two reduction kinds in one type: 'sum' and 'avg' (a type's partial values have one reduction kind)"},
+      {"{x: 4, y: 6, z: 2}", "[12] min{y} min{z}", errc::syntax, 12,
+       "the pending axes of 'min' are listed twice: write them in one 'min{...}'"},
+      {"{x: 4, y: 6, z: 2}", "[12] max y", errc::syntax, 9, "expected '{' after 'max' but found 'y'"},
+      {"{x: 4, y: 6, z: 2}", "[12] prod{y", errc::syntax, 11, "expected ',' or '}' after a pending axis but the text ended"},
+      {"{x: 4, y: 6, z: 2}", "[{y}12] max{y}", errc::repeated_axis, 12, "axis 'y' is used twice in the type"},
+      {"{x: 4, y: 6, z: 2}", "[12] max{z} q", errc::syntax, 12, "expected the end of the type but found 'q'"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    const auto r = parse_type_text(parse_mesh(c.mesh), c.text);
+    CHECK(r.err.code == c.code);
+    CHECK(r.err.column == c.column);
+    CHECK(r.err.message.str() == c.message);
   }
 }

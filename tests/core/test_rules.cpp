@@ -460,7 +460,12 @@ TEST_CASE("the strong rules take uneven types where they stay exact", "[rules][u
   const device_mesh m3 = parse_mesh("{x: 5, y: 6}");
   CHECK(rule_allpermute(m3, parse_type(m3, "[{x}7]"), parse_type(m3, "[{y}7]")).message.str() ==
         "allpermute: the dimensions are split into different numbers of tiles");
-  fails(rule_reducescatter(m, parse_type(m, "[{model}7] sum{data}"), 0, data, 1),
-        "reducescatter: dimension 0 of size 7 is split unevenly into 4 tiles; the reduce-scatter covers even types "
-        "(uneven ones reduce with an allreduce)");
+  // The reduce-scatter on uneven tiles: equal chunks of the padded tile (7 in 4 tiles of 2,
+  // then 8 tiles of 1, the last empty); parts that do not divide the padded tile are refused.
+  CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[{model}7] sum{data}"), 0, data, 1)) == "[1{data, model}7]");
+  CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[{data}5, 4] max{model}"), 1, thirds, 2)) == "[3{data}5, 1{model}4]");
+  fails(rule_reducescatter(m, parse_type(m, "[7] sum{data}"), 0, data, 1),
+        "reducescatter: the tile is not divisible by the summed axes");
+  fails(rule_reducescatter(m, parse_type(m, "[{model}10] sum{data}"), 0, data, 1),
+        "reducescatter: the tile is not divisible by the summed axes");  // tiles of 3
 }

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -197,7 +198,7 @@ TEST_CASE("uneven plans: random problems run on the host backend, every element 
       // tiles, and intermediates of longer programs may live in the output tile).
       const run_result r = run_on_host<std::int32_t>(q);
       CHECK(r.wrong == 0);
-      if (q.steps.size() == 1 && q.count(op::allreduce) == 0) CHECK(r.padding_kept);
+      if (q.steps.size() == 1 && q.count(op::allreduce) + q.count(op::reducescatter) == 0) CHECK(r.padding_kept);
       elements += r.checked;
       wrong += r.wrong;
       // The JSON round trip, and the line for the Python checker.
@@ -307,16 +308,21 @@ TEST_CASE("uneven named case: [3, 3, 64, 128] kernels on a mesh of 8", "[uneven]
 TEST_CASE("uneven: pending sums are reduced; kept in the target only where collectives reach it", "[uneven]") {
   const device_mesh m = parse_mesh("{x: 2, y: 2}");
   const dist_type a = parse_type(m, "[{x}5, 4] sum{y}"), b = parse_type(m, "[5, {y}4]");
-  // Both candidates reduce first; the exchange is one step shorter and predicted faster.
+  // The collective program reduce-scatters on the even dimension 1 (the padded tiles of the
+  // uneven dimension 0 ride along), then gathers; the exchange candidate all-reduces first.
   const plan_choice c = choose_plan(m, a, b);
   REQUIRE(c.candidates.size() == 2);
   const program p = synthesize(m, a, b);
   CHECK(program_hash(p) == program_hash(c.chosen_program()));
   REQUIRE(p.steps.size() == 2);
-  CHECK(p.steps[0].kind == op::allreduce);
+  CHECK(p.steps[0].kind == op::reducescatter);
   CHECK(p.steps[0].members == std::vector<rank_t>{0, 1, 2, 3});  // y is the minor axis: {0, 1}, {2, 3}
   CHECK(p.steps[0].parts == 2);
-  CHECK(p.steps[1].kind == op::exchange);
+  CHECK(p.steps[1].kind == op::allgather);
+  const program& ex = c.candidates[c.candidates[0].name == "exchange" ? 0 : 1].prog;
+  REQUIRE(ex.steps.size() == 2);
+  CHECK(ex.steps[0].kind == op::allreduce);
+  CHECK(ex.steps[1].kind == op::exchange);
   for (const plan_candidate& k : c.candidates) {
     CHECK(testing::verify(k.prog).ok);
     CHECK(detail::check_program(k.prog).error.empty());
@@ -339,7 +345,7 @@ TEST_CASE("uneven: pending sums are reduced; kept in the target only where colle
                     "within the memory budget; the target keeps pending sums and dimension 0 of size 5 is split "
                     "unevenly into 2 tiles: an exchange does not keep partial sums apart");
   // A program that exchanges without reducing is refused by the executor's check.
-  program bad = p;
+  program bad = ex;
   bad.steps.erase(bad.steps.begin());
   CHECK(detail::check_program(bad).error ==
         "invalid program: an exchange does not add partial sums: every pending sum must be reduced before the first "
@@ -359,7 +365,8 @@ TEST_CASE("uneven: hand-written steps on uneven tiles follow the box semantics o
   bad.steps[0].members = {1, 0, 2, 3};
   CHECK(detail::check_program(bad).error ==
         "invalid program: step 0 (allgather): the boxes [2, 4) and [0, 2) are not adjacent along dimension 0");
-  // The reduce-scatter stays on even types.
+  // The reduce-scatter on uneven tiles: equal chunks of the padded tile, which its parts
+  // must divide (here dimension 1 of every tile, 4 by 2; dimension 0 is uneven).
   const device_mesh m2 = parse_mesh("{x: 2, y: 2}");
   program rs = synthesize(m2, parse_type(m2, "[{x}5, 4] sum{y}"), parse_type(m2, "[{x}5, 4]"));
   step r;
@@ -369,14 +376,64 @@ TEST_CASE("uneven: hand-written steps on uneven tiles follow the box semantics o
   r.members = {0, 1, 2, 3};
   rs.target = parse_type(m2, "[{x}5, {y}4]");
   rs.steps = {r};
-  CHECK(detail::check_program(rs).error ==
-        "invalid program: step 0 (reducescatter): on uneven tiles (dimension 0 of size 5 does not split evenly) redist "
-        "runs every op but the reduce-scatter (reduce with an allreduce)");
-  CHECK_THROWS_WITH(program_from_json_text(R"({"format": "redist-program/1", "mesh": [["x", 2], ["y", 2]],
+  CHECK(detail::check_program(rs).error.empty());
+  CHECK(run_on_host<std::int32_t>(rs).wrong == 0);
+  CHECK(program_from_json_text(R"({"format": "redist-program/1", "mesh": [["x", 2], ["y", 2]],
       "global_shape": [5, 4], "element_bytes": 4, "source": "[{x}5, 4] sum{y}", "target": "[{x}5, {y}4]",
+      "steps": [{"op": "reducescatter", "split_dim": 1, "groups": [[0, 1], [2, 3]]}]})")
+            .steps.size() == 1);
+  // Parts that do not divide the padded tile (3 by 2) are refused with the step named.
+  program odd = synthesize(m2, parse_type(m2, "[{x}5, 3] sum{y}"), parse_type(m2, "[{x}5, 3]"));
+  odd.target = parse_type(m2, "[{x}5, {y}3]");
+  odd.steps = {r};
+  CHECK(detail::check_program(odd).error ==
+        "invalid program: step 0 (reducescatter): the tile's extent 3 along dimension 1 does not split into 2 equal "
+        "chunks");
+  CHECK_THROWS_WITH(program_from_json_text(R"({"format": "redist-program/1", "mesh": [["x", 2], ["y", 2]],
+      "global_shape": [5, 3], "element_bytes": 4, "source": "[{x}5, 3] sum{y}", "target": "[{x}5, {y}3]",
       "steps": [{"op": "reducescatter", "split_dim": 1, "groups": [[0, 1], [2, 3]]}]})"),
-                    "program JSON: steps[0]: reducescatter on uneven tiles (dimension 0 of size 5 does not split "
-                    "evenly): redist runs every op but the reduce-scatter there (reduce with an allreduce)");
+                    Catch::StartsWith("program JSON: steps[0]"));
+}
+
+TEST_CASE("uneven types with pending values: one reduce-scatter where it is exact on the padded tiles", "[uneven][sums]") {
+  // (mesh, source, target): the reduce-scatter splits every member's padded tile into equal
+  // chunks; chunk m of tile b is tile b * F + m of the finer tiling (t / F = ceil(n / (k F))).
+  const std::vector<std::array<const char*, 3>> cases = {
+      {"{x: 2, y: 2}", "[{x}5, 4] S{y}", "[{x}5, {y}4]"},    // the uneven dimension is another one
+      {"{x: 4, y: 2}", "[{x}14] S{y}", "[{y, x}14]"},        // 14 in 4 tiles of 4, then 8 of 2 (the last empty)
+      {"{x: 4, y: 2}", "[{x}10, 6] S{y}", "[{y, x}10, 6]"},  // tiles of 3: not by 2, refused
+      {"{x: 2, y: 3}", "[{x}7, 6] S{y}", "[{x}7, {y}6]"},
+      {"{x: 3, y: 2}", "[{x}10, 4] S{y}", "[{y, x}10, 4]"}};  // 10 in 3 tiles of 4, then 6 of 2
+  for (const auto& [mesh, from, to] : cases) {
+    for (reduction kind : all_reductions) {
+      const std::string k(reduction_name(kind));
+      auto subst = [&](std::string s) { return s.replace(s.find('S'), 1, k); };
+      const device_mesh m = parse_mesh(mesh);
+      const dist_type a = parse_type(m, subst(from)), b = parse_type(m, to);
+      INFO(mesh << " " << subst(from) << " -> " << to);
+      const std::uint8_t y[] = {static_cast<std::uint8_t>(a.sum[0])};
+      const int d = std::string(to).find("{y") == 1 ? 0 : 1;
+      const result<dist_type> rule = rule_reducescatter(m, a, d, y, 1);
+      if (tile(m, a.dims[d]) % sum_parts(m, a) != 0) {  // the 10 in 4 tiles of 3 case: not by 2
+        CHECK(rule.err.message.str() == "reducescatter: the tile is not divisible by the summed axes");
+        continue;
+      }
+      REQUIRE(rule.ok());
+      CHECK(rule.value == b);
+      for (objective goal : {objective::bytes, objective::time}) {
+        const program p = synthesize(m, a, b, {.goal = goal});
+        if (goal == objective::bytes) {  // the fewest bytes: the one reduce-scatter
+          REQUIRE(p.steps.size() == 1);
+          CHECK(p.steps[0].kind == op::reducescatter);
+          CHECK(p.steps[0].reduce == kind);
+        }
+        CHECK(testing::verify(p).ok);
+        CHECK(run_on_host<std::int32_t>(p).wrong == 0);
+        CHECK(run_on_host<float>(p).wrong == 0);
+        CHECK(program_hash(program_from_json_text(program_json_text(p))) == program_hash(p));
+      }
+    }
+  }
 }
 
 TEST_CASE("uneven notations: JAX pads like redist, DTensor's nested chunks only where they coincide", "[uneven]") {

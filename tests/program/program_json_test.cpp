@@ -49,6 +49,7 @@ void require_same(const program& a, const program& b) {
     REQUIRE(x.cost == y.cost);
     REQUIRE(x.type_after == y.type_after);
     REQUIRE(x.type_exact == y.type_exact);
+    REQUIRE(x.reduce == y.reduce);
   }
 }
 
@@ -148,6 +149,56 @@ TEST_CASE("the JSON follows DESIGN.md section 4") {
   program perm = synthesize("{x: 2, y: 2}", "[{x}4]", "[{y}4]", paper);
   CHECK(to_json(perm)["steps"] == json::parse(R"([{"op": "allpermute", "dest": [0, 2, 1, 3], "type": "[2{y}4]",
       "type_exact": true, "local_elements": 2, "cost_bytes": 8}])"));
+}
+
+TEST_CASE("reductions other than sum: \"reduce\" on allreduce and reducescatter, read with default sum", "[sums]") {
+  // Written only where not sum (the sums above have none).
+  for (reduction r : {reduction::max, reduction::min, reduction::prod, reduction::avg}) {
+    const std::string name(reduction_name(r));
+    INFO(name);
+    const program ar = synthesize("{a: 2, b: 2}", "[{a}8] " + name + "{b}", "[{a}8]", paper);
+    REQUIRE(ar.steps.size() == 1);
+    CHECK(ar.steps[0].reduce == r);
+    CHECK(to_json(ar)["source"] == "[4{a}8] " + name + "{b}");
+    CHECK(to_json(ar)["steps"] == json::parse(R"([{"op": "allreduce", "groups": [[0, 1], [2, 3]], "reduce": ")" + name +
+                                              R"(", "type": "[4{a}8]", "type_exact": true, "local_elements": 4,
+                                              "cost_bytes": 32}])"));
+    const program rs = synthesize("{a: 2, b: 2}", "[8] " + name + "{b}", "[{b}8]", paper);
+    REQUIRE(rs.steps.size() == 1);
+    CHECK(to_json(rs)["steps"][0]["op"] == "reducescatter");
+    CHECK(to_json(rs)["steps"][0]["reduce"] == name);
+    require_same(program_from_json(to_json(ar)), ar);
+    require_same(program_from_json(to_json(rs)), rs);
+    require_same(program_from_json_text(program_json_text(rs)), rs);
+    // Pending values kept in the target keep their kind.
+    const program keep = synthesize("{a: 2, b: 2, c: 2}", "[{a}8, 4] " + name + "{b, c}", "[{a}8, 4] " + name + "{c}", paper);
+    CHECK(to_json(keep)["target"] == "[4{a}8, 4] " + name + "{c}");
+    CHECK(program_from_json(to_json(keep)).target.reduce == r);
+  }
+  CHECK(program_json_text(synthesize("{a: 2, b: 2}", "[8] max{b}", "[{b}8]", paper))
+            .find("\"groups\": [[0, 1], [2, 3]],\n      \"reduce\": \"max\",") != std::string::npos);
+
+  // Read: absent means sum; the name must be known and the source's kind.
+  const json maxed = to_json(synthesize("{a: 2, b: 2}", "[8] max{b}", "[{b}8]", paper));
+  json j = maxed;
+  CHECK(read_error(j).empty());
+  j["steps"][0].erase("reduce");
+  CHECK(read_error(j) == "program JSON: steps[0].reduce: 'sum' but the source's partial values combine by max");
+  j["steps"][0]["reduce"] = "mean";
+  CHECK(read_error(j) == "program JSON: steps[0].reduce: unknown reduction 'mean' (expected sum, max, min, prod or avg)");
+  j["steps"][0]["reduce"] = 3;
+  CHECK(read_error(j) == "program JSON: steps[0].reduce: expected a string, found 3");
+  j["steps"][0]["reduce"] = "min";
+  CHECK(read_error(j) == "program JSON: steps[0].reduce: 'min' but the source's partial values combine by max");
+  json summed = to_json(synthesize("{a: 2, b: 2}", "[8] sum{b}", "[{b}8]", paper));
+  CHECK(program_from_json(summed).steps[0].reduce == reduction::sum);
+  summed["steps"][0]["reduce"] = "sum";  // explicit default
+  CHECK(read_error(summed).empty());
+  json kinds = to_json(synthesize("{a: 2, b: 2, c: 2}", "[{a}8, 4] max{b, c}", "[{a}8, 4] max{c}", paper));
+  kinds["target"] = "[4{a}8, 4] min{c}";
+  CHECK(read_error(kinds) ==
+        "program JSON: target: its partial values combine by min, the source's by max (a redistribution keeps the "
+        "reduction kind)");
 }
 
 TEST_CASE("program_json_text keeps the contract's key order and rank lists on one line") {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -271,6 +272,169 @@ TEST_CASE("partial sums: allreduce and reducescatter add the partial values", "[
     }
     CHECK_THROWS_WITH(ex.run(in, out), "the program adds partial sums, which needs an element type with + and a backend "
                                        "with allreduce and reducescatter");
+  }
+}
+
+namespace {
+
+template <class T>
+std::vector<T> values(const darray<T>& t) {
+  return std::vector<T>(t.span().begin(), t.span().end());
+}
+
+/// Run p on fill_global_index data (partials of the source's kind), reduce any partials the
+/// target keeps into their roots, and count the elements not equal to their index's value.
+template <class T>
+std::uint64_t wrong_after_run(const redist::program& p, redist::executor_options o = {}) {
+  redist::host_backend host(p.devices());
+  redist::executor<T, redist::host_backend> ex(host, p, o);
+  const auto in = filled_inputs<T>(p);
+  auto out = sentinel_outputs<T>(p, T(7));
+  ex.run(in, out);
+  redist::reduce_partials_into_roots(std::span<darray<T>>(out));
+  std::uint64_t wrong = 0, checked = 0;
+  for (const auto& t : out)
+    if (redist::sum_root(p.m, p.target, t.device()) == t.device()) {
+      const auto c = redist::check_global_index(t);
+      wrong += c.mismatches;
+      checked += c.checked;
+    }
+  CHECK(checked >= redist::global_size(p.target));  // every element, on every rank holding it
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("every reduction on the host backend: max, min, prod, avg beside sum, element by element", "[executor][sums]") {
+  redist::host_backend host(2);
+  using redist::reduction;
+  const std::vector<std::int32_t> a{1, -2, 3, 40}, b{10, 20, -30, 4};
+  auto run2 = [&](const char* from, const char* to) {
+    const auto p = redist::synthesize("{x: 2}", from, to);
+    REQUIRE(p.steps.size() == 1);
+    redist::executor<std::int32_t, redist::host_backend> ex(host, p);
+    std::vector<darray<std::int32_t>> in;
+    in.emplace_back(p.m, p.source, 0, a);
+    in.emplace_back(p.m, p.source, 1, b);
+    return std::make_pair(p, ex.run(in));
+  };
+  SECTION("allreduce: [4] kind{x} -> [4]") {
+    const std::vector<std::pair<std::string, std::vector<std::int32_t>>> want = {
+        {"sum", {11, 18, -27, 44}}, {"max", {10, 20, 3, 40}}, {"min", {1, -2, -30, 4}},
+        {"prod", {10, -40, -90, 160}}, {"avg", {5, 9, -13, 22}}};  // avg of integers truncates
+    for (const auto& [kind, v] : want) {
+      INFO(kind);
+      const auto [p, out] = run2(("[4] " + kind + "{x}").c_str(), "[4]");
+      CHECK(p.steps[0].kind == redist::op::allreduce);
+      CHECK(redist::reduction_name(p.steps[0].reduce) == kind);
+      CHECK(values(out[0]) == v);
+      CHECK(values(out[1]) == v);
+    }
+  }
+  SECTION("reducescatter: [4] kind{x} -> [{x}4]") {
+    const std::vector<std::pair<std::string, std::vector<std::int32_t>>> want = {
+        {"max", {10, 20, 3, 40}}, {"min", {1, -2, -30, 4}}, {"prod", {10, -40, -90, 160}}, {"avg", {5, 9, -13, 22}}};
+    for (const auto& [kind, v] : want) {
+      INFO(kind);
+      const auto [p, out] = run2(("[4] " + kind + "{x}").c_str(), "[{x}4]");
+      CHECK(p.steps[0].kind == redist::op::reducescatter);
+      CHECK(values(out[0]) == std::vector<std::int32_t>{v[0], v[1]});
+      CHECK(values(out[1]) == std::vector<std::int32_t>{v[2], v[3]});
+    }
+  }
+  SECTION("float avg and prod, exactly") {
+    const auto p = redist::synthesize("{x: 2}", "[3] avg{x}", "[3]");
+    redist::executor<float, redist::host_backend> ex(host, p);
+    std::vector<darray<float>> in;
+    in.emplace_back(p.m, p.source, 0, std::vector<float>{1.0f, -3.0f, 0.25f});
+    in.emplace_back(p.m, p.source, 1, std::vector<float>{2.0f, 5.0f, 0.75f});
+    CHECK(values(ex.run(in)[1]) == std::vector<float>{1.5f, 1.0f, 0.5f});
+    const auto q = redist::synthesize("{x: 2}", "[3] prod{x}", "[3]");
+    redist::executor<float, redist::host_backend> ey(host, q);
+    std::vector<darray<float>> jn;
+    jn.emplace_back(q.m, q.source, 0, std::vector<float>{1.5f, -3.0f, 0.25f});
+    jn.emplace_back(q.m, q.source, 1, std::vector<float>{2.0f, 5.0f, -8.0f});
+    CHECK(values(ey.run(jn)[0]) == std::vector<float>{3.0f, -15.0f, -2.0f});
+  }
+  SECTION("several steps and groups, every element type, pending values kept or not") {
+    // Reductions in two steps over groups of 3 and 2 (avg: means of means), on 12 devices.
+    const std::vector<std::pair<std::string, std::string>> problems = {
+        {"[{x}12, 6] K{y, z}", "[12, {x}6]"},           // reduced by reduce-scatters and all-reduces
+        {"[{x}12, 6] K{y, z}", "[{y}12, 6]"},
+        {"[{x}12, 6] K{y, z}", "[{x}12, {y}6] K{z}"},   // the z partials stay pending
+        {"[12, 6] K{x, y, z}", "[{x}12, {z}6] K{y}"}};
+    for (reduction r : redist::all_reductions) {
+      for (const auto& [from, to] : problems) {
+        const std::string k(redist::reduction_name(r));
+        auto subst = [&](std::string s) {
+          for (std::size_t at; (at = s.find('K')) != std::string::npos;) s.replace(at, 1, k);
+          return s;
+        };
+        INFO(subst(from) << " -> " << subst(to));
+        for (redist::objective goal : {redist::objective::bytes, redist::objective::time}) {
+          const redist::device_mesh m = redist::parse_mesh("{x: 2, y: 3, z: 2}");
+          auto p = redist::synthesize(m, redist::parse_type(m, subst(from)), redist::parse_type(m, subst(to)),
+                                      {.element_bytes = 4, .goal = goal});
+          for (const auto& s : p.steps)
+            if (s.kind == redist::op::allreduce || s.kind == redist::op::reducescatter) CHECK(s.reduce == r);
+          CHECK(wrong_after_run<float>(p) == 0);
+          CHECK(wrong_after_run<std::int32_t>(p) == 0);
+          CHECK(wrong_after_run<std::uint32_t>(p) == 0);
+          CHECK(wrong_after_run<float>(p, {.pack_chunk_bytes = 8}) == 0);  // packed reduce-scatters, in pieces
+          p.element_bytes = 8;
+          CHECK(wrong_after_run<double>(p) == 0);
+          CHECK(wrong_after_run<std::int64_t>(p) == 0);
+          if (r == reduction::sum || r == reduction::prod)  // (complex avg: imaginary parts near 2^24)
+            CHECK(wrong_after_run<std::complex<float>>(p) == 0);
+        }
+      }
+    }
+  }
+  SECTION("a wrong reduction is seen: the check compares by the kind") {
+    // The same data reduced by sum instead of max is not the array.
+    auto p = redist::synthesize("{x: 2, y: 2}", "[{x}4, 4] max{y}", "[{x}4, {y}4]");
+    REQUIRE(p.steps.size() == 1);
+    CHECK(wrong_after_run<std::int32_t>(p) == 0);
+    p.steps[0].reduce = reduction::sum;
+    p.source.reduce = reduction::sum;  // a consistent program, run on max partials
+    redist::host_backend four(4);
+    redist::executor<std::int32_t, redist::host_backend> ex(four, p);
+    std::vector<darray<std::int32_t>> in;
+    for (redist::rank_t r = 0; r < 4; ++r) {
+      in.emplace_back(p.m, p.source, r);
+      const std::uint64_t s = redist::sum_index(p.m, p.source, r);
+      redist::for_each_global(in.back(), [s](std::uint64_t g, std::int32_t& v) {
+        v = redist::partial_value<std::int32_t>(g, s, 2, reduction::max);
+      });
+    }
+    CHECK_FALSE(all_index_encoded(ex.run(in)));
+  }
+  SECTION("an element type without the reduction: one line before anything moves") {
+    const auto p = redist::synthesize("{x: 2}", "[4] max{x}", "[{x}4]", {.element_bytes = 8});
+    redist::executor<std::complex<float>, redist::host_backend> ex(host, p);
+    std::vector<darray<std::complex<float>>> in, out;
+    for (redist::rank_t r = 0; r < 2; ++r) {
+      in.emplace_back(p.m, p.source, r);
+      out.emplace_back(p.m, p.target, r);
+      for (auto& v : out.back().span()) v = {7.0f, 7.0f};
+    }
+    CHECK_THROWS_WITH(ex.run(in, out), "the program reduces partial values by max, but the element type has no max "
+                                       "(max and min need a type with <, not complex)");
+    CHECK(all_equal(out, std::complex<float>(7.0f, 7.0f)));
+    std::vector<darray<std::complex<float>>> tiles;
+    tiles.emplace_back(p.m, p.source, 0);
+    CHECK_THROWS_WITH(redist::fill_global_index(tiles[0]),
+                      "fill_global_index: [4] max{x}: the element type has no max (max and min need a type with <, "
+                      "not complex)");
+  }
+  SECTION("a step whose reduction is not the source's is refused") {
+    auto p = redist::synthesize("{x: 2}", "[4] max{x}", "[{x}4]");
+    p.steps[0].reduce = reduction::min;
+    redist::executor<std::int32_t, redist::host_backend> ex(host, p);
+    std::vector<darray<std::int32_t>> in;
+    for (redist::rank_t r = 0; r < 2; ++r) in.emplace_back(p.m, p.source, r);
+    CHECK_THROWS_WITH(ex.run(in), "invalid program: step 0 (reducescatter): it reduces by min, but the source's partial "
+                                  "values combine by max");
   }
 }
 

@@ -37,6 +37,8 @@ struct workload {
   /// If set, a replicated axis of the source becomes a pending-sum axis with probability
   /// 1/2, and the target keeps a random subset of those that it does not partition.
   bool partial_sums = false;
+  /// The reduction the pending axes are written with (`sum{..}`, `max{..}`, ...).
+  std::string reduction = "sum";
 };
 
 /// The paper's mesh {a: 2, b: 2, c: 2}.
@@ -88,7 +90,9 @@ inline std::string write_type(const workload& w, const std::vector<std::vector<i
   }
   s += "]";
   if (!sums.empty()) {
-    s += " sum{";
+    s += ' ';
+    s += w.reduction;
+    s += '{';
     for (std::size_t i = 0; i < sums.size(); ++i) {
       if (i) s += ", ";
       s += w.axes[static_cast<std::size_t>(sums[i])].first;

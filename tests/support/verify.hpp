@@ -18,6 +18,7 @@
 //   allpermute: rank r's box moves to rank dest[r]; dest must be a bijection.
 //   allreduce / reducescatter (partial sums, an extension): the members' boxes must be
 //               equal; every member ends with the sum of the group's partials (all of it,
+//               or max, min, prod, avg: the step's reduce, which must be the source's kind;
 //               or chunk m of it along split_dim for member m).
 //   exchange (an extension): every rank ends with its listed box A_r, which must lie
 //               inside the array and be covered by the union of the boxes held before the
@@ -431,8 +432,20 @@ inline verify_result verify(const program& p) {
       case op::reducescatter: {
         const bool scatter = s.kind == op::reducescatter;
         if (scatter && !check_dim(s.split_dim)) return fail(si, str_cat("split_dim ", s.split_dim, " out of range"));
+        if (p.source.nsum > 0 && s.reduce != p.source.reduce)  // one reduction kind per array
+          return fail(si, str_cat("reduces by ", reduction_name(s.reduce), " partials that combine by ",
+                                  reduction_name(p.source.reduce)));
         if (!detail::check_groups(s, D, why)) return fail(si, why);
         const std::uint64_t n = s.parts;
+        // On uneven programs a reduce-scatter splits the padded tile (the longest box) into
+        // n equal chunks, each clipped to the member's box.
+        std::uint64_t padded = 0;
+        if (scatter && p.uneven()) {
+          for (std::uint64_t r = 0; r < D; ++r) padded = std::max(padded, cur.ext(static_cast<rank_t>(r), s.split_dim));
+          if (padded % n != 0)
+            return fail(si, str_cat("the padded tile's extent ", padded, " along dimension ", s.split_dim,
+                                    " does not split into ", n, " chunks"));
+        }
         for (std::size_t g = 0; g * n < s.members.size(); ++g) {
           const rank_t* grp = s.members.data() + g * n;
           std::vector<std::uint32_t> all = K[grp[0]], tmp;
@@ -451,6 +464,12 @@ inline verify_result verify(const program& p) {
             const rank_t r = grp[k];
             nextK[r] = all;
             if (!scatter) continue;
+            if (padded > 0) {
+              const std::uint64_t c = padded / n, l = cur.l(r, s.split_dim), h = cur.h(r, s.split_dim);
+              next.l(r, s.split_dim) = std::min(l + k * c, h);
+              next.h(r, s.split_dim) = std::min(l + (k + 1) * c, h);
+              continue;
+            }
             if (cur.ext(r, s.split_dim) % n != 0)
               return fail(si, str_cat("rank ", r, "'s box ", cur.text(r), " cannot be split into ", n,
                                       " chunks along dimension ", s.split_dim));

@@ -25,7 +25,9 @@ blocks of equal partial sets, allreduce and reducescatter add disjoint sets, and
 the ranks that differ only along the target's sum axes must hold disjoint sets that together
 are all the partials (without target sums: every rank holds the full sum). Their costs are
 not in DESIGN.md; the checker uses the usual ring costs, allreduce = 2 x localsize,
-reducescatter = localsize before.
+reducescatter = localsize before. Other reductions (`max{y}`, `min{y}`, `prod{y}`, `avg{y}`, one
+kind per type) are followed the same way: allreduce and reducescatter carry "reduce" (default
+"sum"), which must be the source's kind, and the target's pending values, if any, keep it.
 
 Fused collectives (an extension, docs/reference.md "Fused collectives"): an allgather or
 alltoall with "concat_dims"/"concat_parts" (and, for an alltoall, "split_dims"/"split_parts")
@@ -188,8 +190,9 @@ class AxisRef:
 class Type:
     """dims: list of (global, [AxisRef, ...] minor-to-major); sums: pending-sum AxisRefs."""
 
-    def __init__(self, mesh, dims, text, sums=()):
+    def __init__(self, mesh, dims, text, sums=(), reduce="sum"):
         self.mesh, self.dims, self.text, self.sums = mesh, dims, text, list(sums)
+        self.reduce = reduce if self.sums else "sum"
         self.tiles = []
         for g, axes in dims:  # section 2: the tile is ceil(n / k), uneven dimensions padded
             k = math.prod(a.size for a in axes)
@@ -237,6 +240,9 @@ class Type:
         return tuple(coords[n] for n in self.mesh.names)
 
 
+REDUCTIONS = ("sum", "max", "min", "prod", "avg")
+
+
 def parse_type(mesh, s):
     """`[64{x}256, 1024]`, `[{x, y}256, 8]`, `[2{x:(1)2}8]`: tile optional, axes
     minor-to-major, a bare size is unpartitioned."""
@@ -260,14 +266,18 @@ def parse_type(mesh, s):
             if sc.take("]"):
                 break
             sc.need(",")
-    sums = []
-    if sc.peek() == "s":
-        if sc.name() != "sum":
-            fail("expected sum{...} at column %d of %r" % (sc.i + 1, s))
+    sums, reduce = [], "sum"
+    if sc.peek().isalpha():
+        col = sc.i + 1
+        reduce = sc.name()
+        if reduce not in REDUCTIONS:
+            fail("unknown reduction %r at column %d of %r" % (reduce, col, s))
         sc.need("{")
         sums = axis_list(sc, mesh, used, s)
+    if sc.peek().isalpha():
+        fail("a second reduction at column %d of %r (one kind per type)" % (sc.i + 1, s))
     sc.end()
-    return Type(mesh, dims, s, sums)
+    return Type(mesh, dims, s, sums, reduce)
 
 
 def axis_list(sc, mesh, used, s):
@@ -336,13 +346,19 @@ def check_groups(step, where, D):
     return groups
 
 
-def split(box, d, n, where, rank, ceil=False):
+def split(box, d, n, where, rank, ceil=False, padded=None):
     """n equal chunks along d; with ceil (dynslice, section 4 on uneven boxes) chunks of
-    ceil(extent / n), the last ones short or empty."""
+    ceil(extent / n), the last ones short or empty; with `padded` (a reduce-scatter on
+    uneven boxes) n equal chunks of the padded tile of that extent, clipped to the box."""
     lo, hi = box[d]
-    if (hi - lo) % n != 0 and not ceil:
-        fail("%s: rank %d's extent %d along dimension %d does not split into %d" % (where, rank, hi - lo, d, n))
-    c = -(-(hi - lo) // n)
+    if padded is not None:
+        if padded % n != 0:
+            fail("%s: the tile's extent %d along dimension %d does not split into %d" % (where, padded, d, n))
+        c = padded // n
+    else:
+        if (hi - lo) % n != 0 and not ceil:
+            fail("%s: rank %d's extent %d along dimension %d does not split into %d" % (where, rank, hi - lo, d, n))
+        c = -(-(hi - lo) // n)
     return [box[:d] + ((min(lo + m * c, hi), min(lo + (m + 1) * c, hi)),) + box[d + 1:] for m in range(n)]
 
 
@@ -482,13 +498,19 @@ def exchange_cost(before, after):
     return max((volume(a) - volume(intersect(a, b)) for (b, _), (a, _) in zip(before, after)), default=0)
 
 
-def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything=frozenset([()])):
+def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything=frozenset([()]), reduce=None):
     """One step of section 4 on every rank's (box, partials); an exchange needs the
     array's global `shape`, whether its types are uneven and the set of all partials."""
     op = field(step, "op", where)
     out = list(state)
     if op in ("allgather", "alltoall", "allreduce", "reducescatter"):
         groups = check_groups(step, where, D)
+    if op in ("allreduce", "reducescatter"):
+        kind = step.get("reduce", "sum")
+        if kind not in REDUCTIONS:
+            fail("%s: unknown reduction %r" % (where, kind))
+        if reduce is not None and kind != reduce:
+            fail("%s: reduces by %s partial values that combine by %s" % (where, kind, reduce))
     if op in ("allgather", "alltoall") and "concat_dims" in step:  # fused: grids of dimensions
         if uneven:
             fail("%s: a fused %s runs on even programs only" % (where, op))
@@ -514,8 +536,11 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
         cd = dim_index(step, "concat_dim", where, rank) if op == "alltoall" else None
         if cd == sd:
             fail("%s: concat_dim == split_dim" % where)
+        # A reduce-scatter on uneven boxes splits the padded tile (the longest box) equally.
+        padded = max(b[sd][1] - b[sd][0] for b, _ in state) if uneven and op == "reducescatter" else None
         for g in groups:
-            chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r, ceil=uneven)] for r in g]
+            chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r, ceil=uneven, padded=padded)]
+                      for r in g]
             for m, r in enumerate(g):
                 got = [chunks[k][m] for k in range(len(g))]
                 who = "member %d of group %s" % (r, g)
@@ -583,6 +608,8 @@ def check(prog, memory=True):
     if src.global_shape != shape or dst.global_shape != shape:
         fail("global_shape %s, source %s, target %s differ" % (shape, src.global_shape, dst.global_shape))
     ebytes = uint(field(prog, "element_bytes", "program"), "element_bytes")
+    if src.sums and dst.sums and src.reduce != dst.reduce:
+        fail("the source's partial values combine by %s, the target's by %s" % (src.reduce, dst.reduce))
     rank = len(shape)
 
     uneven = src.uneven or dst.uneven
@@ -600,7 +627,7 @@ def check(prog, memory=True):
     for i, step in enumerate(steps):
         where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
         before = state
-        state = apply_step(step, state, where, rank, D, shape, uneven, everything)
+        state = apply_step(step, state, where, rank, D, shape, uneven, everything, src.reduce if src.sums else None)
         after = local_of(state, where, uneven)
         if step["op"] == "exchange":
             c = exchange_cost(before, state)

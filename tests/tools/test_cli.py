@@ -52,10 +52,21 @@ BAD_INPUT = [
     (["--mesh", "{x: 4}", "--from", "[18446744073709551616]", "--to", "[8]"],
      "redist: error: --from: number does not fit in 64 bits (at column 2 of '[18446744073709551616]')"),
     (["--mesh", "{a: 2, b: 2}", "--from", "[{a}8] sun{b}", "--to", "[{a}8]"],
-     "redist: error: --from: expected 'sum{...}' or the end of the type (at column 8 of '[{a}8] sun{b}')"),
+     "redist: error: --from: unknown reduction 'sun' (expected sum, max, min, prod or avg, as in 'sum{y}') "
+     "(at column 8 of '[{a}8] sun{b}')"),
     (["--mesh", "{a: 2, b: 2}", "--from", "[{a}8]", "--to", "[{a}8] sum{b}"],
      "redist: error: --to: the target has pending sums the source does not have: "
      "a redistribution can reduce partial sums, not create them"),
+    # Every reduction (DESIGN.md section 2): one kind per type, kept by a redistribution.
+    (["--mesh", "{a: 2, b: 2}", "--from", "[8] max{a} sum{b}", "--to", "[8]"],
+     "redist: error: --from: two reduction kinds in one type: 'max' and 'sum' (a type's partial values have one "
+     "reduction kind) (at column 12 of '[8] max{a} sum{b}')"),
+    (["--mesh", "{a: 2, b: 2}", "--from", "[{a}8] max{b}", "--to", "[8] min{b}"],
+     "redist: error: --to: the source's partial values combine by max, the target's by min: a redistribution "
+     "keeps the reduction kind"),
+    (["--mesh", "{a: 2, b: 2}", "--from-dtensor", "[Partial('mean'), Replicate()]", "--shape", "[8]", "--to", "[8]"],
+     "redist: error: --from-dtensor: unknown reduction 'mean' (Partial takes sum, max, min, prod or avg) "
+     "(at column 10 of '[Partial('mean'), Replicate()]')"),
     (GOOD + ["--budget", "0.5"], "redist: error: --budget: the memory budget factor must be at least 1"),
     (GOOD + ["--budget", "nan"], "redist: error: --budget: the memory budget factor must be at least 1"),
     (GOOD + ["--bytes", "0"], "redist: error: --bytes: element size must be at least 1 byte"),
@@ -117,6 +128,38 @@ def main():
     r = run(redist, ["plan"] + LISTING3 + ["--explain"])
     expect("* collective  3 steps" in r.stdout and "reason: collective: predicted" in r.stdout,
            "listing 3 by time --explain: %r" % r.stdout[-600:])
+
+    # Every reduction: plans carry "reduce" (only where not sum), runs reduce real data.
+    for kind in ("max", "min", "prod", "avg", "sum"):
+        reduce_args = ["--mesh", "{x: 2, y: 4}", "--from", "[{x}16, 8] %s{y}" % kind, "--to", "[{x}16, {y}8]"]
+        r = run(redist, ["plan"] + reduce_args + ["--json"])
+        steps = json.loads(r.stdout)["steps"] if r.returncode == 0 else []
+        expect([s["op"] for s in steps] == ["reducescatter"] and
+               [s.get("reduce", "sum") for s in steps] == [kind] and ("reduce" in steps[0]) == (kind != "sum"),
+               "%s{y} plan: rc %d, steps %r, stderr %r" % (kind, r.returncode, steps, r.stderr))
+        for backend in ("host",):
+            r = run(redist, ["run", "--backend", backend, "--verify"] + reduce_args)
+            expect(r.returncode == 0 and "verify: OK, 128 elements checked" in r.stdout,
+                   "%s{y} run --verify: rc %d, stdout %r, stderr %r" % (kind, r.returncode, r.stdout[-300:], r.stderr))
+        # Pending values kept in the target: verified on the reduction of the partials.
+        r = run(redist, ["run", "--backend", "host", "--verify", "--mesh", "{x: 2, y: 2, z: 2}", "--from",
+                         "[16, 8] %s{y, z}" % kind, "--to", "[{y}16, 8] %s{z}" % kind])
+        expect(r.returncode == 0 and "verify: OK" in r.stdout and "(the %s of the target's partial values)" % kind in r.stdout,
+               "%s kept: rc %d, stdout %r, stderr %r" % (kind, r.returncode, r.stdout[-300:], r.stderr))
+    # Uneven types: one reduce-scatter where its equal chunks of the padded tile are the tiles.
+    uneven_args = ["--mesh", "{x: 4, y: 2}", "--from", "[{x}14, 3] max{y}", "--to", "[{y, x}14, 3]"]
+    r = run(redist, ["plan"] + uneven_args + ["--json"])
+    steps = json.loads(r.stdout)["steps"] if r.returncode == 0 else []
+    expect([(s["op"], s.get("reduce")) for s in steps] == [("reducescatter", "max")],
+           "uneven reduce-scatter plan: rc %d, steps %r, stderr %r" % (r.returncode, steps, r.stderr))
+    r = run(redist, ["run", "--backend", "host", "--verify"] + uneven_args)
+    expect(r.returncode == 0 and "verify: OK, 42 elements checked" in r.stdout,
+           "uneven reduce-scatter run: rc %d, stdout %r, stderr %r" % (r.returncode, r.stdout[-300:], r.stderr))
+    r = run(redist, ["plan", "--mesh", "{x: 2, y: 4}", "--from-dtensor", "[Shard(0), Partial('max')]", "--shape",
+                     "[16, 8]", "--to-dtensor", "[Shard(0), Shard(1)]", "--json"])
+    prog = json.loads(r.stdout) if r.returncode == 0 else {}
+    expect(prog.get("source") == "[8{x}16, 8] max{y}" and [s.get("reduce") for s in prog.get("steps", [])] == ["max"],
+           "DTensor Partial('max'): rc %d, %r %r" % (r.returncode, r.stdout[:400], r.stderr))
 
     # The naive baseline: allgather then dynslice, above the memory bound.
     r = run(redist, ["plan"] + GOOD + ["--baseline", "naive", "--json"])

@@ -152,6 +152,10 @@ def corruptions(prog, rng):
                 d = c["steps"][i]["dest"]
                 d[x], d[y] = d[y], d[x]
                 yield "swapped dest", c
+        if s["op"] in ("allreduce", "reducescatter"):  # another reduction than the source's
+            c = copy.deepcopy(prog)
+            c["steps"][i]["reduce"] = "min" if s.get("reduce", "sum") != "min" else "max"
+            yield "changed reduction", c
         if s["op"] in ("allgather", "alltoall", "allreduce", "reducescatter"):
             if s["op"] != "allreduce":  # a sum does not depend on the members' order
                 g = rng.randrange(len(s["groups"]))
@@ -219,6 +223,14 @@ def main():
                  ("{a: 2, b: 2, c: 2}", "[{a}8, 4] sum{b, c}", "[8, {a}4] sum{b}"),
                  ("{x: 4, y: 3}", "[12, {x}8] sum{y}", "[{y}12, 8]"),
                  ("{x: 4, y: 3}", "[12, {x:(2)2}8] sum{y, x:(1)2}", "[{y}12, {x:(2)2}8]")]
+    # Uneven types reduce-scattered on their padded tiles (issue 24 item 5), any reduction.
+    problems += [("{x: 4, y: 2}", "[{x}14] sum{y}", "[{y, x}14]"),
+                 ("{x: 3, y: 2}", "[{x}10, 4] sum{y}", "[{y, x}10, 4]"),
+                 ("{x: 2, y: 2}", "[{x}5, 4] sum{y}", "[5, {y}4]")]
+    # Every reduction (max, min, prod, avg): the sum problems above with another kind.
+    reductions = ["max", "min", "prod", "avg"]
+    problems += [(mesh, a.replace("sum{", k + "{"), b.replace("sum{", k + "{"))
+                 for k, (mesh, a, b) in zip(reductions * 20, [p for p in problems if "sum{" in p[1]][:40])]
 
     failures = []
     programs = []
@@ -233,6 +245,7 @@ def main():
                 raise cp.CheckError("element_bytes %r, asked for %d" % (prog["element_bytes"], ebytes))
             # The program's types are the ones asked for (same tiles on every rank).
             m = cp.parse_mesh(mesh)
+            uneven = cp.parse_type(m, a).uneven or cp.parse_type(m, b).uneven  # (the baselines model even types)
             if cp.parse_type(m, a).boxes() != cp.parse_type(m, prog["source"]).boxes():
                 raise cp.CheckError("source %r is not the type asked for" % prog["source"])
             if cp.parse_type(m, b).boxes() != cp.parse_type(m, prog["target"]).boxes():
@@ -241,10 +254,10 @@ def main():
             for st in prog["steps"]:
                 stats[st["op"]] = stats.get(st["op"], 0) + 1
             programs.append(prog)
-            if n % 5 == 0 and "sum" not in a:  # the xla baseline (DESIGN.md section 6; no partial sums)
+            if n % 5 == 0 and "{" not in a.split("]")[-1] and not uneven:  # the xla baseline (section 6)
                 cp.check(run.plan(mesh, a, b, "--baseline", "xla"), memory=False)
                 stats["xla"] += 1
-            if n % 5 == 0:  # the naive baseline: right tiles, above the bound when it gathers
+            if n % 5 == 0 and not uneven:  # the naive baseline: right tiles, above the bound when it gathers
                 naive = run.plan(mesh, a, b, "--baseline", "naive")
                 ns = cp.check(naive, memory=False)
                 if ns["peak"] > ns["bound"]:
@@ -276,7 +289,7 @@ def main():
             except cp.CheckError:
                 kinds[kind] = kinds.get(kind, 0) + 1
     expected = {"swapped dest", "swapped group members", "unequal group sizes", "changed dynslice index",
-                "dropped step", "wrong cost", "bound below peak", "swapped exchange boxes"}
+                "dropped step", "wrong cost", "bound below peak", "swapped exchange boxes", "changed reduction"}
     fused = sum(1 for prog in programs for st in prog["steps"] if "concat_dims" in st)
     if fused:
         expected.add("reordered fused grid")

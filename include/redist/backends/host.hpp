@@ -147,35 +147,42 @@ class host_backend {
     });
   }
 
-  /// Every member's recv = the element-wise sum of the members' sends (in member order).
+  /// Every member's recv = the element-wise reduction r of the members' sends (in member
+  /// order; avg: their sum divided by the group size).
   template <class T>
     requires summable<T>
-  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     check_group(g);
     check_buffers(g, io);
+    check_reduction<T>(r);
     T* first = io.recv[g[0]];
     std::memcpy(first, io.send[g[0]], count * sizeof(T));
     for (std::size_t k = 1; k < g.size(); ++k) {
       const T* src = io.send[g[k]];
-      for (std::size_t i = 0; i < count; ++i) first[i] = reduce_add(first[i], src[i]);
+      for (std::size_t i = 0; i < count; ++i) first[i] = reduce_combine(r, first[i], src[i]);
     }
+    if (r == reduction::avg)
+      for (std::size_t i = 0; i < count; ++i) first[i] = reduce_finish(r, first[i], g.size());
     parallel_for(g.size() - 1, g.size() * count * sizeof(T),
                  [&](std::size_t m) { std::memcpy(io.recv[g[m + 1]], first, count * sizeof(T)); });
   }
 
-  /// Member m's recv = the element-wise sum of block m of the members' sends.
+  /// Member m's recv = the element-wise reduction r of block m of the members' sends.
   template <class T>
     requires summable<T>
-  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     check_group(g);
     check_buffers(g, io);
+    check_reduction<T>(r);
     parallel_for(g.size(), g.size() * g.size() * count * sizeof(T), [&](std::size_t m) {
       T* dst = io.recv[g[m]];
       std::memcpy(dst, io.send[g[0]] + m * count, count * sizeof(T));
       for (std::size_t k = 1; k < g.size(); ++k) {
         const T* src = io.send[g[k]] + m * count;
-        for (std::size_t i = 0; i < count; ++i) dst[i] = reduce_add(dst[i], src[i]);
+        for (std::size_t i = 0; i < count; ++i) dst[i] = reduce_combine(r, dst[i], src[i]);
       }
+      if (r == reduction::avg)
+        for (std::size_t i = 0; i < count; ++i) dst[i] = reduce_finish(r, dst[i], g.size());
     });
   }
 
@@ -200,6 +207,11 @@ class host_backend {
       if (r >= ranks_.size())
         throw redist_error(errc::runtime, "host backend: rank " + std::to_string(r) + " is not among the " +
                                               std::to_string(ranks_.size()) + " simulated devices");
+  }
+  template <class T>
+  static void check_reduction(reduction r) {
+    if (!reducible<T>(r))
+      throw redist_error(errc::runtime, "host backend: " + unreducible_text(r));
   }
   template <class T>
   void check_buffers(std::span<const rank_t> g, const block_io<T>& io) const {

@@ -22,8 +22,9 @@
 //   the two paths are within the run-to-run noise for both ops (programs with
 //   all-to-alls: datatypes 1.04x faster, with all-gathers: 1.00x), so both default to
 //   datatypes, which need no pack buffers.
-// - allreduce / reducescatter (partial sums): MPI_Allreduce / MPI_Reduce_scatter_block
-//   with MPI_SUM.
+// - allreduce / reducescatter (partial values): MPI_Allreduce / MPI_Reduce_scatter_block
+//   with MPI_SUM, MPI_MAX, MPI_MIN or MPI_PROD; avg as MPI_SUM, then the received block
+//   divided by the group size (runtime/backend.hpp reduce_finish).
 // - exchange (redist/exchange.hpp): MPI_Alltoallw over the duplicate with one subarray
 //   datatype (MPI_Type_create_subarray) per non-empty piece, so MPI reads and writes the
 //   pieces in place in the tiles, or, with mpi_options::exchange_in_place = false,
@@ -297,25 +298,29 @@ class mpi_backend {
 
   template <class T>
     requires mpi_element<T> && summable<T>
-  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     const int cnt = checked_count(count);
+    const MPI_Op o = mpi_op<T>(r);
     if (g.size() == 1) {
       std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
       return;
     }
-    call(MPI_Allreduce(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), MPI_SUM, group_comm(g)), "MPI_Allreduce");
+    call(MPI_Allreduce(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), o, group_comm(g)), "MPI_Allreduce");
+    finish(r, io.recv[me_], count, g.size());
   }
 
   template <class T>
     requires mpi_element<T> && summable<T>
-  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     const int cnt = checked_count(count);
+    const MPI_Op o = mpi_op<T>(r);
     if (g.size() == 1) {
       std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
       return;
     }
-    call(MPI_Reduce_scatter_block(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), MPI_SUM, group_comm(g)),
+    call(MPI_Reduce_scatter_block(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), o, group_comm(g)),
          "MPI_Reduce_scatter_block");
+    finish(r, io.recv[me_], count, g.size());
   }
 
   template <class T>
@@ -394,6 +399,25 @@ class mpi_backend {
     throw redist_error(errc::runtime, std::string("mpi backend: ") + what + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
   }
 
+  /// The MPI operation of reduction r (avg: MPI_SUM, then finish); refuses, before any data
+  /// moves, a reduction the element type lacks.
+  template <class T>
+  static MPI_Op mpi_op(reduction r) {
+    if (!reducible<T>(r)) throw redist_error(errc::runtime, "mpi backend: " + unreducible_text(r));
+    switch (r) {
+      case reduction::max: return MPI_MAX;
+      case reduction::min: return MPI_MIN;
+      case reduction::prod: return MPI_PROD;
+      default: return MPI_SUM;  // sum, avg
+    }
+  }
+  /// avg: divide the n members' sum by n, element by element.
+  template <class T>
+  static void finish(reduction r, T* v, std::size_t count, std::size_t n) {
+    if (r != reduction::avg) return;
+    for (std::size_t i = 0; i < count; ++i) v[i] = reduce_finish(r, v[i], n);
+  }
+
   static int checked_count(std::size_t count) {
     if (count > static_cast<std::size_t>(INT_MAX))
       throw redist_error(errc::runtime, "mpi backend: a block of " + std::to_string(count) +
@@ -421,6 +445,40 @@ static_assert(backend_for<mpi_backend, std::complex<double>>);
 static_assert(reducing_backend_for<mpi_backend, double>);
 static_assert(strided_backend_for<mpi_backend, float>);
 static_assert(strided_exchange_backend_for<mpi_backend, float>);
+
+/// Verification over MPI, one rank per process (runtime/verify.hpp's
+/// reduce_partials_into_roots): every member of `group` (the ranks holding the partial
+/// values of one tile, its root first) ends with the reduction r of their `count` values.
+/// avg: the root's values plus the mean of the differences from them, so that verify.hpp's
+/// partial_value offsets give the value exactly.
+template <class T>
+  requires mpi_element<T> && summable<T>
+void mpi_reduce_partials(MPI_Comm group, T* v, std::size_t count, reduction r) {
+  if (!reducible<T>(r)) throw redist_error(errc::runtime, "mpi_reduce_partials: " + unreducible_text(r));
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw redist_error(errc::runtime, "mpi_reduce_partials: a tile of " + std::to_string(count) + " elements");
+  const int n = static_cast<int>(count);
+  if (r != reduction::avg) {
+    const MPI_Op o = r == reduction::max ? MPI_MAX : r == reduction::min ? MPI_MIN : r == reduction::prod ? MPI_PROD : MPI_SUM;
+    MPI_Allreduce(MPI_IN_PLACE, v, n, mpi_datatype<T>::get(), o, group);
+    return;
+  }
+  int size = 1;
+  MPI_Comm_size(group, &size);
+  std::vector<T> root(v, v + count);
+  MPI_Bcast(root.data(), n, mpi_datatype<T>::get(), 0, group);
+  for (std::size_t k = 0; k < count; ++k) {
+    if constexpr (std::is_integral_v<T>) {  // wrapping (padding holds any value)
+      using U = std::make_unsigned_t<T>;
+      v[k] = static_cast<T>(static_cast<U>(static_cast<U>(v[k]) - static_cast<U>(root[k])));
+    } else {
+      v[k] = static_cast<T>(v[k] - root[k]);
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, v, n, mpi_datatype<T>::get(), MPI_SUM, group);
+  for (std::size_t k = 0; k < count; ++k)
+    v[k] = reduce_add(root[k], reduce_finish(r, v[k], static_cast<std::size_t>(size)));
+}
 
 }  // namespace redist
 

@@ -39,8 +39,9 @@
 //   ncclSend / ncclRecv (fixed points are local copies); exchange (redist/exchange.hpp):
 //   the executor packs the pieces on the device, then grouped ncclSend / ncclRecv of the
 //   non-empty ones (alltoallv); allreduce / reducescatter:
-//   ncclAllReduce / ncclReduceScatter with ncclSum, for element types with an NCCL
-//   datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
+//   ncclAllReduce / ncclReduceScatter with ncclSum, ncclMax, ncclMin, ncclProd or ncclAvg
+//   (the step's reduction; ncclAvg, NCCL >= 2.10, divides integer sums with truncation
+//   as the other backends do), for element types with an NCCL datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
 //   for others). The data-moving collectives move bytes, so any trivially copyable T works.
 // - agree: over MPI when the backend was bootstrapped over MPI (no GPU work); otherwise a
 //   3-word ncclAllReduce(max) that waits for the stream (the only host synchronization of
@@ -715,25 +716,45 @@ class nccl_backend {
 
   template <class T>
     requires nccl_reducible<T>
-  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const ncclRedOp_t o = nccl_op<T>(r);
     const auto bufs = buffers(io);
     const std::byte* send = bufs.first;
     std::byte* recv = bufs.second;
     if (local_copy(g, send, recv, bytes)) return;
-    REDIST_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.h));
+    REDIST_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_datatype<T>::value, o, group_comm(g), stream_.h));
   }
 
   template <class T>
     requires nccl_reducible<T>
-  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count) {
+  void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
     const std::size_t bytes = detail::block_bytes<T>(who, count);
+    const ncclRedOp_t o = nccl_op<T>(r);
     const auto bufs = buffers(io);
     const std::byte* send = bufs.first;
     std::byte* recv = bufs.second;
     if (local_copy(g, send, recv, bytes)) return;
-    REDIST_NCCL_CHECK(
-        ncclReduceScatter(send, recv, count, nccl_datatype<T>::value, ncclSum, group_comm(g), stream_.h));
+    REDIST_NCCL_CHECK(ncclReduceScatter(send, recv, count, nccl_datatype<T>::value, o, group_comm(g), stream_.h));
+  }
+
+  /// NCCL's operation for reduction r; refuses, before any data moves, one the element type
+  /// or this NCCL lacks.
+  template <class T>
+  static ncclRedOp_t nccl_op(reduction r) {
+    if (!reducible<T>(r)) throw redist_error(errc::runtime, std::string(who) + ": " + unreducible_text(r));
+    switch (r) {
+      case reduction::max: return ncclMax;
+      case reduction::min: return ncclMin;
+      case reduction::prod: return ncclProd;
+      case reduction::avg:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+        return ncclAvg;
+#else
+        throw redist_error(errc::runtime, std::string(who) + ": avg needs ncclAvg (NCCL 2.10 or later)");
+#endif
+      default: return ncclSum;
+    }
   }
 
  private:

@@ -2,7 +2,10 @@
 //
 // A DTensor is laid out by one placement per mesh dimension, in mesh order:
 // Shard(d) splits tensor dimension d over that mesh dimension, Replicate() replicates,
-// Partial() leaves a pending sum (redist's `sum{...}`). When several mesh dimensions
+// Partial() leaves a pending sum (redist's `sum{...}`); Partial('max'), Partial('min'),
+// Partial('prod') (or 'product', torch's name, which to_dtensor writes), Partial('avg') and
+// Partial(reduce_op='max') leave pending values of that kind (`max{...}`, ...), one kind per
+// array. When several mesh dimensions
 // shard one tensor dimension, DTensor splits by the first mesh dimension first (it is
 // the major one), so [Shard(0), Shard(0)] over mesh dims (x, y) is redist's
 // [{y, x}..] (minor-to-major). DeviceMesh(arange(n).reshape(...)) is row-major, like
@@ -103,6 +106,7 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
   const int rank = static_cast<int>(global.size());
   std::vector<std::vector<int>> axes(global.size());  // major-to-minor while reading
   std::vector<int> sums;
+  reduction reduce = reduction::sum;  // Partial('max'), ...: one kind for all
   const char close = sc.peek() == '(' ? ')' : ']';
   if (!sc.accept('[') && !sc.accept('(')) {
     sc.fail_expected("'[' or '(' to open the placements");
@@ -163,10 +167,28 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
           sc.skip();
           const int ocol = sc.pos;
           if (!sc.name(op)) fail();
-          if (op != "sum") {
-            sc.err = error::make(errc::rule, "only Partial sums are supported, not '" + std::string(op) + "'", ocol);
+          reduction r = reduction::sum;
+          if (!reduction_from_name(op == "product" ? std::string_view("prod") : op, r)) {
+            sc.err = error::make(errc::syntax,
+                                 "unknown reduction '" + std::string(op) + "' (Partial takes sum, max, min, prod or avg)",
+                                 ocol);
             fail();
           }
+          if (!sums.empty() && r != reduce) {
+            sc.err = error::make(errc::rule,
+                                 "Partial('" + std::string(op) + "') after Partial('" +
+                                     std::string(reduction_name(reduce)) +
+                                     "'): redist keeps one reduction kind per array",
+                                 ocol);
+            fail();
+          }
+          reduce = r;
+        } else if (!sums.empty() && reduce != reduction::sum) {
+          sc.err = error::make(errc::rule,
+                               "Partial() (a sum) after Partial('" + std::string(reduction_name(reduce)) +
+                                   "'): redist keeps one reduction kind per array",
+                               col);
+          fail();
         }
         sums.push_back(mesh_dim);
       } else {
@@ -191,6 +213,7 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
   dist_type t = detail::type_from_axes(m, global, axes, "placements");
   for (int a : sums)
     for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  if (t.nsum > 0) t.reduce = reduce;
   return t;
 }
 
@@ -214,7 +237,10 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
     for (int i = 0; i < t.nsum; ++i) n += m.sub[t.sum[i]].axis == a;
     if (n == 0) continue;
     if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no placement");
-    place[static_cast<std::size_t>(a)] = "Partial()";
+    // DTensor's names: Partial() for sums, 'product' (torch's ReduceOp.PRODUCT) for prod.
+    place[static_cast<std::size_t>(a)] = t.reduce == reduction::sum    ? std::string("Partial()")
+                                         : t.reduce == reduction::prod ? std::string("Partial('product')")
+                                                                       : "Partial('" + std::string(reduction_name(t.reduce)) + "')";
   }
   return detail::listed("[", place, "]");
 }

@@ -5,7 +5,10 @@
 // listed minor-to-major (Fig. 7a). A type may end with pending-sum axes (an extension
 // for partial sums): `[64{x}256, 1024] sum{y}` means every device holds a partial value
 // and the array is the sum over the devices that differ only along y. A sum axis
-// partitions no dimension; sum axes are kept sorted by sub-axis id (a set). Internally every axis is stored as its prime
+// partitions no dimension; sum axes are kept sorted by sub-axis id (a set). Other
+// reductions use the same form with their name (DESIGN.md section 2): `max{y}`, `min{y}`,
+// `prod{y}`, `avg{y}` (the mean of the partial values, DTensor's Partial('avg')); a type
+// has one reduction kind, dist_type::reduce (sum when it has no pending axes). Internally every axis is stored as its prime
 // sub-axes (ids of `device_mesh::sub`), also minor-to-major; a user axis `x` of size 4 is the
 // list [x:(2)2, x:(1)2].
 #pragma once
@@ -33,14 +36,43 @@ struct dim {
   }
 };
 
+/// How the pending partial values of a type combine (DESIGN.md section 2): `sum{y}`,
+/// `max{y}`, `min{y}`, `prod{y}`, `avg{y}` (the mean of the partials).
+enum class reduction : std::uint8_t { sum, max, min, prod, avg };
+inline constexpr reduction all_reductions[] = {reduction::sum, reduction::max, reduction::min, reduction::prod,
+                                               reduction::avg};
+
+/// The name of a reduction as types, JSON and DTensor write it ("sum", "max", ...).
+constexpr std::string_view reduction_name(reduction r) {
+  switch (r) {
+    case reduction::sum: return "sum";
+    case reduction::max: return "max";
+    case reduction::min: return "min";
+    case reduction::prod: return "prod";
+    case reduction::avg: return "avg";
+  }
+  return "?";
+}
+/// The reduction named `n`; false (and `out` unchanged) for an unknown name.
+constexpr bool reduction_from_name(std::string_view n, reduction& out) {
+  for (reduction r : all_reductions)
+    if (reduction_name(r) == n) {
+      out = r;
+      return true;
+    }
+  return false;
+}
+
 /// A distributed array type over a mesh (the mesh is kept alongside, not inside).
 struct dist_type {
   int rank = 0;
   dim dims[max_dims]{};
-  int nsum = 0;                       ///< pending-sum sub-axes (partial sums)
+  int nsum = 0;                       ///< pending-sum sub-axes (partial values of any reduction)
   std::uint8_t sum[max_subaxes]{};    ///< their ids, ascending
+  reduction reduce = reduction::sum;  ///< how the partial values combine (meaningful when nsum > 0)
   constexpr bool operator==(const dist_type& o) const {
     if (rank != o.rank || nsum != o.nsum) return false;
+    if (nsum > 0 && reduce != o.reduce) return false;
     for (int d = 0; d < rank; ++d)
       if (!(dims[d] == o.dims[d])) return false;
     for (int i = 0; i < nsum; ++i)
@@ -314,20 +346,38 @@ constexpr result<dist_type> parse_type_text(const device_mesh& m, std::string_vi
     } while (sc.accept(','));
     if (!sc.failed()) sc.expect(']', "',' or ']' after a dimension");
   }
-  // Pending sums: `sum{y, z}` (a set; stored sorted).
-  if (!sc.failed() && sc.peek() == 's') {
+  // Pending partial values: `sum{y, z}`, `max{y}`, ... (a set; stored sorted), one kind.
+  bool pending = false;
+  if (!sc.failed() && detail::is_ident_start(sc.peek())) {  // a word: a reduction, or `word{` a misspelt one
+    sc.skip();
+    const int at = sc.pos;
+    std::string_view w;
+    reduction unused{};
+    pending = sc.name(w) && (reduction_from_name(w, unused) || sc.peek() == '{');
+    sc.pos = at;
+    sc.err = {};
+  }
+  if (pending) {
     sc.skip();
     int col = sc.pos;
     std::string_view kw;
-    if (sc.name(kw) && kw != "sum") sc.fail(errc::syntax, "expected 'sum{...}' or the end of the type", col);
-    if (!sc.failed() && sc.expect('{', "'{' after 'sum'")) {
+    if (sc.name(kw) && !reduction_from_name(kw, t.reduce)) {
+      text msg("unknown reduction '");
+      msg.append(kw).append("' (expected sum, max, min, prod or avg, as in 'sum{y}')");
+      sc.err.code = errc::syntax; sc.err.column = col; sc.err.message = msg;
+    }
+    text open("'{' after '");
+    open.append(kw).append("'");
+    if (!sc.failed() && sc.expect('{', open.view())) {
       dim acc;
       if (sc.peek() != '}') {
         do {
           if (!detail::parse_axis_ref(sc, m, acc, seen)) break;
         } while (sc.accept(','));
       }
-      if (!sc.failed() && sc.expect('}', "',' or '}' after a sum axis")) {
+      text close("',' or '}' after ");
+      close.append(kw == "sum" ? "a sum axis" : "a pending axis");
+      if (!sc.failed() && sc.expect('}', close.view())) {
         for (int i = 0; i < acc.n; ++i) {  // insertion into the sorted set
           int j = t.nsum++;
           while (j > 0 && t.sum[j - 1] > acc.axes[i]) { t.sum[j] = t.sum[j - 1]; --j; }
@@ -335,6 +385,26 @@ constexpr result<dist_type> parse_type_text(const device_mesh& m, std::string_vi
         }
       }
     }
+    if (!sc.failed() && detail::is_ident_start(sc.peek())) {  // a second `kind{...}`?
+      sc.skip();
+      const int col2 = sc.pos;
+      std::string_view kw2;
+      reduction other = t.reduce;
+      if (sc.name(kw2) && reduction_from_name(kw2, other)) {
+        text msg;
+        if (other == t.reduce) {
+          msg.append("the pending axes of '").append(kw).append("' are listed twice: write them in one '")
+              .append(kw).append("{...}'");
+        } else {
+          msg.append("two reduction kinds in one type: '").append(kw).append("' and '").append(kw2)
+              .append("' (a type's partial values have one reduction kind)");
+        }
+        sc.err.code = errc::syntax; sc.err.column = col2; sc.err.message = msg;
+      } else {
+        sc.pos = col2;  // not a reduction: "expected the end of the type" below
+      }
+    }
+    if (t.nsum == 0) t.reduce = reduction::sum;  // `max{}`: nothing pending
   }
   if (!sc.failed() && !sc.at_end()) sc.fail_expected("the end of the type");
   r.err = sc.err;
@@ -398,7 +468,7 @@ constexpr text type_text(const device_mesh& m, const dist_type& t) {
       for (int k = m.sub_begin[a] + m.sub_count[a] - 1; k >= m.sub_begin[a]; --k)
         for (int i = 0; i < t.nsum; ++i)
           if (t.sum[i] == k) runs.axes[runs.n++] = static_cast<std::uint8_t>(k);
-    s.append(" sum{");
+    s.append(' ').append(reduction_name(t.reduce)).append('{');
     append_axes(s, m, runs);
     s.append('}');
   }

@@ -22,6 +22,7 @@
 //   dynslice(i, F):   F > 1, F | global_i / k_i, F | devices / (prod(k) * sums)   k_i *= F
 //   allreduce(F):     F > 1, F | sums                          sums /= F
 //   reducescatter(i, F): F > 1, F | sums, F | global_i / k_i   sums /= F, k_i *= F
+//                     (uneven: F | ceil(global_i / k_i), the padded tile)
 //
 // Uneven dimensions (DESIGN.md section 2: n in k tiles of ceil(n / k), the last ones short
 // or empty). The rules take them where the box semantics of section 4 land exactly on the
@@ -30,9 +31,12 @@
 // whole dimension); a dynslice by F needs ceil_split_lands(n, k, F) (its ceil-sized chunks
 // are the tiles of n in k * F); an alltoall is an allgather on one dimension and a dynslice on
 // the other (its chunks ceil-sized on uneven boxes); an allpermute needs the same tiles per
-// dimension. On even dimensions these are the divisibility conditions above. The
-// reduce-scatter stays on even types (uneven ones reduce their sums with an allreduce). The
-// weak search uses the uneven forms only for problems with an uneven type
+// dimension. On even dimensions these are the divisibility conditions above. A
+// reduce-scatter by F onto dimension i splits every member's padded tile t = ceil(n / k)
+// into F equal chunks, which F must divide; chunk m of tile b, clipped to the box, is then
+// exactly tile b * F + m of n in k * F (t / F = ceil(n / (k F))), so it needs nothing more
+// (other dimensions may be uneven: every member of a group holds the same box). The weak
+// search uses the uneven forms only for problems with an uneven type
 // (weak_context::uneven), so that plans between even types never leave them.
 #pragma once
 
@@ -54,17 +58,6 @@ constexpr error rule_error(std::string_view rule, std::string_view why) {
 constexpr error check_dim(std::string_view rule, const dist_type& t, int i) {
   if (i < 0 || i >= t.rank) return rule_error(rule, "dimension out of range");
   return {};
-}
-/// The reduce-scatter is the paper's, on even types only (an uneven type reduces its sums
-/// with an allreduce; the other rules take uneven dimensions where they stay exact).
-constexpr error check_even(std::string_view rule, const device_mesh& m, const dist_type& t) {
-  const int d = uneven_dim(m, t);
-  if (d < 0) return {};
-  text s(rule);
-  s.append(": ").append(uneven_text(m, t, d).view())
-      .append("; the reduce-scatter covers even types (uneven ones reduce with an allreduce)");
-  error e; e.code = errc::rule; e.message = s;
-  return e;
 }
 /// "the tiles of 7 in 4 do not ...": why a step on an uneven dimension is refused.
 constexpr error uneven_error(std::string_view rule, std::uint64_t n, std::uint64_t k, std::uint64_t s,
@@ -177,6 +170,7 @@ constexpr result<dist_type> remove_sums(const dist_type& t, const std::uint8_t* 
     for (int i = at + 1; i < o.nsum; ++i) o.sum[i - 1] = o.sum[i];
     --o.nsum;
   }
+  if (o.nsum == 0) o.reduce = reduction::sum;  // nothing pending (core/dtype.hpp)
   if (n < 1) r.err = detail::rule_error(rule, "no sum axis given");
   return r;
 }
@@ -187,15 +181,23 @@ constexpr result<dist_type> rule_allreduce(const device_mesh&, const dist_type& 
 }
 
 /// T-ReduceScatter (partial sums): the sum axes xs (minor-to-major) are summed over and
-/// become the minor-most axes of dimension i; their product must divide the tile.
+/// become the minor-most axes of dimension i; their product must divide the tile (on an
+/// uneven dimension the padded tile: its equal chunks are the smaller tiles, see above).
 constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
   result<dist_type> r = remove_sums(t, xs, n, "reducescatter");
-  if (r.ok()) r.err = detail::check_even("reducescatter", m, t);
   if (!r.ok()) return r;
   if (error e = detail::check_dim("reducescatter", t, i); !e.ok()) { r.err = e; return r; }
-  result<dist_type> s = rule_dynslice(m, r.value, i, xs, n);
-  if (!s.ok() || !even(m, s.value.dims[i])) r.err = detail::rule_error("reducescatter", "the tile is not divisible by the summed axes");
-  else r.value = s.value;
+  dim& d = r.value.dims[i];
+  std::uint64_t prod = 1;
+  for (int q = 0; q < n; ++q) prod *= m.sub[xs[q]].size;  // remove_sums checked the ids
+  if (tile(m, d) % prod != 0) {
+    r.err = detail::rule_error("reducescatter", "the tile is not divisible by the summed axes");
+    return r;
+  }
+  if (d.n + n > max_subaxes) { r.err = detail::rule_error("reducescatter", "too many axes"); return r; }
+  for (int q = d.n - 1; q >= 0; --q) d.axes[q + n] = d.axes[q];
+  for (int q = 0; q < n; ++q) d.axes[q] = xs[q];
+  d.n += n;
   return r;
 }
 
@@ -306,9 +308,10 @@ constexpr bool weak_allreduce(const weak_context&, const shape& s, std::uint64_t
   out.sums /= f;
   return true;
 }
-/// Weak reduce-scatter of a factor f of the pending sums onto dimension i.
+/// Weak reduce-scatter of a factor f of the pending sums onto dimension i: f divides the
+/// (padded) tile.
 constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
-  if (c.uneven || f < 2 || s.sums % f != 0 || c.tile(s, i) % f != 0) return false;
+  if (f < 2 || s.sums % f != 0 || c.tile(s, i) % f != 0) return false;
   out = s;
   out.sums /= f;
   out.parts[i] *= f;

@@ -331,6 +331,7 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
     const bool sums = e.kind == op::allreduce || e.kind == op::reducescatter;
     s.concat_dim = sums ? -1 : e.from;
     s.split_dim = e.kind == op::alltoall || e.kind == op::reducescatter ? e.to : -1;
+    if (sums) s.reduce = a.reduce;  // the source's kind: a program keeps it (make_weak_problem)
     s.members = form_groups(cur, e.from, e.factor);
     if (s.members.size() != D) {
       res.err = error::make(errc::rule, "internal error: no groups exist for a collective");

@@ -121,6 +121,7 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
                                        "redistribute them unreduced");
   dist_type reduced = a;
   reduced.nsum = 0;
+  reduced.reduce = reduction::sum;
   program p = exchange_program(m, reduced, b, element_bytes);
   p.source = a;
   if (a.nsum > 0) {  // groups: the ranks that differ only along the sum axes, in rank order
@@ -136,6 +137,7 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
     std::sort(key.begin(), key.end());
     step s;
     s.kind = op::allreduce;
+    s.reduce = a.reduce;
     s.parts = sum_parts(m, a);
     for (const auto& [k, r] : key) s.members.push_back(r);
     s.after = shape_of(m, reduced);

@@ -38,16 +38,24 @@
 //                              whose receiver is local, and the receives of every local
 //                              rank are complete. Fixed points (dest[r] == r) are copies.
 //
-// Partial sums (programs whose types carry `sum{...}`) also need, for element types with
-// `+` (concept summable), the reductions of `reducing_backend_for<B, T>`:
+// Partial values (programs whose types carry `sum{...}`, `max{...}`, ...: core/dtype.hpp
+// reduction) also need, for element types with `+` (concept summable), the reductions of
+// `reducing_backend_for<B, T>`, where r is the step's reduction (program.hpp step::reduce):
 //
-//   b.allreduce(g, io, count)      every member's send holds one block; afterwards every
-//                                  member's recv holds the element-wise sum of the n blocks.
-//   b.reducescatter(g, io, count)  every member's send holds n blocks; afterwards member m's
-//                                  recv holds the element-wise sum of block m of every send.
+//   b.allreduce(g, io, count, r)      every member's send holds one block; afterwards every
+//                                     member's recv holds the element-wise reduction r of the
+//                                     n blocks.
+//   b.reducescatter(g, io, count, r)  every member's send holds n blocks; afterwards member
+//                                     m's recv holds the element-wise reduction r of block m
+//                                     of every send.
 //
-// The order in which terms are added is the backend's (floating-point sums may differ in
-// the last bits between backends; integer sums are exact, modulo 2^bits if unsigned).
+// Reductions: sum (a + b), prod (a * b), max, min, avg (the sum divided by n, in T: integer
+// division truncates). reducible<T>(r) says which an element type has (max and min need
+// `<`, so not std::complex); the executor refuses a program whose reductions its element type
+// lacks before moving data, and a backend may throw redist_error(errc::runtime) for one it
+// cannot do (before moving data). The order in which terms combine is the backend's
+// (floating-point sums may differ in the last bits between backends; integer sums and
+// products are exact, modulo 2^bits: signed ones wrap as their unsigned type does).
 //
 // Blocks in place (optional, concept strided_backend_for<B, T>). A backend that can move
 // blocks lying strided in a tile (pack.hpp's block_layout: the host backend's copies, MPI
@@ -132,6 +140,79 @@ constexpr T reduce_add(T a, T b) {
   }
 }
 
+/// a * b for the products of backends that multiply in C++: integers multiply in their
+/// unsigned type (at least unsigned int, so that no promotion to int overflows) and wrap.
+template <class T>
+constexpr T reduce_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
+/// Whether element type T has reduction r (runtime/backend.hpp contract above): every
+/// summable type has sum and avg; prod needs `*`; max and min need a total order.
+template <class T>
+constexpr bool reducible(reduction r) {
+  if constexpr (std::is_same_v<T, bool> || !std::is_trivially_copyable_v<T>) {
+    return false;
+  } else {
+    constexpr bool add = requires(T a, T b) { { a + b } -> std::convertible_to<T>; };
+    constexpr bool mul = requires(T a, T b) { { a * b } -> std::convertible_to<T>; };
+    constexpr bool div = requires(T a) { { a / static_cast<T>(2) } -> std::convertible_to<T>; };
+    switch (r) {
+      case reduction::sum: return add;
+      case reduction::avg: return add && div;
+      case reduction::prod: return add && mul;
+      case reduction::max:
+      case reduction::min: return add && std::totally_ordered<T>;
+    }
+    return false;
+  }
+}
+
+/// Why an element type that reducible<T>(r) refuses cannot be reduced by r, for messages.
+inline std::string unreducible_text(reduction r) {
+  const std::string n(reduction_name(r));
+  switch (r) {
+    case reduction::max:
+    case reduction::min: return "the element type has no " + n + " (max and min need a type with <, not complex)";
+    case reduction::prod: return "the element type has no product (prod needs a type with *)";
+    default: return "the element type has no " + n + " (it needs a type with +, not bool)";
+  }
+}
+
+/// One step of reduction r in C++ (host backend, verification): a combined with b. For avg
+/// this adds; reduce_finish divides by the count at the end.
+template <class T>
+constexpr T reduce_combine(reduction r, T a, T b) {
+  if constexpr (std::totally_ordered<T>) {
+    if (r == reduction::max) return a < b ? b : a;
+    if (r == reduction::min) return b < a ? b : a;
+  }
+  if constexpr (requires { a * b; }) {
+    if (r == reduction::prod) return reduce_mul(a, b);
+  }
+  return reduce_add(a, b);
+}
+/// The end of a reduction of n values combined by reduce_combine: avg divides by n, the
+/// others keep the value.
+template <class T>
+constexpr T reduce_finish(reduction r, T v, std::size_t n) {
+  if (r != reduction::avg || n == 0) return v;
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {  // in 64 bits: n may not fit in T
+    return static_cast<T>(static_cast<std::int64_t>(v) / static_cast<std::int64_t>(n));
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<std::uint64_t>(v) / static_cast<std::uint64_t>(n));
+  } else if constexpr (requires { v / static_cast<T>(2); }) {
+    return static_cast<T>(v / static_cast<T>(n));
+  } else {
+    return v;
+  }
+}
+
 /// The buffers of the ranks a backend drives, indexed by rank (size D; entries of ranks
 /// the process does not drive are null).
 template <class T>
@@ -168,9 +249,10 @@ concept summable = std::is_trivially_copyable_v<T> && !std::same_as<T, bool> && 
 
 template <class B, class T>
 concept reducing_backend_for =
-    backend_for<B, T> && summable<T> && requires(B& b, std::span<const rank_t> group, block_io<T> io, std::size_t count) {
-      b.allreduce(group, io, count);
-      b.reducescatter(group, io, count);
+    backend_for<B, T> && summable<T> &&
+    requires(B& b, std::span<const rank_t> group, block_io<T> io, std::size_t count, reduction r) {
+      b.allreduce(group, io, count, r);
+      b.reducescatter(group, io, count, r);
     };
 
 template <class B, class T>

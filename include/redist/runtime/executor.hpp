@@ -135,6 +135,9 @@ struct fnv1a {
       i64(t.dims[d].n);
       for (int i = 0; i < t.dims[d].n; ++i) u64(t.dims[d].axes[i]);
     }
+    i64(t.nsum);
+    for (int i = 0; i < t.nsum; ++i) u64(t.sum[i]);
+    if (t.nsum > 0) u64(static_cast<std::uint64_t>(t.reduce));
   }
 };
 }  // namespace detail
@@ -164,6 +167,7 @@ inline std::uint64_t program_hash(const program& p, std::uint64_t tag = 0) {
     f.ranks(s.dest);
     f.u64(s.boxes.size());
     for (std::uint64_t v : s.boxes) f.u64(v);
+    if (s.kind == op::allreduce || s.kind == op::reducescatter) f.u64(static_cast<std::uint64_t>(s.reduce));
   }
   f.u64(tag);
   return f.h;
@@ -214,6 +218,11 @@ class executor {
       else if (shapes_.sums && !reducing_backend_for<B, T>)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
+      else
+        for (reduction r : all_reductions)
+          if ((shapes_.reductions >> static_cast<unsigned>(r) & 1u) && !reducible<T>(r) && shapes_.error.empty())
+            shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
+                            unreducible_text(r);
       else if (exchanges() > 0 && local_.size() != p_.m.devices && !(exchange_backend_for<B, T> && local_.size() == 1))
         shapes_.error = "the program has an exchange (or a step on uneven tiles, which runs as one), which needs a "
                         "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
@@ -679,7 +688,7 @@ class executor {
       case op::allreduce: {
         if constexpr (reducing_backend_for<B, T>) {
           bind(src, dst);
-          for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allreduce(g, io(), L); });
+          for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allreduce(g, io(), L, s.reduce); });
           account(2 * (n - 1) * L * sizeof(T) / n);  // what a ring all-reduce receives
           live(2 * L);
         }
@@ -694,11 +703,12 @@ class executor {
               const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
               each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
               bind(pack_send, [&](std::size_t i) { return dst(i) + a; });
-              for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a); });
+              for_local_groups(s, piece_bytes,
+                               [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a, s.reduce); });
             });
           } else {
             bind(src, dst);
-            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n); });
+            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n, s.reduce); });
           }
           account((n - 1) * (L / n) * sizeof(T));
           live(2 * L);

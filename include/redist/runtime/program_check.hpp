@@ -27,6 +27,7 @@ struct program_shapes {
   std::vector<extents> ext;  ///< ext[i] = extents before step i; ext.back() = target tile
   std::uint64_t cap = 0;     ///< the largest local size
   bool sums = false;         ///< the program adds partial values (allreduce, reducescatter)
+  unsigned reductions = 0;   ///< bit r: some step reduces by reduction r (core/dtype.hpp)
   std::vector<exchange_plan> exchanges;  ///< per step: the pieces of an exchange (empty for other ops)
   std::string error;         ///< empty if well-formed
 };
@@ -109,6 +110,9 @@ inline program_shapes check_program(const program& p) {
   if (error e = check(p.m, p.source)) return fail("source type: " + e.message.str());
   if (error e = check(p.m, p.target)) return fail("target type: " + e.message.str());
   if (error e = check_same_global(p.source, p.target)) return fail(e.message.str());
+  if (p.source.nsum > 0 && p.target.nsum > 0 && p.source.reduce != p.target.reduce)
+    return fail("the source's partial values combine by " + std::string(reduction_name(p.source.reduce)) +
+                ", the target's by " + std::string(reduction_name(p.target.reduce)));
   const std::uint64_t D = p.m.devices;
   const int R = p.source.rank;
   extents x = tile_extents(p.m, p.source);
@@ -175,7 +179,11 @@ inline program_shapes check_program(const program& p) {
       case op::reducescatter:
         if (!(problem = groups_problem(st)).empty()) break;
         if (st.kind == op::reducescatter) problem = split(st);
+        if (problem.empty() && p.source.nsum > 0 && st.reduce != p.source.reduce)
+          problem = "it reduces by " + std::string(reduction_name(st.reduce)) +
+                    ", but the source's partial values combine by " + std::string(reduction_name(p.source.reduce));
         s.sums = true;
+        s.reductions |= 1u << static_cast<unsigned>(st.reduce);
         break;
       case op::exchange:
         problem = exchange_problem(p, st, x);

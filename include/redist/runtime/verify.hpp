@@ -7,11 +7,16 @@
 // indices give distinct values) up to 2^24 elements for float, 2^53 for double and
 // 2^bits for integers; beyond that, indices are reduced modulo that range.
 //
-// Partial sums: for a type with pending-sum axes (`... sum{y}`), the P devices that differ
-// only along the sum axes hold partial values that add up to index_value<T>(g) (device
-// with sum index s holds partial_value<T>(g, s, P)). check_global_index compares values,
-// so for such a type it is called on the sum of the partials (sum_root names the device
-// of a sum group with all sum coordinates 0).
+// Partial values: for a type with pending axes (`... sum{y}`, `max{y}`, ...), the P devices
+// that differ only along those axes hold partial values whose reduction (the type's kind:
+// sum, max, min, prod, avg) is index_value<T>(g) (device with sum index s holds
+// partial_value<T>(g, s, P, kind)). check_global_index compares values, so for such a type
+// it is called on the reduction of the partials (sum_root names the device of a group with
+// all pending coordinates 0; reduce_partials_into_roots reduces into it). The partials are
+// small offsets or factors of the value, chosen so that every backend's reduction is exact
+// in any order and grouping (floating-point types while the indices stay below about
+// 2^digits / P; avg of 8- and 16-bit integers only while P times the value fits, since
+// backends add before they divide).
 #pragma once
 
 #include <complex>
@@ -45,11 +50,75 @@ constexpr T index_value(std::uint64_t g) {
   }
 }
 
+namespace detail {
+template <class T>
+struct real_part {
+  using type = T;
+};
+template <class V>
+struct real_part<std::complex<V>> {
+  using type = V;
+};
+}  // namespace detail
+
 /// The partial value that the device with sum index s of P holds for global index g: the
-/// P partials add up to index_value<T>(g), exactly (small integers for floating-point and
-/// signed types, scrambled values modulo 2^bits for unsigned ones).
+/// reduction r of the P partials is index_value<T>(g), exactly.
+///   sum:  small integers for floating-point and signed types, scrambled values modulo
+///         2^bits for unsigned ones; partial 0 holds the rest.
+///   max:  partial 0 holds the value, the others a little less (min: a little more).
+///   prod: floating-point and complex: +-2^k (k in -1..1), signed: +-1, unsigned: 1; partial 0
+///         holds the value divided by the others' product (exact: powers of two).
+///   avg:  the value plus P e_s with small integers e_s adding up to 0, so that every mean of
+///         a group of partials (groups dividing P) is an integer off the value (floating-point
+///         types and signed integers of 32 bits or more; other types: the value itself).
 template <summable T>
-constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P) {
+constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, reduction r = reduction::sum) {
+  const auto small = [g](std::uint64_t k) { return static_cast<int>((g + 3 * k) % 5) + 1; };  // 1..5
+  const T v = index_value<T>(g);
+  switch (r) {
+    case reduction::max:
+    case reduction::min:
+      if constexpr (std::totally_ordered<T>) {
+        if (s == 0) return v;
+        const T d = static_cast<T>(small(s)), lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+        if (r == reduction::max) return v < static_cast<T>(lo + d) ? lo : static_cast<T>(v - d);
+        return v > static_cast<T>(hi - d) ? hi : static_cast<T>(v + d);
+      }
+      return v;
+    case reduction::prod: {
+      const auto factor = [&](std::uint64_t k) -> T {
+        if constexpr (std::is_floating_point_v<T> || !std::is_arithmetic_v<T>) {  // float, complex
+          using V = typename detail::real_part<T>::type;
+          const V mag = k % 3 == 0 ? V(0.5) : k % 3 == 1 ? V(1) : V(2);
+          return static_cast<T>(k % 2 ? -mag : mag);
+        } else if constexpr (std::is_signed_v<T>) {
+          return static_cast<T>(k % 2 ? -1 : 1);
+        } else {
+          return static_cast<T>(1);
+        }
+      };
+      if (s != 0) return factor(s + g);
+      T rest = static_cast<T>(1);
+      for (std::uint64_t k = 1; k < P; ++k) rest = reduce_mul(rest, factor(k + g));
+      if constexpr (std::is_floating_point_v<T> || !std::is_arithmetic_v<T>) return static_cast<T>(v / rest);
+      else return reduce_mul(v, rest);  // +-1 is its own inverse
+    }
+    case reduction::avg: {
+      constexpr bool offsets = std::is_floating_point_v<T> || (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) >= 4) ||
+                               std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+      if constexpr (offsets) {
+        std::int64_t e = 0;
+        if (s != 0) {
+          e = small(s);
+        } else {
+          for (std::uint64_t k = 1; k < P; ++k) e -= small(k);
+        }
+        return static_cast<T>(v + static_cast<T>(static_cast<std::int64_t>(P) * e));
+      }
+      return v;
+    }
+    case reduction::sum: break;
+  }
   const auto salt = [](std::uint64_t g_, std::uint64_t P_, std::uint64_t k) {
     if constexpr (std::is_unsigned_v<T>) {
       std::uint64_t z = (g_ * P_ + k) * 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
@@ -61,9 +130,9 @@ constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P) {
     }
   };
   if (s != 0) return salt(g, P, s);
-  T v = index_value<T>(g);
-  for (std::uint64_t k = 1; k < P; ++k) v = static_cast<T>(v - salt(g, P, k));
-  return v;
+  T w = v;
+  for (std::uint64_t k = 1; k < P; ++k) w = static_cast<T>(w - salt(g, P, k));
+  return w;
 }
 
 /// Store index_value<T>(g) at every element of a's tile (g: the element's global index);
@@ -76,7 +145,11 @@ void fill_global_index(darray<T>& a) {
   }
   if constexpr (summable<T>) {
     const std::uint64_t s = sum_index(a.mesh(), a.type(), a.device()), P = sum_parts(a.mesh(), a.type());
-    for_each_global(a, [s, P](std::uint64_t g, T& v) { v = partial_value<T>(g, s, P); });
+    const reduction r = a.type().reduce;
+    if (!reducible<T>(r))
+      throw redist_error(errc::runtime, "fill_global_index: " + std::string(type_text(a.mesh(), a.type()).view()) +
+                                            ": " + unreducible_text(r));
+    for_each_global(a, [s, P, r](std::uint64_t g, T& v) { v = partial_value<T>(g, s, P, r); });
   } else {
     throw redist_error(errc::runtime, "fill_global_index: a type with pending sums needs an element type with +");
   }
@@ -91,16 +164,48 @@ inline rank_t sum_root(const device_mesh& m, const dist_type& t, rank_t device) 
 }
 
 /// All ranks' target tiles in one process (tiles[r] belongs to rank r, as the host backend
-/// lays them out): add every sum group's partial values into the tile of its root
-/// (sum_root), which then holds the array's values. Nothing changes without pending sums.
+/// lays them out): reduce every group's partial values (by the type's kind) into the tile of
+/// its root (sum_root), which then holds the array's values. Nothing changes without
+/// pending axes. avg adds the partials' differences from the root's and divides them by P,
+/// so that the partial_value offsets give the value exactly.
 template <summable T>
-void sum_partials_into_roots(std::span<darray<T>> tiles) {
+void reduce_partials_into_roots(std::span<darray<T>> tiles) {
+  if (tiles.empty() || tiles[0].type().nsum == 0) return;
+  const reduction r = tiles[0].type().reduce;
+  if (!reducible<T>(r)) throw redist_error(errc::runtime, "reduce_partials_into_roots: " + unreducible_text(r));
+  const auto sub = [](T a, T b) {  // a - b, wrapping for integers (padding holds any value)
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+    } else {
+      return static_cast<T>(a - b);
+    }
+  };
+  std::vector<std::vector<T>> diff(r == reduction::avg ? tiles.size() : 0);
   for (const darray<T>& t : tiles) {
     const rank_t root = sum_root(t.mesh(), t.type(), t.device());
     if (root == t.device()) continue;
-    T* r = tiles[root].data();
-    for (std::size_t k = 0; k < t.size(); ++k) r[k] = reduce_add(r[k], t.data()[k]);  // padding too
+    T* out = tiles[root].data();
+    if (r == reduction::avg) {
+      std::vector<T>& d = diff[root];
+      if (d.empty()) d.assign(t.size(), T{});
+      for (std::size_t k = 0; k < t.size(); ++k) d[k] = reduce_add(d[k], sub(t.data()[k], out[k]));
+    } else {
+      for (std::size_t k = 0; k < t.size(); ++k) out[k] = reduce_combine(r, out[k], t.data()[k]);  // padding too
+    }
   }
+  for (std::size_t root = 0; root < diff.size(); ++root) {
+    if (diff[root].empty()) continue;
+    const std::uint64_t P = sum_parts(tiles[root].mesh(), tiles[root].type());
+    T* out = tiles[root].data();
+    for (std::size_t k = 0; k < diff[root].size(); ++k)
+      out[k] = reduce_add(out[k], reduce_finish(r, diff[root][k], static_cast<std::size_t>(P)));
+  }
+}
+/// The sums' name for reduce_partials_into_roots (any reduction kind).
+template <summable T>
+void sum_partials_into_roots(std::span<darray<T>> tiles) {
+  reduce_partials_into_roots(tiles);
 }
 
 /// The outcome of checking a tile.

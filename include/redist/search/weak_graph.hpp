@@ -213,6 +213,13 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
                         "sums, not create them");
     return r;
   }
+  if (a.nsum > 0 && b.nsum > 0 && a.reduce != b.reduce) {
+    text t("the source's partial values combine by ");
+    t.append(reduction_name(a.reduce)).append(", the target's by ").append(reduction_name(b.reduce))
+        .append(": a redistribution keeps the reduction kind");
+    r.err = error::make(errc::rule, t.view());
+    return r;
+  }
   weak_problem& p = r.value;
   p.ctx = weak_context_of(m, a, b);
   p.source = shape_of(m, a);
