@@ -210,6 +210,38 @@ TEST_CASE("boxes followed through programs end on the target's tiles and match e
   CHECK(exact > 50);
 }
 
+TEST_CASE("fused steps are drawn as the boxes trace_boxes follows", "[fuse]") {
+  // Every fusable pair fused (a profile where only latency counts): draw's boxes after every
+  // step are exchange.hpp's trace_boxes, and the picture of the plan renders.
+  time_profile latency;
+  for (op o : all_ops) latency[o] = {1.0, 0, 0};
+  std::mt19937_64 rng(9);
+  std::size_t fused = 0;
+  for (const auto& w : testing::mixed_workloads()) {
+    for (const auto& pt : testing::random_problems(w, 40, rng())) {
+      program p = synthesize(pt.mesh, pt.from, pt.to, {.goal = objective::bytes});
+      fuse_collectives(p, latency, 4);
+      std::size_t here = 0;
+      for (const step& s : p.steps) here += s.fused();
+      if (here == 0 || p.uneven()) continue;
+      fused += here;
+      INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+      const std::vector<device_boxes> states = program_boxes(p);
+      for (std::size_t i = 1; i < states.size(); ++i) {
+        const box_trace t = trace_boxes(p, i);
+        REQUIRE(t.error.empty());
+        for (std::uint64_t r = 0; r < p.devices(); ++r)
+          for (int d = 0; d < p.rank(); ++d)
+            CHECK(states[i].lo[r * static_cast<std::uint64_t>(p.rank()) + static_cast<std::uint64_t>(d)] ==
+                  t.boxes[r].lo[static_cast<std::size_t>(d)]);
+      }
+      const std::string svg = plan_svg(p);
+      CHECK(svg.find("dims ") != std::string::npos);  // "gather dims 1, 0" or "dims 3, 2 -> dims 1, 0"
+    }
+  }
+  CHECK(fused > 10);
+}
+
 TEST_CASE("a program whose type is known only up to a permutation is drawn as it lies on the devices") {
   // An allpermute reorders which device holds which box: the panels must follow it.
   const device_mesh m = parse_mesh("{x: 2}");
