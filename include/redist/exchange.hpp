@@ -235,14 +235,12 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
     next = cur;
     std::string problem;
     if (s.kind == op::reducescatter && uneven && s.split_dim >= 0 && s.split_dim < R && s.parts > 0) {
-      // On uneven tiles (DESIGN.md section 2) every rank's buffer is the padded tile, whose
-      // extent along split_dim the parts must divide; member m gets chunk m of it.
+      // On uneven tiles (DESIGN.md section 2) every rank's buffer is the padded tile, split
+      // into chunks of ceil(extent / parts) along split_dim (the last ones short or empty
+      // where the parts do not divide it: the executor pads the send); member m gets chunk m.
       const auto d = static_cast<std::size_t>(s.split_dim);
       padded[d] = 0;
       for (const box& b : cur) padded[d] = std::max(padded[d], b.extent(s.split_dim));
-      if (padded[d] % s.parts != 0)
-        problem = "the tile's extent " + std::to_string(padded[d]) + " along dimension " + std::to_string(s.split_dim) +
-                  " does not split into " + std::to_string(s.parts) + " equal chunks";
     }
     switch (s.kind) {
       case op::allgather:
@@ -269,9 +267,9 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
               for (const box& x : parts)
                 if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
               b = parts[0];
-              if (s.kind == op::reducescatter && uneven) {  // equal chunks of the padded tile, clipped to the box
+              if (s.kind == op::reducescatter && uneven) {  // ceil-sized chunks of the padded tile, clipped to the box
                 const auto d = static_cast<std::size_t>(s.split_dim);
-                const std::uint64_t c = padded[d] / s.parts;
+                const std::uint64_t c = ceil_div(padded[d], s.parts);
                 b.lo[d] = std::min(parts[0].lo[d] + m * c, parts[0].hi[d]);
                 b.hi[d] = std::min(parts[0].lo[d] + (m + 1) * c, parts[0].hi[d]);
               } else if (s.kind == op::reducescatter) {
@@ -543,12 +541,12 @@ inline std::uint64_t run_received_elements(const program& p) {
       if (x.error.empty())
         for (std::uint64_t r = 0; r < D; ++r) got[r] += x.received[r];
       else
-        all += s.kind == op::exchange ? s.cost : received_elements(s.kind, s.parts, local);
+        all += s.kind == op::exchange ? s.cost : received_elements(s.kind, s.parts, local, s.local_after);
     } else if (s.kind == op::allpermute) {
       for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
         if (s.dest[r] != r && s.dest[r] < D) got[s.dest[r]] += local;
     } else {
-      all += received_elements(s.kind, s.parts, local);
+      all += received_elements(s.kind, s.parts, local, s.local_after);
     }
     local = s.local_after;
   }

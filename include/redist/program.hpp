@@ -45,9 +45,10 @@ using rank_t = std::uint32_t;
 
 /// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md
 /// "Uneven dimensions"): all of them. The allreduce keeps every box; the reduce-scatter
-/// splits every member's padded tile into equal chunks (program_check checks that they
-/// divide it); the others move boxes, and run as exchanges of exactly the elements the
-/// boxes hold (moves_as_exchange below).
+/// splits every member's padded tile into ceil-sized chunks (the executor pads its send
+/// where they do not divide it) and never runs as an exchange (it reduces); the others
+/// move boxes, and run as exchanges of exactly the elements the boxes hold
+/// (moves_as_exchange below).
 constexpr bool runs_on_uneven(op) { return true; }
 
 /// The dimensions a fused step concatenates or splits along, each with its parts; the
@@ -166,7 +167,7 @@ struct program {
         for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
           if (s.dest[r] != r) got[s.dest[r]] += local;
       } else {
-        all += redist::received_elements(s.kind, s.parts, local);
+        all += redist::received_elements(s.kind, s.parts, local, s.local_after);
       }
       local = s.local_after;
     }

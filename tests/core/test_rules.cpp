@@ -260,9 +260,15 @@ TEST_CASE("weak rules are the image of the strong rules (Def. 5.3, Lemma 5.1)", 
               xs.push_back(t.sum[q]);
               fx *= m.sub[t.sum[q]].size;
             }
+          // A strong reduce-scatter may split an unsplit dimension into ceil-sized chunks
+          // (tiles_nest); the weak rules take that only on uneven problems, like the dynslice.
           const auto d = rule_reducescatter(m, t, i, xs.data(), static_cast<int>(xs.size()));
-          CHECK(d.ok() == weak_reducescatter(c, s, i, fx, w));
-          if (d.ok()) {
+          const bool ok = weak_reducescatter(c, s, i, fx, w);
+          CHECK((d.ok() && even(m, d.value)) == ok);
+          shape wu;
+          CHECK(d.ok() == weak_reducescatter(cu, s, i, fx, wu));
+          if (d.ok()) CHECK(wu == shape_of(m, d.value));
+          if (ok) {
             CHECK(w == shape_of(m, d.value));
             strong.insert({key(s), edge{3, -1, i, fx, key(w)}});
           }
@@ -356,7 +362,14 @@ TEST_CASE("partial sums: T-AllReduce and T-ReduceScatter", "[rules][sums]") {
   CHECK(tt(m, rule_reducescatter(m, t, 1, z, 1)) == "[12, 2{z}4] sum{y}");
   fails(rule_allreduce(m, t, x, 1), "allreduce: the axis is not a pending-sum axis of the type");
   fails(rule_allreduce(m, t, x, 0), "allreduce: no sum axis given");
-  fails(rule_reducescatter(m, t, 1, y3z, 2), "reducescatter: the tile is not divisible by the summed axes");
+  // A dimension of one tile splits into ceil-sized chunks where it is at least as long as
+  // the summed axes (4 by 6 is not: its padded send would be 6 rows); tiles of several must
+  // be divisible (6 in 4 tiles of 2, by 3).
+  fails(rule_reducescatter(m, t, 1, y3z, 2), "reducescatter: the tile is shorter than the summed axes (reduce with an allreduce)");
+  CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[12, 7] sum{y, z}"), 1, y3z, 2)) == "[12, 2{y:(2)3, z}7] sum{y:(1)2}");
+  const std::uint8_t y3[] = {3};
+  fails(rule_reducescatter(m, parse_type(m, "[12, {x}6] sum{y, z}"), 1, y3, 1),
+        "reducescatter: the tile is not divisible by the summed axes");
   fails(rule_reducescatter(m, t, 0, x, 1), "reducescatter: the axis is not a pending-sum axis of the type");
   fails(rule_reducescatter(m, t, 2, z, 1), "reducescatter: dimension out of range");
   // Weak forms: the number of partials is one more column.
@@ -461,11 +474,21 @@ TEST_CASE("the strong rules take uneven types where they stay exact", "[rules][u
   CHECK(rule_allpermute(m3, parse_type(m3, "[{x}7]"), parse_type(m3, "[{y}7]")).message.str() ==
         "allpermute: the dimensions are split into different numbers of tiles");
   // The reduce-scatter on uneven tiles: equal chunks of the padded tile (7 in 4 tiles of 2,
-  // then 8 tiles of 1, the last empty); parts that do not divide the padded tile are refused.
+  // then 8 tiles of 1, the last empty); on a dimension of one tile, ceil-sized chunks of it
+  // (7 by 2: 4 and 3; DTensor's 13 by 4: 4, 4, 4, 1); parts that do not divide a padded
+  // tile of several are refused.
   CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[{model}7] sum{data}"), 0, data, 1)) == "[1{data, model}7]");
   CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[{data}5, 4] max{model}"), 1, thirds, 2)) == "[3{data}5, 1{model}4]");
-  fails(rule_reducescatter(m, parse_type(m, "[7] sum{data}"), 0, data, 1),
-        "reducescatter: the tile is not divisible by the summed axes");
+  CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[7] sum{data}"), 0, data, 1)) == "[4{data}7]");
+  CHECK(tt(m, rule_reducescatter(m, parse_type(m, "[13, 3] sum{model}"), 0, thirds, 2)) == "[4{model}13, 3]");
   fails(rule_reducescatter(m, parse_type(m, "[{model}10] sum{data}"), 0, data, 1),
         "reducescatter: the tile is not divisible by the summed axes");  // tiles of 3
+  fails(rule_reducescatter(m, parse_type(m, "[{data}13, 3] sum{model}"), 0, thirds, 2),
+        "reducescatter: the tile is not divisible by the summed axes");  // tiles of 7 by 4
+  const dist_type dt = parse_type(m, "[13, 3] sum{model}");
+  const weak_context wc = weak_context_of(m, dt, parse_type(m, "[{model}13, 3]"));
+  shape wo;
+  REQUIRE(weak_reducescatter(wc, shape_of(m, dt), 0, 4, wo));
+  CHECK(wo == shape_of(m, parse_type(m, "[{model}13, 3]")));
+  CHECK_FALSE(weak_reducescatter(weak_context_of(m, dt), shape_of(m, dt), 0, 4, wo));  // even problems stay even
 }

@@ -31,6 +31,7 @@
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 #include "support/verify.hpp"
 
@@ -382,17 +383,30 @@ TEST_CASE("uneven: hand-written steps on uneven tiles follow the box semantics o
       "global_shape": [5, 4], "element_bytes": 4, "source": "[{x}5, 4] sum{y}", "target": "[{x}5, {y}4]",
       "steps": [{"op": "reducescatter", "split_dim": 1, "groups": [[0, 1], [2, 3]]}]})")
             .steps.size() == 1);
-  // Parts that do not divide the padded tile (3 by 2) are refused with the step named.
+  // Parts that do not divide the padded tile (3 by 2): ceil-sized chunks of 2 and 1 rows,
+  // the tiles of 3 in 2; the executor pads the send.
   program odd = synthesize(m2, parse_type(m2, "[{x}5, 3] sum{y}"), parse_type(m2, "[{x}5, 3]"));
   odd.target = parse_type(m2, "[{x}5, {y}3]");
   odd.steps = {r};
-  CHECK(detail::check_program(odd).error ==
-        "invalid program: step 0 (reducescatter): the tile's extent 3 along dimension 1 does not split into 2 equal "
-        "chunks");
-  CHECK_THROWS_WITH(program_from_json_text(R"({"format": "redist-program/1", "mesh": [["x", 2], ["y", 2]],
+  odd.steps[0].cost = odd.cost_elements = 9;  // Fig. 11: the tile before, 3 x 3
+  odd.steps[0].local_after = 6;               // 3 x 2
+  odd.steps[0].after = shape_of(m2, odd.target);
+  CHECK(detail::check_program(odd).error.empty());
+  CHECK(testing::verify(odd).message == "");
+  CHECK(run_on_host<std::int32_t>(odd).wrong == 0);
+  CHECK(program_from_json_text(R"({"format": "redist-program/1", "mesh": [["x", 2], ["y", 2]],
       "global_shape": [5, 3], "element_bytes": 4, "source": "[{x}5, 3] sum{y}", "target": "[{x}5, {y}3]",
-      "steps": [{"op": "reducescatter", "split_dim": 1, "groups": [[0, 1], [2, 3]]}]})"),
-                    Catch::StartsWith("program JSON: steps[0]"));
+      "steps": [{"op": "reducescatter", "split_dim": 1, "groups": [[0, 1], [2, 3]]}]})")
+            .steps.size() == 1);
+  // Ceil-sized chunks of tiles of several (7 rows by 2: 4 and 3) are not the finer tiles
+  // (tiles of 4): refused where the boxes leave the target.
+  program off = synthesize(m2, parse_type(m2, "[{x}13] sum{y}"), parse_type(m2, "[{x}13]"));
+  off.target = parse_type(m2, "[{y, x}13]");
+  r.split_dim = 0;
+  off.steps = {r};
+  CHECK(detail::check_program(off).error ==
+        "invalid program: the program leaves rank 1 with the box [4, 7), its target tile is [4, 8)");
+  CHECK_FALSE(testing::verify(off).ok);
 }
 
 TEST_CASE("uneven types with pending values: one reduce-scatter where it is exact on the padded tiles", "[uneven][sums]") {
@@ -434,6 +448,90 @@ TEST_CASE("uneven types with pending values: one reduce-scatter where it is exac
       }
     }
   }
+}
+
+TEST_CASE("uneven types with pending values: DTensor's 13 x 3, one reduce-scatter of ceil-sized chunks, padded",
+          "[uneven][sums]") {
+  // (mesh, source, target, split dimension): a dimension of one tile split into F chunks of
+  // ceil(n / F), the last ones short or empty (13 by 4: 4, 4, 4, 1), which are the tiles of
+  // n in F; the executor pads every member's send to F chunks of the new tile.
+  struct rs_case {
+    const char *mesh, *from, *to;
+    int d;
+  };
+  const std::vector<rs_case> cases = {
+      {"{x: 4}", "[13, 3] S{x}", "[{x}13, 3]", 0},               // DTensor's Partial() -> Shard(0)
+      {"{x: 4}", "[3, 13] S{x}", "[3, {x}13]", 1},               // strided chunks
+      {"{x: 4, y: 2}", "[{y}5, 13] S{x}", "[{y}5, {x}13]", 1},  // another dimension uneven too
+      {"{x: 2, y: 3}", "[7, {x}5] S{y}", "[{y}7, {x}5]", 0},    // 7 by 3: 3, 3, 1
+      {"{x: 3}", "[4, 5] S{x}", "[{x}4, 5]", 0}};               // 4 by 3: 2, 2, 0
+  for (const rs_case& rc : cases) {
+    for (reduction kind : all_reductions) {
+      const std::string k(reduction_name(kind));
+      auto subst = [&](std::string s) { return s.replace(s.find('S'), 1, k); };
+      const device_mesh m = parse_mesh(rc.mesh);
+      const dist_type a = parse_type(m, subst(rc.from)), b = parse_type(m, rc.to);
+      INFO(rc.mesh << " " << subst(rc.from) << " -> " << rc.to);
+      std::uint8_t xs[max_subaxes]{};
+      for (int q = 0; q < a.nsum; ++q) xs[q] = a.sum[a.nsum - 1 - q];  // minor-to-major: the whole axis
+      const result<dist_type> rule = rule_reducescatter(m, a, rc.d, xs, a.nsum);
+      REQUIRE(rule.ok());
+      CHECK(rule.value == b);
+      std::uint64_t elements = 1;
+      for (int d = 0; d < a.rank; ++d) elements *= a.dims[d].global;
+      for (objective goal : {objective::bytes, objective::time}) {
+        const program p = synthesize(m, a, b, {.goal = goal});
+        REQUIRE(p.steps.size() == 1);
+        CHECK(p.steps[0].kind == op::reducescatter);
+        CHECK(p.steps[0].split_dim == rc.d);
+        CHECK(p.steps[0].reduce == kind);
+        CHECK(detail::check_program(p).error.empty());
+        CHECK(testing::verify(p).ok);
+        const run_result ri = run_on_host<std::int32_t>(p), rf = run_on_host<float>(p);
+        CHECK(ri.wrong == 0);
+        CHECK(ri.checked == elements);
+        CHECK(rf.wrong == 0);
+        CHECK(rf.checked == elements);
+        CHECK(program_hash(program_from_json_text(program_json_text(p))) == program_hash(p));
+        // The padded send: F chunks of the new tile, packed on the host backend too, in
+        // pieces (of one element each under an 8-byte chunk: the data still exact).
+        host_backend host(static_cast<rank_t>(p.m.devices));
+        executor<float, host_backend> ex(host, p);
+        CHECK(ex.path(0) == block_path::packed);
+        CHECK(ex.pack_send_elements() > 0);
+        CHECK(ex.pack_send_elements() <= p.steps[0].parts * local_size(m, b));
+        CHECK(ex.peak_bytes_held() == ex.pack_send_elements() * sizeof(float));  // one step: no scratch
+        CHECK(ex.peak_bytes_held() == testing::expected_bytes_held(p, sizeof(float)));
+        executor<std::int32_t, host_backend> small(host, p, {.pack_chunk_bytes = 8});
+        CHECK(small.pack_send_elements() == p.steps[0].parts);
+        CHECK(small.peak_bytes_held() == testing::expected_bytes_held(p, 4, {false, false}, 8));
+        std::vector<darray<std::int32_t>> in;
+        for (rank_t r = 0; r < p.devices(); ++r) {
+          in.emplace_back(p.m, p.source, r);
+          fill_global_index(in.back());
+        }
+        std::vector<darray<std::int32_t>> out = small.run(std::span<const darray<std::int32_t>>(in));
+        for (const auto& t : out) CHECK(check_global_index(t).ok());
+      }
+    }
+  }
+  // The received elements count the padded chunks: 3 of 4 x 3 in the 13 x 3 case.
+  const device_mesh m4 = parse_mesh("{x: 4}");
+  const program p = synthesize(m4, parse_type(m4, "[13, 3] sum{x}"), parse_type(m4, "[{x}13, 3]"));
+  CHECK(p.received_elements() == 3 * 12);
+  CHECK(run_received_elements(p) == 3 * 12);
+  CHECK(p.cost_elements == 39);  // Fig. 11: the tile before
+  // A dimension shorter than the parts (its padded send would be more than twice the tile)
+  // reduces with an allreduce.
+  const device_mesh m6 = parse_mesh("{x: 6}");
+  const dist_type one = parse_type(m6, "[1, 4] max{x}"), sliced = parse_type(m6, "[{x}1, 4]");
+  const std::uint8_t x6[] = {1, 0};  // minor-to-major: the whole x
+  CHECK(rule_reducescatter(m6, one, 0, x6, 2).err.message.str() ==
+        "reducescatter: the tile is shorter than the summed axes (reduce with an allreduce)");
+  const program q = synthesize(m6, one, sliced);
+  CHECK(q.count(op::reducescatter) == 0);
+  CHECK(q.count(op::allreduce) == 1);
+  CHECK(run_on_host<std::int32_t>(q).wrong == 0);
 }
 
 TEST_CASE("uneven notations: JAX pads like redist, DTensor's nested chunks only where they coincide", "[uneven]") {

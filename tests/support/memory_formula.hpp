@@ -104,7 +104,9 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
       Ps = std::max(Ps, piece(L / n));
       Pr = std::max(Pr, piece(L / n));
     }
-    if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
+    if (st.kind == op::reducescatter && t[s][static_cast<std::size_t>(st.split_dim)] % n != 0)
+      Ps = std::max(Ps, piece(product(t[s + 1])));  // padded to n chunks of the new tile, in pieces
+    else if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
     if (as_exchange && !fb.all_local && !fb.exchange_in_place) {
       // packed: the distinct pieces the rank sends to the others (each packed once), and
       // what it receives, whole

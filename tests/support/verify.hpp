@@ -438,14 +438,11 @@ inline verify_result verify(const program& p) {
         if (!detail::check_groups(s, D, why)) return fail(si, why);
         const std::uint64_t n = s.parts;
         // On uneven programs a reduce-scatter splits the padded tile (the longest box) into
-        // n equal chunks, each clipped to the member's box.
+        // n chunks of ceil(padded / n), the last ones short or empty, each clipped to the
+        // member's box.
         std::uint64_t padded = 0;
-        if (scatter && p.uneven()) {
+        if (scatter && p.uneven())
           for (std::uint64_t r = 0; r < D; ++r) padded = std::max(padded, cur.ext(static_cast<rank_t>(r), s.split_dim));
-          if (padded % n != 0)
-            return fail(si, str_cat("the padded tile's extent ", padded, " along dimension ", s.split_dim,
-                                    " does not split into ", n, " chunks"));
-        }
         for (std::size_t g = 0; g * n < s.members.size(); ++g) {
           const rank_t* grp = s.members.data() + g * n;
           std::vector<std::uint32_t> all = K[grp[0]], tmp;
@@ -465,7 +462,7 @@ inline verify_result verify(const program& p) {
             nextK[r] = all;
             if (!scatter) continue;
             if (padded > 0) {
-              const std::uint64_t c = padded / n, l = cur.l(r, s.split_dim), h = cur.h(r, s.split_dim);
+              const std::uint64_t c = (padded + n - 1) / n, l = cur.l(r, s.split_dim), h = cur.h(r, s.split_dim);
               next.l(r, s.split_dim) = std::min(l + k * c, h);
               next.h(r, s.split_dim) = std::min(l + (k + 1) * c, h);
               continue;

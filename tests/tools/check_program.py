@@ -349,12 +349,11 @@ def check_groups(step, where, D):
 def split(box, d, n, where, rank, ceil=False, padded=None):
     """n equal chunks along d; with ceil (dynslice, section 4 on uneven boxes) chunks of
     ceil(extent / n), the last ones short or empty; with `padded` (a reduce-scatter on
-    uneven boxes) n equal chunks of the padded tile of that extent, clipped to the box."""
+    uneven boxes) n chunks of ceil(padded / n) of the padded tile of that extent, the last
+    ones short or empty, clipped to the box."""
     lo, hi = box[d]
     if padded is not None:
-        if padded % n != 0:
-            fail("%s: the tile's extent %d along dimension %d does not split into %d" % (where, padded, d, n))
-        c = padded // n
+        c = -(-padded // n)
     else:
         if (hi - lo) % n != 0 and not ceil:
             fail("%s: rank %d's extent %d along dimension %d does not split into %d" % (where, rank, hi - lo, d, n))
@@ -536,7 +535,8 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
         cd = dim_index(step, "concat_dim", where, rank) if op == "alltoall" else None
         if cd == sd:
             fail("%s: concat_dim == split_dim" % where)
-        # A reduce-scatter on uneven boxes splits the padded tile (the longest box) equally.
+        # A reduce-scatter on uneven boxes splits the padded tile (the longest box) into
+        # ceil-sized chunks.
         padded = max(b[sd][1] - b[sd][0] for b, _ in state) if uneven and op == "reducescatter" else None
         for g in groups:
             chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r, ceil=uneven, padded=padded)]

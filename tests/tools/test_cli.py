@@ -155,6 +155,22 @@ def main():
     r = run(redist, ["run", "--backend", "host", "--verify"] + uneven_args)
     expect(r.returncode == 0 and "verify: OK, 42 elements checked" in r.stdout,
            "uneven reduce-scatter run: rc %d, stdout %r, stderr %r" % (r.returncode, r.stdout[-300:], r.stderr))
+    # DTensor's 13 x 3 Partial() -> Shard(0) on 4 devices: one reduce-scatter of ceil-sized
+    # chunks (4, 4, 4, 1 rows; the executor pads the send), by time and by bytes, every kind.
+    for kind in ("sum", "max", "min", "prod", "avg"):
+        partial = "Partial()" if kind == "sum" else "Partial('%s')" % kind
+        dt_args = ["--mesh", "{x: 4}", "--shape", "[13, 3]", "--from-dtensor", "[%s]" % partial,
+                   "--to-dtensor", "[Shard(0)]"]
+        for objective in ([], ["--objective", "bytes"]):
+            r = run(redist, ["plan"] + dt_args + objective + ["--json"])
+            prog = json.loads(r.stdout) if r.returncode == 0 else {}
+            expect(prog.get("source") == "[13, 3] %s{x}" % kind and prog.get("target") == "[4{x}13, 3]" and
+                   [(s["op"], s["split_dim"], s.get("reduce", "sum")) for s in prog.get("steps", [])] ==
+                   [("reducescatter", 0, kind)],
+                   "DTensor 13 x 3 %s %r: rc %d, %r %r" % (kind, objective, r.returncode, r.stdout[:600], r.stderr))
+        r = run(redist, ["run", "--backend", "host", "--verify"] + dt_args)
+        expect(r.returncode == 0 and "verify: OK, 39 elements checked" in r.stdout,
+               "DTensor 13 x 3 %s run: rc %d, stdout %r, stderr %r" % (kind, r.returncode, r.stdout[-300:], r.stderr))
     r = run(redist, ["plan", "--mesh", "{x: 2, y: 4}", "--from-dtensor", "[Shard(0), Partial('max')]", "--shape",
                      "[16, 8]", "--to-dtensor", "[Shard(0), Shard(1)]", "--json"])
     prog = json.loads(r.stdout) if r.returncode == 0 else {}

@@ -226,7 +226,11 @@ def main():
     # Uneven types reduce-scattered on their padded tiles (issue 24 item 5), any reduction.
     problems += [("{x: 4, y: 2}", "[{x}14] sum{y}", "[{y, x}14]"),
                  ("{x: 3, y: 2}", "[{x}10, 4] sum{y}", "[{y, x}10, 4]"),
-                 ("{x: 2, y: 2}", "[{x}5, 4] sum{y}", "[5, {y}4]")]
+                 ("{x: 2, y: 2}", "[{x}5, 4] sum{y}", "[5, {y}4]"),
+                 # ceil-sized chunks of a whole dimension, the send padded (DTensor's 13 x 3)
+                 ("{x: 4}", "[13, 3] sum{x}", "[{x}13, 3]"),
+                 ("{x: 4, y: 2}", "[{y}5, 13] sum{x}", "[{y}5, {x}13]"),
+                 ("{x: 2, y: 3}", "[7, {x}5] sum{y}", "[{y}7, {x}5]")]
     # Every reduction (max, min, prod, avg): the sum problems above with another kind.
     reductions = ["max", "min", "prod", "avg"]
     problems += [(mesh, a.replace("sum{", k + "{"), b.replace("sum{", k + "{"))

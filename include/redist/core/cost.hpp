@@ -66,13 +66,16 @@ constexpr std::uint64_t cost_elements(op o, std::uint64_t local_before, std::uin
 /// (n-1)/n up to 1): an allgather n-1 tiles, an alltoall or a reduce-scatter (n-1)/n of
 /// the tile, an all-reduce 2(n-1)/n of it (reduce-scatter, then allgather), a dynslice
 /// nothing. An allpermute brings a whole tile to a device unless it keeps its own, which
-/// depends on the device: callers count it per device.
-constexpr std::uint64_t received_elements(op o, std::uint64_t n, std::uint64_t local_before) {
+/// depends on the device: callers count it per device. A reduce-scatter receives n - 1
+/// chunks of its new tile, `local_after` when given (on uneven types the padded chunk,
+/// ceil-sized: more than local_before / n where the parts do not divide the tile).
+constexpr std::uint64_t received_elements(op o, std::uint64_t n, std::uint64_t local_before,
+                                          std::uint64_t local_after = 0) {
   if (n == 0) return 0;
   switch (o) {
     case op::allgather: return (n - 1) * local_before;
-    case op::alltoall:
-    case op::reducescatter: return (n - 1) * (local_before / n);
+    case op::alltoall: return (n - 1) * (local_before / n);
+    case op::reducescatter: return (n - 1) * (local_after > 0 ? local_after : local_before / n);
     case op::allreduce: return 2 * (n - 1) * (local_before / n);
     case op::allpermute: return local_before;
     case op::dynslice: return 0;

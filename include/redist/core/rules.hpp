@@ -22,7 +22,8 @@
 //   dynslice(i, F):   F > 1, F | global_i / k_i, F | devices / (prod(k) * sums)   k_i *= F
 //   allreduce(F):     F > 1, F | sums                          sums /= F
 //   reducescatter(i, F): F > 1, F | sums, F | global_i / k_i   sums /= F, k_i *= F
-//                     (uneven: F | ceil(global_i / k_i), the padded tile)
+//                     (uneven: scatter_lands(global_i, k_i, F): F divides the padded
+//                     tile ceil(global_i / k_i), or k_i = 1 and F <= global_i)
 //
 // Uneven dimensions (DESIGN.md section 2: n in k tiles of ceil(n / k), the last ones short
 // or empty). The rules take them where the box semantics of section 4 land exactly on the
@@ -33,9 +34,17 @@
 // the other (its chunks ceil-sized on uneven boxes); an allpermute needs the same tiles per
 // dimension. On even dimensions these are the divisibility conditions above. A
 // reduce-scatter by F onto dimension i splits every member's padded tile t = ceil(n / k)
-// into F equal chunks, which F must divide; chunk m of tile b, clipped to the box, is then
-// exactly tile b * F + m of n in k * F (t / F = ceil(n / (k F))), so it needs nothing more
-// (other dimensions may be uneven: every member of a group holds the same box). The weak
+// into F chunks of c = ceil(t / F) = ceil(n / (k F)) (the last ones short or empty when F
+// does not divide t; the executor pads the send to F * c); chunk m of tile b, clipped to
+// the box, is tile b * F + m of n in k * F exactly when tile b starts at b * F * c, that
+// is tiles_nest(n, k, F): F divides t, or k = 1 (one tile, the whole dimension: DTensor's
+// 13 x 3 Partial() -> Shard(0) on 4 devices, chunks of 4, 4, 4, 1). The rules also ask
+// F <= t (scatter_lands), so that the padded send, F c < t + F rows, stays within twice
+// the tile and the executor's pack buffers within their bounds (runtime/executor.hpp); a
+// shorter dimension ([1] sum{x} on {x: 6}) reduces with an allreduce. Nothing more is
+// needed (the dynslice's ceil_split_lands also asks the last box's own ceil-sized chunks
+// to land, which padded chunks do not use; other dimensions may be uneven: every member of
+// a group holds the same box). The weak
 // search uses the uneven forms only for problems with an uneven type
 // (weak_context::uneven), so that plans between even types never leave them.
 #pragma once
@@ -175,14 +184,21 @@ constexpr result<dist_type> remove_sums(const dist_type& t, const std::uint8_t* 
   return r;
 }
 
+/// A reduce-scatter by s of a dimension of n in k tiles lands on the tiles of n in k * s
+/// (see above): s divides the tile, or the dimension is one tile of at least s elements.
+constexpr bool scatter_lands(std::uint64_t n, std::uint64_t k, std::uint64_t s) {
+  return tiles_nest(n, k, s) && s <= ceil_div(n, k);
+}
+
 /// T-AllReduce (partial sums): the sum axes xs are summed over and then replicate.
 constexpr result<dist_type> rule_allreduce(const device_mesh&, const dist_type& t, const std::uint8_t* xs, int n) {
   return remove_sums(t, xs, n, "allreduce");
 }
 
 /// T-ReduceScatter (partial sums): the sum axes xs (minor-to-major) are summed over and
-/// become the minor-most axes of dimension i; their product must divide the tile (on an
-/// uneven dimension the padded tile: its equal chunks are the smaller tiles, see above).
+/// become the minor-most axes of dimension i; their product must divide the tile, or the
+/// dimension be one whole tile at least as long (scatter_lands; the ceil-sized chunks of
+/// the padded tile are then the smaller tiles, see above).
 constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_type& t, int i, const std::uint8_t* xs, int n) {
   result<dist_type> r = remove_sums(t, xs, n, "reducescatter");
   if (!r.ok()) return r;
@@ -190,8 +206,10 @@ constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_
   dim& d = r.value.dims[i];
   std::uint64_t prod = 1;
   for (int q = 0; q < n; ++q) prod *= m.sub[xs[q]].size;  // remove_sums checked the ids
-  if (tile(m, d) % prod != 0) {
-    r.err = detail::rule_error("reducescatter", "the tile is not divisible by the summed axes");
+  if (!scatter_lands(d.global, parts(m, d), prod)) {
+    r.err = detail::rule_error("reducescatter", parts(m, d) == 1 && d.global < prod
+                                                    ? "the tile is shorter than the summed axes (reduce with an allreduce)"
+                                                    : "the tile is not divisible by the summed axes");
     return r;
   }
   if (d.n + n > max_subaxes) { r.err = detail::rule_error("reducescatter", "too many axes"); return r; }
@@ -309,9 +327,11 @@ constexpr bool weak_allreduce(const weak_context&, const shape& s, std::uint64_t
   return true;
 }
 /// Weak reduce-scatter of a factor f of the pending sums onto dimension i: f divides the
-/// (padded) tile.
+/// (padded) tile, or, on uneven problems, the dimension is one whole tile of at least f
+/// (scatter_lands).
 constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, std::uint64_t f, shape& out) {
-  if (f < 2 || s.sums % f != 0 || c.tile(s, i) % f != 0) return false;
+  if (f < 2 || s.sums % f != 0) return false;
+  if (c.uneven ? !scatter_lands(c.global[i], s.parts[i], f) : c.tile(s, i) % f != 0) return false;
   out = s;
   out.sums /= f;
   out.parts[i] *= f;

@@ -93,7 +93,8 @@ constexpr double step_seconds(const time_profile& P, op o, std::uint64_t n, std:
     case op::allpermute: bytes = static_cast<double>(before) * e; break;
     case op::allgather: bytes = peers * static_cast<double>(before) * e; break;
     case op::allreduce: bytes = n > 0 ? 2 * peers * static_cast<double>(before / n) * e : 0; break;
-    default: bytes = n > 0 ? peers * static_cast<double>(before / n) * e : 0; break;  // alltoall, reducescatter
+    case op::reducescatter: bytes = peers * static_cast<double>(after) * e; break;  // padded chunks (uneven)
+    default: bytes = n > 0 ? peers * static_cast<double>(before / n) * e : 0; break;  // alltoall
   }
   return t.latency + t.per_peer * peers + t.per_byte * bytes + P.pass_per_byte * tile;
 }

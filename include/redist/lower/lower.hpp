@@ -551,7 +551,7 @@ constexpr program_rank path_rank(const weak_problem& p, const std::vector<weak_s
       last = t;
     }
     r.time = r.time > UINT64_MAX - t ? UINT64_MAX : r.time + t;
-    r.received += received_elements(e.kind, e.factor, local);
+    r.received += received_elements(e.kind, e.factor, local, after);
     local = after;
   }
   return r;

@@ -27,7 +27,10 @@
 //             (all-to-all, reduce-scatter: L/n of its input tile of L elements; all-gather:
 //             L), piece = min(b, max(1, floor(C / (n e)))):
 //             Ps = max n * piece over packed all-to-alls and reduce-scatters (sends),
-//             Pr = max n * piece over packed all-to-alls and all-gathers (receives)
+//             Pr = max n * piece over packed all-to-alls and all-gathers (receives);
+//             a reduce-scatter whose n does not divide its split extent e (uneven
+//             types: chunks of c = ceil(e / n) rows of the padded tile) is packed on
+//             every backend, padded, with block b = its tile after (c rows): Ps >= n * piece
 //             exchanges (op::exchange, and on a program with an uneven type the
 //             allgather, alltoall, dynslice and allpermute, which run as exchanges of
 //             their boxes: program.hpp moves_as_exchange) when the backend drives one rank of several and
@@ -383,6 +386,11 @@ class executor {
           }
           break;
         case op::reducescatter:
+          if (padded_scatter(s)) {  // padded to n chunks of the new tile, packed in pieces
+            path_[s] = block_path::packed;
+            pack_send_ = std::max(pack_send_, piece(shapes_.ext[s + 1].size()));
+            break;
+          }
           path_[s] = send_layout(s).contiguous() ? block_path::direct : block_path::packed;
           if (path_[s] == block_path::packed) pack_send_ = std::max(pack_send_, piece(L / n));
           break;
@@ -422,6 +430,15 @@ class executor {
     std::size_t n = 0;
     for (std::size_t s = 0; s < p_.steps.size(); ++s) n += moves_as_exchange(p_, s);
     return n;
+  }
+
+  /// A reduce-scatter whose parts do not divide its split extent (uneven types, DESIGN.md
+  /// section 2: chunks of ceil(extent / parts) of the padded tile, the last ones short or
+  /// empty): the executor pads its send to parts chunks of the new tile.
+  bool padded_scatter(std::size_t s) const {
+    const step& st = p_.steps[s];
+    return st.kind == op::reducescatter && !st.fused() && st.parts > 0 &&
+           shapes_.ext[s][st.split_dim] % st.parts != 0;
   }
 
   bool in_place(op k) const {
@@ -697,6 +714,10 @@ class executor {
       case op::reducescatter: {
         // send: n chunks along split_dim; recv: the sum of every member's chunk m, the new tile.
         if constexpr (reducing_backend_for<B, T>) {
+          if (padded_scatter(si)) {
+            run_padded_scatter(si);
+            break;
+          }
           if (path_[si] == block_path::packed) {
             const block_layout sl = send_layout(si);
             pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
@@ -718,6 +739,64 @@ class executor {
       case op::exchange:
         run_exchange(si);
         break;
+    }
+  }
+
+  /// A padded reduce-scatter (padded_scatter), in pieces like a packed step: block m of
+  /// what a rank sends is chunk m of its tile, rows [m c, min((m + 1) c, e)) along the split
+  /// dimension (c = ceil(e / n), the new tile's extent), with the rows past its tile filled
+  /// by copies of its first rows (values it holds, so that reducing them stays as quiet as
+  /// reducing its data; they land only in the padding of the receivers' tiles). Elements
+  /// [a, b) of every block (row-major in the new tile's extents) go to the send pack buffer,
+  /// block m at m * (b - a), and the backend's reduce-scatter of n blocks of b - a writes
+  /// elements [a, b) of the new tile.
+  void run_padded_scatter([[maybe_unused]] std::size_t si) {
+    if constexpr (reducing_backend_for<B, T>) {
+      const step& s = p_.steps[si];
+      const extents& before = shapes_.ext[si];
+      const extents& after = shapes_.ext[si + 1];
+      const int R = before.rank;
+      const auto k = static_cast<std::size_t>(s.split_dim);
+      const std::uint64_t n = s.parts, e = before[s.split_dim], c = after[s.split_dim], blk = after.size();
+      auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
+      auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+      auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
+      // Rows [lo, hi) of region r of block m (rows of the chunk) from tile rows from_row..,
+      // into the piece `p` of extents r.size.
+      auto rows = [&](std::size_t i, const tile_region& r, T* p, std::uint64_t lo, std::uint64_t hi,
+                      std::uint64_t from_row) {
+        if (lo >= hi) return;
+        tile_region from = r, to;
+        for (int q = 0; q < R; ++q) to.size[static_cast<std::size_t>(q)] = r.size[static_cast<std::size_t>(q)];
+        from.start[k] = from_row;
+        from.size[k] = to.size[k] = hi - lo;
+        to.start[k] = lo - r.start[k];
+        const std::span<const std::uint64_t> pe(r.size.data(), static_cast<std::size_t>(R));
+        for_region_copies(before.span(), from, pe, to, [&](const detail::strided_copy& x) { mem().strided(x, src(i), p); });
+      };
+      const std::uint64_t piece = piece_elements(si, blk);
+      for (std::uint64_t a = 0; a < blk; a += piece) {
+        const std::uint64_t b = std::min(blk, a + piece), piece_bytes = (b - a) * n * sizeof(T) * local_.size();
+        each_rank(piece_bytes, [&](std::size_t i) {
+          for (std::uint64_t m = 0; m < n; ++m) {
+            const std::uint64_t v = m * c < e ? std::min(c, e - m * c) : 0;  // rows of the tile in chunk m
+            for_range_regions(after.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
+              T* p = pack_send(i) + m * (b - a) + (first - a);
+              const std::uint64_t lo = r.start[k], hi = lo + r.size[k];
+              rows(i, r, p, lo, std::min(hi, v), m * c + lo);                  // the tile's rows
+              rows(i, r, p, std::max(lo, v), hi, std::max(lo, v) - v);         // padding: its first rows (c <= e)
+            });
+          }
+        });
+        bind(pack_send, [&](std::size_t i) { return dst(i) + a; });
+        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a, s.reduce); });
+      }
+      for (std::size_t i = 0; i < local_.size(); ++i) {
+        const std::uint64_t got = (n - 1) * blk * sizeof(T);
+        stats_[si].bytes_moved += got;
+        stats_[si].max_rank_bytes = std::max(stats_[si].max_rank_bytes, got);
+      }
+      live(before.size() + blk);
     }
   }
 

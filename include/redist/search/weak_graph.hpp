@@ -325,7 +325,8 @@ constexpr void for_each_successor(const weak_problem& p, const shape& s, F&& f) 
   if (s.sums > 1) {
     const auto sum_dim = static_cast<std::int8_t>(c.rank);
     for (int i = 0; i < c.rank; ++i) {
-      detail::for_each_divisor(p, detail::gcd(s.sums, c.tile(s, i)), [&](std::uint64_t fac) {
+      // uneven problems: a dimension of one tile may be reduce-scattered into ceil-sized chunks
+      detail::for_each_divisor(p, c.uneven ? s.sums : detail::gcd(s.sums, c.tile(s, i)), [&](std::uint64_t fac) {
         edge(weak_edge{op::reducescatter, sum_dim, static_cast<std::int8_t>(i), fac});
       });
     }
