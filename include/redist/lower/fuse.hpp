@@ -20,6 +20,7 @@
 // the paper's programs (objective::bytes) keep one dimension per collective.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 

@@ -586,6 +586,15 @@ class executor {
     }
   }
 
+  /// Step statistics: one local rank received b bytes; every local rank did.
+  static void account_one(step_stats& st, std::uint64_t b) {
+    st.bytes_moved += b;
+    st.max_rank_bytes = std::max(st.max_rank_bytes, b);
+  }
+  void account_all(step_stats& st, std::uint64_t b) const {
+    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, b);
+  }
+
   void run_step(std::size_t si) {
     const step& s = p_.steps[si];
     const extents& before = shapes_.ext[si];
@@ -597,13 +606,8 @@ class executor {
     recv_.assign(p_.m.devices, nullptr);
     auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
     auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
-    auto account_rank = [&](std::uint64_t b) {  // one local rank received b bytes
-      st.bytes_moved += b;
-      st.max_rank_bytes = std::max(st.max_rank_bytes, b);
-    };
-    auto account = [&](std::uint64_t b) {  // every local rank received b bytes
-      for (std::size_t i = 0; i < local_.size(); ++i) account_rank(b);
-    };
+    auto account_rank = [&](std::uint64_t b) { account_one(st, b); };
+    auto account = [&](std::uint64_t b) { account_all(st, b); };
     auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
     auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv.data(); };
     // Packed steps: pieces [a, b) of every block of `block` elements.
@@ -771,8 +775,7 @@ class executor {
         from.start[k] = from_row;
         from.size[k] = to.size[k] = hi - lo;
         to.start[k] = lo - r.start[k];
-        const std::span<const std::uint64_t> pe(r.size.data(), static_cast<std::size_t>(R));
-        for_region_copies(before.span(), from, pe, to, [&](const detail::strided_copy& x) { mem().strided(x, src(i), p); });
+        for_region_copies(before.span(), from, extent_span(r, R), to, [&](const detail::strided_copy& x) { mem().strided(x, src(i), p); });
       };
       const std::uint64_t piece = piece_elements(si, blk);
       for (std::uint64_t a = 0; a < blk; a += piece) {
@@ -791,11 +794,7 @@ class executor {
         bind(pack_send, [&](std::size_t i) { return dst(i) + a; });
         for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a, s.reduce); });
       }
-      for (std::size_t i = 0; i < local_.size(); ++i) {
-        const std::uint64_t got = (n - 1) * blk * sizeof(T);
-        stats_[si].bytes_moved += got;
-        stats_[si].max_rank_bytes = std::max(stats_[si].max_rank_bytes, got);
-      }
+      account_all(stats_[si], (n - 1) * blk * sizeof(T));
       live(before.size() + blk);
     }
   }
@@ -804,9 +803,6 @@ class executor {
     return {t.size.data(), static_cast<std::size_t>(R)};
   }
 
-  /// An exchange (redist/exchange.hpp): every piece straight from the sender's tile to the
-  /// receiver's when every rank is local, otherwise through the backend for the one local
-  /// rank, in place (regions) or packed in rank order.
   /// A fused allgather or alltoall (program.hpp), in pieces like a packed step: elements
   /// [a, b) of every block (row-major) at a time. An alltoall packs those of chunk m (at the
   /// digits of m along the split dimensions) at m * (b - a); the backend's contiguous
@@ -840,7 +836,7 @@ class executor {
           in_tile.start[k] += at[k];
           in_piece.size[k] = r.size[k];
         }
-        const std::span<const std::uint64_t> pe(in_piece.size.data(), static_cast<std::size_t>(before.rank));
+        const std::span<const std::uint64_t> pe = extent_span(r, before.rank);
         T* p = piece + (first - a);
         for_region_copies(pack ? te : pe, pack ? in_tile : in_piece, pack ? pe : te, pack ? in_piece : in_tile,
                           [&](const detail::strided_copy& c) { mem().strided(c, pack ? tile : p, pack ? p : tile); });
@@ -865,14 +861,13 @@ class executor {
           move(dst(i), after.span(), corner(s.concat_grid, k), pack_recv(i) + k * (b - a), a, b, false);
       });
     }
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      const std::uint64_t got = (n - 1) * C * sizeof(T);
-      stats_[si].bytes_moved += got;
-      stats_[si].max_rank_bytes = std::max(stats_[si].max_rank_bytes, got);
-    }
+    account_all(stats_[si], (n - 1) * C * sizeof(T));
     live(alltoall ? 2 * L : L + L * n);
   }
 
+  /// An exchange (redist/exchange.hpp): every piece straight from the sender's tile to the
+  /// receiver's when every rank is local, otherwise through the backend for the one local
+  /// rank, in place (regions) or packed in rank order.
   void run_exchange(std::size_t si) {
     const exchange_plan& x = shapes_.exchanges[si];
     const extents& before = shapes_.ext[si];
@@ -964,11 +959,7 @@ class executor {
         break;
       default: break;
     }
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      const std::uint64_t b = x.received[local_[i]] * sizeof(T);
-      st.bytes_moved += b;
-      st.max_rank_bytes = std::max(st.max_rank_bytes, b);
-    }
+    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, x.received[local_[i]] * sizeof(T));
     live(before.size() + after.size());
   }
 
