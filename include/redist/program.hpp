@@ -92,6 +92,9 @@ struct step {
   std::vector<rank_t> dest;          ///< allpermute: rank receiving each rank's tile
   std::vector<std::uint64_t> boxes;  ///< exchange: for rank r and dimension d of R, the half-open
                                      ///< range [boxes[2(rR+d)], boxes[2(rR+d)+1]) of global indices
+  std::vector<std::uint8_t> holds;   ///< exchange of a format-2 program: 1 for the world ranks that
+                                     ///< hold a tile after it (JSON: a box), 0 for the others (null,
+                                     ///< their range entries are 0); empty: every rank holds one
   step_grid concat_grid{};           ///< fused allgather/alltoall: the concat dimensions (then
   step_grid split_grid{};            ///< concat_dim = split_dim = -1); fused alltoall: the split ones
   reduction reduce = reduction::sum;  ///< allreduce, reducescatter: how the partial values combine
@@ -125,14 +128,29 @@ struct step {
   /// exchange: lower and upper end of rank r's box along dimension d (arrays of rank R).
   [[nodiscard]] constexpr std::uint64_t box_lo(std::uint64_t r, int R, int d) const { return boxes[2 * (r * R + d)]; }
   [[nodiscard]] constexpr std::uint64_t box_hi(std::uint64_t r, int R, int d) const { return boxes[2 * (r * R + d) + 1]; }
+  /// exchange: true if rank r holds a tile after the step.
+  [[nodiscard]] constexpr bool holds_after(std::uint64_t r) const { return holds.empty() || (r < holds.size() && holds[r]); }
 };
 
 /// A redistribution from `source` to `target` as a sequence of collectives.
+///
+/// Format 2 (DESIGN.md section 4, "Meshes on device sets"): the source type lives on mesh
+/// `m` placed on the world ranks `source_devices`, the target on `target_m` placed on
+/// `target_devices` (when two_meshes; else on the source's), in a world of `world` ranks.
+/// Every rank in a step is then a world rank and per-rank lists have `world` entries; ranks
+/// outside the mesh a step's tiles live on hold nothing (empty tiles). The steps before the
+/// first exchange that changes which ranks hold tiles run on the source mesh's ranks, the
+/// steps after it on the target mesh's (step::holds).
 struct program {
   device_mesh m{};
   dist_type source{};
   dist_type target{};
   std::uint64_t element_bytes = 4;
+  std::uint64_t world = 0;              ///< ranks of the communicator; 0: m.devices (format 1)
+  std::vector<rank_t> source_devices;   ///< world rank of each position of m, row-major; empty: 0..D-1
+  bool two_meshes = false;              ///< the target lives on target_m / target_devices
+  device_mesh target_m{};               ///< the target's mesh (when two_meshes)
+  std::vector<rank_t> target_devices;   ///< its world ranks, row-major; empty: 0..D-1
   std::vector<step> steps;
   std::uint64_t cost_elements = 0;          ///< sum of step costs, elements per device
   std::uint64_t peak_local_elements = 0;    ///< max localsize over source, intermediates, target
@@ -143,6 +161,28 @@ struct program {
     return element_bytes != 0 && cost_elements > UINT64_MAX / element_bytes ? UINT64_MAX : cost_elements * element_bytes;
   }
   [[nodiscard]] constexpr std::uint64_t devices() const { return m.devices; }
+  /// The ranks of the communicator the program runs on (W; the mesh's size in format 1).
+  [[nodiscard]] constexpr std::uint64_t world_size() const { return world ? world : m.devices; }
+  /// The target's mesh.
+  [[nodiscard]] constexpr const device_mesh& target_mesh() const { return two_meshes ? target_m : m; }
+  /// The world rank of source (target) mesh position `pos`.
+  [[nodiscard]] constexpr std::uint64_t source_rank(std::uint64_t pos) const { return source_devices.empty() ? pos : source_devices[pos]; }
+  [[nodiscard]] constexpr std::uint64_t target_rank(std::uint64_t pos) const {
+    const std::vector<rank_t>& d = two_meshes ? target_devices : source_devices;
+    return d.empty() ? pos : d[pos];
+  }
+  /// The program needs format 2: a world larger than the mesh, a device list other than
+  /// 0..D-1, or a target mesh or placement other than the source's.
+  [[nodiscard]] constexpr bool placed() const {
+    auto identity = [](const std::vector<rank_t>& v) {
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i] != i) return false;
+      return true;
+    };
+    if (world_size() != m.devices || !identity(source_devices)) return true;
+    if (!two_meshes) return false;
+    return !(target_m == m) || target_m.devices != m.devices || !identity(target_devices);
+  }
   [[nodiscard]] constexpr int rank() const { return source.rank; }
   [[nodiscard]] constexpr std::size_t count(op o) const {
     std::size_t n = 0;
@@ -156,7 +196,7 @@ struct program {
   /// An allpermute counts for the ranks whose tile changes; an exchange counts its
   /// recorded cost (the most one rank receives in it).
   [[nodiscard]] constexpr std::uint64_t received_elements() const {
-    const std::uint64_t D = m.devices;
+    const std::uint64_t D = world_size();
     if (D == 0) return 0;
     std::vector<std::uint64_t> got(D, 0);
     std::uint64_t local = local_size(m, source), all = 0;  // `all`: received by every rank
@@ -177,11 +217,13 @@ struct program {
   }
   /// Eq. (4): height <= max(localsize(source), localsize(target)).
   [[nodiscard]] constexpr bool memory_efficient() const {
-    std::uint64_t a = local_size(m, source), b = local_size(m, target);
+    std::uint64_t a = local_size(m, source), b = local_size(target_mesh(), target);
     return peak_local_elements <= (a > b ? a : b);
   }
   /// The source or the target has an uneven dimension (DESIGN.md section 2).
-  [[nodiscard]] constexpr bool uneven() const { return uneven_dim(m, source, target) >= 0; }
+  [[nodiscard]] constexpr bool uneven() const {
+    return two_meshes ? uneven_dim(m, source) >= 0 || uneven_dim(target_m, target) >= 0 : uneven_dim(m, source, target) >= 0;
+  }
 };
 
 /// True iff step i of p moves boxes as an exchange does (redist/exchange.hpp
