@@ -130,6 +130,35 @@ inline std::vector<box> tile_boxes(const device_mesh& m, const dist_type& t) {
   return v;
 }
 
+/// Every world rank's box of type t on mesh m placed on the world ranks `devices` (empty:
+/// 0..D-1), in a world of W ranks: the tile of its mesh position, or the empty box for a rank
+/// outside the mesh (DESIGN.md section 2, "Meshes on device sets").
+inline std::vector<box> placed_boxes(const device_mesh& m, const dist_type& t, std::span<const rank_t> devices,
+                                     std::uint64_t W) {
+  box none;
+  none.rank = t.rank;
+  std::vector<box> v(W, none);
+  for (std::uint64_t pos = 0; pos < m.devices; ++pos) {
+    const std::uint64_t r = devices.empty() ? pos : devices[pos];
+    if (r < W) v[r] = tile_box(m, t, pos);
+  }
+  return v;
+}
+/// Per world rank: 1 if it is a rank of the mesh placed on `devices` (it holds a tile).
+inline std::vector<std::uint8_t> placed_holders(std::uint64_t D, std::span<const rank_t> devices, std::uint64_t W) {
+  std::vector<std::uint8_t> h(W, 0);
+  for (std::uint64_t pos = 0; pos < D; ++pos)
+    if (const std::uint64_t r = devices.empty() ? pos : devices[pos]; r < W) h[r] = 1;
+  return h;
+}
+/// The source's and the target's boxes of program p on every world rank.
+inline std::vector<box> source_boxes(const program& p) {
+  return placed_boxes(p.m, p.source, p.source_devices, p.world_size());
+}
+inline std::vector<box> target_boxes(const program& p) {
+  return placed_boxes(p.target_mesh(), p.target, p.two_meshes ? p.target_devices : p.source_devices, p.world_size());
+}
+
 /// Rank r's box after an exchange step of arrays of rank R.
 inline box step_box(const step& s, int R, std::uint64_t r) {
   box b;
@@ -200,10 +229,10 @@ struct box_trace {
 /// Follow the boxes of a program that program_check accepted up to the groups and shapes.
 inline box_trace trace_boxes(const program& p, std::size_t upto) {
   box_trace t;
-  const std::uint64_t D = p.m.devices;
+  const std::uint64_t D = p.world_size();
   const int R = p.source.rank;
   std::vector<box>& cur = t.boxes;
-  cur = tile_boxes(p.m, p.source);
+  cur = source_boxes(p);
   const bool uneven = p.uneven();
   // Chunk m of n along d: equal chunks (alltoall, reducescatter; `problem` if the extent
   // does not split), or ceil-sized ones, the last short or empty (dynslice).
@@ -314,6 +343,7 @@ struct exchange_plan {
   std::vector<std::size_t> first;       ///< pieces of receiver r: [first[r], first[r + 1])
   std::vector<std::uint64_t> received;  ///< per rank: elements received from other ranks
   std::uint64_t max_received = 0;       ///< the most elements one rank receives
+  std::uint64_t max_sent = 0;           ///< the most elements one rank sends to others
   std::uint64_t messages = 0;           ///< the most pieces one rank sends to or receives from others
   std::string error;                    ///< empty on success
   bool too_large = false;               ///< error: more than max_exchange_cells cells
@@ -378,6 +408,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
   }
   std::vector<std::uint64_t> served(distinct.size(), 0);  // receivers of each box so far
   std::vector<std::uint64_t> sent(D, 0);                  // pieces each rank sends
+  std::vector<std::uint64_t> sent_elements(D, 0);
   std::array<std::uint32_t, max_dims> lo_i{}, hi_i{};
   std::uint64_t cells = 0;  // visited, over all receivers
   for (std::size_t r = 0; r < D; ++r) {
@@ -419,6 +450,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
             from = h[(served[j] + j) % h.size()];
             ++served[j];
             ++sent[from];
+            sent_elements[from] += piece.size();
             got += piece.size();
             ++msgs;
           }
@@ -447,6 +479,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
   x.before.assign(before.begin(), before.end());
   x.after.assign(after.begin(), after.end());
   for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
+  for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
   return x;
 }
 
@@ -459,7 +492,7 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
                                             std::vector<box> after) {
   exchange_plan x;
   const step& st = p.steps[s];
-  const std::uint64_t D = p.m.devices;
+  const std::uint64_t D = p.world_size();
   std::vector<std::vector<exchange_piece>> into(D);
   auto add = [&](std::uint64_t from, std::uint64_t to, const box& b) {
     if (!b.empty()) into[to].push_back({static_cast<rank_t>(from), static_cast<rank_t>(to), b});
@@ -481,7 +514,7 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
       for (std::uint64_t r = 0; r < D; ++r) add(r, r, after[r]);
       break;
   }
-  std::vector<std::uint64_t> sent(D, 0);
+  std::vector<std::uint64_t> sent(D, 0), sent_elements(D, 0);
   x.first.assign(D + 1, 0);
   x.received.assign(D, 0);
   for (std::uint64_t r = 0; r < D; ++r) {
@@ -493,12 +526,14 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
       x.received[r] += pc.b.size();
       ++msgs;
       ++sent[pc.from];
+      sent_elements[pc.from] += pc.b.size();
     }
     x.max_received = std::max(x.max_received, x.received[r]);
     x.messages = std::max(x.messages, msgs);
   }
   x.first[D] = x.pieces.size();
   for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
+  for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
   x.before = std::move(before);
   x.after = std::move(after);
   return x;
@@ -517,8 +552,8 @@ inline exchange_plan plan_exchange(const program& p, std::size_t s) {
     return x;
   }
   if (p.steps[s].kind != op::exchange) return plan_collective_pieces(p, s, std::move(t.boxes), std::move(next.boxes));
-  std::vector<box> after(p.m.devices);
-  for (std::uint64_t r = 0; r < p.m.devices; ++r) after[r] = step_box(p.steps[s], p.source.rank, r);
+  std::vector<box> after(p.world_size());
+  for (std::uint64_t r = 0; r < after.size(); ++r) after[r] = step_box(p.steps[s], p.source.rank, r);
   return plan_exchange(t.boxes, after);
 }
 
@@ -531,7 +566,7 @@ inline exchange_plan plan_exchange(const program& p, std::size_t s) {
 /// and empty tiles); on even programs the two agree but for exchanges, where this one is
 /// exact per rank.
 inline std::uint64_t run_received_elements(const program& p) {
-  const std::uint64_t D = p.m.devices;
+  const std::uint64_t D = p.world_size();
   std::vector<std::uint64_t> got(D, 0);
   std::uint64_t local = local_size(p.m, p.source), all = 0;
   for (std::size_t i = 0; i < p.steps.size(); ++i) {

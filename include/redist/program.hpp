@@ -102,6 +102,7 @@ struct step {
   std::uint64_t local_after = 0;     ///< elements per device after the step
   std::uint64_t cost = 0;            ///< elements per device (Fig. 11)
   dist_type type_after{};                ///< a syntactic type of the data after the step
+  bool on_target = false;            ///< type_after is a type on the program's target mesh (format 2)
   bool type_exact = false;           ///< true if type_after holds under the default device map,
                                      ///< false if only up to a device permutation
 
@@ -220,9 +221,16 @@ struct program {
     std::uint64_t a = local_size(m, source), b = local_size(target_mesh(), target);
     return peak_local_elements <= (a > b ? a : b);
   }
-  /// The source or the target has an uneven dimension (DESIGN.md section 2).
-  [[nodiscard]] constexpr bool uneven() const {
-    return two_meshes ? uneven_dim(m, source) >= 0 || uneven_dim(target_m, target) >= 0 : uneven_dim(m, source, target) >= 0;
+  /// The first uneven dimension of the source, else of the target (DESIGN.md section 2), or -1.
+  [[nodiscard]] constexpr int uneven_at() const {
+    const int d = uneven_dim(m, source);
+    return d >= 0 ? d : uneven_dim(target_mesh(), target);
+  }
+  /// The source or the target has an uneven dimension.
+  [[nodiscard]] constexpr bool uneven() const { return uneven_at() >= 0; }
+  /// The mesh step i's type_after lives on.
+  [[nodiscard]] constexpr const device_mesh& mesh_after(std::size_t i) const {
+    return steps[i].on_target ? target_mesh() : m;
   }
 };
 

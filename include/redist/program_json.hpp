@@ -52,6 +52,7 @@
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/placement.hpp"
 #include "redist/core/rules.hpp"
 #include "redist/exchange.hpp"
 #include "redist/json_read.hpp"
@@ -59,8 +60,10 @@
 
 namespace redist {
 
-/// The format tag of section 4.
+/// The format tags of section 4: format 2 for programs on device sets or between meshes
+/// (program::placed), format 1 for every other program.
 inline constexpr std::string_view program_json_format = "redist-program/1";
+inline constexpr std::string_view program_json_format2 = "redist-program/2";
 
 /// The deepest nesting of arrays and objects program_from_json_text reads (a program
 /// needs 5: the document, "steps", a step, "groups", a group; 6 with an exchange: "boxes",
@@ -79,19 +82,41 @@ inline std::string checked_text(const text& t, std::string_view what) {
 }
 
 template <class Json>
-Json program_to_json(const program& p) {
-  const device_mesh& m = p.m;
-  Json j;
-  j["format"] = program_json_format;
+Json mesh_to_json(const device_mesh& m) {
   Json axes = Json::array();
   for (int a = 0; a < m.naxes; ++a) axes.push_back(Json::array({std::string(m.names[a].view()), m.sizes[a]}));
-  j["mesh"] = axes;
+  return axes;
+}
+
+/// A placement's rank list (0..D-1 when it is empty).
+inline std::vector<rank_t> rank_list_of(const std::vector<rank_t>& devices, std::uint64_t D) {
+  if (!devices.empty()) return devices;
+  std::vector<rank_t> v(D);
+  for (std::uint64_t r = 0; r < D; ++r) v[r] = static_cast<rank_t>(r);
+  return v;
+}
+
+template <class Json>
+Json program_to_json(const program& p) {
+  const device_mesh& m = p.m;
+  const bool placed = p.placed();
+  Json j;
+  j["format"] = placed ? program_json_format2 : program_json_format;
+  j["mesh"] = mesh_to_json<Json>(m);
+  if (placed) {
+    j["world"] = p.world_size();
+    j["devices"] = rank_list_of(p.source_devices, m.devices);
+    if (p.two_meshes) {
+      j["target_mesh"] = mesh_to_json<Json>(p.target_m);
+      j["target_devices"] = rank_list_of(p.target_devices, p.target_m.devices);
+    }
+  }
   Json shape = Json::array();
   for (int d = 0; d < p.source.rank; ++d) shape.push_back(p.source.dims[d].global);
   j["global_shape"] = shape;
   j["element_bytes"] = p.element_bytes;
   j["source"] = checked_text(type_text(m, p.source), "the source type");
-  j["target"] = checked_text(type_text(m, p.target), "the target type");
+  j["target"] = checked_text(type_text(p.target_mesh(), p.target), "the target type");
   auto bytes = [&](std::uint64_t elements) {
     std::uint64_t b = 0;
     if (!mul_ok(elements, p.element_bytes, b))
@@ -136,13 +161,17 @@ Json program_to_json(const program& p) {
       case op::allreduce: break;
       case op::reducescatter: js["split_dim"] = s.split_dim; break;
       case op::exchange: {
-        const std::uint64_t D = m.devices;
+        const std::uint64_t D = p.world_size();
         if (s.boxes.size() != D * static_cast<std::uint64_t>(R) * 2)
           throw redist_error(errc::rule, "step " + std::to_string(i) + " (exchange) lists " +
                                              std::to_string(s.boxes.size()) + " range ends, expected 2 per dimension (" +
                                              std::to_string(R) + ") for each of the " + std::to_string(D) + " ranks");
         Json boxes = Json::array();
         for (std::uint64_t r = 0; r < D; ++r) {
+          if (!s.holds_after(r)) {  // format 2: the rank holds nothing after the step
+            boxes.push_back(nullptr);
+            continue;
+          }
           Json b = Json::array();
           for (int d = 0; d < R; ++d) b.push_back(Json::array({s.box_lo(r, R, d), s.box_hi(r, R, d)}));
           boxes.push_back(std::move(b));
@@ -162,8 +191,9 @@ Json program_to_json(const program& p) {
     if ((s.kind == op::allreduce || s.kind == op::reducescatter) && s.reduce != reduction::sum)
       js["reduce"] = reduction_name(s.reduce);  // written only when not the default
     if (s.type_after.rank == p.source.rank) {
-      js["type"] = checked_text(type_text(m, s.type_after), "an intermediate type");
+      js["type"] = checked_text(type_text(p.mesh_after(i), s.type_after), "an intermediate type");
       js["type_exact"] = s.type_exact;
+      if (s.on_target && p.two_meshes) js["type_mesh"] = "target";  // format 2: the type is on the target mesh
     }
     js["local_elements"] = s.local_after;
     js["cost_bytes"] = bytes(s.cost);
@@ -353,33 +383,77 @@ inline program program_from_json(const nlohmann::json& j) {
   if (!j.is_object()) json_fail(errc::syntax, "", "expected a JSON object, found " + json_excerpt(j));
   program p;
   std::string format = json_string(json_field(j, "format", ""), "format");
-  if (format != program_json_format)
+  const bool v2 = format == program_json_format2;
+  if (format != program_json_format && !v2)
     json_fail(errc::syntax, "format",
               "unsupported format '" + (format.size() > 40 ? format.substr(0, 37) + "..." : format) + "' (expected '" +
-                  std::string(program_json_format) + "')");
+                  std::string(program_json_format) + "' or '" + std::string(program_json_format2) + "')");
 
   // Mesh: [["x", 4], ["y", 8]].
-  const auto& jm = json_array(json_field(j, "mesh", ""), "mesh");
-  for (std::size_t a = 0; a < jm.size(); ++a) {
-    const std::string where = "mesh[" + std::to_string(a) + "]";
-    const auto& ax = json_array(jm[a], where);
-    if (ax.size() != 2) json_fail(errc::syntax, where, "expected [name, size], found " + json_excerpt(ax));
-    std::string name = json_string(ax[0], where + "[0]");
-    if (name.empty() || name.size() > static_cast<std::size_t>(max_name))
-      json_fail(errc::syntax, where + "[0]", "an axis name has 1 to " + std::to_string(max_name) + " characters");
-    if (error e = mesh_add_axis(p.m, name, json_uint(ax[1], where + "[1]")); !e.ok())
-      json_fail(e.code, where, std::string(e.message.view()));
-  }
+  auto read_mesh = [&](const char* key, device_mesh& out) {
+    const auto& jm = json_array(json_field(j, key, ""), key);
+    for (std::size_t a = 0; a < jm.size(); ++a) {
+      const std::string where = std::string(key) + "[" + std::to_string(a) + "]";
+      const auto& ax = json_array(jm[a], where);
+      if (ax.size() != 2) json_fail(errc::syntax, where, "expected [name, size], found " + json_excerpt(ax));
+      std::string name = json_string(ax[0], where + "[0]");
+      if (name.empty() || name.size() > static_cast<std::size_t>(max_name))
+        json_fail(errc::syntax, where + "[0]", "an axis name has 1 to " + std::to_string(max_name) + " characters");
+      if (error e = mesh_add_axis(out, name, json_uint(ax[1], where + "[1]")); !e.ok())
+        json_fail(e.code, where, std::string(e.message.view()));
+    }
+    if (out.devices > max_program_devices)
+      json_fail(errc::capacity, key,
+                std::to_string(out.devices) + " devices; programs are for at most " + std::to_string(max_program_devices));
+  };
+  read_mesh("mesh", p.m);
   const device_mesh& m = p.m;
   const std::uint64_t D = m.devices;
-  if (D > max_program_devices)
-    json_fail(errc::capacity, "mesh",
-              std::to_string(D) + " devices; programs are for at most " + std::to_string(max_program_devices));
+  // Format 2 (DESIGN.md section 4): the world, the meshes' ranks, the target mesh.
+  std::uint64_t W = D;
+  if (v2) {
+    W = json_uint_field(j, "world", "");
+    if (W == 0 || W > max_program_devices)
+      json_fail(errc::bad_size, "world", std::to_string(W) + " ranks; programs are for 1 to " +
+                                             std::to_string(max_program_devices));
+    auto read_devices = [&](const char* key, const device_mesh& mesh, std::vector<rank_t>& out) {
+      if (auto it = j.find(key); it != j.end()) {
+        const auto& jd = json_array(*it, key);
+        placed_mesh pm{mesh, {}};
+        std::vector<std::string> where;
+        for (std::size_t k = 0; k < jd.size(); ++k) {
+          where.push_back(std::string(key) + "[" + std::to_string(k) + "]");
+          const std::uint64_t r = json_uint(jd[k], where.back());
+          pm.devices.push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(r, UINT32_MAX)));
+        }
+        if (error e = check_placement(pm, W)) json_fail(e.code, key, std::string(e.message.view()));
+        out.assign(pm.devices.begin(), pm.devices.end());
+      } else if (mesh.devices > W) {
+        json_fail(errc::bad_size, key, "missing, and the mesh's " + std::to_string(mesh.devices) +
+                                           " devices do not fit in the world of " + std::to_string(W) + " ranks");
+      }
+    };
+    read_devices("devices", m, p.source_devices);
+    if (j.contains("target_mesh") || j.contains("target_devices")) {
+      p.two_meshes = true;
+      if (j.contains("target_mesh")) read_mesh("target_mesh", p.target_m);
+      else p.target_m = m;
+      if (!j.contains("target_devices") && p.target_m.devices != D)
+        json_fail(errc::bad_size, "target_devices", "missing, and the target mesh has another size than the source's");
+      if (j.contains("target_devices")) read_devices("target_devices", p.target_m, p.target_devices);
+      else p.target_devices = p.source_devices;
+    }
+    p.world = W;
+    for (const char* key : {"source", "target"})
+      if (j.contains(key) && j[key].is_object())
+        json_fail(errc::rule, key, "box layouts ({\"boxes\": ...}) are not read yet: give a type");
+  }
+  const device_mesh& tm = p.target_mesh();
 
   p.element_bytes = json_uint_field(j, "element_bytes", "");
   if (p.element_bytes == 0) json_fail(errc::bad_size, "element_bytes", "must be at least 1");
   p.source = json_type(m, json_field(j, "source", ""), "source");
-  p.target = json_type(m, json_field(j, "target", ""), "target");
+  p.target = json_type(tm, json_field(j, "target", ""), "target");
   if (error e = check_same_global(p.source, p.target); !e.ok()) json_fail(e.code, "target", std::string(e.message.view()));
   if (p.source.nsum > 0 && p.target.nsum > 0 && p.source.reduce != p.target.reduce)
     json_fail(errc::rule, "target",
@@ -392,16 +466,21 @@ inline program program_from_json(const nlohmann::json& j) {
   if (!same) json_fail(errc::global_mismatch, "global_shape", json_excerpt(jg) + " is not the global shape of the source type");
 
   const int R = p.source.rank;
-  const weak_context ctx = weak_context_of(m, p.source, p.target);  // uneven forms where either type is
+  weak_context ctx = weak_context_of(m, p.source);  // uneven forms where either type is
+  ctx.uneven = p.uneven();
   shape cur = shape_of(m, p.source);
   std::uint64_t local = local_size(m, p.source);
-  p.peak_local_elements = std::max(local, local_size(m, p.target));
+  p.peak_local_elements = std::max(local, local_size(tm, p.target));
+  // The ranks that hold tiles (format 2; all D in format 1), and how many.
+  std::vector<std::uint8_t> holds = placed_holders(D, p.source_devices, W);
+  std::uint64_t H = D;
+  const std::string world_text = v2 ? "the world has " + std::to_string(W) + " ranks" : "the mesh has " + std::to_string(D) + " devices";
   // Exchanges: their costs need the boxes of every step before them, so they are planned
   // once all steps are read (below); "cost_bytes" of each is checked then.
   std::vector<std::pair<std::size_t, const nlohmann::json*>> exchanges;
   // Uneven types (DESIGN.md section 2): every op but the reduce-scatter, typed by the rules'
   // uneven forms.
-  const int uneven_at = uneven_dim(m, p.source, p.target);
+  const int uneven_at = p.uneven_at();
   const bool uneven = uneven_at >= 0;
   const char* exchange_sums =
       "an exchange does not add partial sums: every pending sum must be reduced before it, and the target may have "
@@ -453,11 +532,12 @@ inline program program_from_json(const nlohmann::json& j) {
           const auto& grp = json_array(groups[g], wgi);
           if (g == 0) {
             s.parts = grp.size();
-            if (s.parts == 0 || D % s.parts != 0 || groups.size() != D / s.parts)
+            if (s.parts == 0 || H % s.parts != 0 || groups.size() != H / s.parts)
               json_fail(errc::bad_size, wg,
                         std::to_string(groups.size()) + " groups of " + std::to_string(grp.size()) +
-                            " ranks do not partition the " + std::to_string(D) + " ranks");
-            seen.assign(D, false);
+                            " ranks do not partition the " + std::to_string(H) + " ranks" +
+                            (v2 ? " that hold tiles" : ""));
+            seen.assign(W, false);
           } else if (grp.size() != s.parts) {
             json_fail(errc::bad_size, wgi,
                       "has " + std::to_string(grp.size()) + " ranks, expected " + std::to_string(s.parts) +
@@ -466,9 +546,9 @@ inline program program_from_json(const nlohmann::json& j) {
           for (std::size_t k = 0; k < grp.size(); ++k) {
             const std::string wr = wgi + "[" + std::to_string(k) + "]";
             std::uint64_t r = json_uint(grp[k], wr);
-            if (r >= D)
-              json_fail(errc::bad_size, wr,
-                        "rank " + std::to_string(r) + " out of range (the mesh has " + std::to_string(D) + " devices)");
+            if (r >= W)
+              json_fail(errc::bad_size, wr, "rank " + std::to_string(r) + " out of range (" + world_text + ")");
+            if (!holds[r]) json_fail(errc::rule, wr, "rank " + std::to_string(r) + " holds no tile before the step");
             if (seen[r]) json_fail(errc::rule, wr, "rank " + std::to_string(r) + " is in more than one group");
             seen[r] = true;
             s.members.push_back(static_cast<rank_t>(r));
@@ -514,18 +594,23 @@ inline program program_from_json(const nlohmann::json& j) {
         s.split_dim = json_dim(js, "split_dim", where, R);
         s.parts = json_uint_field(js, "parts", where);
         if (s.parts == 0) json_fail(errc::bad_size, where + ".parts", "must be at least 1");
-        s.index = json_rank_array(json_field(js, "index", where), where + ".index", D, s.parts, "chunk ");
+        s.index = json_rank_array(json_field(js, "index", where), where + ".index", W, s.parts, "chunk ");
         typed_ok = weak_dynslice(ctx, cur, s.split_dim, s.parts, next);
         break;
       }
       case op::allpermute: {
         s.parts = 1;
-        s.dest = json_rank_array(json_field(js, "dest", where), where + ".dest", D, D, "rank ");
-        std::vector<bool> hit(D, false);
-        for (std::size_t r = 0; r < D; ++r) {
+        s.dest = json_rank_array(json_field(js, "dest", where), where + ".dest", W, W, "rank ");
+        std::vector<bool> hit(W, false);
+        for (std::size_t r = 0; r < W; ++r) {
+          const std::string wr = where + ".dest[" + std::to_string(r) + "]";
           if (hit[s.dest[r]])
-            json_fail(errc::rule, where + ".dest[" + std::to_string(r) + "]",
-                      "rank " + std::to_string(s.dest[r]) + " receives two tiles (dest is not a bijection)");
+            json_fail(errc::rule, wr, "rank " + std::to_string(s.dest[r]) + " receives two tiles (dest is not a bijection)");
+          if (holds[r] != holds[s.dest[r]] || (!holds[r] && s.dest[r] != r))
+            json_fail(errc::rule, wr,
+                      holds[r] ? "moves rank " + std::to_string(r) + "'s tile to rank " + std::to_string(s.dest[r]) +
+                                     ", which holds none"
+                               : "rank " + std::to_string(r) + " holds no tile and must stay in place");
           hit[s.dest[r]] = true;
         }
         typed_ok = true;
@@ -539,12 +624,19 @@ inline program program_from_json(const nlohmann::json& j) {
         // dimension is the tile ceil(n / k) of some k.
         const std::string wb = where + ".boxes";
         const auto& jb = json_array(json_field(js, "boxes", where), wb);
-        if (jb.size() != D)
+        if (jb.size() != W)
           json_fail(errc::bad_size, wb,
-                    "has " + std::to_string(jb.size()) + " boxes, expected one per rank (" + std::to_string(D) + ")");
-        s.boxes.reserve(D * static_cast<std::uint64_t>(R) * 2);
+                    "has " + std::to_string(jb.size()) + " boxes, expected one per rank (" + std::to_string(W) + ")");
+        s.boxes.reserve(W * static_cast<std::uint64_t>(R) * 2);
+        if (v2) s.holds.assign(W, 1);
+        bool first_box = true;
         for (std::size_t r = 0; r < jb.size(); ++r) {
           const std::string wr = wb + "[" + std::to_string(r) + "]";
+          if (v2 && jb[r].is_null()) {  // the rank holds nothing after the step
+            s.holds[r] = 0;
+            s.boxes.insert(s.boxes.end(), 2 * static_cast<std::size_t>(R), 0);
+            continue;
+          }
           const auto& jr = json_array(jb[r], wr);
           if (jr.size() != static_cast<std::size_t>(R))
             json_fail(errc::bad_size, wr,
@@ -566,7 +658,7 @@ inline program program_from_json(const nlohmann::json& j) {
             const std::uint64_t e = hi - lo;
             if (uneven) {
               longest[static_cast<std::size_t>(d)] = std::max(longest[static_cast<std::size_t>(d)], e);
-            } else if (r == 0) {
+            } else if (first_box) {
               if (n % e != 0)
                 json_fail(errc::rule, wd,
                           "extent " + std::to_string(e) + " does not divide dimension " + std::to_string(d) + " (" +
@@ -581,9 +673,16 @@ inline program program_from_json(const nlohmann::json& j) {
             s.boxes.push_back(lo);
             s.boxes.push_back(hi);
           }
+          first_box = false;
+        }
+        if (v2 && s.holds != holds) {  // the exchange moves the tiles to other ranks
+          holds = s.holds;
+          H = 0;
+          for (std::uint8_t h : holds) H += h;
+          ctx.devices = H;
         }
         if (uneven) {  // the tiles: the target's if they agree, otherwise ceil(n / k) for some k
-          const shape want = shape_of(m, p.target);
+          const shape want = shape_of(tm, p.target);
           bool target = true;
           for (int d = 0; d < R; ++d) {
             const auto k = static_cast<std::size_t>(d);
@@ -616,9 +715,16 @@ inline program program_from_json(const nlohmann::json& j) {
     p.cost_elements += s.cost;
     p.peak_local_elements = std::max(p.peak_local_elements, local);
 
+    if (auto it = js.find("type_mesh"); it != js.end()) {  // format 2: "target" for a type on the target mesh
+      const std::string tmn = json_string(*it, where + ".type_mesh");
+      if (tmn != "target" && tmn != "source")
+        json_fail(errc::syntax, where + ".type_mesh", "expected \"source\" or \"target\", found " + json_excerpt(*it));
+      s.on_target = tmn == "target" && p.two_meshes;
+    }
     if (auto it = js.find("type"); it != js.end()) {
-      s.type_after = json_type(m, *it, where + ".type");
-      if (!same_global(s.type_after, p.source) || !(shape_of(m, s.type_after) == cur))
+      const device_mesh& sm = s.on_target ? tm : m;
+      s.type_after = json_type(sm, *it, where + ".type");
+      if (!same_global(s.type_after, p.source) || !(shape_of(sm, s.type_after) == cur))
         json_fail(errc::rule, where + ".type",
                   "'" + it->get<std::string>() + "' does not have the tiles per dimension " + shape_string(cur) +
                       " that the steps produce");
@@ -640,10 +746,12 @@ inline program program_from_json(const nlohmann::json& j) {
     }
     p.steps.push_back(std::move(s));
   }
-  if (!(cur == shape_of(m, p.target)))
+  if (!(cur == shape_of(tm, p.target)))
     json_fail(errc::rule, "steps",
               "end with tiles per dimension " + shape_string(cur) + " but the target has " +
-                  shape_string(shape_of(m, p.target)));
+                  shape_string(shape_of(tm, p.target)));
+  if (v2 && holds != placed_holders(tm.devices, p.two_meshes ? p.target_devices : p.source_devices, W))
+    json_fail(errc::rule, "steps", "end with tiles on other ranks than the target mesh's devices");
   // The exchanges' pieces (the sender rule of redist/exchange.hpp) and their costs.
   for (const auto& [i, jcost] : exchanges) {
     const std::string where = "steps[" + std::to_string(i) + "]";
@@ -671,7 +779,7 @@ inline program program_from_json(const nlohmann::json& j) {
   if (auto it = j.find("memory_bound_elements"); it != j.end())
     p.memory_bound_elements = json_uint(*it, "memory_bound_elements");
   else
-    p.memory_bound_elements = std::max(local_size(m, p.source), local_size(m, p.target));
+    p.memory_bound_elements = std::max(local_size(m, p.source), local_size(tm, p.target));
   return p;
 }
 

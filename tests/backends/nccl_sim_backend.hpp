@@ -53,7 +53,8 @@ class cuda_sim_backend {
     requires std::is_trivially_copyable_v<T>
   void permute(std::span<const rank_t> dest, block_io<T> io, std::size_t count) {
     detail::check_permutation("cuda sim backend", dest, ranks_.size(), 0);
-    for (std::size_t r = 0; r < dest.size(); ++r) mem_.copy(io.recv[dest[r]], io.send[r], count);
+    for (std::size_t r = 0; r < dest.size(); ++r)
+      if (io.send[r] != nullptr) mem_.copy(io.recv[dest[r]], io.send[r], count);
   }
 
   template <class T>

@@ -8,7 +8,8 @@
 //   call becomes a redist_error naming the call.
 // - Groups: for every partition of the ranks a program uses, prepare_groups calls
 //   MPI_Comm_split once, collectively, with color = the group's index and key = the
-//   rank's position in its group, so the new communicator's rank order is the member order.
+//   rank's position in its group, so the new communicator's rank order is the member order
+//   (a rank in no group, on a program on device sets, passes MPI_UNDEFINED).
 //   Communicators are cached by the group's rank list (and partitions already split are
 //   remembered), so a program run many times, or programs sharing groups, split once.
 //   Singleton groups need no communicator; a group of all ranks in order uses the
@@ -159,7 +160,7 @@ class mpi_backend {
   }
 
   void prepare_groups(std::span<const rank_t> members, std::size_t n) {
-    if (n == 0 || members.size() != size_ || members.size() % n != 0)
+    if (n == 0 || members.size() > size_ || members.size() % n != 0)
       throw redist_error(errc::runtime, "mpi backend: " + std::to_string(members.size()) +
                                             " ranks cannot form groups of " + std::to_string(n) + " over " +
                                             std::to_string(size_) + " ranks");
@@ -168,8 +169,11 @@ class mpi_backend {
     if (!partitions_.insert(key).second) return;
     if (n == 1) return;  // singletons: local copies
     auto pos = std::find(members.begin(), members.end(), me_);
-    if (pos == members.end())
-      throw redist_error(errc::runtime, "mpi backend: rank " + std::to_string(me_) + " is in no group of the step");
+    if (pos == members.end()) {  // a rank outside the groups (format 2: it holds no tile) joins the split, colourless
+      MPI_Comm c = MPI_COMM_NULL;
+      call(MPI_Comm_split(comm_, MPI_UNDEFINED, 0, &c), "MPI_Comm_split");
+      return;
+    }
     const auto p = static_cast<std::size_t>(pos - members.begin());
     std::vector<rank_t> group(members.begin() + static_cast<std::ptrdiff_t>(p / n * n),
                               members.begin() + static_cast<std::ptrdiff_t>(p / n * n + n));
@@ -330,7 +334,7 @@ class mpi_backend {
     const int cnt = checked_count(count);
     const auto from = static_cast<int>(from_rank);
     if (to == me_) {
-      std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
+      if (io.send[me_] != nullptr) std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
       return;
     }
     const MPI_Datatype t = mpi_datatype<T>::get();

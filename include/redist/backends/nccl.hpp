@@ -176,7 +176,7 @@ inline int require_cuda_device(const std::string& who) {
 
 /// `members` must be all `size` ranks, each once, in consecutive groups of n.
 inline void check_partition(const std::string& who, std::span<const rank_t> members, std::size_t n, std::uint64_t size) {
-  if (n == 0 || members.size() != size || members.size() % n != 0)
+  if (n == 0 || members.size() > size || members.size() % n != 0)
     throw redist_error(errc::runtime, who + ": " + std::to_string(members.size()) + " ranks cannot form groups of " +
                                           std::to_string(n) + " over " + std::to_string(size) + " ranks");
   std::vector<bool> seen(size, false);
@@ -621,6 +621,14 @@ class nccl_backend {
     key.push_back(static_cast<rank_t>(n));
     if (partitions_.count(key) != 0) return;
     const auto p = static_cast<std::size_t>(std::find(members.begin(), members.end(), me_) - members.begin());
+    if (p == members.size()) {  // a rank outside the groups (format 2: it holds no tile) joins the split, colourless
+      if (n > 1 && members.size() != 0) {
+        ncclComm_t c = nullptr;
+        REDIST_NCCL_CHECK(ncclCommSplit(comm_.h, NCCL_SPLIT_NOCOLOR, 0, &c, nullptr));
+      }
+      partitions_.insert(std::move(key));
+      return;
+    }
     std::vector<rank_t> group(members.begin() + static_cast<std::ptrdiff_t>(p / n * n),
                               members.begin() + static_cast<std::ptrdiff_t>(p / n * n + n));
     bool identity = n == size_;
@@ -705,7 +713,7 @@ class nccl_backend {
     const std::byte* send = bufs.first;
     std::byte* recv = bufs.second;
     if (to == me_) {
-      copy_bytes(recv, send, bytes);
+      if (send != nullptr) copy_bytes(recv, send, bytes);
       return;
     }
     in_group([&] {

@@ -48,7 +48,8 @@ struct synth_options {
 };
 
 /// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
-/// times (core/time_model.hpp); an exchange's peers and bytes come from its pieces, and so
+/// times (core/time_model.hpp); an exchange's peers and bytes (the most one rank receives
+/// or sends) come from its pieces, and so
 /// do those of the steps on uneven tiles that run as exchanges (program.hpp
 /// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy).
 /// Every step that moves or copies pays the pass over the tile it writes.
@@ -61,7 +62,9 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
     const bool as_exchange = moves_as_exchange(p, i) && s.kind != op::dynslice;
     if (as_exchange || s.kind == op::exchange) {
       const exchange_plan x = plan_exchange(p, i);
-      t += P.seconds(op::exchange, x.messages, x.max_received * e, s.local_after * e);
+      // The busiest rank's link: what it receives, or what it sends (a source rank feeding
+      // many receivers, as between meshes, is bound by its sends).
+      t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
     } else {
       t += collective_step_seconds(P, s, local, e);  // the search's weights
     }

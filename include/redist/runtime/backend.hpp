@@ -8,7 +8,7 @@
 // Contract of a type B modelling `backend_for<B, T>`:
 //
 //   b.devices()        number of ranks D of the communicator (the executor refuses a
-//                      program whose mesh has a different device count).
+//                      program whose world, program::world_size, has another size).
 //   b.local_ranks()    the ranks this process drives, ascending, as a
 //                      std::span<const rank_t>; stable for the backend's lifetime.
 //   b.agree(h, ok)     collective over all D ranks: every rank passes the hash of the
@@ -17,10 +17,12 @@
 //                      all_ok iff every rank passed ok == true. Moves no array data.
 //   b.prepare_groups(members, n)
 //                      collective over all D ranks, called by the executor for every
-//                      partition of the ranks it will use (members: all D ranks, as
-//                      consecutive groups of n, each in member order), in program order,
-//                      before any collective on those groups. A backend may build
-//                      communicators here (MPI); it may do nothing (host).
+//                      partition of the ranks it will use (members: all D ranks, or on a
+//                      program on device sets the ranks that hold tiles, as consecutive
+//                      groups of n, each in member order), in program order, before any
+//                      collective on those groups. A rank in no group takes part in the
+//                      call and in no group. A backend may build communicators here
+//                      (MPI); it may do nothing (host).
 //
 // The data-moving calls are made for one ordered group `g` (n = g.size() ranks, member k
 // = g[k]) with the blocks given through `io` (block_io<T>: for every rank r this process
@@ -36,7 +38,9 @@
 //   b.permute(dest, io, count) over all D ranks: dest is a bijection (dest[r] receives r's
 //                              block); afterwards recv[dest[r]] = send[r] for every local r
 //                              whose receiver is local, and the receives of every local
-//                              rank are complete. Fixed points (dest[r] == r) are copies.
+//                              rank are complete. Fixed points (dest[r] == r) are copies,
+//                              but for a rank whose io.send is null (it holds no tile, on a
+//                              program on device sets), for which nothing is copied.
 //
 // Partial values (programs whose types carry `sum{...}`, `max{...}`, ...: core/dtype.hpp
 // reduction) also need, for element types with `+` (concept summable), the reductions of

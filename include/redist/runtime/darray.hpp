@@ -181,9 +181,23 @@ class darray<T, void> {
   darray(const redist::device_mesh& m, const dist_type& t, rank_t device, std::span<T> memory)
       : m_(m), t_(t), device_(device), tile_(checked_extents(m, t, device), memory) {}
 
+  /// No tile: the part of an array typed on mesh m that a rank outside the mesh holds (a
+  /// program on device sets, DESIGN.md section 2). Empty; holds() is false.
+  static darray none(const redist::device_mesh& m, const dist_type& t) {
+    if (error e = check(m, t)) throw redist_error(e);
+    extents x;  // zero along every dimension
+    x.rank = t.rank;
+    return darray(m, t, no_device, x);
+  }
+  /// Device (mesh position) of a rank outside the mesh.
+  static constexpr rank_t no_device = UINT32_MAX;
+
   [[nodiscard]] const redist::device_mesh& mesh() const { return m_; }
   [[nodiscard]] const dist_type& type() const { return t_; }
+  /// The mesh position (a rank under the default device map) whose tile this is.
   [[nodiscard]] rank_t device() const { return device_; }
+  /// False for none(): the rank is not on the array's mesh.
+  [[nodiscard]] bool holds() const { return device_ != no_device; }
   [[nodiscard]] int rank() const { return t_.rank; }
 
   [[nodiscard]] const local_tile<T>& tile() const { return tile_; }

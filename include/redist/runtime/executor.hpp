@@ -212,9 +212,11 @@ class executor {
     const auto local = b_.local_ranks();
     local_.assign(local.begin(), local.end());
     if (shapes_.error.empty()) {
-      if (p_.m.devices != b_.devices())
-        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program's mesh " +
-                        std::string(mesh_text(p_.m).view()) + " has " + std::to_string(p_.m.devices) + " devices";
+      if (p_.world_size() != b_.devices())
+        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program " +
+                        (p_.placed() ? "runs on a world of " + std::to_string(p_.world_size()) + " ranks"
+                                     : "'s mesh " + std::string(mesh_text(p_.m).view()) + " has " +
+                                           std::to_string(p_.m.devices) + " devices");
       else if (p_.element_bytes != sizeof(T))
         shapes_.error = "element type mismatch: the program was planned for " + std::to_string(p_.element_bytes) +
                         "-byte elements, the array's elements have " + std::to_string(sizeof(T)) + " bytes";
@@ -226,14 +228,14 @@ class executor {
           if ((shapes_.reductions >> static_cast<unsigned>(r) & 1u) && !reducible<T>(r) && shapes_.error.empty())
             shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
                             unreducible_text(r);
-      else if (exchanges() > 0 && local_.size() != p_.m.devices && !(exchange_backend_for<B, T> && local_.size() == 1))
+      else if (exchanges() > 0 && local_.size() != p_.world_size() && !(exchange_backend_for<B, T> && local_.size() == 1))
         shapes_.error = "the program has an exchange (or a step on uneven tiles, which runs as one), which needs a "
                         "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
     }
     stats_.resize(p_.steps.size());
     for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
     if (!shapes_.error.empty()) return;
-    index_.assign(p_.m.devices, local_.size());
+    index_.assign(p_.world_size(), local_.size());
     for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
     plan_memory();
     ranks_.resize(local_.size());
@@ -271,6 +273,7 @@ class executor {
       out_[i] = out[i].data();
     }
     live(shapes_.ext.front().size());
+    step_now_ = 0;
     if (p_.steps.empty()) {  // source == target: the tile itself
       each_rank(shapes_.ext.front().size() * sizeof(T),
                 [&](std::size_t i) { mem().copy(out_[i], in_[i], shapes_.ext.front().size()); });
@@ -291,7 +294,7 @@ class executor {
     std::vector<darray<T>> out;
     if (shapes_.error.empty() && in.size() == local_.size()) {
       out.reserve(local_.size());
-      for (rank_t r : local_) out.emplace_back(p_.m, p_.target, r);
+      for (std::size_t i = 0; i < local_.size(); ++i) out.push_back(target_tile(i));
     }
     run(in, std::span<darray<T>>(out));
     return out;
@@ -395,7 +398,7 @@ class executor {
           if (path_[s] == block_path::packed) pack_send_ = std::max(pack_send_, piece(L / n));
           break;
         case op::exchange: {
-          if (local_.size() == p_.m.devices) {  // every rank here: tile to tile
+          if (local_.size() == p_.world_size()) {  // every rank here: tile to tile
             path_[s] = block_path::direct;
             break;
           }
@@ -478,16 +481,28 @@ class executor {
     if (out.size() != local_.size())
       return "expected one output tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
              std::to_string(out.size());
-    auto one = [&](const darray<T>& a, rank_t r, const dist_type& want, const char* what) -> std::string {
+    // Rank r's tile of type `want` on mesh m, at mesh position pos (-1: r is not on the
+    // mesh, and passes an empty tile, darray::none).
+    auto one = [&](const darray<T>& a, rank_t r, const device_mesh& m, const dist_type& want, std::int64_t pos,
+                   const char* what) -> std::string {
       const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
-      if (a.device() != r) return who + " belongs to device " + std::to_string(a.device());
-      if (!(a.mesh() == p_.m))
+      if (pos < 0) {
+        if (a.holds() || a.size() != 0)
+          return who + " must be empty (darray::none): rank " + std::to_string(r) + " is not on the " +
+                 (std::string(what) == "input" ? "source" : "target") + " mesh";
+        return {};
+      }
+      if (a.device() != static_cast<rank_t>(pos))
+        return who + " belongs to device " + (a.holds() ? std::to_string(a.device()) : std::string("none")) +
+               (p_.placed() ? ", rank " + std::to_string(r) + " is device " + std::to_string(pos) + " of its mesh"
+                            : std::string());
+      if (!(a.mesh() == m))
         return who + " lives on mesh " + std::string(mesh_text(a.mesh()).view()) + ", the program's mesh is " +
-               std::string(mesh_text(p_.m).view());
+               std::string(mesh_text(m).view());
       if (!(a.type() == want))
         return who + " has type " + std::string(type_text(a.mesh(), a.type()).view()) + ", the program expects " +
-               std::string(type_text(p_.m, want).view());
-      const std::uint64_t need = local_size(p_.m, want);
+               std::string(type_text(m, want).view());
+      const std::uint64_t need = local_size(m, want);
       if (a.size() != need || a.data() == nullptr)
         return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, its type needs " +
                std::to_string(need);
@@ -495,8 +510,10 @@ class executor {
       return {};
     };
     for (std::size_t i = 0; i < local_.size(); ++i) {
-      if (std::string e = one(in[i], local_[i], p_.source, "input"); !e.empty()) return e;
-      if (std::string e = one(out[i], local_[i], p_.target, "output"); !e.empty()) return e;
+      const rank_t r = local_[i];
+      if (std::string e = one(in[i], r, p_.m, p_.source, source_position(r), "input"); !e.empty()) return e;
+      if (std::string e = one(out[i], r, p_.target_mesh(), p_.target, target_position(r), "output"); !e.empty())
+        return e;
     }
     return check_overlaps(in, out);
   }
@@ -552,12 +569,36 @@ class executor {
 
   block_io<T> io() { return {std::span<T* const>(send_), std::span<T* const>(recv_)}; }
 
-  /// fn(i) for every local rank i, in parallel where the backend offers it.
+  /// fn(i) for every local rank i that holds a tile in step step_now_ (every rank, but
+  /// on programs on device sets), in parallel where the backend offers it.
   template <class F>
   void each_rank(std::uint64_t bytes, F&& fn) {
-    if constexpr (parallel_backend<B>) b_.parallel_for(local_.size(), bytes, fn);
+    auto one = [&](std::size_t i) {
+      if (holding(i)) fn(i);
+    };
+    if constexpr (parallel_backend<B>) b_.parallel_for(local_.size(), bytes, one);
     else
-      for (std::size_t i = 0; i < local_.size(); ++i) fn(i);
+      for (std::size_t i = 0; i < local_.size(); ++i) one(i);
+  }
+  /// Local rank i holds a tile in step step_now_ (an exchange: always; its pieces say).
+  bool holding(std::size_t i) const {
+    return step_now_ == no_step || shapes_.holds(step_now_, local_[i]);
+  }
+  /// Local rank i's target tile, or none() for a rank outside the target mesh.
+  darray<T> target_tile(std::size_t i) const {
+    const device_mesh& tm = p_.target_mesh();
+    const std::int64_t pos = target_position(local_[i]);
+    return pos < 0 ? darray<T>::none(tm, p_.target) : darray<T>(tm, p_.target, static_cast<rank_t>(pos));
+  }
+  /// World rank r's position in the source (target) mesh, or -1 for a rank outside it.
+  std::int64_t source_position(rank_t r) const { return position(p_.source_devices, p_.m.devices, r); }
+  std::int64_t target_position(rank_t r) const {
+    return position(p_.two_meshes ? p_.target_devices : p_.source_devices, p_.target_mesh().devices, r);
+  }
+  static std::int64_t position(const std::vector<rank_t>& devices, std::uint64_t D, rank_t r) {
+    if (devices.empty()) return r < D ? static_cast<std::int64_t>(r) : -1;
+    const auto it = std::find(devices.begin(), devices.end(), r);
+    return it == devices.end() ? -1 : static_cast<std::int64_t>(it - devices.begin());
   }
 
   /// Call `fn(group)` for every group of the step that holds a local rank (in parallel
@@ -577,12 +618,14 @@ class executor {
       for (std::size_t g : groups_) fn(s.group(g));
   }
 
-  /// Point every local rank's send at send(i) and receive at recv(i).
+  /// Point every local rank's send at send(i) and receive at recv(i); null for a rank
+  /// that holds no tile in the step (programs on device sets).
   template <class S, class R>
   void bind(S&& send, R&& recv) {
     for (std::size_t i = 0; i < local_.size(); ++i) {
-      send_[local_[i]] = send(i);
-      recv_[local_[i]] = recv(i);
+      const bool h = holding(i);
+      send_[local_[i]] = h ? send(i) : nullptr;
+      recv_[local_[i]] = h ? recv(i) : nullptr;
     }
   }
 
@@ -592,7 +635,8 @@ class executor {
     st.max_rank_bytes = std::max(st.max_rank_bytes, b);
   }
   void account_all(step_stats& st, std::uint64_t b) const {
-    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, b);
+    for (std::size_t i = 0; i < local_.size(); ++i)
+      if (holding(i)) account_one(st, b);
   }
 
   void run_step(std::size_t si) {
@@ -602,8 +646,9 @@ class executor {
     const std::uint64_t bytes = L * sizeof(T) * local_.size();
     step_stats& st = stats_[si];
     st.bytes_moved = st.max_rank_bytes = 0;
-    send_.assign(p_.m.devices, nullptr);
-    recv_.assign(p_.m.devices, nullptr);
+    send_.assign(p_.world_size(), nullptr);
+    recv_.assign(p_.world_size(), nullptr);
+    step_now_ = si;
     auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
     auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
     auto account_rank = [&](std::uint64_t b) { account_one(st, b); };
@@ -869,6 +914,7 @@ class executor {
   /// receiver's when every rank is local, otherwise through the backend for the one local
   /// rank, in place (regions) or packed in rank order.
   void run_exchange(std::size_t si) {
+    step_now_ = no_step;  // ranks holding no tile before it may receive one
     const exchange_plan& x = shapes_.exchanges[si];
     const extents& before = shapes_.ext[si];
     const extents& after = shapes_.ext[si + 1];
@@ -906,7 +952,7 @@ class executor {
       case block_path::in_place:
         if constexpr (strided_exchange_backend_for<B, T>) {
           const rank_t me = local_[0];
-          std::vector<tile_region> sr(p_.m.devices), rr(p_.m.devices);
+          std::vector<tile_region> sr(p_.world_size()), rr(p_.world_size());
           for (const exchange_piece& pc : x.pieces)
             if (pc.from == me && pc.to != me) sr[pc.to] = region(pc.b, x.before[me]);
           for (const exchange_piece& pc : x.into(me)) {
@@ -922,7 +968,7 @@ class executor {
       case block_path::packed:
         if constexpr (exchange_backend_for<B, T>) {
           const rank_t me = local_[0];
-          const std::uint64_t D = p_.m.devices;
+          const std::uint64_t D = p_.world_size();
           const std::map<box, std::uint64_t>& packed = packed_[si];
           std::vector<std::uint64_t> sc(D, 0), sd(D, 0), rc(D, 0), ro(D + 1, 0);
           std::vector<const exchange_piece*> in(D, nullptr);
@@ -981,6 +1027,8 @@ class executor {
   std::vector<std::size_t> groups_;
   std::vector<step_stats> stats_;
   std::uint64_t held_ = 0, peak_held_ = 0, peak_live_ = 0, runs_ = 0;
+  static constexpr std::size_t no_step = SIZE_MAX;
+  std::size_t step_now_ = no_step;  ///< the step running (each_rank skips ranks holding no tile in it)
   bool prepared_ = false;
 };
 

@@ -13,6 +13,7 @@
 
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
+#include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/darray.hpp"
@@ -29,11 +30,29 @@ struct program_shapes {
   bool sums = false;         ///< the program adds partial values (allreduce, reducescatter)
   unsigned reductions = 0;   ///< bit r: some step reduces by reduction r (core/dtype.hpp)
   std::vector<exchange_plan> exchanges;  ///< per step: the pieces of an exchange (empty for other ops)
+  /// Per world rank, 1 if it holds a tile before the first exchange that moves tiles to
+  /// other ranks (format 2, program.hpp) and after it; both all ones in format 1.
+  std::vector<std::uint8_t> holds_before, holds_after;
+  std::size_t crossing = 0;  ///< steps [0, crossing) run on holds_before, the rest on holds_after
   std::string error;         ///< empty if well-formed
+
+  /// True if world rank r holds a tile before step i (i == steps: after the last).
+  [[nodiscard]] bool holds(std::size_t i, std::uint64_t r) const {
+    const auto& h = i < crossing ? holds_before : holds_after;
+    return r < h.size() && h[r];
+  }
 };
 
 inline std::string step_name(const program& p, std::size_t i) {
   return "step " + std::to_string(i) + " (" + std::string(op_name(p.steps[i].kind)) + ")";
+}
+
+/// The problem with a mesh's placement (list length, repeats, ranks in the world), or "".
+inline std::string placement_problem(const device_mesh& m, const std::vector<rank_t>& devices, std::uint64_t W,
+                                     const char* which) {
+  placed_mesh pm{m, std::vector<std::uint32_t>(devices.begin(), devices.end())};
+  if (error e = check_placement(pm, W)) return std::string(which) + ": " + e.message.str();
+  return {};
 }
 
 /// True iff `v` (size D) lists every rank 0..D-1 exactly once.
@@ -51,14 +70,21 @@ inline bool is_permutation_of_ranks(const std::vector<rank_t>& v, std::uint64_t 
 /// extents after it: per dimension the longest box (every box sits at the start of its
 /// padded tile, DESIGN.md section 2; on a tiling by a distributed type, its tile).
 inline std::string exchange_problem(const program& p, const step& st, extents& x) {
-  const std::uint64_t D = p.m.devices;
+  const std::uint64_t D = p.world_size();
   const int R = p.source.rank;
   if (st.boxes.size() != D * static_cast<std::uint64_t>(R) * 2)
     return "boxes must list one range per dimension (" + std::to_string(R) + ") for each of the " +
            std::to_string(D) + " ranks";
+  if (!st.holds.empty() && st.holds.size() != D)
+    return "holds must have one entry for each of the " + std::to_string(D) + " ranks";
   for (int d = 0; d < R; ++d) x[d] = 0;
   for (std::uint64_t r = 0; r < D; ++r)
     for (int d = 0; d < R; ++d) {
+      if (!st.holds_after(r)) {
+        if (st.box_lo(r, R, d) != 0 || st.box_hi(r, R, d) != 0)
+          return "rank " + std::to_string(r) + " holds nothing after the step but has a range";
+        continue;
+      }
       const std::uint64_t lo = st.box_lo(r, R, d), hi = st.box_hi(r, R, d), n = p.source.dims[d].global;
       if (lo > hi || hi > n)
         return "rank " + std::to_string(r) + "'s range [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -107,26 +133,50 @@ inline program_shapes check_program(const program& p) {
     s.error = "invalid program: " + std::move(msg);
     return s;
   };
+  const device_mesh& tm = p.target_mesh();
   if (error e = check(p.m, p.source)) return fail("source type: " + e.message.str());
-  if (error e = check(p.m, p.target)) return fail("target type: " + e.message.str());
+  if (error e = check(tm, p.target)) return fail("target type: " + e.message.str());
   if (error e = check_same_global(p.source, p.target)) return fail(e.message.str());
   if (p.source.nsum > 0 && p.target.nsum > 0 && p.source.reduce != p.target.reduce)
     return fail("the source's partial values combine by " + std::string(reduction_name(p.source.reduce)) +
                 ", the target's by " + std::string(reduction_name(p.target.reduce)));
-  const std::uint64_t D = p.m.devices;
+  // Format 2 (program.hpp): world ranks, and the ranks that hold tiles, step by step.
+  const std::uint64_t D = p.world_size();
+  const bool placed = p.placed();
+  if (placed) {
+    std::string problem = placement_problem(p.m, p.source_devices, D, "the source mesh's devices");
+    if (problem.empty() && p.two_meshes)
+      problem = placement_problem(tm, p.target_devices, D, "the target mesh's devices");
+    if (!problem.empty()) return fail(problem);
+  }
+  const std::vector<rank_t>& tdev = p.two_meshes ? p.target_devices : p.source_devices;
+  s.holds_before = placed_holders(p.m.devices, p.source_devices, D);
+  s.crossing = p.steps.size();
+  std::vector<std::uint8_t> holds = s.holds_before;
+  std::uint64_t holders = p.m.devices;
   const int R = p.source.rank;
   extents x = tile_extents(p.m, p.source);
-  const int uneven_at = uneven_dim(p.m, p.source, p.target);
+  const int uneven_at = p.uneven_at();
   s.ext.push_back(x);
   s.cap = x.size();
   auto dim_ok = [&](int d) { return d >= 0 && d < R; };
-  // The problem with a step's groups (allgather, alltoall, allreduce, reducescatter), or "".
+  // The problem with a step's groups (allgather, alltoall, allreduce, reducescatter), or "":
+  // they partition the ranks that hold tiles (all D ranks in format 1).
   auto groups_problem = [&](const step& st) -> std::string {
     if (st.parts == 0) return "group size 0";
-    if (!is_permutation_of_ranks(st.members, D))
+    if (!placed && !is_permutation_of_ranks(st.members, D))
       return "the groups must list every rank of the " + std::to_string(D) + " devices exactly once";
-    if (D % st.parts != 0)
-      return "the " + std::to_string(D) + " devices do not split into groups of " + std::to_string(st.parts);
+    if (placed) {
+      std::vector<std::uint8_t> seen(D, 0);
+      for (rank_t r : st.members)
+        if (r >= D || !holds[r] || seen[r]++)
+          return "the groups must list every rank that holds a tile exactly once (" + std::to_string(r) +
+                 (r >= D ? " is not a rank of the world)" : !holds[r] ? " holds none)" : " is listed twice)");
+      if (st.members.size() != holders)
+        return "the groups must list every rank that holds a tile exactly once (" + std::to_string(holders) + " ranks)";
+    }
+    if (holders % st.parts != 0)
+      return "the " + std::to_string(holders) + " devices do not split into groups of " + std::to_string(st.parts);
     return {};
   };
   // The problem with splitting the tile into st.parts chunks along st.split_dim, or "";
@@ -174,6 +224,11 @@ inline program_shapes check_program(const program& p) {
         break;
       case op::allpermute:
         if (!is_permutation_of_ranks(st.dest, D)) problem = "dest must be a permutation of the ranks";
+        for (std::uint64_t r = 0; r < D && problem.empty() && placed; ++r)
+          if (holds[r] ? !holds[st.dest[r]] : st.dest[r] != r)
+            problem = "dest moves rank " + std::to_string(r) + "'s tile " +
+                      (holds[r] ? "to rank " + std::to_string(st.dest[r]) + ", which holds none"
+                                : std::string("but it holds none"));
         break;
       case op::allreduce:
       case op::reducescatter:
@@ -187,6 +242,16 @@ inline program_shapes check_program(const program& p) {
         break;
       case op::exchange:
         problem = exchange_problem(p, st, x);
+        if (problem.empty() && placed && st.holds.empty())
+          problem = "an exchange of a program on device sets lists which ranks hold a tile after it";
+        if (problem.empty() && !st.holds.empty() && st.holds != holds) {
+          if (s.crossing != p.steps.size())
+            problem = "a second exchange changes which ranks hold tiles (a program crosses between meshes once)";
+          s.crossing = i + 1;
+          holds = st.holds;
+          holders = 0;
+          for (std::uint8_t h : holds) holders += h != 0;
+        }
         break;
     }
     if (problem.empty() && uneven_at >= 0 && st.kind != op::exchange) {
@@ -208,11 +273,14 @@ inline program_shapes check_program(const program& p) {
     s.ext.push_back(x);
     s.cap = std::max(s.cap, x.size());
   }
-  const extents want = tile_extents(p.m, p.target);
+  s.holds_after = holds;
+  if (placed && holds != placed_holders(tm.devices, tdev, D))
+    return fail("the last step leaves tiles on other ranks than the target mesh's devices");
+  const extents want = tile_extents(tm, p.target);
   if (!(x == want))
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));
-  if (p.count(op::exchange) > 0 || uneven_at >= 0) {  // follow the boxes: the pieces and the end
+  if (placed || p.count(op::exchange) > 0 || uneven_at >= 0) {  // follow the boxes: the pieces and the end
     // Partial sums are allowed only when reductions before the first exchange add all of
     // them (the uneven plans of lower/synthesize.hpp: allreduce, then exchange).
     std::uint64_t reduced = 1;
@@ -235,8 +303,9 @@ inline program_shapes check_program(const program& p) {
       }
     const box_trace end = trace_boxes(p, p.steps.size());
     if (!end.error.empty()) return fail(end.error);
+    const std::vector<box> want_boxes = target_boxes(p);
     for (std::uint64_t r = 0; r < D; ++r)
-      if (const box t = tile_box(p.m, p.target, r); !(end.boxes[r] == t))
+      if (const box& t = want_boxes[r]; !(end.boxes[r] == t))
         return fail("the program leaves rank " + std::to_string(r) + " with the box " + box_text(end.boxes[r]) +
                     ", its target tile is " + box_text(t));
   }

@@ -1,0 +1,488 @@
+// redist/lower/between.hpp -- redistribution between meshes on device sets (DESIGN.md
+// section 2, "Meshes on device sets"; issue 25): a source type on one placed mesh, a target
+// type on another (or the same mesh on other ranks), in a world of W ranks.
+//
+// The candidates, each a format-2 program (program.hpp), chosen by predicted time
+// (core/time_model.hpp, lower/synthesize.hpp predicted_seconds):
+//   exchange    one exchange from the source's boxes to the target's, on world ranks: every
+//               target rank receives exactly what it does not hold (the data-movement lower
+//               bound). Always possible (pending sums are reduced on the source mesh first).
+//   collective  where both meshes run on the same ranks and every sub-axis the target uses
+//               moves the ranks as a sub-axis of the source mesh does (retype): the target
+//               written as a type on the source mesh, and the same-mesh plan of
+//               lower/synthesize.hpp, its ranks renamed to world ranks (place_program).
+//   permuted    where both meshes have the same axis sizes on the same ranks in another
+//               order: the same-mesh plan to the target type on the source mesh, then one
+//               allpermute to the target mesh's ranks (merged with a last allpermute).
+//   two-phase   where the target replicates and the source ranks are not the target's: an
+//               exchange to the target partitioned also over its replicating sub-axes
+//               (each byte crosses to the target ranks once), then the target mesh's own
+//               plan back to the target (all-gathers inside the target ranks), Alpa's
+//               cross-mesh broadcast.
+// With `relabel`, the target mesh's positions may be put on its ranks in another order
+// (COSTA's relabelling): the order that keeps the most data where it is (an assignment of
+// positions to ranks maximizing the elements each rank already holds), taken when its
+// predicted time is lower; the program's target_devices report the order chosen.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/placement.hpp"
+#include "redist/exchange.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/program.hpp"
+
+namespace redist {
+
+/// A type on a placed mesh: where an array lives (DESIGN.md section 2).
+struct placed_layout {
+  placed_mesh pm;
+  dist_type type;
+};
+
+namespace detail {
+
+inline std::vector<rank_t> rank_list(const placed_mesh& pm) {
+  return std::vector<rank_t>(pm.devices.begin(), pm.devices.end());
+}
+
+/// The world ranks of a placed mesh, as a set (W flags).
+inline std::vector<std::uint8_t> rank_set(const placed_mesh& pm, std::uint64_t W) {
+  const std::vector<rank_t> d = rank_list(pm);
+  return placed_holders(pm.mesh.devices, d, W);
+}
+
+/// The sub-axes a type uses (dimensions and pending sums), as a bit set.
+inline std::uint64_t used_subaxes(const dist_type& t) {
+  std::uint64_t u = 0;
+  for (int d = 0; d < t.rank; ++d)
+    for (int i = 0; i < t.dims[d].n; ++i) u |= std::uint64_t{1} << t.dims[d].axes[i];
+  for (int i = 0; i < t.nsum; ++i) u |= std::uint64_t{1} << t.sum[i];
+  return u;
+}
+
+}  // namespace detail
+
+/// Program p (planned on its mesh, ranks 0..D-1) with every rank renamed to the world rank
+/// of that mesh position: groups, dynslice indices and allpermute destinations over W ranks
+/// (ranks outside the mesh: index 0, fixed points), exchanges listing the mesh's ranks as
+/// the ones that hold tiles. The target stays on the same placed mesh.
+inline program place_program(program p, const std::vector<rank_t>& devices, std::uint64_t W) {
+  const std::uint64_t D = p.m.devices;
+  auto at = [&](std::uint64_t r) -> rank_t { return devices.empty() ? static_cast<rank_t>(r) : devices[r]; };
+  const int R = p.source.rank;
+  const std::vector<std::uint8_t> holds = placed_holders(D, devices, W);
+  for (step& s : p.steps) {
+    for (rank_t& r : s.members) r = at(r);
+    if (!s.index.empty()) {
+      std::vector<rank_t> v(W, 0);
+      for (std::uint64_t r = 0; r < D; ++r) v[at(r)] = s.index[r];
+      s.index = std::move(v);
+    }
+    if (!s.dest.empty()) {
+      std::vector<rank_t> v(W);
+      for (std::uint64_t r = 0; r < W; ++r) v[r] = static_cast<rank_t>(r);
+      for (std::uint64_t r = 0; r < D; ++r) v[at(r)] = at(s.dest[r]);
+      s.dest = std::move(v);
+    }
+    if (s.kind == op::exchange) {
+      std::vector<std::uint64_t> b(W * static_cast<std::uint64_t>(R) * 2, 0);
+      for (std::uint64_t r = 0; r < D; ++r)
+        std::copy_n(s.boxes.begin() + static_cast<std::ptrdiff_t>(r * R * 2), 2 * R,
+                    b.begin() + static_cast<std::ptrdiff_t>(at(r) * std::uint64_t(R) * 2));
+      s.boxes = std::move(b);
+      s.holds = holds;
+    }
+  }
+  p.world = W;
+  p.source_devices = devices;
+  return p;
+}
+
+/// Type t on placed mesh `from` written as a type on placed mesh `onto`, when both meshes run
+/// on the same ranks and every sub-axis t uses has a sub-axis of `onto` of its size whose
+/// coordinate is the same on every rank: then every rank holds the same box under both.
+/// Nothing otherwise.
+inline std::optional<dist_type> retype(const placed_mesh& from, const dist_type& t, const placed_mesh& onto,
+                                       std::uint64_t W) {
+  if (from.mesh.devices != onto.mesh.devices || detail::rank_set(from, W) != detail::rank_set(onto, W))
+    return std::nullopt;
+  const std::vector<std::int64_t> pos_onto = onto.positions(W);
+  const device_mesh& fm = from.mesh;
+  const device_mesh& om = onto.mesh;
+  int map[max_subaxes];
+  std::uint64_t taken = 0;
+  const std::uint64_t used = detail::used_subaxes(t);
+  for (int k = 0; k < fm.nsub; ++k) {
+    map[k] = -1;
+    if (!(used >> k & 1u)) continue;
+    for (int j = 0; j < om.nsub && map[k] < 0; ++j) {
+      if (om.sub[j].size != fm.sub[k].size || (taken >> j & 1u)) continue;
+      bool same = true;
+      for (std::uint64_t p = 0; p < fm.devices && same; ++p) {
+        const auto q = static_cast<std::uint64_t>(pos_onto[from.at(p)]);
+        same = fm.coord(k, p) == om.coord(j, q);
+      }
+      if (same) {
+        map[k] = j;
+        taken |= std::uint64_t{1} << j;
+      }
+    }
+    if (map[k] < 0) return std::nullopt;
+  }
+  dist_type u = t;
+  for (int d = 0; d < u.rank; ++d)
+    for (int i = 0; i < u.dims[d].n; ++i) u.dims[d].axes[i] = static_cast<std::uint8_t>(map[t.dims[d].axes[i]]);
+  for (int i = 0; i < u.nsum; ++i) u.sum[i] = static_cast<std::uint8_t>(map[t.sum[i]]);
+  std::sort(u.sum, u.sum + u.nsum);
+  if (check(om, u)) return std::nullopt;
+  return u;
+}
+
+/// The target with its replicating sub-axes partitioning dimensions too: each unused
+/// sub-axis of the mesh becomes the most-major axis of the dimension with the largest tile
+/// it divides. Every device then holds 1/R of the target's tile (R: the sub-axes added),
+/// and the target is that type all-gathered over them. Nothing when no sub-axis fits.
+inline std::optional<dist_type> spread_replicas(const device_mesh& m, const dist_type& t) {
+  const std::uint64_t used = detail::used_subaxes(t);
+  dist_type u = t;
+  bool any = false;
+  for (int k = 0; k < m.nsub; ++k) {
+    if (used >> k & 1u) continue;
+    int best = -1;
+    std::uint64_t best_tile = 0;
+    for (int d = 0; d < u.rank; ++d) {
+      const std::uint64_t tl = tile(m, u.dims[d]);
+      if (!even(m, u.dims[d]) || tl % m.sub[k].size != 0 || u.dims[d].n >= max_subaxes) continue;
+      if (tl > best_tile) {
+        best = d;
+        best_tile = tl;
+      }
+    }
+    if (best < 0) continue;
+    u.dims[best].axes[u.dims[best].n++] = static_cast<std::uint8_t>(k);
+    any = true;
+  }
+  if (!any || check(m, u)) return std::nullopt;
+  return u;
+}
+
+/// The exchange from layout a to layout b in a world of W ranks (format 2; a program with no
+/// steps when every rank already holds its box). Throws for pending sums (an exchange does
+/// not add them) and exchanges beyond max_exchange_cells.
+inline program exchange_between(const placed_layout& a, const placed_layout& b, std::uint64_t W,
+                                std::uint64_t element_bytes) {
+  for (const placed_layout* l : {&a, &b})
+    if (l->type.nsum > 0)
+      throw redist_error(errc::rule, "an exchange does not add partial sums, and the type " +
+                                         std::string(type_text(l->pm.mesh, l->type).view()) + " has pending sums");
+  program p;
+  p.m = a.pm.mesh;
+  p.source = a.type;
+  p.target = b.type;
+  p.element_bytes = element_bytes;
+  p.world = W;
+  p.source_devices = detail::rank_list(a.pm);
+  p.two_meshes = !(a.pm == b.pm);
+  if (p.two_meshes) {
+    p.target_m = b.pm.mesh;
+    p.target_devices = detail::rank_list(b.pm);
+  }
+  const std::uint64_t in = local_size(a.pm.mesh, a.type), out = local_size(b.pm.mesh, b.type);
+  p.peak_local_elements = std::max(in, out);
+  p.memory_bound_elements = p.peak_local_elements;
+  const std::vector<box> before = source_boxes(p), after = target_boxes(p);
+  if (before == after && !p.two_meshes) return p;
+  const exchange_plan x = plan_exchange(before, after);
+  if (!x.error.empty()) throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
+  step s;
+  s.kind = op::exchange;
+  s.boxes = flatten_boxes(after);
+  s.holds = placed_holders(b.pm.mesh.devices, detail::rank_list(b.pm), W);
+  for (std::uint64_t r = 0; r < W; ++r)
+    if (!s.holds[r]) std::fill_n(s.boxes.begin() + static_cast<std::ptrdiff_t>(r * 2 * std::uint64_t(b.type.rank)),
+                                 2 * b.type.rank, std::uint64_t{0});
+  s.after = shape_of(b.pm.mesh, b.type);
+  s.local_after = out;
+  s.cost = x.max_received;
+  s.type_after = b.type;
+  s.type_exact = true;
+  s.on_target = p.two_meshes;
+  p.cost_elements = s.cost;
+  p.steps.push_back(std::move(s));
+  return p;
+}
+
+namespace detail {
+
+/// Program `head` followed by `tail` (tail's steps on the target mesh of the result).
+inline program concat_programs(program head, const program& tail) {
+  head.target = tail.target;
+  head.two_meshes = head.two_meshes || tail.two_meshes || !(tail.m == head.m) || tail.source_devices != head.source_devices;
+  if (head.two_meshes) {
+    head.target_m = tail.target_mesh();
+    head.target_devices = tail.two_meshes ? tail.target_devices : tail.source_devices;
+  }
+  for (step s : tail.steps) {
+    s.on_target = s.on_target || head.two_meshes;
+    head.steps.push_back(std::move(s));
+  }
+  head.cost_elements += tail.cost_elements;
+  head.peak_local_elements = std::max(head.peak_local_elements, tail.peak_local_elements);
+  head.memory_bound_elements = std::max(head.memory_bound_elements, tail.memory_bound_elements);
+  return head;
+}
+
+/// The same-mesh program of least predicted time from a to b on placed mesh pm (choose_plan),
+/// placed on its ranks.
+inline program placed_plan(const placed_mesh& pm, const dist_type& a, const dist_type& b, std::uint64_t W,
+                           const synth_options& opt) {
+  plan_choice c = choose_plan(pm.mesh, a, b, opt);
+  return place_program(std::move(c.candidates[c.chosen].prog), rank_list(pm), W);
+}
+
+}  // namespace detail
+
+/// The candidates for redistributing layout a to layout b in a world of W ranks (the header
+/// comment), each with its predicted time; the chosen one has the least (ties: the first).
+/// Throws redist_error for ill-formed types, other global shapes, placements that do not fit
+/// the world, and where no candidate exists (the reasons named).
+inline plan_choice choose_between(const placed_layout& a, const placed_layout& b, std::uint64_t W,
+                                  const synth_options& opt = {}) {
+  const time_profile& P = opt.time_model ? *opt.time_model : builtin_profile;
+  if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
+  if (error e = check(a.pm.mesh, a.type)) throw redist_error(e);
+  if (error e = check(b.pm.mesh, b.type)) throw redist_error(e);
+  if (error e = check_same_global(a.type, b.type)) throw redist_error(e);
+  if (error e = check_placement(a.pm, W))
+    throw redist_error(e.code, "the source mesh " + placed_mesh_text(a.pm) + ": " + e.message.str());
+  if (error e = check_placement(b.pm, W))
+    throw redist_error(e.code, "the target mesh " + placed_mesh_text(b.pm) + ": " + e.message.str());
+  if (a.type.nsum > 0 && b.type.nsum > 0 && a.type.reduce != b.type.reduce)
+    throw redist_error(errc::rule, "the source's partial values combine by " +
+                                       std::string(reduction_name(a.type.reduce)) + ", the target's by " +
+                                       std::string(reduction_name(b.type.reduce)));
+  plan_choice c;
+  std::vector<std::string> why_not;
+  auto attempt = [&](const char* name, auto&& make) {
+    try {
+      c.candidates.push_back({name, make(), 0});
+    } catch (const redist_error& e) {
+      if (e.code() == errc::bad_size) throw;
+      why_not.push_back(std::string(name) + ": " + e.what());
+    }
+  };
+  // The source with its pending sums reduced on its own mesh, and the plan there.
+  dist_type reduced = a.type;
+  reduced.nsum = 0;
+  reduced.reduce = reduction::sum;
+  auto reduce_first = [&](program tail) {
+    if (a.type.nsum == 0) return tail;
+    return detail::concat_programs(detail::placed_plan(a.pm, a.type, reduced, W, opt), tail);
+  };
+  const placed_layout ar{a.pm, reduced};
+  if (const std::optional<dist_type> bt = retype(b.pm, b.type, a.pm, W)) {
+    attempt("collective", [&] {
+      program p = detail::placed_plan(a.pm, a.type, *bt, W, opt);
+      p.target = b.type;  // the same boxes on b's mesh
+      p.two_meshes = !(a.pm == b.pm);
+      if (p.two_meshes) {
+        p.target_m = b.pm.mesh;
+        p.target_devices = detail::rank_list(b.pm);
+      }
+      return p;
+    });
+  } else if (b.type.nsum > 0) {
+    why_not.push_back("the target keeps pending sums, which only a plan on one mesh keeps");
+  }
+  const bool same_ranks = detail::rank_set(a.pm, W) == detail::rank_set(b.pm, W);
+  if (same_ranks && !retype(b.pm, b.type, a.pm, W) && a.pm.mesh.nsub == b.pm.mesh.nsub) {
+    bool same_sizes = a.pm.mesh.naxes == b.pm.mesh.naxes;
+    for (int k = 0; same_sizes && k < a.pm.mesh.nsub; ++k) same_sizes = a.pm.mesh.sub[k].size == b.pm.mesh.sub[k].size;
+    for (int x = 0; same_sizes && x < a.pm.mesh.naxes; ++x) same_sizes = a.pm.mesh.sizes[x] == b.pm.mesh.sizes[x];
+    if (same_sizes)
+      attempt("permuted", [&] {
+        program p = detail::placed_plan(a.pm, a.type, b.type, W, opt);  // b's type read on a's mesh
+        // The tile of position q sits on a.pm.at(q); it belongs on b.pm.at(q).
+        std::vector<rank_t> dest(W);
+        for (std::uint64_t r = 0; r < W; ++r) dest[r] = static_cast<rank_t>(r);
+        for (std::uint64_t q = 0; q < a.pm.mesh.devices; ++q) dest[a.pm.at(q)] = static_cast<rank_t>(b.pm.at(q));
+        const std::uint64_t L = local_size(a.pm.mesh, b.type);
+        if (!p.steps.empty() && p.steps.back().kind == op::allpermute) {  // one permute: compose
+          std::vector<rank_t>& d = p.steps.back().dest;
+          for (rank_t& r : d) r = dest[r];
+          p.cost_elements -= p.steps.back().cost;
+          p.steps.back().cost = 0;
+        } else {
+          step s;
+          s.kind = op::allpermute;
+          s.dest = dest;
+          s.after = shape_of(a.pm.mesh, b.type);
+          s.local_after = L;
+          p.steps.push_back(std::move(s));
+        }
+        step& last = p.steps.back();
+        bool moves = false;
+        for (std::uint64_t r = 0; r < W; ++r) moves = moves || last.dest[r] != r;
+        last.cost = moves ? cost_elements(op::allpermute, L, L) : 0;
+        p.cost_elements += last.cost;
+        last.type_after = b.type;
+        last.type_exact = true;
+        last.on_target = true;
+        p.two_meshes = true;
+        p.target_m = b.pm.mesh;
+        p.target_devices = detail::rank_list(b.pm);
+        return p;
+      });
+  }
+  if (b.type.nsum == 0) {
+    attempt("exchange", [&] { return reduce_first(exchange_between(ar, b, W, opt.element_bytes)); });
+    if (!same_ranks)
+      if (const std::optional<dist_type> spread = spread_replicas(b.pm.mesh, b.type))
+        attempt("two-phase", [&] {
+          const placed_layout mid{b.pm, *spread};
+          program p = reduce_first(exchange_between(ar, mid, W, opt.element_bytes));
+          program tail = detail::placed_plan(b.pm, *spread, b.type, W, opt);
+          tail.two_meshes = false;
+          return detail::concat_programs(std::move(p), tail);
+        });
+  }
+  if (c.candidates.empty()) {
+    std::string all;
+    for (const std::string& w : why_not) all += (all.empty() ? "" : "; ") + w;
+    throw redist_error(errc::no_plan, "no plan from " + std::string(type_text(a.pm.mesh, a.type).view()) + " on " +
+                                          placed_mesh_text(a.pm) + " to " + std::string(type_text(b.pm.mesh, b.type).view()) +
+                                          " on " + placed_mesh_text(b.pm) + ": " + all);
+  }
+  for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
+  for (std::size_t i = 1; i < c.candidates.size(); ++i)
+    if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
+  const plan_candidate& w = c.candidates[c.chosen];
+  c.reason = w.name + ": predicted " + std::to_string(w.seconds * 1e6) + " us";
+  for (std::size_t i = 0; i < c.candidates.size(); ++i)
+    if (i != c.chosen)
+      c.reason += ", " + c.candidates[i].name + " " + std::to_string(c.candidates[i].seconds * 1e6) + " us";
+  c.reason += " (profile " + std::string(P.name_view()) + ")";
+  return c;
+}
+
+/// COSTA's relabelling: the order of b's mesh positions on b's ranks that maximizes the
+/// elements every rank of b already holds of its new tile under layout a (an assignment
+/// problem, solved exactly by the Hungarian method up to 256 ranks, greedily beyond).
+inline placed_mesh relabel_target(const placed_layout& a, const placed_layout& b, std::uint64_t W) {
+  const std::vector<box> before = placed_boxes(a.pm.mesh, a.type, detail::rank_list(a.pm), W);
+  const std::uint64_t n = b.pm.mesh.devices;
+  std::vector<rank_t> ranks(n);
+  for (std::uint64_t q = 0; q < n; ++q) ranks[q] = static_cast<rank_t>(b.pm.at(q));
+  std::vector<box> tiles(n);
+  for (std::uint64_t q = 0; q < n; ++q) tiles[q] = tile_box(b.pm.mesh, b.type, q);
+  // gain[q][k]: elements rank ranks[k] holds of position q's tile.
+  std::vector<std::vector<std::int64_t>> gain(n, std::vector<std::int64_t>(n));
+  for (std::uint64_t q = 0; q < n; ++q)
+    for (std::uint64_t k = 0; k < n; ++k)
+      gain[q][k] = static_cast<std::int64_t>(intersect(tiles[q], before[ranks[k]]).size());
+  std::vector<std::uint64_t> assign(n);  // position q -> index k of its rank
+  if (n <= 256) {
+    // Hungarian method (minimizing -gain), potentials u, v; 1-based.
+    const std::int64_t inf = std::numeric_limits<std::int64_t>::max() / 4;
+    std::vector<std::int64_t> u(n + 1, 0), v(n + 1, 0), minv(n + 1);
+    std::vector<std::uint64_t> p(n + 1, 0), way(n + 1, 0);
+    std::vector<char> used(n + 1);
+    for (std::uint64_t i = 1; i <= n; ++i) {
+      p[0] = i;
+      std::uint64_t j0 = 0;
+      std::fill(minv.begin(), minv.end(), inf);
+      std::fill(used.begin(), used.end(), 0);
+      do {
+        used[j0] = 1;
+        const std::uint64_t i0 = p[j0];
+        std::int64_t delta = inf;
+        std::uint64_t j1 = 0;
+        for (std::uint64_t j = 1; j <= n; ++j)
+          if (!used[j]) {
+            const std::int64_t cur = -gain[i0 - 1][j - 1] - u[i0] - v[j];
+            if (cur < minv[j]) {
+              minv[j] = cur;
+              way[j] = j0;
+            }
+            if (minv[j] < delta) {
+              delta = minv[j];
+              j1 = j;
+            }
+          }
+        for (std::uint64_t j = 0; j <= n; ++j)
+          if (used[j]) {
+            u[p[j]] += delta;
+            v[j] -= delta;
+          } else {
+            minv[j] -= delta;
+          }
+        j0 = j1;
+      } while (p[j0] != 0);
+      do {
+        const std::uint64_t j1 = way[j0];
+        p[j0] = p[j1];
+        j0 = j1;
+      } while (j0);
+    }
+    for (std::uint64_t j = 1; j <= n; ++j) assign[p[j] - 1] = j - 1;
+  } else {  // greedy: the largest gains first
+    std::vector<std::tuple<std::int64_t, std::uint64_t, std::uint64_t>> e;
+    for (std::uint64_t q = 0; q < n; ++q)
+      for (std::uint64_t k = 0; k < n; ++k) e.emplace_back(-gain[q][k], q, k);
+    std::sort(e.begin(), e.end());
+    std::vector<char> qd(n, 0), kd(n, 0);
+    for (const auto& [g, q, k] : e)
+      if (!qd[q] && !kd[k]) {
+        qd[q] = kd[k] = 1;
+        assign[q] = k;
+      }
+  }
+  placed_mesh out = b.pm;
+  out.devices.assign(n, 0);
+  for (std::uint64_t q = 0; q < n; ++q) out.devices[q] = ranks[assign[q]];
+  return out;
+}
+
+/// Options of a redistribution between meshes.
+struct between_options {
+  synth_options synth{};
+  bool relabel = false;  ///< let the planner choose the order of the target mesh's ranks
+};
+
+/// The plan of least predicted time from layout a to layout b in a world of W ranks (0: the
+/// smallest world that holds both meshes). With relabel the target may land on its ranks
+/// in another order: the program's target_devices say which.
+inline plan_choice plan_between(const placed_layout& a, const placed_layout& b, std::uint64_t W = 0,
+                                const between_options& o = {}) {
+  if (W == 0) W = std::max({a.pm.min_world(), b.pm.min_world()});
+  plan_choice c = choose_between(a, b, W, o.synth);
+  if (!o.relabel || b.type.nsum > 0) return c;
+  const placed_layout nb{relabel_target(a, b, W), b.type};
+  if (nb.pm == b.pm) return c;
+  plan_choice r = choose_between(a, nb, W, o.synth);
+  if (r.candidates[r.chosen].seconds < c.candidates[c.chosen].seconds) {
+    r.reason += "; relabelled target " + placed_mesh_text(nb.pm);
+    return r;
+  }
+  c.reason += "; relabelling (" + placed_mesh_text(nb.pm) + ") is not predicted faster";
+  return c;
+}
+
+/// The program of plan_between.
+inline program synthesize_between(const placed_layout& a, const placed_layout& b, std::uint64_t W = 0,
+                                  const between_options& o = {}) {
+  plan_choice c = plan_between(a, b, W, o);
+  return std::move(c.candidates[c.chosen].prog);
+}
+
+}  // namespace redist
