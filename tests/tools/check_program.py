@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Independent checker of redist collective programs (format "redist-program/1").
+"""Independent checker of redist collective programs (formats "redist-program/1" and
+"redist-program/2").
 
 Written only from DESIGN.md sections 2 and 4 (it shares no code with the C++ library):
 it parses the mesh and the paper-syntax types itself, computes every rank's tile as a box
@@ -51,6 +52,23 @@ concatenates adjacent boxes of any lengths, alltoall splits into ceil-sized chun
 dynslice does and concatenates as allgather does (docs/reference.md "Uneven dimensions").
 Its cost is the most elements one rank receives, max over r of |A_r| - |A_r n B_r| (A_r
 the new box, B_r the box r held), checked per step and in the total.
+
+Format 2 (DESIGN.md section 4 "Format 2", section 2 "Meshes on device sets"): "world": W
+ranks; the source type lives on "mesh" placed on the world ranks "devices" (row-major,
+default 0..D-1), the target on "target_mesh" placed on "target_devices" (both default to the
+source's); "source" / "target" may instead be a box layout {"boxes": [box or null per world
+rank]} (boxes inside the array; local sizes are padded tiles, as on uneven types). Every
+rank's state is its box or None (holds nothing): before the first step the rank at source
+position p holds the source's tile p, the others nothing. Every rank in a step is a world
+rank and per-rank lists (index, dest, boxes) have W entries; a collective's groups partition
+exactly the ranks that hold a tile; dynslice leaves the others alone (their index ignored);
+allpermute must keep them in place (dest[r] == r); an exchange may give a rank null, and its
+boxes are covered by what the ranks holding a tile hold before it. At the end each world rank
+holds exactly its box of the target: the target type's tile at its position on the target
+mesh, nothing off it. Local sizes, costs and the memory bound count only the ranks that hold
+a tile (an exchange: a rank that held nothing receives its whole box). A step's "type" extra
+is checked on whichever mesh (source's or target's) is placed on exactly the ranks holding
+tiles. Format 2 with world = D, devices 0..D-1 and no target mesh means what format 1 means.
 
 Usage: check_program.py [--no-memory-check] FILE...   ('-' reads standard input; a FILE
 ending in .jsonl holds one program per line)
@@ -333,7 +351,10 @@ def dim_index(step, key, where, rank):
     return d
 
 
-def check_groups(step, where, D):
+def check_groups(step, where, D, holders=None):
+    """A collective's groups: equal sizes, partitioning the ranks 0..D-1 (format 1) or, in
+    format 2 (`holders`: the world ranks that hold a tile before the step), exactly the
+    ranks that hold a tile."""
     groups = field(step, "groups", where)
     if not isinstance(groups, list) or not groups or not all(isinstance(g, list) for g in groups):
         fail("%s.groups: expected a non-empty list of lists" % where)
@@ -341,6 +362,18 @@ def check_groups(step, where, D):
     if n == 0 or any(len(g) != n for g in groups):
         fail("%s.groups: groups of different sizes %s" % (where, sorted({len(g) for g in groups})))
     members = [uint(r, where + ".groups") for g in groups for r in g]
+    if holders is not None:
+        have = set(holders)
+        for g in groups:
+            for r in g:
+                if r >= D:
+                    fail("%s.groups: rank %d of group %s is not a rank of the world 0..%d" % (where, r, g, D - 1))
+                if r not in have:
+                    fail("%s.groups: rank %d of group %s holds nothing before the step (a group lists only ranks "
+                         "that hold a tile)" % (where, r, g))
+        if sorted(members) != sorted(holders):
+            fail("%s.groups: the groups do not partition the ranks that hold a tile %s" % (where, sorted(holders)))
+        return groups
     if sorted(members) != list(range(D)):
         fail("%s.groups: the groups do not partition the ranks 0..%d" % (where, D - 1))
     return groups
@@ -455,55 +488,87 @@ def subtract(a, b):
     return out
 
 
-def exchange_boxes(step, state, where, D, shape, uneven, everything):
+def parse_box(b, shape, where, r, null=False):
+    """One rank's box, [[lo, hi], ...] with one range per dimension inside the array, as a
+    tuple of (lo, hi); with `null` (format 2) JSON null is None, the rank holds nothing."""
+    if b is None and null:
+        return None
+    if not isinstance(b, list) or len(b) != len(shape):
+        fail("%s[%d]: expected one [lo, hi] per dimension (%d)%s" % (where, r, len(shape), " or null" if null else ""))
+    box = []
+    for d, rg in enumerate(b):
+        w = "%s[%d][%d]" % (where, r, d)
+        if not isinstance(rg, list) or len(rg) != 2:
+            fail("%s: expected [lo, hi], found %r" % (w, rg))
+        lo, hi = uint(rg[0], w), uint(rg[1], w)
+        if not lo <= hi <= shape[d]:
+            fail("%s: rank %d's range [%d, %d) is not inside [0, %d)" % (w, r, lo, hi, shape[d]))
+        box.append((lo, hi))
+    return tuple(box)
+
+
+def covered(a, held):
+    """The parts of box a outside every box of `held` (empty: the union covers a)."""
+    left = [a] if volume(a) > 0 else []
+    for b in held:
+        left = [p for q in left for p in subtract(q, b)]
+    return left
+
+
+def exchange_boxes(step, state, where, D, shape, uneven, everything, world=False):
     """The boxes of an exchange step, checked: D boxes of len(shape) [lo, hi] ranges inside
     the array, one shape for all (unless the types are uneven), every element held by some
-    rank before the step, every rank holding the complete sum (`everything`)."""
+    rank before the step, every rank holding the complete sum (`everything`). In format 2
+    (`world`) a box may be null (the rank holds nothing after the step), and only the ranks
+    that hold a tile before the step (state not None) can give data."""
     boxes = field(step, "boxes", where)
     if not isinstance(boxes, list) or len(boxes) != D:
-        fail("%s.boxes: expected one box per rank (%d)" % (where, D))
-    out = []
-    for r, b in enumerate(boxes):
-        if not isinstance(b, list) or len(b) != len(shape):
-            fail("%s.boxes[%d]: expected one [lo, hi] per dimension (%d)" % (where, r, len(shape)))
-        box = []
-        for d, rg in enumerate(b):
-            w = "%s.boxes[%d][%d]" % (where, r, d)
-            if not isinstance(rg, list) or len(rg) != 2:
-                fail("%s: expected [lo, hi], found %r" % (w, rg))
-            lo, hi = uint(rg[0], w), uint(rg[1], w)
-            if not lo <= hi <= shape[d]:
-                fail("%s: rank %d's range [%d, %d) is not inside [0, %d)" % (w, r, lo, hi, shape[d]))
-            box.append((lo, hi))
-        out.append(tuple(box))
-    extents = {tuple(hi - lo for lo, hi in b) for b in out}
-    if len(extents) != 1 and not uneven:
+        fail("%s.boxes: expected one box per rank (%d entries), found %s"
+             % (where, D, len(boxes) if isinstance(boxes, list) else "no list"))
+    out = [parse_box(b, shape, where + ".boxes", r, null=world) for r, b in enumerate(boxes)]
+    extents = {tuple(hi - lo for lo, hi in b) for b in out if b is not None}
+    if len(extents) > 1 and not uneven:
         fail("%s: the boxes have different shapes %s" % (where, sorted(extents)))
-    if len({ps for _, ps in state}) != 1 or state[0][1] != everything:
+    partials = {x[1] for x in state if x is not None}
+    if partials and (len(partials) != 1 or partials.pop() != everything):
         fail("%s: an exchange does not add partial sums, and the ranks hold different partials" % where)
-    held = sorted({b for b, _ in state})
+    held = sorted({x[0] for x in state if x is not None})
     for r, a in enumerate(out):
-        left = [a] if volume(a) > 0 else []
-        for b in held:
-            left = [p for q in left for p in subtract(q, b)]
+        if a is None:
+            continue
+        left = covered(a, held)
         if left:
             fail("%s: rank %d's box %s is not covered by the boxes held before the step: no rank holds %s"
                  % (where, r, box_text(a), box_text(left[0])))
-    return [(out[r], state[r][1]) for r in range(D)]
+    return [None if out[r] is None else (out[r], everything) for r in range(D)]
 
 
 def exchange_cost(before, after):
-    """The most elements one rank receives: max over r of |A_r| - |A_r n B_r|."""
-    return max((volume(a) - volume(intersect(a, b)) for (b, _), (a, _) in zip(before, after)), default=0)
+    """The most elements one rank receives: max over r of |A_r| - |A_r n B_r| (format 2: a
+    rank that holds nothing after receives nothing, one that held nothing receives A_r)."""
+    def got(b, a):
+        if a is None:
+            return 0
+        return volume(a[0]) - (0 if b is None else volume(intersect(a[0], b[0])))
+    return max((got(b, a) for b, a in zip(before, after)), default=0)
 
 
-def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything=frozenset([()]), reduce=None):
+def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything=frozenset([()]), reduce=None,
+               world=False):
     """One step of section 4 on every rank's (box, partials); an exchange needs the
-    array's global `shape`, whether its types are uneven and the set of all partials."""
+    array's global `shape`, whether its types are uneven and the set of all partials.
+
+    With `world` (format 2) D is the world's size W and a rank that holds nothing has state
+    None: groups list only ranks that hold a tile, dynslice leaves the others alone (their
+    index is ignored), allpermute must keep them in place (dest[r] == r), and an exchange
+    may leave a rank with nothing (a null box)."""
     op = field(step, "op", where)
+    if len(state) != D:
+        fail("%s: %d ranks' states for %d ranks" % (where, len(state), D))
     out = list(state)
+    holders = [r for r in range(D) if state[r] is not None] if world else None
     if op in ("allgather", "alltoall", "allreduce", "reducescatter"):
-        groups = check_groups(step, where, D)
+        groups = check_groups(step, where, D, holders)
     if op in ("allreduce", "reducescatter"):
         kind = step.get("reduce", "sum")
         if kind not in REDUCTIONS:
@@ -537,7 +602,8 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
             fail("%s: concat_dim == split_dim" % where)
         # A reduce-scatter on uneven boxes splits the padded tile (the longest box) into
         # ceil-sized chunks.
-        padded = max(b[sd][1] - b[sd][0] for b, _ in state) if uneven and op == "reducescatter" else None
+        padded = (max(x[0][sd][1] - x[0][sd][0] for x in state if x is not None)
+                  if uneven and op == "reducescatter" else None)
         for g in groups:
             chunks = [[(b, state[r][1]) for b in split(state[r][0], sd, len(g), where, r, ceil=uneven, padded=padded)]
                       for r in g]
@@ -554,22 +620,33 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
         d = dim_index(step, "split_dim", where, rank)
         parts = uint(field(step, "parts", where), where + ".parts")
         index = field(step, "index", where)
-        if parts < 1 or not isinstance(index, list) or len(index) != D:
-            fail("%s: needs parts >= 1 and one index per rank" % where)
+        if parts < 1:
+            fail("%s: needs parts >= 1" % where)
+        if not isinstance(index, list) or len(index) != D:
+            fail("%s.index: needs one index per rank: %d entries, found %s"
+                 % (where, D, len(index) if isinstance(index, list) else "no list"))
         for r in range(D):
             i = uint(index[r], where + ".index")
+            if state[r] is None:  # format 2: a rank holding nothing keeps nothing
+                continue
             if i >= parts:
                 fail("%s: index[%d] = %d is not below parts = %d" % (where, r, i, parts))
             out[r] = (split(state[r][0], d, parts, where, r, ceil=True)[i], state[r][1])
     elif op == "exchange":
         if shape is None:
             fail("%s: an exchange needs the global shape" % where)
-        out = exchange_boxes(step, state, where, D, shape, uneven, everything)
+        out = exchange_boxes(step, state, where, D, shape, uneven, everything, world)
     elif op == "allpermute":
         dest = field(step, "dest", where)
+        if world and (not isinstance(dest, list) or len(dest) != D):
+            fail("%s.dest: needs one destination per rank: %d entries, found %s"
+                 % (where, D, len(dest) if isinstance(dest, list) else "no list"))
         if not isinstance(dest, list) or sorted(uint(x, where + ".dest") for x in dest) != list(range(D)):
             fail("%s: dest is not a bijection of the ranks 0..%d" % (where, D - 1))
         for r in range(D):
+            if state[r] is None and dest[r] != r:
+                fail("%s: dest[%d] = %d moves rank %d, which holds nothing (dest[r] must be r for it)"
+                     % (where, r, dest[r], r))
             out[dest[r]] = state[r]
     else:
         fail("%s: unknown op %r" % (where, op))
@@ -584,7 +661,10 @@ def cost_elements(op, before, after):
 
 def local_of(state, where, uneven=False):
     """The local size: the common tile size; on uneven types (section 2) the padded tile,
-    the longest box per dimension."""
+    the longest box per dimension. Only the ranks that hold a tile count (format 2)."""
+    state = [x for x in state if x is not None]
+    if not state:
+        return 0
     if uneven:
         return math.prod(max(hi - lo for lo, hi in dims) for dims in zip(*[b for b, _ in state]))
     sizes = {volume(b) for b, _ in state}
@@ -593,18 +673,153 @@ def local_of(state, where, uneven=False):
     return sizes.pop()
 
 
+FORMAT1, FORMAT2 = "redist-program/1", "redist-program/2"
+
+
+def mesh_field(prog, key):
+    """A mesh as JSON, [[name, size], ...]."""
+    axes = field(prog, key, "program")
+    if not isinstance(axes, list) or not all(isinstance(a, list) and len(a) == 2 for a in axes):
+        fail("%s: expected [[name, size], ...]" % key)
+    return Mesh([(n, s) for n, s in axes])
+
+
+def devices_field(prog, key, mesh, W, default):
+    """Format 2: the world rank of each position of `mesh`, row-major (`key` in prog, else
+    `default`; None: the field is required): D distinct ranks below W."""
+    devs = prog.get(key, default)
+    if devs is None:
+        fail("program: missing field %r (the target mesh has %d positions, the source's devices do not fit it)"
+             % (key, mesh.devices))
+    if not isinstance(devs, list) or len(devs) != mesh.devices:
+        fail("%s: expected the world ranks of the mesh's %d positions, found %s"
+             % (key, mesh.devices, "%d entries" % len(devs) if isinstance(devs, list) else repr(devs)))
+    seen = {}
+    for p, r in enumerate(devs):
+        uint(r, "%s[%d]" % (key, p))
+        if r >= W:
+            fail("%s[%d]: rank %d is not a rank of the world 0..%d (world %d)" % (key, p, r, W - 1, W))
+        if r in seen:
+            fail("%s[%d]: rank %d is listed twice (positions %d and %d)" % (key, p, r, seen[r], p))
+        seen[r] = p
+    return list(devs)
+
+
+class Layout:
+    """A program's source or target as every world rank's box (None: holds nothing) and
+    partial values: a type on `mesh` whose position p lives on world rank devices[p], or
+    (format 2) a box layout {"boxes": [box or null per world rank]}."""
+
+    def __init__(self, spec, key, mesh, devices, W, shape, fmt2):
+        self.type, self.mesh, self.devices = None, mesh, devices
+        self.boxes, self.partials = [None] * W, [None] * W
+        if isinstance(spec, str) or not fmt2:
+            t = parse_type(mesh, spec)
+            if fmt2 and t.global_shape != shape:
+                fail("%s %r has the global shape %s, global_shape is %s" % (key, spec, t.global_shape, shape))
+            self.type = t
+            for p, r in enumerate(devices):
+                self.boxes[r], self.partials[r] = t.box(p), frozenset([t.partial(p)])
+            self.uneven, self.local = t.uneven, t.local_size()
+            self.sums, self.reduce, self.everything = t.sums, t.reduce, t.all_partials()
+            self.global_shape = t.global_shape
+            return
+        if not isinstance(spec, dict) or "boxes" not in spec:
+            fail('%s: expected a type string or {"boxes": [box or null per world rank]}, found %r' % (key, spec))
+        boxes = spec["boxes"]
+        if not isinstance(boxes, list) or len(boxes) != W:
+            fail("%s.boxes: expected one box or null per world rank (%d entries), found %s"
+                 % (key, W, "%d" % len(boxes) if isinstance(boxes, list) else "no list"))
+        self.boxes = [parse_box(b, shape, key + ".boxes", r, null=True) for r, b in enumerate(boxes)]
+        if all(b is None for b in self.boxes):
+            fail("%s.boxes: no rank holds a box" % key)
+        self.partials = [None if b is None else frozenset([()]) for b in self.boxes]
+        self.uneven = True  # boxes of any lengths: the local size is the padded tile
+        self.local = local_of([(b, None) for b in self.boxes if b is not None], key, uneven=True)
+        self.sums, self.reduce, self.everything = [], "sum", frozenset([()])
+        self.global_shape = list(shape)
+
+    def state(self):
+        return [None if b is None else (b, ps) for b, ps in zip(self.boxes, self.partials)]
+
+    def summing_groups(self):
+        """The world ranks whose values add up to the array: the ranks that differ only
+        along the sum axes (without sums: each holder alone)."""
+        if self.type is None:
+            return [[r] for r, b in enumerate(self.boxes) if b is not None]
+        groups = {}
+        for p, r in enumerate(self.devices):
+            groups.setdefault(self.type.summing_group(p), []).append(r)
+        return list(groups.values())
+
+
+def holding_text(x):
+    return "nothing" if x is None else box_text(x)
+
+
+def check_step_type(step, state, where, placements):
+    """A step's "type" extra: its tiles on one of the placements (mesh, devices) whose
+    devices are exactly the ranks that hold a tile (format 2: the source's or the target's);
+    with type_exact, exactly; without, up to a permutation of devices."""
+    holders = sorted(r for r in range(len(state)) if state[r] is not None)
+    candidates = [(m, d) for m, d in placements if sorted(d) == holders]
+    problem = None
+    for mesh, devices in candidates:
+        try:
+            t = parse_type(mesh, step["type"])
+        except CheckError as e:
+            if len(candidates) == 1:
+                raise
+            problem = problem or "%s: type %s: %s" % (where, step["type"], e)
+            continue
+        want = [None] * len(state)
+        for p, r in enumerate(devices):
+            want[r] = t.box(p)
+        boxes = [None if x is None else x[0] for x in state]
+        if step.get("type_exact", False):
+            if want == boxes:
+                return
+            r = next(r for r in range(len(state)) if want[r] != boxes[r])
+            problem = problem or ("%s: claims exact type %s but rank %d holds %s, not %s"
+                                  % (where, step["type"], r, holding_text(boxes[r]), holding_text(want[r])))
+        elif sorted(b for b in want if b is not None) == sorted(b for b in boxes if b is not None):
+            return
+        else:
+            problem = problem or "%s: the tiles are not those of %s up to a device permutation" % (where, step["type"])
+    fail(problem or "%s: claims type %s, but the ranks holding tiles %s are not those of a mesh of the program"
+         % (where, step["type"], holders))
+
+
 def check(prog, memory=True):
-    """Check a program (a dict parsed from JSON); raise CheckError or return a summary."""
-    if field(prog, "format", "program") != "redist-program/1":
-        fail("unsupported format %r" % prog["format"])
-    mesh_axes = field(prog, "mesh", "program")
-    if not isinstance(mesh_axes, list) or not all(isinstance(a, list) and len(a) == 2 for a in mesh_axes):
-        fail("mesh: expected [[name, size], ...]")
-    mesh = Mesh([(n, s) for n, s in mesh_axes])
+    """Check a program (a dict parsed from JSON); raise CheckError or return a summary.
+
+    Format 1: the source and the target on the mesh, ranks 0..D-1. Format 2 (DESIGN.md
+    section 4, "Meshes on device sets"): a world of W ranks; the source on "mesh" placed on
+    the world ranks "devices", the target on "target_mesh" placed on "target_devices" (both
+    default to the source's); either may be a box layout {"boxes": [...]}; the ranks
+    outside the source (target) hold nothing before (after)."""
+    fmt = field(prog, "format", "program")
+    if fmt not in (FORMAT1, FORMAT2):
+        fail("unsupported format %r" % fmt)
+    fmt2 = fmt == FORMAT2
+    mesh = mesh_field(prog, "mesh")
     D = mesh.devices
-    src = parse_type(mesh, field(prog, "source", "program"))
-    dst = parse_type(mesh, field(prog, "target", "program"))
     shape = field(prog, "global_shape", "program")
+    if fmt2:
+        if not isinstance(shape, list):
+            fail("global_shape: expected a list of sizes")
+        for d, n in enumerate(shape):
+            uint(n, "global_shape[%d]" % d)
+        W = uint(field(prog, "world", "program"), "world")
+        if W < 1:
+            fail("world: a world of no ranks")
+        devices = devices_field(prog, "devices", mesh, W, list(range(D)))
+        tmesh = mesh_field(prog, "target_mesh") if "target_mesh" in prog else mesh
+        tdevices = devices_field(prog, "target_devices", tmesh, W, devices if tmesh.devices == D else None)
+    else:
+        W, devices, tmesh, tdevices = D, list(range(D)), mesh, list(range(D))
+    src = Layout(field(prog, "source", "program"), "source", mesh, devices, W, shape, fmt2)
+    dst = Layout(field(prog, "target", "program"), "target", tmesh, tdevices, W, shape, fmt2)
     if src.global_shape != shape or dst.global_shape != shape:
         fail("global_shape %s, source %s, target %s differ" % (shape, src.global_shape, dst.global_shape))
     ebytes = uint(field(prog, "element_bytes", "program"), "element_bytes")
@@ -613,8 +828,8 @@ def check(prog, memory=True):
     rank = len(shape)
 
     uneven = src.uneven or dst.uneven
-    everything = src.all_partials()
-    state = [(src.box(r), frozenset([src.partial(r)])) for r in range(D)]
+    everything = src.everything
+    state = src.state()
     local = local_of(state, "source", uneven)
     peak = local
     cost = 0
@@ -624,10 +839,12 @@ def check(prog, memory=True):
     ops = [s.get("op") if isinstance(s, dict) else None for s in steps]
     if "exchange" in ops and dst.sums:
         fail("steps[%d] (exchange): an exchange in a program with partial sums" % ops.index("exchange"))
+    placements = [(tmesh, tdevices), (mesh, devices)] if fmt2 else [(mesh, devices)]
     for i, step in enumerate(steps):
         where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
         before = state
-        state = apply_step(step, state, where, rank, D, shape, uneven, everything, src.reduce if src.sums else None)
+        state = apply_step(step, state, where, rank, W, shape, uneven, everything, src.reduce if src.sums else None,
+                           world=fmt2)
         after = local_of(state, where, uneven)
         if step["op"] == "exchange":
             c = exchange_cost(before, state)
@@ -641,26 +858,20 @@ def check(prog, memory=True):
         if "cost_bytes" in step and step["cost_bytes"] != c * ebytes:
             fail("%s: cost_bytes %r, the cost model gives %d" % (where, step["cost_bytes"], c * ebytes))
         if "type" in step:
-            t = parse_type(mesh, step["type"])
-            want, boxes = t.boxes(), [b for b, _ in state]
-            if step.get("type_exact", False):
-                if want != boxes:
-                    r = next(r for r in range(D) if want[r] != boxes[r])
-                    fail("%s: claims exact type %s but rank %d holds %s, not %s"
-                         % (where, step["type"], r, box_text(boxes[r]), box_text(want[r])))
-            elif sorted(want) != sorted(boxes):
-                fail("%s: the tiles are not those of %s up to a device permutation" % (where, step["type"]))
+            check_step_type(step, state, where, placements)
 
-    want = dst.boxes()
-    for r in range(D):
-        if state[r][0] != want[r]:
-            fail("rank %d ends with %s, its target tile is %s" % (r, box_text(state[r][0]), box_text(want[r])))
+    for r in range(W):
+        got, want = None if state[r] is None else state[r][0], dst.boxes[r]
+        if got == want:
+            continue
+        if want is None:
+            fail("rank %d ends with %s, but it is not a rank of the target and must hold nothing" % (r, box_text(got)))
+        if got is None:
+            fail("rank %d ends with nothing, its target tile is %s" % (r, box_text(want)))
+        fail("rank %d ends with %s, its target tile is %s" % (r, box_text(got), box_text(want)))
     # Partial sums: the ranks that differ only along the target's sum axes add up to the
     # full sum of the source's partials.
-    groups = {}
-    for r in range(D):
-        groups.setdefault(dst.summing_group(r), []).append(r)
-    for g in groups.values():
+    for g in dst.summing_groups():
         total = add([state[r] for r in g], "the end", "ranks %s" % g)[1]
         if total != everything:
             fail("ranks %s end with %d of the %d partial values summed" % (g, len(total), len(everything)))
@@ -669,7 +880,7 @@ def check(prog, memory=True):
     if uint(field(prog, "peak_local_elements", "program"), "peak_local_elements") != peak:
         fail("peak_local_elements %d, the program peaks at %d" % (prog["peak_local_elements"], peak))
     bound = uint(field(prog, "memory_bound_elements", "program"), "memory_bound_elements")
-    paper_bound = max(src.local_size(), dst.local_size())
+    paper_bound = max(src.local, dst.local)
     if memory and peak > bound:
         fail("peak local size %d exceeds memory_bound_elements %d" % (peak, bound))
     if memory and peak > paper_bound:
