@@ -28,6 +28,8 @@
 #include "redist/core/error.hpp"
 #include "redist/core/jax.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/placement.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/profile_json.hpp"
 #include "redist/program.hpp"
@@ -215,25 +217,46 @@ inline void write_file(std::string_view option, const std::string& path, const s
 
 /// The options that state a redistribution problem.
 struct problem_options {
-  std::string mesh, shape;
+  std::string mesh, to_mesh, shape;
+  std::uint64_t world = 0;
   CLI::Option* shape_opt = nullptr;
+  CLI::Option* to_mesh_opt = nullptr;
+  CLI::Option* world_opt = nullptr;
   type_option from, to;
   std::string bytes = "4";  ///< checked by parse_problem, so that a bad value is an input error
 };
 
 inline void add_problem_options(CLI::App& cmd, problem_options& o) {
-  cmd.add_option("--mesh", o.mesh, "device mesh, e.g. '{x: 4, y: 8}' (row-major device order)")->required();
+  cmd.add_option("--mesh", o.mesh,
+                 "device mesh, e.g. '{x: 4, y: 8}' (row-major device order), or on listed ranks: "
+                 "'{x: 2, y: 2} @ [4, 6, 5, 7]'")
+      ->required();
+  o.to_mesh_opt = cmd.add_option("--to-mesh", o.to_mesh,
+                                 "the target's mesh when it is not --mesh (other ranks, size or shape), e.g. "
+                                 "'{a: 4} @ [4, 5, 6, 7]'");
+  o.world_opt = cmd.add_option("--world", o.world,
+                               "ranks of the communicator (default: the smallest that holds both meshes)")
+                    ->type_name("UINT");
   o.shape_opt = add_shape_option(cmd, o.shape);
   add_type_option(cmd, o.from, o.shape_opt, "--from", "source type");
-  add_type_option(cmd, o.to, o.shape_opt, "--to", "target type");
+  add_type_option(cmd, o.to, o.shape_opt, "--to", "target type (on --to-mesh when given)");
   cmd.add_option("--bytes", o.bytes, "bytes per element")->type_name("UINT")->capture_default_str();
 }
 
-/// A parsed, checked problem.
+/// A parsed, checked problem. Meshes on device sets (DESIGN.md section 2): `src` and `dst`
+/// place the source and target meshes on ranks of a world of `world` ranks; `m` is the
+/// source's mesh.
 struct problem {
   redist::device_mesh m;
   dist_type from, to;
   std::uint64_t bytes = 4;
+  placed_mesh src, dst;
+  std::uint64_t world = 0;
+  /// The problem needs a program on device sets (format 2): a device list, another target
+  /// mesh, or a larger world.
+  [[nodiscard]] bool placed() const {
+    return !src.identity() || !(src == dst) || world != src.mesh.devices;
+  }
 };
 
 /// Parse and check the problem options, blaming the option whose value is wrong. A
@@ -243,14 +266,21 @@ inline problem parse_problem(const problem_options& o) {
   require_type(o.to);
   check_shape_used(o.shape_opt, {&o.from, &o.to});
   problem p;
-  p.m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
+  p.src = for_option("--mesh", [&] { return parse_placed_mesh(o.mesh); });
+  p.dst = o.to_mesh_opt->count() ? for_option("--to-mesh", [&] { return parse_placed_mesh(o.to_mesh); }) : p.src;
+  p.m = p.src.mesh;
+  p.world = o.world_opt->count() ? o.world : std::max(p.src.min_world(), p.dst.min_world());
+  if (error e = check_placement(p.src, p.world)) throw input_error(o.world_opt->count() ? "--world" : "--mesh", e.message.str());
+  if (error e = check_placement(p.dst, p.world))
+    throw input_error(o.world_opt->count() ? "--world" : "--to-mesh", e.message.str());
   p.from = parse_type_option(p.m, o.from, o.shape);
-  p.to = parse_type_option(p.m, o.to, o.shape);
+  p.to = parse_type_option(p.dst.mesh, o.to, o.shape);
   // Whether the target can be reached from the source at all (same global shape, no
-  // pending sums created) is the search problem's to say (for even types; uneven ones
-  // need the same global shape, lower/synthesize.hpp says the rest).
+  // pending sums created) is the search problem's to say (for even types on one mesh;
+  // uneven ones and meshes on device sets need the same global shape, lower/synthesize.hpp
+  // and lower/between.hpp say the rest).
   for_option(given_name(o.to), [&] {
-    if (even(p.m, p.from) && even(p.m, p.to)) make_weak_problem(p.m, p.from, p.to).get();
+    if (!p.placed() && even(p.m, p.from) && even(p.m, p.to)) make_weak_problem(p.m, p.from, p.to).get();
     else if (error e = check_same_global(p.from, p.to)) throw redist_error(e);
   });
   const char* end = o.bytes.data() + o.bytes.size();
@@ -274,6 +304,7 @@ inline time_profile read_profile(const std::string& path) {
 /// How a command plans: --budget, --objective, --profile (plan and run).
 struct planning_options {
   double budget = 1.0;
+  bool relabel = false;
   std::string objective = "time";
   std::string profile;  ///< a file from `redist calibrate`, `built-in`, or empty (the built-in one)
   CLI::Option* budget_opt = nullptr;
@@ -295,6 +326,8 @@ inline void add_planning_options(CLI::App& cmd, planning_options& o) {
                                  "built-in (the default); with --objective bytes it also chooses between the "
                                  "collective program and the exchange")
                       ->type_name("FILE");
+  cmd.add_flag("--relabel", o.relabel,
+               "let the planner choose the order of the target mesh's ranks (COSTA's relabelling) and print it");
 }
 
 /// Planning options checked and resolved: the synth_options of a problem, with the profile
@@ -304,6 +337,7 @@ struct planning {
   bool profile_given = false;
   objective goal = objective::time;
   double budget = 1.0;
+  bool relabel = false;
   /// The synth_options (pointing into this object: keep it alive).
   [[nodiscard]] synth_options options(std::uint64_t element_bytes) const {
     return synth_options{element_bytes, budget, profile_given ? &profile : nullptr, goal};
@@ -315,11 +349,29 @@ inline planning parse_planning(const planning_options& o) {
   if (error e = check_budget(o.budget)) throw input_error("--budget", e.message.str());
   p.budget = o.budget;
   p.goal = o.objective == "bytes" ? objective::bytes : objective::time;
+  p.relabel = o.relabel;
   if (!o.profile.empty()) {
     p.profile = read_profile(o.profile);
     p.profile_given = true;
   }
   return p;
+}
+
+/// The candidates and the choice for a problem: between placed meshes (lower/between.hpp)
+/// when it needs a program on device sets or --relabel is given, else on one mesh
+/// (choose_plan).
+inline plan_choice choose_for(const problem& pr, const planning& pl) {
+  const synth_options so = pl.options(pr.bytes);
+  if (!pr.placed() && !pl.relabel) return choose_plan(pr.m, pr.from, pr.to, so);
+  return plan_between(placed_layout{pr.src, pr.from}, placed_layout{pr.dst, pr.to}, pr.world,
+                      between_options{so, pl.relabel});
+}
+
+/// The program a command runs: the one synthesize returns, or plan_between's choice.
+inline program program_for(const problem& pr, const planning& pl) {
+  if (!pr.placed() && !pl.relabel) return synthesize(pr.m, pr.from, pr.to, pl.options(pr.bytes));
+  plan_choice c = choose_for(pr, pl);
+  return std::move(c.candidates[c.chosen].prog);
 }
 
 /// Comparison baselines (DESIGN.md section 6), selected by name with --baseline.
@@ -338,8 +390,11 @@ inline std::span<const baseline> baselines() {
 }
 
 /// The program of the baseline named `name` (one of baselines()); they model XLA's and the
-/// naive resharding of even types, so an uneven problem is refused.
+/// naive resharding of even types on one mesh, so an uneven problem, or one on device sets,
+/// is refused.
 inline program baseline_program(const std::string& name, const problem& pr) {
+  if (pr.placed())
+    throw input_error("--baseline", "the " + name + " baseline models resharding on one mesh of ranks 0..D-1");
   if (!even(pr.m, pr.from) || !even(pr.m, pr.to))
     throw input_error("--baseline", "the " + name +
                                         " baseline models the resharding of even types, and this problem has an "

@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -83,10 +84,10 @@ std::string types_in_notation(const program& prog, const std::string& notation) 
   out += fmt::format("  source  {}\n", type_in(prog.m, prog.source, notation));
   for (std::size_t i = 0; i < prog.steps.size(); ++i) {
     const step& s = prog.steps[i];
-    if (s.type_exact) out += fmt::format("  step {}  {}\n", i + 1, type_in(prog.m, s.type_after, notation));
+    if (s.type_exact) out += fmt::format("  step {}  {}\n", i + 1, type_in(prog.mesh_after(i), s.type_after, notation));
     else out += fmt::format("  step {}  (a type up to a device permutation)\n", i + 1);
   }
-  return out + fmt::format("  target  {}\n", type_in(prog.m, prog.target, notation));
+  return out + fmt::format("  target  {}\n", type_in(prog.target_mesh(), prog.target, notation));
 }
 
 void run_plan(const plan_options& o) {
@@ -98,19 +99,28 @@ void run_plan(const plan_options& o) {
   } else {
     const planning pl = parse_planning(o.planning);  // the only inputs left unchecked
     const synth_options so = pl.options(pr.bytes);
+    const bool between = pr.placed() || pl.relabel;  // lower/between.hpp: always by time
     if (!o.explain) {
-      prog = synthesize(pr.m, pr.from, pr.to, so);
+      prog = program_for(pr, pl);
     } else {
-      plan_choice c = choose_plan(pr.m, pr.from, pr.to, so);
-      const bool by_time = chooses_by_time(pr.m, pr.from, pr.to, so);  // as synthesize
+      plan_choice c = choose_for(pr, pl);
+      const bool by_time = between || chooses_by_time(pr.m, pr.from, pr.to, so);  // as synthesize
       explained = explain_text(c, pl.profile, by_time);
       prog = std::move(c.candidates[by_time ? c.chosen : 0].prog);
+    }
+    if (pl.relabel && !o.json) {
+      const std::vector<rank_t>& d = prog.two_meshes ? prog.target_devices : prog.source_devices;
+      explained = fmt::format("relabelled: the target mesh's positions on ranks [{}]\n",
+                              fmt::join(detail::rank_list_of(d, prog.target_mesh().devices), ", ")) +
+                  explained;
     }
   }
   std::uint64_t cost_bytes = 0;
   if (!detail::mul_ok(prog.cost_elements, prog.element_bytes, cost_bytes))
     throw input_error("--bytes", "the cost in bytes (" + std::to_string(prog.cost_elements) + " elements of " +
                                      std::to_string(prog.element_bytes) + " bytes) does not fit in 64 bits");
+  if (!o.svg.empty() && prog.placed())
+    throw input_error("--svg", "programs on device sets (format 2) are not drawn yet");
   if (!o.svg.empty()) write_file("--svg", o.svg, plan_svg(prog));  // first: a failure prints nothing
   if (o.json) fmt::print("{}\n", program_json_text(prog));
   else fmt::print("{}\n", prog);
@@ -127,7 +137,8 @@ void add_plan_command(CLI::App& app) {
   auto opts = std::make_shared<plan_options>();
   CLI::App* cmd = app.add_subcommand("plan", "synthesize and print the program of a redistribution");
   add_problem_options(*cmd, opts->problem);
-  cmd->add_flag("--json", opts->json, "print the program as JSON (format redist-program/1)");
+  cmd->add_flag("--json", opts->json,
+                "print the program as JSON (format redist-program/1; redist-program/2 on device sets)");
   add_planning_options(*cmd, opts->planning);
   std::vector<std::string> names;
   for (const baseline& b : baselines()) names.emplace_back(b.name);

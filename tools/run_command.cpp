@@ -83,10 +83,10 @@ template <class T, class B>
 measurement execute(B& b, const program& prog, const run_options& o) {
   executor<T, B> ex(b, prog);
   std::vector<darray<T>> in, out;
-  for (rank_t r : b.local_ranks()) {
-    in.emplace_back(prog.m, prog.source, r);
+  for (rank_t r : b.local_ranks()) {  // world ranks; a rank outside a mesh holds no tile of it
+    in.push_back(source_tile<T>(prog, r));
     fill_global_index(in.back());
-    out.emplace_back(prog.m, prog.target, r);
+    out.push_back(target_tile<T>(prog, r));
   }
   measurement me;
   me.seconds.assign(prog.steps.size(), 0);
@@ -112,20 +112,27 @@ measurement execute(B& b, const program& prog, const run_options& o) {
   // Pending values in the target: check the reduction (the type's kind) of the partials of
   // every group (runtime/verify.hpp reduce_partials_into_roots).
 #if defined(REDIST_WITH_MPI)
+  const device_mesh& tm = prog.target_mesh();
   if constexpr (std::is_same_v<B, mpi_backend>) {
     MPI_Comm group = MPI_COMM_NULL;
-    const rank_t me_rank = b.rank();
-    MPI_Comm_split(b.comm(), static_cast<int>(sum_root(prog.m, prog.target, me_rank)), static_cast<int>(me_rank), &group);
     darray<T>& t = out.front();
-    mpi_reduce_partials(group, t.data(), t.size(), prog.target.reduce);  // the root: the group's least rank
+    const bool holds = t.holds();  // the groups are by mesh position, on the target mesh's ranks
+    const rank_t pos = t.device(), root = holds ? sum_root(tm, prog.target, pos) : 0;
+    MPI_Comm_split(b.comm(), holds ? static_cast<int>(root) : MPI_UNDEFINED, static_cast<int>(pos), &group);
+    if (!holds) return me;
+    mpi_reduce_partials(group, t.data(), t.size(), prog.target.reduce);  // the root: the group's least position
     MPI_Comm_free(&group);
-    if (sum_root(prog.m, prog.target, me_rank) == me_rank) note_check(me, t);
+    if (root == pos) note_check(me, t);
     return me;
   }
 #endif
-  reduce_partials_into_roots(std::span<darray<T>>(out));  // all ranks are local
-  for (const auto& t : out)
-    if (sum_root(prog.m, prog.target, t.device()) == t.device()) note_check(me, t);
+  // All ranks are local: the target mesh's tiles by position.
+  std::vector<darray<T>> by_position(tm.devices);
+  for (auto& t : out)
+    if (t.holds()) by_position[t.device()] = std::move(t);
+  reduce_partials_into_roots(std::span<darray<T>>(by_position));
+  for (const auto& t : by_position)
+    if (sum_root(tm, prog.target, t.device()) == t.device()) note_check(me, t);
   return me;
 }
 
@@ -182,7 +189,7 @@ void report(const program& prog, const run_options& o, const measurement& me, st
              human_bytes(total_max), human_bytes(prog.cost_bytes()));
   fmt::print("  wall time: {:.1f} us for the whole redistribution (checks, copying tiles in and out, all steps){}\n",
              me.total_seconds * 1e6, ranks > 1 && o.backend == "mpi" ? ", slowest rank" : "");
-  const std::uint64_t in_out = std::max(local_size(prog.m, prog.source), local_size(prog.m, prog.target)) * es;
+  const std::uint64_t in_out = std::max(local_size(prog.m, prog.source), local_size(prog.target_mesh(), prog.target)) * es;
   fmt::print("  peak bytes held per rank: {} = {:.2f} x max(local in, local out) ({}); live data at most {}\n",
              human_bytes(me.peak_held), static_cast<double>(me.peak_held) / static_cast<double>(in_out),
              human_bytes(in_out), human_bytes(me.peak_live));
@@ -209,8 +216,7 @@ void check_result(const run_options& o, const measurement& me) {
 program make_program(const run_options& o) {
   const problem pr = parse_problem(o.problem);
   if (!o.baseline.empty()) return baseline_program(o.baseline, pr);
-  const planning pl = parse_planning(o.planning);
-  return synthesize(pr.m, pr.from, pr.to, pl.options(pr.bytes));
+  return program_for(pr, parse_planning(o.planning));
 }
 
 /// The most memory `redist run --backend host` uses for its simulated devices.
@@ -221,24 +227,24 @@ constexpr std::uint64_t host_simulation_limit = 8ull << 30;
 /// executor's buffers (at most 2 x the program's peak local size).
 void check_host_simulation(const program& prog) {
   const long double per_device = static_cast<long double>(local_size(prog.m, prog.source)) +
-                                 static_cast<long double>(local_size(prog.m, prog.target)) +
+                                 static_cast<long double>(local_size(prog.target_mesh(), prog.target)) +
                                  2.0L * static_cast<long double>(prog.peak_local_elements);
   const long double total = per_device * static_cast<long double>(prog.element_bytes) *
-                            static_cast<long double>(prog.devices());
+                            static_cast<long double>(prog.world_size());
   if (total > static_cast<long double>(host_simulation_limit))
     throw input_error("--backend", fmt::format("host: {} simulated devices would hold {:.1f} GiB (tiles in and out and the "
                                                "executor's buffers), more than the {} GiB the host backend simulates; "
                                                "use a smaller array or mesh, or --backend mpi",
-                                               prog.devices(), static_cast<double>(total / (1ull << 30)),
+                                               prog.world_size(), static_cast<double>(total / (1ull << 30)),
                                                host_simulation_limit >> 30));
 }
 
 void run_host(const run_options& o) {
   const program prog = make_program(o);
   check_host_simulation(prog);
-  host_backend host(prog.devices());
+  host_backend host(prog.world_size());
   const measurement me = execute_bytes(host, prog, o);
-  report(prog, o, me, prog.devices());
+  report(prog, o, me, prog.world_size());
   check_result(o, me);
 }
 
@@ -305,7 +311,8 @@ void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<run_options>();
   CLI::App* cmd = app.add_subcommand("run", "execute a redistribution on real data and check every element");
   add_problem_options(*cmd, opts->problem);
-  cmd->add_option("--backend", opts->backend, "host: D simulated devices in this process; mpi: one rank per process")
+  cmd->add_option("--backend", opts->backend,
+                  "host: D (or --world) simulated devices in this process; mpi: one rank per process")
       ->check(CLI::IsMember({"host", "mpi"}))
       ->capture_default_str();
   cmd->add_flag("--verify", opts->verify, "check every element of every rank's target tile");

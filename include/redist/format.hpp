@@ -38,6 +38,7 @@
 #include "redist/core/cost.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
 #include "redist/program.hpp"
 
@@ -130,7 +131,7 @@ namespace redist::detail {
 /// the most distinct senders of one device under the sender rule (redist/exchange.hpp); ""
 /// when the step cannot be planned (a malformed program still prints).
 inline std::string exchange_note(const program& p, std::size_t i) {
-  const std::uint64_t D = p.m.devices;
+  const std::uint64_t D = p.world_size();
   // trace_boxes trusts what program_check checks; printing must not: ranks and dimensions
   // in range.
   auto ranks_ok = [&](const std::vector<rank_t>& v) {
@@ -189,7 +190,9 @@ inline std::string program_table(const program& p) {
     const step& s = p.steps[i];
     const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange;
     const bool has_n = s.kind != op::allpermute && s.kind != op::exchange;
-    std::string type = s.type_after.rank == p.source.rank ? shown(type_text(p.m, s.type_after)) : std::string("?");
+    std::string type =
+        s.type_after.rank == p.source.rank ? shown(type_text(p.mesh_after(i), s.type_after)) : std::string("?");
+    if (s.on_target && p.two_meshes) type += " on the target mesh";
     if (moves_as_exchange(p, i) && s.kind != op::dynslice) type += exchange_note(p, i);  // uneven steps run as exchanges
     rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dims_or_dash(s.concat_dim, s.concat_grid),
                     dims_or_dash(s.split_dim, s.split_grid), has_n ? fmt::to_string(s.parts) : std::string("-"),
@@ -220,8 +223,19 @@ struct fmt::formatter<redist::program> {
 
   template <class Context>
   auto format(const redist::program& p, Context& ctx) const -> decltype(ctx.out()) {
-    auto out = fmt::format_to(ctx.out(), "redist program on {}: {} -> {}, {}-byte elements\n", p.m,
-                              redist::typed{p.m, p.source}, redist::typed{p.m, p.target}, p.element_bytes);
+    auto out = ctx.out();
+    if (!p.placed()) {
+      out = fmt::format_to(out, "redist program on {}: {} -> {}, {}-byte elements\n", p.m, redist::typed{p.m, p.source},
+                           redist::typed{p.m, p.target}, p.element_bytes);
+    } else {  // format 2: the meshes with their ranks (core/placement.hpp)
+      auto placed = [](const redist::device_mesh& m, const std::vector<redist::rank_t>& d) {
+        return redist::placed_mesh_text(redist::placed_mesh{m, std::vector<std::uint32_t>(d.begin(), d.end())});
+      };
+      out = fmt::format_to(out, "redist program on a world of {} ranks: {} on {} -> {} on {}, {}-byte elements\n",
+                           p.world_size(), redist::typed{p.m, p.source}, placed(p.m, p.source_devices),
+                           redist::typed{p.target_mesh(), p.target},
+                           placed(p.target_mesh(), p.two_meshes ? p.target_devices : p.source_devices), p.element_bytes);
+    }
     if (p.steps.empty()) out = fmt::format_to(out, "  (no steps: every device already holds its target tile)\n");
     else out = fmt::format_to(out, "{}", redist::detail::program_table(p));
     return fmt::format_to(out, "total {} B per device ({} elements) | peak {} | bound {} | {}", p.cost_bytes(),

@@ -172,6 +172,19 @@ struct program {
     const std::vector<rank_t>& d = two_meshes ? target_devices : source_devices;
     return d.empty() ? pos : d[pos];
   }
+  /// World rank r's position in the source (target) mesh, or -1 for a rank outside it.
+  [[nodiscard]] constexpr std::int64_t source_position(std::uint64_t r) const {
+    return position_in(source_devices, m.devices, r);
+  }
+  [[nodiscard]] constexpr std::int64_t target_position(std::uint64_t r) const {
+    return position_in(two_meshes ? target_devices : source_devices, target_mesh().devices, r);
+  }
+  static constexpr std::int64_t position_in(const std::vector<rank_t>& devices, std::uint64_t D, std::uint64_t r) {
+    if (devices.empty()) return r < D ? static_cast<std::int64_t>(r) : -1;
+    for (std::size_t p = 0; p < devices.size(); ++p)
+      if (devices[p] == r) return static_cast<std::int64_t>(p);
+    return -1;
+  }
   /// The program needs format 2: a world larger than the mesh, a device list other than
   /// 0..D-1, or a target mesh or placement other than the source's.
   [[nodiscard]] constexpr bool placed() const {

@@ -367,10 +367,10 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
   const plan_candidate& w = c.candidates[c.chosen];
-  c.reason = w.name + ": predicted " + std::to_string(w.seconds * 1e6) + " us";
+  c.reason = w.name + ": predicted " + detail::seconds_text(w.seconds);
   for (std::size_t i = 0; i < c.candidates.size(); ++i)
     if (i != c.chosen)
-      c.reason += ", " + c.candidates[i].name + " " + std::to_string(c.candidates[i].seconds * 1e6) + " us";
+      c.reason += ", " + c.candidates[i].name + " " + detail::seconds_text(c.candidates[i].seconds);
   c.reason += " (profile " + std::string(P.name_view()) + ")";
   return c;
 }

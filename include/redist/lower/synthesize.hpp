@@ -73,6 +73,16 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
   return t;
 }
 
+namespace detail {
+/// "12.34 us" below a millisecond (host profiles), else "1.234 ms".
+inline std::string seconds_text(double s) {
+  char buf[32];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  return std::string(buf);
+}
+}  // namespace detail
+
 /// A program synthesize considered, with its predicted time.
 struct plan_candidate {
   std::string name;  ///< "collective" or "exchange"
@@ -203,12 +213,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
   const std::string profile = "profile " + std::string(P.name_view());
-  auto ms = [](double s) {
-    char buf[32];
-    if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.2f us", s * 1e6);  // host profiles: microseconds
-    else std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-    return std::string(buf);
-  };
+  const auto ms = detail::seconds_text;
   if (c.candidates.size() == 1) {
     c.reason = c.candidates[0].name + ": " + (no_exchange.empty() ? no_collective : no_exchange);
   } else {

@@ -199,6 +199,21 @@ enum class block_path : std::uint8_t {
   packed,    ///< pieces packed into the pack buffers (always for a fused step, program.hpp)
 };
 
+/// World rank r's tile of program p's source (target): an owned, value-initialized tile of
+/// its position on the source (target) mesh, or darray::none for a rank outside that mesh
+/// (programs on device sets, DESIGN.md section 2; in format 1 the tile of device r).
+template <class T>
+darray<T> source_tile(const program& p, rank_t r) {
+  const std::int64_t pos = p.source_position(r);
+  return pos < 0 ? darray<T>::none(p.m, p.source) : darray<T>(p.m, p.source, static_cast<rank_t>(pos));
+}
+template <class T>
+darray<T> target_tile(const program& p, rank_t r) {
+  const std::int64_t pos = p.target_position(r);
+  const device_mesh& tm = p.target_mesh();
+  return pos < 0 ? darray<T>::none(tm, p.target) : darray<T>(tm, p.target, static_cast<rank_t>(pos));
+}
+
 /// Runs one program, any number of times, on the ranks a backend drives.
 template <class T, class B>
   requires backend_for<B, T> && memory_space_for<memory_space_t<B>, T>
@@ -585,21 +600,9 @@ class executor {
     return step_now_ == no_step || shapes_.holds(step_now_, local_[i]);
   }
   /// Local rank i's target tile, or none() for a rank outside the target mesh.
-  darray<T> target_tile(std::size_t i) const {
-    const device_mesh& tm = p_.target_mesh();
-    const std::int64_t pos = target_position(local_[i]);
-    return pos < 0 ? darray<T>::none(tm, p_.target) : darray<T>(tm, p_.target, static_cast<rank_t>(pos));
-  }
-  /// World rank r's position in the source (target) mesh, or -1 for a rank outside it.
-  std::int64_t source_position(rank_t r) const { return position(p_.source_devices, p_.m.devices, r); }
-  std::int64_t target_position(rank_t r) const {
-    return position(p_.two_meshes ? p_.target_devices : p_.source_devices, p_.target_mesh().devices, r);
-  }
-  static std::int64_t position(const std::vector<rank_t>& devices, std::uint64_t D, rank_t r) {
-    if (devices.empty()) return r < D ? static_cast<std::int64_t>(r) : -1;
-    const auto it = std::find(devices.begin(), devices.end(), r);
-    return it == devices.end() ? -1 : static_cast<std::int64_t>(it - devices.begin());
-  }
+  darray<T> target_tile(std::size_t i) const { return redist::target_tile<T>(p_, local_[i]); }
+  std::int64_t source_position(rank_t r) const { return p_.source_position(r); }
+  std::int64_t target_position(rank_t r) const { return p_.target_position(r); }
 
   /// Call `fn(group)` for every group of the step that holds a local rank (in parallel
   /// where the backend offers it).
