@@ -119,8 +119,6 @@ void run_plan(const plan_options& o) {
   if (!detail::mul_ok(prog.cost_elements, prog.element_bytes, cost_bytes))
     throw input_error("--bytes", "the cost in bytes (" + std::to_string(prog.cost_elements) + " elements of " +
                                      std::to_string(prog.element_bytes) + " bytes) does not fit in 64 bits");
-  if (!o.svg.empty() && prog.placed())
-    throw input_error("--svg", "programs on device sets (format 2) are not drawn yet");
   if (!o.svg.empty()) write_file("--svg", o.svg, plan_svg(prog));  // first: a failure prints nothing
   if (o.json) fmt::print("{}\n", program_json_text(prog));
   else fmt::print("{}\n", prog);

@@ -46,6 +46,8 @@
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
+#include "redist/core/placement.hpp"
+#include "redist/exchange.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/program_check.hpp"
 
@@ -98,90 +100,71 @@ inline device_boxes device_boxes_of(const device_mesh& m, const dist_type& t) {
   return b;
 }
 
-/// The boxes before the first step of `p` (its source) and after each step, following the
-/// semantics of DESIGN.md section 4. Throws redist_error if the program is not well-formed
-/// (runtime/program_check.hpp, the executor's check).
+/// The boxes before the first step of `p` (its source) and after each step: every world
+/// rank's box as program_check follows it (exchange.hpp step_boxes, DESIGN.md section 4),
+/// the tile the check sizes, and the partial values each rank's data adds up. A rank that
+/// holds nothing (a program on device sets) or an empty box is drawn as empty. Throws
+/// redist_error if the program is not well-formed (runtime/program_check.hpp).
 inline std::vector<device_boxes> program_boxes(const program& p) {
   const detail::program_shapes shapes = detail::check_program(p);
   if (!shapes.error.empty()) throw redist_error(errc::runtime, shapes.error);
-  std::vector<device_boxes> states{device_boxes_of(p.m, p.source)};
-  const std::uint64_t D = p.m.devices;
+  const std::uint64_t W = p.world_size();
+  if (W > max_draw_devices)
+    throw redist_error(errc::capacity, fmt::format("the world has {} ranks, too many to draw (at most {})", W,
+                                                   max_draw_devices));
   const auto R = static_cast<std::uint64_t>(p.source.rank);
-  for (const step& s : p.steps) {
-    const device_boxes& cur = states.back();
-    device_boxes next = cur;
-    auto lo = [&](std::uint64_t r, int d) -> std::uint64_t { return cur.lo[r * R + static_cast<std::uint64_t>(d)]; };
-    auto set_lo = [&](std::uint64_t r, int d, std::uint64_t v) { next.lo[r * R + static_cast<std::uint64_t>(d)] = v; };
-    auto split = [&](int d, std::uint64_t n) {  // the extent of one chunk of dimension d
-      return next.tile[static_cast<std::size_t>(d)] = cur.tile[static_cast<std::size_t>(d)] / n;
-    };
-    switch (s.kind) {
-      case op::allgather:
-      case op::alltoall: {
-        // One dimension or a fused grid of them (program.hpp).
-        const step_grid cg = s.concat_dims(), sg = s.kind == op::alltoall ? s.split_dims() : step_grid{};
-        std::uint64_t e[max_dims]{};
-        for (int q = 0; q < sg.n; ++q) e[q] = split(sg.dim[q], sg.parts[q]);
-        for (int q = 0; q < cg.n; ++q) next.tile[static_cast<std::size_t>(cg.dim[q])] *= cg.parts[q];
-        for (std::size_t g = 0; g < s.group_count(); ++g) {
-          const auto grp = s.group(g);
-          // Member m ends with the blocks of all members concatenated in member order:
-          // the first member's box, grown along the concat dimensions; an alltoall keeps
-          // chunk m along the split dimensions.
-          for (std::uint64_t k = 0; k < s.parts; ++k) {
-            for (int d = 0; d < p.source.rank; ++d) set_lo(grp[k], d, lo(grp[0], d));
-            for (int q = 0; q < sg.n; ++q) set_lo(grp[k], sg.dim[q], lo(grp[0], sg.dim[q]) + sg.digit(k, q) * e[q]);
-            next.partials[grp[k]] = cur.partials[grp[0]];
+  std::vector<device_boxes> states;
+  for (std::size_t i = 0; i < shapes.boxes.states.size(); ++i) {
+    device_boxes b;
+    for (int d = 0; d < p.source.rank; ++d) {
+      b.global.push_back(p.source.dims[d].global);
+      b.tile.push_back(shapes.ext[i][d]);
+    }
+    b.lo.resize(W * R);
+    for (std::uint64_t r = 0; r < W; ++r) {
+      const box& x = shapes.boxes.states[i][r];
+      for (std::uint64_t d = 0; d < R; ++d) b.lo[r * R + d] = x.empty() ? b.global[d] : x.lo[d];
+    }
+    if (i == 0) {  // rank r (mesh position q) holds the source's partial number sum_index(q)
+      b.partials.resize(W);
+      for (std::uint64_t r = 0; r < W; ++r)
+        if (const std::int64_t q = p.source_position(r); q >= 0)
+          b.partials[r] = {static_cast<std::uint32_t>(sum_index(p.m, p.source, static_cast<std::uint64_t>(q)))};
+      b.total_partials = static_cast<std::uint32_t>(sum_parts(p.m, p.source));
+    } else {  // the partials follow the data: gathered from one member, moved, or reduced
+      const step& s = p.steps[i - 1];
+      const device_boxes& cur = states.back();
+      b.partials = cur.partials;
+      b.total_partials = cur.total_partials;
+      switch (s.kind) {
+        case op::allgather:
+        case op::alltoall:
+          for (std::size_t g = 0; g < s.group_count(); ++g)
+            for (rank_t k : s.group(g)) b.partials[k] = cur.partials[s.group(g)[0]];
+          break;
+        case op::allpermute:
+          for (std::uint64_t r = 0; r < W; ++r) b.partials[s.dest[r]] = cur.partials[r];
+          break;
+        case op::allreduce:
+        case op::reducescatter:
+          for (std::size_t g = 0; g < s.group_count(); ++g) {
+            std::vector<std::uint32_t> sum;
+            for (rank_t r : s.group(g)) sum.insert(sum.end(), cur.partials[r].begin(), cur.partials[r].end());
+            std::sort(sum.begin(), sum.end());
+            sum.erase(std::unique(sum.begin(), sum.end()), sum.end());
+            for (rank_t r : s.group(g)) b.partials[r] = sum;
           }
+          break;
+        case op::exchange: {  // whole values only (program_check): a holder has every partial
+          std::vector<std::uint32_t> all(cur.total_partials);
+          for (std::uint32_t k = 0; k < cur.total_partials; ++k) all[k] = k;
+          for (std::uint64_t r = 0; r < W; ++r) b.partials[r] = s.holds_after(r) ? all : std::vector<std::uint32_t>{};
+          break;
         }
-        break;
-      }
-      case op::dynslice: {
-        const std::uint64_t e = split(s.split_dim, s.parts);
-        for (std::uint64_t r = 0; r < D; ++r) set_lo(r, s.split_dim, lo(r, s.split_dim) + s.index[r] * e);
-        break;
-      }
-      case op::allpermute: {
-        for (std::uint64_t r = 0; r < D; ++r) {
-          for (int d = 0; d < p.source.rank; ++d) set_lo(s.dest[r], d, lo(r, d));
-          next.partials[s.dest[r]] = cur.partials[r];
-        }
-        break;
-      }
-      case op::allreduce:
-      case op::reducescatter: {
-        const std::uint64_t n = s.parts;
-        const std::uint64_t e = s.kind == op::reducescatter ? split(s.split_dim, n) : 0;
-        for (std::size_t g = 0; g < s.group_count(); ++g) {
-          const auto grp = s.group(g);
-          std::vector<std::uint32_t> sum;
-          for (rank_t r : grp) sum.insert(sum.end(), cur.partials[r].begin(), cur.partials[r].end());
-          std::sort(sum.begin(), sum.end());
-          sum.erase(std::unique(sum.begin(), sum.end()), sum.end());
-          for (std::uint64_t k = 0; k < n; ++k) {
-            next.partials[grp[k]] = sum;
-            if (s.kind == op::reducescatter) set_lo(grp[k], s.split_dim, lo(grp[k], s.split_dim) + k * e);
-          }
-        }
-        break;
-      }
-      case op::exchange: {  // every rank ends with its listed box, in a tile the check sized
-        const extents& after = shapes.ext[states.size()];
-        for (int d = 0; d < p.source.rank; ++d) next.tile[static_cast<std::size_t>(d)] = after[d];
-        for (std::uint64_t r = 0; r < D; ++r)
-          for (int d = 0; d < p.source.rank; ++d) set_lo(r, d, s.box_lo(r, p.source.rank, d));
-        break;
+        default: break;
       }
     }
-    if (p.uneven() && s.kind != op::exchange) {  // boxes of different lengths: follow them
-      const box_trace t = trace_boxes(p, states.size());
-      const extents& after = shapes.ext[states.size()];
-      for (int d = 0; d < p.source.rank; ++d) {
-        next.tile[static_cast<std::size_t>(d)] = after[d];
-        for (std::uint64_t r = 0; r < D; ++r) set_lo(r, d, t.boxes[r].lo[static_cast<std::size_t>(d)]);
-      }
-    }
-    states.push_back(std::move(next));
+    states.push_back(std::move(b));
   }
   return states;
 }
@@ -653,8 +636,16 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
   using namespace detail::pic;
   const std::vector<device_boxes> states = program_boxes(p);
   const std::uint64_t bound = std::max<std::uint64_t>(p.memory_bound_elements, 1);
-  const std::string title = fmt::format("redist program on {}: {} -> {}, {}-byte elements", mesh_text(p.m).str(),
-                                        type_text(p.m, p.source).str(), type_text(p.m, p.target).str(), p.element_bytes);
+  auto placed = [](const device_mesh& m, const std::vector<rank_t>& d) {
+    return placed_mesh_text(placed_mesh{m, std::vector<std::uint32_t>(d.begin(), d.end())});
+  };
+  const std::string title =
+      p.placed() ? fmt::format("redist program on a world of {} ranks: {} on {} -> {} on {}, {}-byte elements",
+                               p.world_size(), type_text(p.m, p.source).str(), placed(p.m, p.source_devices),
+                               type_text(p.target_mesh(), p.target).str(),
+                               placed(p.target_mesh(), p.two_meshes ? p.target_devices : p.source_devices), p.element_bytes)
+                 : fmt::format("redist program on {}: {} -> {}, {}-byte elements", mesh_text(p.m).str(),
+                               type_text(p.m, p.source).str(), type_text(p.m, p.target).str(), p.element_bytes);
   const std::string totals = fmt::format("total {} B per device | peak {} | bound {} elements | {}", p.cost_bytes(),
                                          p.peak_local_elements, p.memory_bound_elements,
                                          p.memory_efficient() ? "memory-efficient" : "NOT memory-efficient");
@@ -669,7 +660,8 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
     } else {
       const step& s = p.steps[i - 1];
       caption = {fmt::format("after step {}: {}", i, op_name(s.kind)),
-                 s.type_exact ? type_text(p.m, s.type_after).str() : std::string("(a type up to a device permutation)")};
+                 s.type_exact ? type_text(p.mesh_after(i - 1), s.type_after).str() + (s.on_target && p.two_meshes ? " (target mesh)" : "")
+                              : std::string("(a type up to a device permutation)")};
       // The collective between the previous panel and this one.
       std::vector<std::string> lines{std::string(op_name(s.kind))};
       auto dims = [](const step_grid& g) {
@@ -683,8 +675,10 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
       else if (s.concat_dim >= 0) lines.push_back(fmt::format("gather dim {}", s.concat_dim));
       else if (s.split_dim >= 0) lines.push_back(fmt::format("split dim {} in {}", s.split_dim, s.parts));
       if (s.kind == op::exchange && p.source.rank > 0) {
+        std::uint64_t r0 = 0;  // the first rank that holds a box after it
+        while (r0 + 1 < p.world_size() && !s.holds_after(r0)) ++r0;
         std::vector<std::uint64_t> ext;
-        for (int d = 0; d < p.source.rank; ++d) ext.push_back(s.box_hi(0, p.source.rank, d) - s.box_lo(0, p.source.rank, d));
+        for (int d = 0; d < p.source.rank; ++d) ext.push_back(s.box_hi(r0, p.source.rank, d) - s.box_lo(r0, p.source.rank, d));
         lines.push_back(fmt::format("to boxes of [{}]", fmt::join(ext, ", ")));
       }
       if (s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange)

@@ -226,14 +226,15 @@ struct box_trace {
   std::string error;  ///< empty on success
 };
 
-/// Follow the boxes of a program that program_check accepted up to the groups and shapes.
-inline box_trace trace_boxes(const program& p, std::size_t upto) {
-  box_trace t;
+/// The box semantics of DESIGN.md section 4, in one place: every world rank's box after
+/// step `si` of p, from `cur`, its boxes before it, into `next`; "" or the problem. Ranks
+/// that hold nothing have the empty box (program.hpp, format 2). It trusts what
+/// program_check checks of the step's groups, ranks and dimensions.
+inline std::string step_boxes(const program& p, std::size_t si, const std::vector<box>& cur, std::vector<box>& next) {
   const std::uint64_t D = p.world_size();
   const int R = p.source.rank;
-  std::vector<box>& cur = t.boxes;
-  cur = source_boxes(p);
   const bool uneven = p.uneven();
+  const step& s = p.steps[si];
   // Chunk m of n along d: equal chunks (alltoall, reducescatter; `problem` if the extent
   // does not split), or ceil-sized ones, the last short or empty (dynslice).
   auto chunk = [](const box& b, int d, std::uint64_t n, std::uint64_t m, bool ceil, std::string* problem) {
@@ -257,77 +258,97 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
     }
     return {};
   };
-  std::vector<box> next, parts;
+  std::vector<box> parts;
   std::vector<std::uint64_t> padded(static_cast<std::size_t>(R), 0);  // the tile: the longest box per dimension
-  for (std::size_t si = 0; si < upto && si < p.steps.size(); ++si) {
-    const step& s = p.steps[si];
-    next = cur;
-    std::string problem;
-    if (s.kind == op::reducescatter && uneven && s.split_dim >= 0 && s.split_dim < R && s.parts > 0) {
-      // On uneven tiles (DESIGN.md section 2) every rank's buffer is the padded tile, split
-      // into chunks of ceil(extent / parts) along split_dim (the last ones short or empty
-      // where the parts do not divide it: the executor pads the send); member m gets chunk m.
-      const auto d = static_cast<std::size_t>(s.split_dim);
-      padded[d] = 0;
-      for (const box& b : cur) padded[d] = std::max(padded[d], b.extent(s.split_dim));
-    }
-    switch (s.kind) {
-      case op::allgather:
-      case op::alltoall:
-      case op::reducescatter:
-      case op::allreduce:
-        for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
-          const auto grp = s.group(g);
-          if (s.fused()) {  // grids of even chunks (program.hpp), on even programs
-            for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
-              parts.clear();
-              for (rank_t k : grp) parts.push_back(s.kind == op::alltoall ? grid_chunk(cur[k], s.split_grid, m, problem) : cur[k]);
-              if (problem.empty()) problem = grid_concat(parts, s.concat_grid, next[grp[m]]);
-            }
-            continue;
-          }
+  next = cur;
+  std::string problem;
+  if (s.kind == op::reducescatter && uneven && s.split_dim >= 0 && s.split_dim < R && s.parts > 0) {
+    // On uneven tiles (DESIGN.md section 2) every rank's buffer is the padded tile, split
+    // into chunks of ceil(extent / parts) along split_dim (the last ones short or empty
+    // where the parts do not divide it: the executor pads the send); member m gets chunk m.
+    const auto d = static_cast<std::size_t>(s.split_dim);
+    padded[d] = 0;
+    for (const box& b : cur) padded[d] = std::max(padded[d], b.extent(s.split_dim));
+  }
+  switch (s.kind) {
+    case op::allgather:
+    case op::alltoall:
+    case op::reducescatter:
+    case op::allreduce:
+      for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
+        const auto grp = s.group(g);
+        if (s.fused()) {  // grids of even chunks (program.hpp), on even programs
           for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
-            box b;
             parts.clear();
-            for (rank_t k : grp)  // uneven programs: ceil-sized chunks (docs/reference.md)
-              parts.push_back(s.kind == op::alltoall ? chunk(cur[k], s.split_dim, s.parts, m, uneven, &problem) : cur[k]);
-            if (!problem.empty()) break;
-            if (s.kind == op::allreduce || s.kind == op::reducescatter) {
-              for (const box& x : parts)
-                if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
-              b = parts[0];
-              if (s.kind == op::reducescatter && uneven) {  // ceil-sized chunks of the padded tile, clipped to the box
-                const auto d = static_cast<std::size_t>(s.split_dim);
-                const std::uint64_t c = ceil_div(padded[d], s.parts);
-                b.lo[d] = std::min(parts[0].lo[d] + m * c, parts[0].hi[d]);
-                b.hi[d] = std::min(parts[0].lo[d] + (m + 1) * c, parts[0].hi[d]);
-              } else if (s.kind == op::reducescatter) {
-                b = chunk(parts[0], s.split_dim, s.parts, m, false, &problem);
-              }
-            } else {
-              problem = concat(parts, s.concat_dim, b);
-            }
-            next[grp[m]] = b;
+            for (rank_t k : grp) parts.push_back(s.kind == op::alltoall ? grid_chunk(cur[k], s.split_grid, m, problem) : cur[k]);
+            if (problem.empty()) problem = grid_concat(parts, s.concat_grid, next[grp[m]]);
           }
+          continue;
         }
-        break;
-      case op::dynslice:
-        for (std::uint64_t r = 0; r < D; ++r) next[r] = chunk(cur[r], s.split_dim, s.parts, s.index[r], true, nullptr);
-        break;
-      case op::allpermute:
-        for (std::uint64_t r = 0; r < D; ++r) next[s.dest[r]] = cur[r];
-        break;
-      case op::exchange:
-        for (std::uint64_t r = 0; r < D; ++r) next[r] = step_box(s, R, r);
-        break;
-    }
-    if (!problem.empty()) {
-      t.error = "step " + std::to_string(si) + " (" + std::string(op_name(s.kind)) + "): " + problem;
-      return t;
-    }
-    std::swap(cur, next);
+        for (std::size_t m = 0; m < grp.size() && problem.empty(); ++m) {
+          box b;
+          parts.clear();
+          for (rank_t k : grp)  // uneven programs: ceil-sized chunks (docs/reference.md)
+            parts.push_back(s.kind == op::alltoall ? chunk(cur[k], s.split_dim, s.parts, m, uneven, &problem) : cur[k]);
+          if (!problem.empty()) break;
+          if (s.kind == op::allreduce || s.kind == op::reducescatter) {
+            for (const box& x : parts)
+              if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
+            b = parts[0];
+            if (s.kind == op::reducescatter && uneven) {  // ceil-sized chunks of the padded tile, clipped to the box
+              const auto d = static_cast<std::size_t>(s.split_dim);
+              const std::uint64_t c = ceil_div(padded[d], s.parts);
+              b.lo[d] = std::min(parts[0].lo[d] + m * c, parts[0].hi[d]);
+              b.hi[d] = std::min(parts[0].lo[d] + (m + 1) * c, parts[0].hi[d]);
+            } else if (s.kind == op::reducescatter) {
+              b = chunk(parts[0], s.split_dim, s.parts, m, false, &problem);
+            }
+          } else {
+            problem = concat(parts, s.concat_dim, b);
+          }
+          next[grp[m]] = b;
+        }
+      }
+      break;
+    case op::dynslice:
+      for (std::uint64_t r = 0; r < D; ++r) next[r] = chunk(cur[r], s.split_dim, s.parts, s.index[r], true, nullptr);
+      break;
+    case op::allpermute:
+      for (std::uint64_t r = 0; r < D; ++r) next[s.dest[r]] = cur[r];
+      break;
+    case op::exchange:
+      for (std::uint64_t r = 0; r < D; ++r) next[r] = step_box(s, R, r);
+      break;
+  }
+  return problem.empty() ? problem : "step " + std::to_string(si) + " (" + std::string(op_name(s.kind)) + "): " + problem;
+}
+
+/// Every world rank's box before each step of p and after the last (states[i]: before step
+/// i), computed once, up to the first step that cannot be followed (then `error`, and
+/// states ends before that step).
+struct box_states {
+  std::vector<std::vector<box>> states;
+  std::string error;  ///< empty on success
+};
+
+/// Follow the boxes of a program that program_check accepted up to the groups and shapes,
+/// through its first `upto` steps (all by default).
+inline box_states trace_states(const program& p, std::size_t upto = SIZE_MAX) {
+  box_states t;
+  t.states.push_back(source_boxes(p));
+  for (std::size_t si = 0; si < upto && si < p.steps.size(); ++si) {
+    std::vector<box> next;
+    t.error = step_boxes(p, si, t.states.back(), next);
+    if (!t.error.empty()) return t;
+    t.states.push_back(std::move(next));
   }
   return t;
+}
+
+/// The boxes before step `upto` alone (trace_states keeps all of them).
+inline box_trace trace_boxes(const program& p, std::size_t upto) {
+  box_states t = trace_states(p, upto);
+  return {std::move(t.states.back()), std::move(t.error)};
 }
 
 /// One piece of an exchange: receiver `to` gets box `b` (global indices) from `from`.
@@ -541,21 +562,18 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
 
 /// The plan of step `s` of program p (which program_check accepted up to the boxes), a
 /// step that moves_as_exchange: an exchange's by the sender rule above, another step's by
-/// plan_collective_pieces.
-inline exchange_plan plan_exchange(const program& p, std::size_t s) {
-  box_trace t = trace_boxes(p, s);
-  box_trace next = p.steps[s].kind == op::exchange ? box_trace{} : trace_boxes(p, s + 1);
-  if (t.error.empty()) t.error = std::move(next.error);
-  if (!t.error.empty()) {
+/// plan_collective_pieces; from the boxes of trace_states (at least through step s).
+inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_states& t) {
+  if (t.states.size() <= s + 1) {
     exchange_plan x;
-    x.error = std::move(t.error);
+    x.error = t.error.empty() ? "the boxes are not followed through step " + std::to_string(s) : t.error;
     return x;
   }
-  if (p.steps[s].kind != op::exchange) return plan_collective_pieces(p, s, std::move(t.boxes), std::move(next.boxes));
-  std::vector<box> after(p.world_size());
-  for (std::uint64_t r = 0; r < after.size(); ++r) after[r] = step_box(p.steps[s], p.source.rank, r);
-  return plan_exchange(t.boxes, after);
+  if (p.steps[s].kind != op::exchange) return plan_collective_pieces(p, s, t.states[s], t.states[s + 1]);
+  return plan_exchange(t.states[s], t.states[s + 1]);
 }
+/// The same, following the boxes up to step s.
+inline exchange_plan plan_exchange(const program& p, std::size_t s) { return plan_exchange(p, s, trace_states(p, s + 1)); }
 
 /// The most elements one rank receives in a run of p: the steps that move boxes as
 /// exchanges (program.hpp moves_as_exchange: the exchange, and the collectives of a program
@@ -567,12 +585,13 @@ inline exchange_plan plan_exchange(const program& p, std::size_t s) {
 /// exact per rank.
 inline std::uint64_t run_received_elements(const program& p) {
   const std::uint64_t D = p.world_size();
+  const box_states states = trace_states(p);
   std::vector<std::uint64_t> got(D, 0);
   std::uint64_t local = local_size(p.m, p.source), all = 0;
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     if (moves_as_exchange(p, i)) {
-      const exchange_plan x = plan_exchange(p, i);
+      const exchange_plan x = plan_exchange(p, i, states);
       if (x.error.empty())
         for (std::uint64_t r = 0; r < D; ++r) got[r] += x.received[r];
       else

@@ -57,11 +57,13 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
   double t = 0;
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
+  box_states states;  // followed once, where a step runs as an exchange
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     const bool as_exchange = moves_as_exchange(p, i) && s.kind != op::dynslice;
     if (as_exchange || s.kind == op::exchange) {
-      const exchange_plan x = plan_exchange(p, i);
+      if (states.states.empty()) states = trace_states(p);
+      const exchange_plan x = plan_exchange(p, i, states);
       // The busiest rank's link: what it receives, or what it sends (a source rank feeding
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);

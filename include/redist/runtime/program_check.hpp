@@ -30,6 +30,7 @@ struct program_shapes {
   bool sums = false;         ///< the program adds partial values (allreduce, reducescatter)
   unsigned reductions = 0;   ///< bit r: some step reduces by reduction r (core/dtype.hpp)
   std::vector<exchange_plan> exchanges;  ///< per step: the pieces of an exchange (empty for other ops)
+  box_states boxes;          ///< every world rank's box before each step and after the last
   /// Per world rank, 1 if it holds a tile before the first exchange that moves tiles to
   /// other ranks (format 2, program.hpp) and after it; both all ones in format 1.
   std::vector<std::uint8_t> holds_before, holds_after;
@@ -159,6 +160,7 @@ inline program_shapes check_program(const program& p) {
   const int uneven_at = p.uneven_at();
   s.ext.push_back(x);
   s.cap = x.size();
+  s.boxes.states.push_back(source_boxes(p));
   auto dim_ok = [&](int d) { return d >= 0 && d < R; };
   // The problem with a step's groups (allgather, alltoall, allreduce, reducescatter), or "":
   // they partition the ranks that hold tiles (all D ranks in format 1).
@@ -254,16 +256,18 @@ inline program_shapes check_program(const program& p) {
         }
         break;
     }
-    if (problem.empty() && uneven_at >= 0 && st.kind != op::exchange) {
+    if (!problem.empty()) return fail(name + ": " + problem);
+    // The boxes after the step (exchange.hpp step_boxes, the one statement of the semantics).
+    std::vector<box> next;
+    if (std::string e = step_boxes(p, i, s.boxes.states.back(), next); !e.empty()) return fail(e);
+    s.boxes.states.push_back(std::move(next));
+    if (uneven_at >= 0 && st.kind != op::exchange) {
       // The tile after the step: the longest box per dimension (DESIGN.md section 2).
-      const box_trace t = trace_boxes(p, i + 1);
-      if (!t.error.empty()) return fail(t.error);
       for (int d = 0; d < R; ++d) {
         x[d] = 0;
-        for (const box& b : t.boxes) x[d] = std::max(x[d], b.extent(d));
+        for (const box& b : s.boxes.states.back()) x[d] = std::max(x[d], b.extent(d));
       }
     }
-    if (!problem.empty()) return fail(name + ": " + problem);
     if (st.after.rank == R) {  // the recorded shape (tiles per dimension), when present
       for (int d = 0; d < R; ++d)
         if (st.after.parts[d] == 0 ||
@@ -280,7 +284,7 @@ inline program_shapes check_program(const program& p) {
   if (!(x == want))
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));
-  if (placed || p.count(op::exchange) > 0 || uneven_at >= 0) {  // follow the boxes: the pieces and the end
+  {  // the pieces of the steps that run as exchanges, and the end
     // Partial sums are allowed only when reductions before the first exchange add all of
     // them (the uneven plans of lower/synthesize.hpp: allreduce, then exchange).
     std::uint64_t reduced = 1;
@@ -298,15 +302,14 @@ inline program_shapes check_program(const program& p) {
     s.exchanges.resize(p.steps.size());
     for (std::size_t i = 0; i < p.steps.size(); ++i)
       if (moves_as_exchange(p, i)) {
-        s.exchanges[i] = plan_exchange(p, i);
+        s.exchanges[i] = plan_exchange(p, i, s.boxes);
         if (!s.exchanges[i].error.empty()) return fail(step_name(p, i) + ": " + s.exchanges[i].error);
       }
-    const box_trace end = trace_boxes(p, p.steps.size());
-    if (!end.error.empty()) return fail(end.error);
+    const std::vector<box>& end = s.boxes.states.back();
     const std::vector<box> want_boxes = target_boxes(p);
     for (std::uint64_t r = 0; r < D; ++r)
-      if (const box& t = want_boxes[r]; !(end.boxes[r] == t))
-        return fail("the program leaves rank " + std::to_string(r) + " with the box " + box_text(end.boxes[r]) +
+      if (const box& t = want_boxes[r]; !(end[r] == t))
+        return fail("the program leaves rank " + std::to_string(r) + " with the box " + box_text(end[r]) +
                     ", its target tile is " + box_text(t));
   }
   return s;
