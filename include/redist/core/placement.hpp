@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/lex.hpp"
 #include "redist/core/mesh.hpp"
@@ -150,5 +151,12 @@ inline std::string placed_mesh_text(const placed_mesh& pm) {
   for (std::size_t i = 0; i < pm.devices.size(); ++i) s += (i ? ", " : "") + std::to_string(pm.devices[i]);
   return s + "]";
 }
+
+/// A type on a placed mesh: what a notation that names devices (XLA's HloSharding, Shardy's
+/// mesh with device_ids) says in one value.
+struct placed_type {
+  placed_mesh pm;
+  dist_type type;
+};
 
 }  // namespace redist
