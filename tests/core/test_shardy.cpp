@@ -284,3 +284,30 @@ TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") 
   CHECK_THROWS_WITH(redist::to_shardy(pm, redist::parse_type(pm.mesh, "[12, 12] max{x}")),
                     Catch::StartsWith("pending max values have no Shardy spelling"));
 }
+
+TEST_CASE("every prefix of a mesh or sharding parses or is refused with a redist_error", "[core][shardy][fuzz]") {
+  std::size_t refused = 0;
+  for (const auto& c : shardy_cases) {
+    const redist::placed_mesh pm = redist::from_shardy_mesh(c.mesh);
+    const std::string m = c.mesh, s = c.sharding;
+    for (std::size_t n = 0; n <= m.size(); ++n) {
+      try {
+        redist::from_shardy_mesh(m.substr(0, n));
+      } catch (const redist::redist_error& e) {
+        ++refused;
+        CHECK(e.column() <= static_cast<int>(n));
+      }
+    }
+    for (std::size_t n = 0; n <= s.size(); ++n) {
+      bool ok = true;
+      try {
+        ok = redist::check(pm.mesh, redist::from_shardy(pm, s.substr(0, n), c.global)).ok();
+      } catch (const redist::redist_error& e) {
+        ++refused;
+        CHECK(e.column() <= static_cast<int>(n));
+      }
+      CHECK(ok);
+    }
+  }
+  CHECK(refused > 1000);
+}

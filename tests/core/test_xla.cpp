@@ -194,6 +194,11 @@ TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]0,1,1,3}", g2),
                     "device 1 is listed twice (at column 19 of '{devices=[2,2]0,1,1,3}')");
   CHECK(column_of("{devices=[2,2]0,1,1,3}", g2) == 18);
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[4]9,1,9,1}", shape{4}), Catch::StartsWith("device 9 is listed twice (at column 17"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2]0,4294967296}", shape{4}),
+                    Catch::StartsWith("a device id must be below 2^32 (at column 15"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2048,1024]<=[2097152]}", shape{4096, 4096}),
+                    Catch::StartsWith("the tile assignment has more than 2^20 devices (at column 10"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[2,2]T(0,0)}", g2),
                     Catch::StartsWith("transpose index 0 is listed twice (at column 26"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[2,2]T(2,0)}", g2),
@@ -222,4 +227,26 @@ TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_as 1}", g2), Catch::StartsWith("unknown attribute 'shard_as'"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4]", g2), Catch::Contains("but the text ended"));
   CHECK_THROWS_WITH(redist::from_xla("{maximal device=x}", g2), Catch::StartsWith("expected a number"));
+}
+
+TEST_CASE("every prefix of a sharding parses or is refused with a redist_error", "[core][xla][fuzz]") {
+  std::size_t refused = 0;
+  for (const auto& c : xla_cases) {
+    const std::string s = c.text;
+    for (std::size_t n = 0; n <= s.size(); ++n) {
+      bool ok = true;
+      try {
+        const auto p = redist::from_xla(s.substr(0, n), c.global, 2);
+        ok = redist::check(p.pm.mesh, p.type).ok();
+      } catch (const redist::redist_error& e) {
+        ++refused;
+        CHECK(e.column() <= static_cast<int>(n));
+      }
+      CHECK(ok);
+    }
+  }
+  CHECK(refused > 500);
+  // HLO text writes the sharding as an attribute.
+  CHECK(redist::to_xla(redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).pm,
+                       redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).type) == "{devices=[2,1]<=[2]}");
 }

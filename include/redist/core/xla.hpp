@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "redist/core/config.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/jax.hpp"
@@ -41,8 +42,8 @@
 namespace redist {
 
 namespace detail {
-/// The most devices a sharding notation builds a device list for.
-inline constexpr std::uint64_t max_sharding_devices = std::uint64_t{1} << 24;
+/// The most devices a sharding notation builds a device list for (as many as a program has).
+inline constexpr std::uint64_t max_sharding_devices = max_program_devices;
 
 /// The ids of transpose(reshape(iota(D), dims), perm), row-major.
 inline std::vector<std::uint64_t> transposed_iota(const std::vector<std::uint64_t>& dims, const std::vector<int>& perm) {
@@ -119,8 +120,8 @@ std::string joined(const std::vector<T>& v, std::string_view sep) {
 }
 }  // namespace detail
 
-/// Parse an HloSharding (`{devices=[2,1,2]<=[4] last_tile_dim_replicate}`, braces optional,
-/// `metadata={...}` skipped) for an array of the given global shape; `devices` is the device
+/// Parse an HloSharding (`{devices=[2,1,2]<=[4] last_tile_dim_replicate}`; braces optional,
+/// a leading `sharding=` and `metadata={...}` skipped) for an array of the given global shape; `devices` is the device
 /// count of `{replicated}`. Throws redist_error naming the column.
 inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> global, std::uint64_t devices = 1) {
   if (error e = detail::check_text_length(s); !e.ok()) throw redist_error(e);
@@ -136,6 +137,12 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
     if (!sc.integer(v)) fail();
     return col;
   };
+  if (detail::is_ident_start(sc.peek())) {  // `sharding={...}` as an HLO instruction writes it
+    const int at = sc.pos;
+    std::string_view w;
+    sc.name(w);
+    if (w != "sharding" || !sc.accept('=')) sc.pos = at;
+  }
   const bool braced = sc.accept('{');
   sc.skip();
   const int kcol = sc.pos;
@@ -150,7 +157,6 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
 
   placed_type out;
   std::vector<std::uint64_t> dims, ids;  // the tile assignment
-  std::vector<int> id_cols;             // columns of explicit ids
   int dims_col = -1;
   bool replicate = false;
   int subgroups = 0;  // replicated subgroup dimensions (last_tile_dim_replicate counts one)
@@ -184,7 +190,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
     std::uint64_t total = 1;
     for (std::uint64_t d : dims)
       if (!detail::mul_ok(total, d, total) || total > detail::max_sharding_devices)
-        fail_at(errc::capacity, "the tile assignment has more than 2^24 devices", dims_col);
+        fail_at(errc::capacity, "the tile assignment has more than 2^20 devices", dims_col);
     sc.skip();
     if (sc.accept('<')) {  // <=[dims] or <=[dims]T(perm)
       if (!sc.expect('=', "'=' of '<='")) fail();
@@ -199,7 +205,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
         if (d == 0) fail_at(errc::bad_size, "an iota dimension of size 0", col);
         reshape.push_back(d);
         if (!detail::mul_ok(n, d, n) || n > detail::max_sharding_devices)
-          fail_at(errc::capacity, "the iota has more than 2^24 devices", rcol);
+          fail_at(errc::capacity, "the iota has more than 2^20 devices", rcol);
       } while (sc.accept(','));
       if (!sc.expect(']', "',' or ']' in the iota dimensions")) fail();
       if (n != total)
@@ -237,9 +243,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
       }
       ids = detail::transposed_iota(reshape, perm);
     } else {
-      std::vector<std::int64_t> seen_at;  // by id, for ids below the assignment's size
-      std::vector<std::uint64_t> big;     // ids beyond it, checked by search (rare)
-      seen_at.assign(total, -1);
+      std::vector<int> id_cols;
       do {
         std::uint64_t v = 0;
         const int col = integer(v);
@@ -249,15 +253,6 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
                   "the tile assignment [" + detail::joined(dims, ",") + "] has " + std::to_string(total) +
                       " tiles but more devices are listed",
                   col);
-        bool twice = false;
-        if (v < total) {
-          twice = seen_at[v] >= 0;
-          seen_at[v] = static_cast<std::int64_t>(ids.size());
-        } else {
-          twice = std::find(big.begin(), big.end(), v) != big.end();
-          big.push_back(v);
-        }
-        if (twice) fail_at(errc::repeated_axis, "device " + std::to_string(v) + " is listed twice", col);
         ids.push_back(v);
         id_cols.push_back(col);
       } while (sc.accept(','));
@@ -268,6 +263,16 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
                     " tiles but " + std::to_string(ids.size()) + " devices are listed",
                 sc.pos);
       }
+      // A repeated id: the first repeat in the text.
+      std::vector<std::pair<std::uint64_t, std::size_t>> by_id;
+      for (std::size_t i = 0; i < ids.size(); ++i) by_id.emplace_back(ids[i], i);
+      std::sort(by_id.begin(), by_id.end());
+      std::size_t repeat = ids.size();
+      for (std::size_t i = 1; i < by_id.size(); ++i)
+        if (by_id[i].first == by_id[i - 1].first) repeat = std::min(repeat, by_id[i].second);
+      if (repeat < ids.size())
+        fail_at(errc::repeated_axis, "device " + std::to_string(ids[repeat]) + " is listed twice",
+                id_cols[repeat]);
     }
   } else {
     fail_at(errc::syntax, "unknown sharding '" + std::string(kind) + "' (expected replicated, maximal or devices=[...])", kcol);
@@ -386,7 +391,7 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
   for (int d = 0; d < t.rank; ++d) split = split || t.dims[d].n > 0;
   if (!split && pm.identity()) return "{replicated}";
   if (D > detail::max_sharding_devices)
-    throw redist_error(errc::capacity, "the mesh has " + std::to_string(D) + " devices, more than the 2^24 an HloSharding is written for");
+    throw redist_error(errc::capacity, "the mesh has " + std::to_string(D) + " devices, more than the 2^20 an HloSharding is written for");
   std::vector<std::uint64_t> shape;
   std::uint64_t tiles = 1;
   for (int d = 0; d < t.rank; ++d) {
