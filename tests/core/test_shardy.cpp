@@ -311,3 +311,25 @@ TEST_CASE("every prefix of a mesh or sharding parses or is refused with a redist
   }
   CHECK(refused > 1000);
 }
+
+TEST_CASE("device lists are checked without a table of the world's ranks", "[core][shardy][placement]") {
+  // A world of 2^32 ranks and a mesh of 2^60 devices without a list cost nothing.
+  const redist::placed_mesh big = redist::from_shardy_mesh(R"(<["x"=2], device_ids=[4000000000, 0]>)");
+  CHECK(big.min_world() == 4000000001);
+  const redist::placed_mesh huge = redist::from_shardy_mesh(R"(<["x"=1152921504606846976]>)");
+  CHECK(redist::check_placement(huge, 0).ok());
+  CHECK(redist::from_shardy(huge, R"(<mesh<["x"=1152921504606846976]>, [{"x"}]>)", shape{8}).dims[0].n == 60);
+  // The first problem in list order is reported, as before.
+  redist::placed_mesh p;
+  p.mesh = redist::parse_mesh("{x: 3}");
+  p.devices = {9, 1, 1};
+  CHECK(redist::check_placement(p, 4).message.view() == "device 9 (position 0) is not a rank of the world of 4 ranks");
+  redist::placed_mesh q;
+  q.mesh = redist::parse_mesh("{x: 4}");
+  q.devices = {1, 3, 3, 9};
+  CHECK(redist::check_placement(q, 4).message.view() == "device 3 is listed twice (positions 1 and 2)");
+  CHECK_THROWS_WITH(redist::parse_placed_mesh("{x: 4} @ [5, 2, 7, 2]"),
+                    "device 2 is listed twice (positions 1 and 3) (at column 20 of '{x: 4} @ [5, 2, 7, 2]')");
+  CHECK_THROWS_WITH(redist::from_shardy_mesh(R"(<["x"=4], device_ids=[5, 7, 5, 7]>)"),
+                    Catch::StartsWith("device 5 is listed twice (positions 0 and 2) (at column 29"));
+}
