@@ -283,6 +283,8 @@ TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") 
   // Printing what Shardy cannot say.
   CHECK_THROWS_WITH(redist::to_shardy(pm, redist::parse_type(pm.mesh, "[12, 12] max{x}")),
                     Catch::StartsWith("pending max values have no Shardy spelling"));
+  const redist::placed_mesh q = redist::parse_placed_mesh(R"({'say "x"': 2})");
+  CHECK_THROWS_WITH(redist::to_shardy_mesh(q), Catch::Contains("holds a quote or backslash"));
 }
 
 TEST_CASE("every prefix of a mesh or sharding parses or is refused with a redist_error", "[core][shardy][fuzz]") {

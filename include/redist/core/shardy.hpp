@@ -125,8 +125,9 @@ inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>&
   if (a < 0) {
     std::string names;
     for (int i = 0; i < m.naxes; ++i) names += (i ? ", \"" : "\"") + std::string(m.names[i].view()) + "\"";
-    sc.err = error::make(errc::unknown_axis,
-                         "unknown axis \"" + std::string(n) + "\" (the mesh has " + (m.naxes ? names : "no axes") + ")", col);
+    sc.err = error::make(
+        errc::unknown_axis,
+        "unknown axis \"" + std::string(n) + "\" (the mesh has " + (m.naxes ? names : "no axes") + ")", col);
     fail();
   }
   int lo = m.sub_begin[a], hi = m.sub_begin[a] + m.sub_count[a];
@@ -177,7 +178,8 @@ inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>&
 inline std::string shardy_name(const device_mesh& m, int a) {
   const std::string_view n = m.names[a].view();
   if (n.find_first_of("\"\\") != std::string_view::npos)
-    throw redist_error(errc::syntax, "axis name '" + std::string(n) + "' holds a quote or backslash, which Shardy text does not get from redist");
+    throw redist_error(errc::syntax, "axis name '" + std::string(n) +
+                                         "' holds a quote or backslash, which redist does not write as Shardy text");
   return "\"" + std::string(n) + "\"";
 }
 
@@ -210,7 +212,8 @@ inline placed_mesh from_shardy_mesh(std::string_view s) {
   if (error e = detail::check_text_length(s); !e.ok()) throw redist_error(e);
   detail::scanner sc{s};
   if (detail::accept_word(sc, "sdy.mesh")) {
-    if (!sc.expect('@', "'@' before the mesh name") || !detail::symbol(sc) || !sc.expect('=', "'=' after the mesh name"))
+    if (!sc.expect('@', "'@' before the mesh name") || !detail::symbol(sc) ||
+        !sc.expect('=', "'=' after the mesh name"))
       throw redist_error(sc.err, s);
   }
   if (!detail::accept_word(sc, "#sdy.mesh")) detail::accept_word(sc, "mesh");

@@ -46,7 +46,8 @@ namespace detail {
 inline constexpr std::uint64_t max_sharding_devices = max_program_devices;
 
 /// The ids of transpose(reshape(iota(D), dims), perm), row-major.
-inline std::vector<std::uint64_t> transposed_iota(const std::vector<std::uint64_t>& dims, const std::vector<int>& perm) {
+inline std::vector<std::uint64_t> transposed_iota(const std::vector<std::uint64_t>& dims,
+                                                  const std::vector<int>& perm) {
   const std::size_t n = dims.size();
   std::vector<std::uint64_t> stride(n, 1);
   for (std::size_t i = n; i-- > 1;) stride[i - 1] = stride[i] * dims[i];
@@ -96,7 +97,8 @@ inline bool find_transposed_iota(const std::vector<std::uint64_t>& ids, std::vec
   }
   std::vector<std::size_t> order(digits.size());  // digits by decreasing stride: the iota's dims
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return digits[a].second > digits[b].second; });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return digits[a].second > digits[b].second; });
   std::uint64_t expect = 1;
   for (std::size_t i = order.size(); i-- > 0;) {
     if (digits[order[i]].second != expect) return false;
@@ -121,8 +123,9 @@ std::string joined(const std::vector<T>& v, std::string_view sep) {
 }  // namespace detail
 
 /// Parse an HloSharding (`{devices=[2,1,2]<=[4] last_tile_dim_replicate}`; braces optional,
-/// a leading `sharding=` and `metadata={...}` skipped) for an array of the given global shape; `devices` is the device
-/// count of `{replicated}`. Throws redist_error naming the column.
+/// a leading `sharding=` and `metadata={...}` skipped) for an array of the given global
+/// shape; `devices` is the device count of `{replicated}`. Throws redist_error naming the
+/// column.
 inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> global, std::uint64_t devices = 1) {
   if (error e = detail::check_text_length(s); !e.ok()) throw redist_error(e);
   detail::scanner sc{s};
@@ -171,7 +174,9 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
     const int dcol = integer(maximal);
     if (maximal > UINT32_MAX) fail_at(errc::overflow, "a device id must be below 2^32", dcol);
   } else if (kind == "manual" || kind == "unknown") {
-    fail_at(errc::rule, "{" + std::string(kind) + "} names no layout of the global array (redist needs tiled, replicated or maximal)",
+    fail_at(errc::rule,
+            "{" + std::string(kind) +
+                "} names no layout of the global array (redist needs tiled, replicated or maximal)",
             kcol);
   } else if (kind == "mesh") {
     fail_at(errc::syntax, "XLA's named sharding ({mesh[...], ...}) is not read: give it in Shardy's notation", kcol);
@@ -275,7 +280,8 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
                 id_cols[repeat]);
     }
   } else {
-    fail_at(errc::syntax, "unknown sharding '" + std::string(kind) + "' (expected replicated, maximal or devices=[...])", kcol);
+    fail_at(errc::syntax,
+            "unknown sharding '" + std::string(kind) + "' (expected replicated, maximal or devices=[...])", kcol);
   }
 
   // Trailing attributes.
@@ -318,9 +324,11 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
         if (!sc.name(type)) fail();
         if (type == "manual" || type == "unreduced")
           fail_at(errc::rule,
-                  "a " + std::string(type) + " subgroup (last_tile_dims={" + std::string(type) +
-                      "}) is not read: redist types hold " +
-                      (type == "manual" ? "global arrays, not per-device values" : "pending sums only as sum{...}"),
+                  type == "manual"
+                      ? "a manual subgroup (last_tile_dims={manual}) is not read: a redist type lays out a global "
+                        "array, not per-device values"
+                      : "an unreduced subgroup (last_tile_dims={unreduced}) is not read: give pending sums as "
+                        "Shardy's unreduced={...} or redist's sum{...}",
                   tcol);
         if (type != "replicated")
           fail_at(errc::syntax, "unknown subgroup type '" + std::string(type) + "' (expected replicated)", tcol);
@@ -391,7 +399,8 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
   for (int d = 0; d < t.rank; ++d) split = split || t.dims[d].n > 0;
   if (!split && pm.identity()) return "{replicated}";
   if (D > detail::max_sharding_devices)
-    throw redist_error(errc::capacity, "the mesh has " + std::to_string(D) + " devices, more than the 2^20 an HloSharding is written for");
+    throw redist_error(errc::capacity, "the mesh has " + std::to_string(D) +
+                                           " devices, more than the 2^20 an HloSharding is written for");
   std::vector<std::uint64_t> shape;
   std::uint64_t tiles = 1;
   for (int d = 0; d < t.rank; ++d) {
