@@ -115,7 +115,7 @@ inline bool find_transposed_iota(const std::vector<std::uint64_t>& ids, std::vec
 }
 
 template <class T>
-std::string joined(const std::vector<T>& v, std::string_view sep) {
+std::string number_list(const std::vector<T>& v, std::string_view sep) {
   std::string s;
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? std::string(sep) : std::string()) + std::to_string(v[i]);
   return s;
@@ -215,8 +215,8 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
       if (!sc.expect(']', "',' or ']' in the iota dimensions")) fail();
       if (n != total)
         fail_at(errc::bad_size,
-                "the iota [" + detail::joined(reshape, ",") + "] has " + std::to_string(n) +
-                    " devices but the tile assignment [" + detail::joined(dims, ",") + "] has " + std::to_string(total),
+                "the iota [" + detail::number_list(reshape, ",") + "] has " + std::to_string(n) +
+                    " devices but the tile assignment [" + detail::number_list(dims, ",") + "] has " + std::to_string(total),
                 rcol);
       std::vector<int> perm(reshape.size());
       std::iota(perm.begin(), perm.end(), 0);
@@ -232,7 +232,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
           if (v >= reshape.size())
             fail_at(errc::syntax,
                     "transpose index " + std::to_string(v) + " names no dimension of the iota [" +
-                        detail::joined(reshape, ",") + "]",
+                        detail::number_list(reshape, ",") + "]",
                     col);
           if (used[v]) fail_at(errc::repeated_axis, "transpose index " + std::to_string(v) + " is listed twice", col);
           used[v] = 1;
@@ -255,7 +255,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
         if (v > UINT32_MAX) fail_at(errc::overflow, "a device id must be below 2^32", col);
         if (ids.size() == total)
           fail_at(errc::bad_size,
-                  "the tile assignment [" + detail::joined(dims, ",") + "] has " + std::to_string(total) +
+                  "the tile assignment [" + detail::number_list(dims, ",") + "] has " + std::to_string(total) +
                       " tiles but more devices are listed",
                   col);
         ids.push_back(v);
@@ -264,7 +264,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
       if (ids.size() != total) {
         sc.skip();
         fail_at(errc::bad_size,
-                "the tile assignment [" + detail::joined(dims, ",") + "] has " + std::to_string(total) +
+                "the tile assignment [" + detail::number_list(dims, ",") + "] has " + std::to_string(total) +
                     " tiles but " + std::to_string(ids.size()) + " devices are listed",
                 sc.pos);
       }
@@ -357,7 +357,7 @@ inline placed_type from_xla(std::string_view s, std::span<const std::uint64_t> g
     const std::size_t rank = global.size();
     if (dims.size() != rank + static_cast<std::size_t>(subgroups))
       fail_at(errc::syntax,
-              "the tile assignment [" + detail::joined(dims, ",") + "] has " + std::to_string(dims.size()) +
+              "the tile assignment [" + detail::number_list(dims, ",") + "] has " + std::to_string(dims.size()) +
                   " dimensions but an array of rank " + std::to_string(rank) +
                   (subgroups ? " with " + std::to_string(subgroups) + " replication dimension(s)" : std::string()) +
                   " needs " + std::to_string(rank + static_cast<std::size_t>(subgroups)),
@@ -422,16 +422,16 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
     }
     ids[q] = pm.at(p);
   }
-  std::string s = "{devices=[" + detail::joined(shape, ",") + "]";
+  std::string s = "{devices=[" + detail::number_list(shape, ",") + "]";
   std::vector<std::uint64_t> reshape;
   std::vector<int> perm;
   if (detail::find_transposed_iota(ids, reshape, perm)) {
-    s += "<=[" + detail::joined(reshape, ",") + "]";
+    s += "<=[" + detail::number_list(reshape, ",") + "]";
     bool transposed = false;
     for (std::size_t j = 0; j < perm.size(); ++j) transposed = transposed || perm[j] != static_cast<int>(j);
-    if (transposed) s += "T(" + detail::joined(perm, ",") + ")";
+    if (transposed) s += "T(" + detail::number_list(perm, ",") + ")";
   } else {
-    s += detail::joined(ids, ",");
+    s += detail::number_list(ids, ",");
   }
   if (R > 1) s += " last_tile_dim_replicate";
   return s + "}";
