@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/lex.hpp"
 #include "redist/core/mesh.hpp"
@@ -50,6 +52,7 @@ struct placed_mesh {
   /// The same mesh on the same ranks, in the same order.
   bool operator==(const placed_mesh& o) const {
     if (!(mesh == o.mesh)) return false;
+    if (devices.empty() && o.devices.empty()) return true;  // no loop over a mesh of 2^60 devices
     for (std::uint64_t p = 0; p < mesh.devices; ++p)
       if (at(p) != o.at(p)) return false;
     return true;
@@ -73,22 +76,32 @@ inline error check_placement(const placed_mesh& pm, std::uint64_t world, const s
     t.append_uint(D).append(" devices, more than the ").append_uint(W).append(" ranks of the world");
     return error::make(errc::bad_size, t.view());
   }
-  std::vector<std::int64_t> seen(W, -1);
-  for (std::size_t i = 0; i < pm.devices.size(); ++i) {
-    const std::uint64_t r = pm.devices[i];
-    if (r >= W) {
-      text t("device ");
-      t.append_uint(r).append(" (position ").append_uint(i).append(") is not a rank of the world of ").append_uint(W).append(
-          " ranks");
-      return error::make(errc::bad_size, t.view(), col(i));
+  // The first problem in list order: a rank >= W, or a rank seen before (found by sorting the
+  // list, not by a table of W entries: a world may have 2^32 ranks).
+  std::size_t bad = pm.devices.size();
+  for (std::size_t i = 0; i < pm.devices.size() && bad == pm.devices.size(); ++i)
+    if (pm.devices[i] >= W) bad = i;
+  std::vector<std::pair<std::uint32_t, std::size_t>> by_rank;
+  for (std::size_t i = 0; i < bad; ++i) by_rank.emplace_back(pm.devices[i], i);
+  std::sort(by_rank.begin(), by_rank.end());
+  std::size_t first = 0, again = bad;  // the earliest repeat (again) and what it repeats (first)
+  for (std::size_t k = 1; k < by_rank.size(); ++k)
+    if (by_rank[k].first == by_rank[k - 1].first && by_rank[k].second < again &&
+        (k < 2 || by_rank[k - 2].first != by_rank[k].first)) {
+      first = by_rank[k - 1].second;
+      again = by_rank[k].second;
     }
-    if (seen[r] >= 0) {
-      text t("device ");
-      t.append_uint(r).append(" is listed twice (positions ").append_uint(static_cast<std::uint64_t>(seen[r])).append(
-          " and ").append_uint(i).append(")");
-      return error::make(errc::repeated_axis, t.view(), col(i));
-    }
-    seen[r] = static_cast<std::int64_t>(i);
+  if (again < bad) {
+    text t("device ");
+    t.append_uint(pm.devices[again]).append(" is listed twice (positions ").append_uint(first).append(" and ")
+        .append_uint(again).append(")");
+    return error::make(errc::repeated_axis, t.view(), col(again));
+  }
+  if (bad < pm.devices.size()) {
+    text t("device ");
+    t.append_uint(pm.devices[bad]).append(" (position ").append_uint(bad).append(") is not a rank of the world of ")
+        .append_uint(W).append(" ranks");
+    return error::make(errc::bad_size, t.view(), col(bad));
   }
   return {};
 }
@@ -150,5 +163,12 @@ inline std::string placed_mesh_text(const placed_mesh& pm) {
   for (std::size_t i = 0; i < pm.devices.size(); ++i) s += (i ? ", " : "") + std::to_string(pm.devices[i]);
   return s + "]";
 }
+
+/// A type on a placed mesh: what a notation that names devices (XLA's HloSharding, Shardy's
+/// mesh with device_ids) says in one value.
+struct placed_type {
+  placed_mesh pm;
+  dist_type type;
+};
 
 }  // namespace redist

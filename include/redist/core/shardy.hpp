@@ -1,0 +1,383 @@
+// redist/core/shardy.hpp -- Shardy's meshes and shardings (the sdy dialect's text), in and out.
+//
+// A Shardy mesh names axes with sizes, `sdy.mesh @mesh = <["x"=2, "y"=4]>`, and may place
+// them: `<["x"=2, "y"=2], device_ids=[3, 2, 1, 0]>` lists the device at each row-major
+// position, as a redist placed mesh does; `<[], device_ids=[3]>` is one device. A sharding
+// lists, per dimension, the axes that split it MAJOR-to-minor (like JAX's tuples, the reverse
+// of redist's braces): `#sdy.sharding<@mesh, [{"x"}, {"y", "z"}]>` is `[{x}.., {z, y}..]`.
+// A sub-axis `"y":(pre)size` is the piece of y of that size below more-major pieces of size
+// pre, the notation redist shows its sub-axes in. `unreduced={"x"}` is a pending sum over x
+// (`sum{x}`). Read and ignored: open dimensions (`{"x", ?}` and `{?}` mean what they list),
+// priorities (`{"x"}p1`), `replicated={...}` (the axes a type does not use replicate it).
+// redist splits every axis into prime sub-axes, ascending from major to minor (core/mesh.hpp);
+// a Shardy sub-axis that is not a run of them (`"y":(1)3` on y of size 6) is refused.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redist/core/dtype.hpp"
+#include "redist/core/error.hpp"
+#include "redist/core/lex.hpp"
+#include "redist/core/mesh.hpp"
+#include "redist/core/placement.hpp"
+
+namespace redist {
+
+namespace detail {
+/// Take `w` at the scanner (after blanks) when it is not followed by an identifier character.
+inline bool accept_word(scanner& sc, std::string_view w) {
+  sc.skip();
+  const auto at = static_cast<std::size_t>(sc.pos);
+  if (sc.s.substr(at, w.size()) != w) return false;
+  if (at + w.size() < sc.s.size() && is_ident(sc.s[at + w.size()])) return false;
+  sc.pos += static_cast<int>(w.size());
+  return true;
+}
+
+/// A symbol name after '@' (`@mesh`, `@mesh_2d.0`), or a quoted one; false at none.
+inline bool symbol(scanner& sc) {
+  sc.skip();
+  std::string_view n;
+  if (sc.peek() == '"') return sc.name(n);
+  const int b = sc.pos;
+  while (sc.pos < static_cast<int>(sc.s.size())) {
+    const char c = sc.s[static_cast<std::size_t>(sc.pos)];
+    if (!is_ident(c) && c != '.' && c != '$' && c != '-') break;
+    ++sc.pos;
+  }
+  if (sc.pos > b) return true;
+  sc.fail_expected("a mesh name after '@'");
+  return false;
+}
+
+/// The mesh body at the scanner: `<["x"=2, "y"=4], device_ids=[...]>`. Throws on errors.
+inline placed_mesh shardy_mesh_body(scanner& sc) {
+  auto fail = [&]() { throw redist_error(sc.err, sc.s); };
+  placed_mesh pm;
+  if (!sc.expect('<', "'<' to open the mesh") || !sc.expect('[', "'[' to open the mesh axes")) fail();
+  if (!sc.accept(']')) {
+    do {
+      sc.skip();
+      const int col = sc.pos;
+      std::string_view n;
+      if (!sc.name(n) || !sc.expect('=', "'=' after the axis name")) fail();
+      sc.skip();
+      const int scol = sc.pos;
+      std::uint64_t size = 0;
+      if (!sc.integer(size)) fail();
+      error e = mesh_add_axis(pm.mesh, n, size, col);
+      if (e.code == errc::bad_size) e.column = scol;
+      if (!e.ok()) {
+        sc.err = e;
+        fail();
+      }
+    } while (sc.accept(','));
+    if (!sc.expect(']', "',' or ']' in the mesh axes")) fail();
+  }
+  std::vector<int> cols;
+  if (sc.accept(',')) {
+    sc.skip();
+    const int col = sc.pos;
+    if (!accept_word(sc, "device_ids")) {
+      sc.err = error::make(errc::syntax, "expected device_ids=[...] after the mesh axes", col);
+      fail();
+    }
+    if (!sc.expect('=', "'=' after device_ids") || !sc.expect('[', "'[' to open the device ids")) fail();
+    if (!sc.accept(']')) {
+      do {
+        sc.skip();
+        cols.push_back(sc.pos);
+        std::uint64_t r = 0;
+        if (!sc.integer(r)) fail();
+        if (r > UINT32_MAX) {
+          sc.fail(errc::overflow, "a device id must be below 2^32", cols.back());
+          fail();
+        }
+        pm.devices.push_back(static_cast<std::uint32_t>(r));
+      } while (sc.accept(','));
+      sc.skip();
+      cols.push_back(sc.pos);
+      if (!sc.expect(']', "',' or ']' in the device ids")) fail();
+    }
+    if (error e = check_placement(pm, std::max<std::uint64_t>(pm.min_world(), pm.mesh.devices), &cols); !e.ok()) {
+      sc.err = e;
+      fail();
+    }
+  }
+  if (!sc.expect('>', "'>' to close the mesh")) fail();
+  return pm;
+}
+
+/// A reference to (part of) an axis: `"x"` or `"x":(pre)size`, as the ids of its prime
+/// sub-axes, major to minor, appended to `out`. Throws on errors.
+inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>& out, std::uint64_t& seen) {
+  auto fail = [&]() { throw redist_error(sc.err, sc.s); };
+  sc.skip();
+  const int col = sc.pos;
+  std::string_view n;
+  if (!sc.name(n)) fail();
+  const int a = m.find(n);
+  if (a < 0) {
+    std::string names;
+    for (int i = 0; i < m.naxes; ++i) names += (i ? ", \"" : "\"") + std::string(m.names[i].view()) + "\"";
+    sc.err = error::make(
+        errc::unknown_axis,
+        "unknown axis \"" + std::string(n) + "\" (the mesh has " + (m.naxes ? names : "no axes") + ")", col);
+    fail();
+  }
+  int lo = m.sub_begin[a], hi = m.sub_begin[a] + m.sub_count[a];
+  if (sc.accept(':')) {
+    std::uint64_t pre = 0, size = 0;
+    if (!sc.expect('(', "'(' of a sub-axis \"x\":(pre)size") || !sc.integer(pre) ||
+        !sc.expect(')', "')' of a sub-axis \"x\":(pre)size") || !sc.integer(size))
+      fail();
+    int b = lo;
+    while (b < hi && m.sub[b].pre < pre) ++b;
+    int e = b;
+    std::uint64_t prod = 1;
+    while (e < hi && prod < size) prod *= m.sub[e++].size;
+    if (b >= hi || m.sub[b].pre != pre || prod != size || size < 2) {
+      std::string pieces;
+      for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k)
+        pieces += (k > m.sub_begin[a] ? ", \"" : "\"") + std::string(n) + "\":(" + std::to_string(m.sub[k].pre) + ")" +
+                  std::to_string(m.sub[k].size);
+      const bool fits = size >= 2 && pre >= 1 && m.sizes[a] % pre == 0 && (m.sizes[a] / pre) % size == 0;
+      sc.err = error::make(
+          errc::unknown_axis,
+          "sub-axis \"" + std::string(n) + "\":(" + std::to_string(pre) + ")" + std::to_string(size) +
+              (fits ? " is not a run of the prime sub-axes of \"" + std::string(n) + "\" (size " +
+                          std::to_string(m.sizes[a]) + ": " + pieces +
+                          "); sub-axes in another order are not supported yet"
+                    : " does not fit in axis \"" + std::string(n) + "\" of size " + std::to_string(m.sizes[a])),
+          col);
+      fail();
+    }
+    lo = b;
+    hi = e;
+  }
+  for (int k = lo; k < hi; ++k) {
+    if (seen & (std::uint64_t{1} << k)) {
+      sc.err = error::make(errc::repeated_axis,
+                           "axis " + std::string(sc.s.substr(static_cast<std::size_t>(col),
+                                                            static_cast<std::size_t>(sc.pos - col))) +
+                               " is used twice",
+                           col);
+      fail();
+    }
+    seen |= std::uint64_t{1} << k;
+    out.push_back(k);
+  }
+}
+
+/// `"x"` quoted for Shardy; throws for a name holding '"' or '\'.
+inline std::string shardy_name(const device_mesh& m, int a) {
+  const std::string_view n = m.names[a].view();
+  if (n.find_first_of("\"\\") != std::string_view::npos)
+    throw redist_error(errc::syntax, "axis name '" + std::string(n) +
+                                         "' holds a quote or backslash, which redist does not write as Shardy text");
+  return "\"" + std::string(n) + "\"";
+}
+
+/// Sub-axis ids, major to minor, as Shardy axis references: runs of one axis become `"x"`
+/// (the whole axis) or `"x":(pre)size`.
+inline std::vector<std::string> shardy_refs(const device_mesh& m, const std::vector<int>& ids) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < ids.size();) {
+    const int a = m.sub[ids[i]].axis;
+    std::size_t j = i + 1;
+    while (j < ids.size() && ids[j] == ids[j - 1] + 1 && m.sub[ids[j]].axis == a) ++j;
+    const int lo = ids[i], hi = ids[j - 1];
+    std::string r = shardy_name(m, a);
+    if (lo != m.sub_begin[a] || hi != m.sub_begin[a] + m.sub_count[a] - 1) {
+      std::uint64_t size = 1;
+      for (int k = lo; k <= hi; ++k) size *= m.sub[k].size;
+      r += ":(" + std::to_string(m.sub[lo].pre) + ")" + std::to_string(size);
+    }
+    out.push_back(r);
+    i = j;
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Parse a Shardy mesh: `sdy.mesh @mesh = <["x"=2, "y"=4]>`, `#sdy.mesh<[...]>`, `mesh<[...]>`
+/// or `<[...]>`, with `device_ids=[...]` or without (0..D-1). Throws redist_error naming the
+/// column.
+inline placed_mesh from_shardy_mesh(std::string_view s) {
+  if (error e = detail::check_text_length(s); !e.ok()) throw redist_error(e);
+  detail::scanner sc{s};
+  if (detail::accept_word(sc, "sdy.mesh")) {
+    if (!sc.expect('@', "'@' before the mesh name") || !detail::symbol(sc) ||
+        !sc.expect('=', "'=' after the mesh name"))
+      throw redist_error(sc.err, s);
+  }
+  if (!detail::accept_word(sc, "#sdy.mesh")) detail::accept_word(sc, "mesh");
+  placed_mesh pm = detail::shardy_mesh_body(sc);
+  if (!sc.at_end()) {
+    sc.fail_expected("the end of the mesh");
+    throw redist_error(sc.err, s);
+  }
+  return pm;
+}
+
+/// Parse a Shardy sharding (`#sdy.sharding<@mesh, [{"x"}, {}]>`, `<@mesh, ...>`, an inline
+/// `mesh<[...]>` equal to `pm`'s, or `#sdy.sharding_per_value<[<...>]>` of one value) for an
+/// array of the given global shape on `pm`. Throws redist_error naming the column.
+inline dist_type from_shardy(const placed_mesh& pm, std::string_view s, std::span<const std::uint64_t> global) {
+  if (error e = detail::check_text_length(s); !e.ok()) throw redist_error(e);
+  const device_mesh& m = pm.mesh;
+  detail::scanner sc{s};
+  auto fail = [&]() { throw redist_error(sc.err, s); };
+  auto fail_at = [&](errc c, const std::string& msg, int col) {
+    sc.err = error::make(c, msg, col);
+    fail();
+  };
+  const bool per_value = detail::accept_word(sc, "#sdy.sharding_per_value");
+  if (per_value) {
+    if (!sc.expect('<', "'<' after #sdy.sharding_per_value") || !sc.expect('[', "'[' to open the values")) fail();
+  }
+  detail::accept_word(sc, "#sdy.sharding");
+  if (!sc.expect('<', "'<' to open the sharding")) fail();
+  sc.skip();
+  const int mcol = sc.pos;
+  if (sc.accept('@')) {
+    if (!detail::symbol(sc)) fail();
+  } else if (detail::accept_word(sc, "mesh") || detail::accept_word(sc, "#sdy.mesh")) {
+    const placed_mesh inl = detail::shardy_mesh_body(sc);
+    if (!(inl == pm))
+      fail_at(errc::global_mismatch,
+              "the sharding's mesh " + placed_mesh_text(inl) + " is not the given mesh " + placed_mesh_text(pm), mcol);
+  } else {
+    sc.fail_expected("'@mesh' or an inline mesh<[...]>");
+    fail();
+  }
+  if (!sc.expect(',', "',' after the mesh")) fail();
+  std::uint64_t seen = 0;
+  std::vector<std::vector<int>> dims;  // sub-axis ids, major to minor
+  sc.skip();
+  const int dcol = sc.pos;
+  if (!sc.expect('[', "'[' to open the dimension shardings")) fail();
+  if (!sc.accept(']')) {
+    do {
+      sc.skip();
+      if (dims.size() == global.size())
+        fail_at(errc::syntax,
+                "the sharding has more dimensions than the array (" + std::to_string(global.size()) + ")", sc.pos);
+      dims.emplace_back();
+      if (!sc.expect('{', "'{' to open a dimension's axes")) fail();
+      if (!sc.accept('}')) {
+        do {
+          if (sc.accept('?')) break;  // open: what is listed
+          detail::shardy_axis_ref(sc, m, dims.back(), seen);
+        } while (sc.accept(','));
+        if (!sc.expect('}', "',' or '}' after an axis")) fail();
+      }
+      if (sc.peek() == 'p' && sc.pos + 1 < static_cast<int>(s.size()) &&
+          detail::is_digit(s[static_cast<std::size_t>(sc.pos) + 1])) {  // a priority: ignored
+        ++sc.pos;
+        std::uint64_t unused = 0;
+        sc.integer(unused);
+      }
+    } while (sc.accept(','));
+    if (!sc.expect(']', "',' or ']' after a dimension")) fail();
+  }
+  if (dims.empty() && m.naxes == 0) dims.resize(global.size());  // `[]` on a maximal mesh: any rank
+  if (dims.size() != global.size())
+    fail_at(errc::syntax,
+            "the sharding has " + std::to_string(dims.size()) + " dimensions but the array has " +
+                std::to_string(global.size()),
+            dcol);
+  std::vector<int> unreduced;
+  while (sc.accept(',')) {
+    sc.skip();
+    const int col = sc.pos;
+    const bool is_unreduced = detail::accept_word(sc, "unreduced");
+    if (!is_unreduced && !detail::accept_word(sc, "replicated"))
+      fail_at(errc::syntax, "expected replicated={...} or unreduced={...}", col);
+    if (!sc.expect('=', "'='") || !sc.expect('{', "'{' to open the axes")) fail();
+    std::vector<int> ids;
+    if (!sc.accept('}')) {
+      do detail::shardy_axis_ref(sc, m, ids, seen);
+      while (sc.accept(','));
+      if (!sc.expect('}', "',' or '}' after an axis")) fail();
+    }
+    if (is_unreduced) unreduced.insert(unreduced.end(), ids.begin(), ids.end());
+  }
+  if (!sc.expect('>', "'>' to close the sharding")) fail();
+  if (per_value) {
+    sc.skip();
+    if (sc.peek() == ',') fail_at(errc::syntax, "a sharding of several values: pass one", sc.pos);
+    if (!sc.expect(']', "']' after the value's sharding") || !sc.expect('>', "'>' to close the shardings")) fail();
+  }
+  if (!sc.at_end()) {
+    sc.fail_expected("the end of the sharding");
+    fail();
+  }
+  if (global.size() > static_cast<std::size_t>(max_dims))
+    throw redist_error(errc::capacity, "a type may have at most 12 dimensions");
+  dist_type t;
+  t.rank = static_cast<int>(global.size());
+  for (int d = 0; d < t.rank; ++d) {
+    dim& dm = t.dims[d];
+    dm.global = global[static_cast<std::size_t>(d)];
+    const auto& ids = dims[static_cast<std::size_t>(d)];
+    for (std::size_t i = ids.size(); i-- > 0;) dm.axes[dm.n++] = static_cast<std::uint8_t>(ids[i]);  // minor-to-major
+  }
+  std::sort(unreduced.begin(), unreduced.end());
+  for (int k : unreduced) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  if (error e = check(m, t); !e.ok()) throw redist_error(e.code, "Shardy sharding: " + e.message.str());
+  return t;
+}
+
+/// Write a placed mesh as Shardy declares it: `sdy.mesh @mesh = <["x"=2, "y"=4]>`, with
+/// `device_ids=[...]` unless it runs on 0..D-1; a mesh without axes is Shardy's maximal mesh
+/// `<[], device_ids=[N]>`.
+inline std::string to_shardy_mesh(const placed_mesh& pm, std::string_view name = "mesh") {
+  std::string s = "sdy.mesh @" + std::string(name) + " = <[";
+  for (int a = 0; a < pm.mesh.naxes; ++a)
+    s += (a ? ", " : "") + detail::shardy_name(pm.mesh, a) + "=" + std::to_string(pm.mesh.sizes[a]);
+  s += "]";
+  if (!pm.identity() || pm.mesh.naxes == 0) {  // `<[], device_ids=[0]>`: one device (`<[]>` replicates)
+    s += ", device_ids=[";
+    for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) s += (p ? ", " : "") + std::to_string(pm.at(p));
+    s += "]";
+  }
+  return s + ">";
+}
+
+/// Write a type as a Shardy sharding on the mesh named `mesh_name`: `#sdy.sharding<@mesh,
+/// [{"x"}, {}]>` (`[]` on a mesh without axes), sub-axes as `"x":(1)2`, pending sums as
+/// `unreduced={...}`. Throws
+/// redist_error for pending values of another reduction (Shardy's are sums).
+inline std::string to_shardy(const placed_mesh& pm, const dist_type& t, std::string_view mesh_name = "mesh") {
+  const device_mesh& m = pm.mesh;
+  if (error e = check(m, t); !e.ok()) throw redist_error(e);
+  if (t.nsum > 0 && t.reduce != reduction::sum)
+    throw redist_error(errc::rule, "pending " + std::string(reduction_name(t.reduce)) +
+                                       " values have no Shardy spelling (unreduced={...} is a sum)");
+  std::string s = "#sdy.sharding<@" + std::string(mesh_name) + ", [";
+  for (int d = 0; d < t.rank && m.naxes > 0; ++d) {  // `[]` on a mesh of one device, as Shardy writes it
+    std::vector<int> ids;
+    for (int i = t.dims[d].n; i-- > 0;) ids.push_back(t.dims[d].axes[i]);  // major to minor
+    const std::vector<std::string> refs = detail::shardy_refs(m, ids);
+    s += (d ? ", {" : "{");
+    for (std::size_t i = 0; i < refs.size(); ++i) s += (i ? ", " : "") + refs[i];
+    s += "}";
+  }
+  s += "]";
+  if (t.nsum > 0) {
+    const std::vector<int> ids(t.sum, t.sum + t.nsum);  // ascending: mesh order, major to minor
+    const std::vector<std::string> refs = detail::shardy_refs(m, ids);
+    s += ", unreduced={";
+    for (std::size_t i = 0; i < refs.size(); ++i) s += (i ? ", " : "") + refs[i];
+    s += "}";
+  }
+  return s + ">";
+}
+
+}  // namespace redist

@@ -1,0 +1,252 @@
+// tests/core/test_xla.cpp -- XLA HloSharding text in and out (core/xla.hpp).
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "redist/core/xla.hpp"
+#include "redist/exchange.hpp"
+
+namespace {
+using shape = std::vector<std::uint64_t>;
+
+/// The box each world rank holds (ranks outside the mesh hold nothing).
+std::map<std::uint64_t, redist::box> held(const redist::placed_mesh& pm, const redist::dist_type& t) {
+  std::map<std::uint64_t, redist::box> h;
+  for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) h[pm.at(p)] = redist::tile_box(pm.mesh, t, p);
+  return h;
+}
+std::map<std::uint64_t, redist::box> held(const redist::placed_type& p) { return held(p.pm, p.type); }
+
+std::string box_of(const redist::placed_type& p, std::uint64_t rank) { return redist::box_text(held(p).at(rank)); }
+
+/// Shardings as XLA's own tests write them, the array shape they apply to, and whether
+/// to_xla gives the same text back (XLA prints an explicit list where it was built from one;
+/// to_xla prints the (transposed) iota whenever the list is one).
+struct case_t {
+  const char* text;
+  shape global;
+  bool same_text;
+};
+const std::vector<case_t> xla_cases = {
+    // xla/service/hlo_sharding_test.cc (ToStringReplicatedTest, ToStringAssignDeviceTest,
+    // ToStringTiledTest, ToStringIotaTiledTest, ToStringTupleTest, OstreamTest)
+    {"{replicated}", {4, 6}, true},
+    {"{maximal device=7}", {4}, true},
+    {"{devices=[2,1,2]2,3,5,7}", {4, 3, 6}, true},
+    {"{devices=[3,4]<=[2,2,3]T(2,1,0)}", {6, 8}, true},
+    {"{devices=[1,2]3,5}", {7, 25}, true},
+    {"{devices=[1,1,2,2]0,1,2,3}", {3, 1, 5, 7}, false},
+    // xla/service/hlo_sharding_test.cc (V3ToV2Sharding: PartialWithTranspose, SplitAxes1..3,
+    // TransposedIota2), the TileAssignment(dims, reshape, perm) written as text; SplitAxes1's
+    // [2,8,4] T(2,0,1) has iota dimensions 0 and 1 adjacent in both orders: canonically [16,4] T(1,0)
+    {"{devices=[1,8,4]<=[2,4,4]T(0,2,1) last_tile_dim_replicate}", {8, 8}, true},
+    {"{devices=[8,8]<=[2,8,4]T(2,0,1) last_tile_dim_replicate}", {64}, false},
+    {"{devices=[16,4]<=[2,4,2,4]T(3,1,0,2) last_tile_dim_replicate}", {64}, true},
+    {"{devices=[4,16]<=[2,4,2,4]T(0,2,1,3)}", {16, 64}, true},
+    {"{devices=[4,8]<=[2,4,4]T(1,0,2)}", {8, 8}, true},
+    // xla/service/spmd/spmd_partitioner_test.cc (SingleDeviceToTiled, TiledToTiledEven,
+    // TiledToTiledUneven: f32[7,31,128])
+    {"{devices=[2,1]1,0}", {2, 3}, true},
+    {"{devices=[1,2]0,1}", {8, 2}, false},
+    {"{devices=[1,2,1]0,1}", {7, 31, 128}, false},
+    {"{devices=[2,1,1]0,1}", {7, 31, 128}, false},
+    // xla/service/spmd/shardy/shardy_xla_pass_test.cc (AllowSpmdShardingPropagation...,
+    // ElementWise, CostantSplitter, Dot, DotMergeOperands3)
+    {"{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}", {8, 128, 512}, true},
+    {"{devices=[2,2,1,2]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}", {8, 128, 512}, true},
+    {"{devices=[2,2,2]<=[8]}", {8, 256, 128}, true},
+    {"{devices=[2,1]<=[2]}", {6, 3}, true},
+    {"{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}", {8, 16}, true},
+    {"{devices=[4,2]<=[2,2,2]T(2,1,0)}", {128, 512}, true},
+    // xla/service/spmd/shardy/test/stablehlo_export_pipeline.mlir (non_trivial_common_mesh,
+    // split_axes, multiple_shardings_with_device_list)
+    {"{devices=[4,4,2]<=[2,16]T(1,0) last_tile_dim_replicate}", {8, 16}, true},
+    {"{devices=[4,2,4]<=[2,2,2,4]T(3,1,0,2) last_tile_dim_replicate}", {8, 8}, true},
+    {"{devices=[2,4]0,4,1,5,2,6,3,7}", {8, 8}, false},
+    {"{devices=[1,4,2]0,4,2,6,1,5,3,7 last_tile_dim_replicate}", {8, 8}, false},
+    {"{devices=[4,1,2]0,2,1,3,4,6,5,7 last_tile_dim_replicate}", {8, 8}, false},
+};
+}  // namespace
+
+TEST_CASE("a tile assignment maps to a placed mesh with one axis per split dimension", "[core][xla]") {
+  // 8 x 6 in 2 row blocks, each on 2 devices: ranks 0 and 1 rows [0, 4), ranks 2 and 3 rows [4, 8).
+  const auto p = redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", shape{8, 6});
+  CHECK(redist::placed_mesh_text(p.pm) == "{d0: 2, r: 2}");
+  CHECK(redist::type_text(p.pm.mesh, p.type).str() == "[4{d0}8, 6]");
+  CHECK(box_of(p, 0) == "[0, 4) x [0, 6)");
+  CHECK(box_of(p, 1) == "[0, 4) x [0, 6)");
+  CHECK(box_of(p, 2) == "[4, 8) x [0, 6)");
+  CHECK(box_of(p, 3) == "[4, 8) x [0, 6)");
+  // Explicit ids place the mesh: tile (i, 0, k) is on ids[2i + k].
+  const auto q = redist::from_xla("{devices=[2,1,2]2,3,5,7}", shape{4, 3, 6});
+  CHECK(redist::placed_mesh_text(q.pm) == "{d0: 2, d2: 2} @ [2, 3, 5, 7]");
+  CHECK(held(q).size() == 4);
+  CHECK(box_of(q, 2) == "[0, 2) x [0, 3) x [0, 3)");
+  CHECK(box_of(q, 3) == "[0, 2) x [0, 3) x [3, 6)");
+  CHECK(box_of(q, 5) == "[2, 4) x [0, 3) x [0, 3)");
+  CHECK(box_of(q, 7) == "[2, 4) x [0, 3) x [3, 6)");
+  // Uneven: 31 in 2 tiles of 16 (XLA pads the last one, as redist does).
+  const auto u = redist::from_xla("{devices=[1,2,1]0,1}", shape{7, 31, 128});
+  CHECK(box_of(u, 0) == "[0, 7) x [0, 16) x [0, 128)");
+  CHECK(box_of(u, 1) == "[0, 7) x [16, 31) x [0, 128)");
+  // Several replication subgroups are named r0, r1.
+  const auto s = redist::from_xla("{devices=[2,2,2]<=[8] last_tile_dims={replicated, replicated}}", shape{4});
+  CHECK(redist::placed_mesh_text(s.pm) == "{d0: 2, r0: 2, r1: 2}");
+  CHECK(held(s) == held(redist::from_xla("{devices=[2,4]<=[8] last_tile_dim_replicate}", shape{4})));
+}
+
+TEST_CASE("replicated and maximal shardings", "[core][xla]") {
+  const auto r = redist::from_xla("{replicated}", shape{4, 6}, 4);
+  CHECK(redist::placed_mesh_text(r.pm) == "{r: 4}");
+  for (std::uint64_t k = 0; k < 4; ++k) CHECK(box_of(r, k) == "[0, 4) x [0, 6)");
+  CHECK(redist::to_xla(r.pm, r.type) == "{replicated}");
+  const auto one = redist::from_xla("replicated", shape{4, 6});  // braces are optional
+  CHECK(redist::placed_mesh_text(one.pm) == "{}");
+  const auto m = redist::from_xla("{maximal device=3}", shape{4, 6});
+  CHECK(redist::placed_mesh_text(m.pm) == "{} @ [3]");
+  CHECK(held(m).size() == 1);
+  CHECK(box_of(m, 3) == "[0, 4) x [0, 6)");
+  CHECK(redist::to_xla(m.pm, m.type) == "{maximal device=3}");
+  // hlo_sharding_test.cc HloReplicateShardingWithMetadataTest: metadata is skipped.
+  CHECK(held(redist::from_xla("{replicated metadata={{op_name=\"b\"}, {op_name=\"c\"}}}", shape{2}, 2)) ==
+        held(redist::from_xla("{replicated}", shape{2}, 2)));
+  // Replicated on ranks other than 0..D-1 keeps its ranks.
+  const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 2} @ [5, 4]");
+  const redist::dist_type t = redist::parse_type(pm.mesh, "[6]");
+  CHECK(redist::to_xla(pm, t) == "{devices=[1,2]5,4 last_tile_dim_replicate}");
+  CHECK(held(redist::from_xla(redist::to_xla(pm, t), shape{6})) == held(pm, t));
+}
+
+TEST_CASE("iota, transposed iota and explicit lists of the same devices agree", "[core][xla]") {
+  // reshape(iota(12), [2,2,3]) transposed by (2,1,0), read row-major.
+  const auto a = redist::from_xla("{devices=[3,4]<=[2,2,3]T(2,1,0)}", shape{6, 8});
+  const auto b = redist::from_xla("{devices=[3,4]0,6,3,9,1,7,4,10,2,8,5,11}", shape{6, 8});
+  CHECK(held(a) == held(b));
+  CHECK(redist::to_xla(b.pm, b.type) == "{devices=[3,4]<=[2,2,3]T(2,1,0)}");
+  // hlo_sharding_test.cc V1V2TileEquivalence: [2,2,2] T(2,0,1) is 0,2,4,6,1,3,5,7; XLA's
+  // canonical form merges the iota dimensions 0 and 1 (adjacent in both orders).
+  const auto c = redist::from_xla("{devices=[2,2,2]0,2,4,6,1,3,5,7}", shape{2, 2, 2});
+  const auto d = redist::from_xla("{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", shape{2, 2, 2});
+  CHECK(held(c) == held(d));
+  CHECK(redist::to_xla(c.pm, c.type) == "{devices=[2,2,2]<=[4,2]T(1,0)}");
+  CHECK(redist::to_xla(d.pm, d.type) == "{devices=[2,2,2]<=[4,2]T(1,0)}");
+  // last_tile_dims={replicated} is last_tile_dim_replicate.
+  CHECK(held(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dims={replicated}}", shape{8, 6})) ==
+        held(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", shape{8, 6})));
+}
+
+TEST_CASE("XLA's own shardings round-trip: parse, print, parse gives the same boxes per rank", "[core][xla]") {
+  for (const auto& c : xla_cases) {
+    INFO(c.text);
+    const auto p = redist::from_xla(c.text, c.global, 4);
+    const std::string printed = redist::to_xla(p.pm, p.type);
+    INFO(printed);
+    const auto q = redist::from_xla(printed, c.global, p.pm.mesh.devices);
+    CHECK(held(p) == held(q));
+    CHECK(redist::to_xla(q.pm, q.type) == printed);  // printing is canonical
+    if (c.same_text) CHECK(printed == c.text);
+  }
+}
+
+TEST_CASE("to_xla writes types on any placed mesh, sub-axes and axis orders included", "[core][xla]") {
+  const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 4, y: 2}");
+  const shape g{8, 6};
+  const char* types[] = {"[{x}8, {y}6]", "[{y, x}8, 6]", "[{x, y}8, 6]", "[{x:(2)2}8, {x:(1)2}6]",
+                         "[{x:(1)2, y}8, 6]", "[8, {x:(2)2}6]", "[8, {x, y}6]"};
+  for (const char* ts : types) {
+    INFO(ts);
+    const redist::dist_type t = redist::parse_type(pm.mesh, ts);
+    const std::string s = redist::to_xla(pm, t);
+    INFO(s);
+    CHECK(held(redist::from_xla(s, g)) == held(pm, t));
+  }
+  CHECK(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{x}8, {y}6]")) == "{devices=[4,2]<=[8]}");
+  CHECK(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{x}8, 6]")) == "{devices=[4,1,2]<=[8] last_tile_dim_replicate}");
+  CHECK(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{y}8, {x}6]")) == "{devices=[2,4]<=[4,2]T(1,0)}");
+  CHECK(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{x:(1)2, y}8, 6]")) ==
+        "{devices=[4,1,2]<=[4,2]T(1,0) last_tile_dim_replicate}");  // tile i: x:(1)2 = i % 2, y = i / 2
+  // A permuted placement that is no transposed iota: the explicit list.
+  const redist::placed_mesh q = redist::parse_placed_mesh("{x: 2, y: 2} @ [3, 1, 0, 2]");
+  const redist::dist_type t = redist::parse_type(q.mesh, "[{x}8, {y}6]");
+  CHECK(redist::to_xla(q, t) == "{devices=[2,2]3,1,0,2}");
+  CHECK_THROWS_WITH(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{x}8, 6] sum{y}")),
+                    Catch::Contains("pending values (sum{...}) has no HloSharding"));
+}
+
+TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
+  auto column_of = [](const char* s, const shape& g) {
+    try {
+      redist::from_xla(s, g);
+    } catch (const redist::redist_error& e) {
+      return e.column();
+    }
+    return -2;
+  };
+  const shape g2{4, 4};
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]0,1,2}", g2),
+                    "the tile assignment [2,2] has 4 tiles but 3 devices are listed (at column 20 of "
+                    "'{devices=[2,2]0,1,2}')");
+  CHECK(column_of("{devices=[2,2]0,1,2}", g2) == 19);
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]0,1,2,3,4}", g2),
+                    Catch::StartsWith("the tile assignment [2,2] has 4 tiles but more devices are listed (at column 23"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]0,1,1,3}", g2),
+                    "device 1 is listed twice (at column 19 of '{devices=[2,2]0,1,1,3}')");
+  CHECK(column_of("{devices=[2,2]0,1,1,3}", g2) == 18);
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[4]9,1,9,1}", shape{4}), Catch::StartsWith("device 9 is listed twice (at column 17"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2]0,4294967296}", shape{4}),
+                    Catch::StartsWith("a device id must be below 2^32 (at column 15"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2048,1024]<=[2097152]}", shape{4096, 4096}),
+                    Catch::StartsWith("the tile assignment has more than 2^20 devices (at column 10"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[2,2]T(0,0)}", g2),
+                    Catch::StartsWith("transpose index 0 is listed twice (at column 26"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[2,2]T(2,0)}", g2),
+                    Catch::StartsWith("transpose index 2 names no dimension of the iota [2,2] (at column 24"));
+  CHECK(column_of("{devices=[2,2]<=[2,2]T(1)}", g2) == 21);
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[2,2]T(1)}", g2),
+                    Catch::StartsWith("the transpose has 1 indices but the iota has 2 dimensions"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[8]}", g2),
+                    Catch::StartsWith("the iota [8] has 8 devices but the tile assignment [2,2] has 4 (at column 17"));
+  CHECK_THROWS_WITH(
+      redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", shape{8, 6, 2}),
+      Catch::StartsWith("the tile assignment [2,1,2] has 3 dimensions but an array of rank 3 with 1 replication "
+                        "dimension(s) needs 4 (at column 10"));
+  CHECK(column_of("{devices=[2,2]<=[4]}", shape{4}) == 9);
+  CHECK(column_of("{devices=[0,2]<=[4]}", g2) == 10);
+  // Refused notations.
+  CHECK_THROWS_WITH(redist::from_xla("{manual}", g2), Catch::StartsWith("{manual} names no layout"));
+  CHECK(column_of("{manual}", g2) == 1);
+  const char* sub = "{devices=[1,1,4,4]<=[16] last_tile_dims={manual, replicated}}";
+  CHECK_THROWS_WITH(redist::from_xla(sub, g2), Catch::StartsWith("a manual subgroup (last_tile_dims={manual}) is not read"));
+  CHECK(column_of(sub, g2) == static_cast<int>(std::string(sub).find("manual")));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}", g2),
+                    Catch::StartsWith("an unreduced subgroup (last_tile_dims={unreduced}) is not read"));
+  CHECK_THROWS_WITH(redist::from_xla("{{replicated}, {maximal device=0}}", g2), Catch::StartsWith("a tuple sharding"));
+  CHECK_THROWS_WITH(redist::from_xla("{mesh[a=2,b=4], [{a}, {b}]}", g2), Catch::StartsWith("XLA's named sharding"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_as 1}", g2), Catch::StartsWith("unknown attribute 'shard_as'"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4]", g2), Catch::Contains("but the text ended"));
+  CHECK_THROWS_WITH(redist::from_xla("{maximal device=x}", g2), Catch::StartsWith("expected a number"));
+}
+
+TEST_CASE("every prefix of a sharding parses or is refused with a redist_error", "[core][xla][fuzz]") {
+  std::size_t refused = 0;
+  for (const auto& c : xla_cases) {
+    const std::string s = c.text;
+    for (std::size_t n = 0; n <= s.size(); ++n) {
+      bool ok = true;
+      try {
+        const auto p = redist::from_xla(s.substr(0, n), c.global, 2);
+        ok = redist::check(p.pm.mesh, p.type).ok();
+      } catch (const redist::redist_error& e) {
+        ++refused;
+        CHECK(e.column() <= static_cast<int>(n));
+      }
+      CHECK(ok);
+    }
+  }
+  CHECK(refused > 500);
+  // HLO text writes the sharding as an attribute.
+  CHECK(redist::to_xla(redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).pm,
+                       redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).type) == "{devices=[2,1]<=[2]}");
+}

@@ -1,0 +1,51 @@
+// tests/fuzz/xla_fuzzer.cpp -- from_xla / to_xla on arbitrary text. Input: a global shape
+// on the first line (`[8, 6]`; a fixed one when it does not parse), the HloSharding on the
+// rest. A sharding that parses gives a well-formed type; written back, it reads back to the
+// same box on every world rank, and writing is canonical (the same text again).
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fuzz_support.hpp"
+#include "redist/core/offsets.hpp"
+#include "redist/core/xla.hpp"
+
+namespace {
+/// lo, hi of every dimension of every world rank's box, by rank.
+std::map<std::uint64_t, std::vector<std::uint64_t>> boxes(const redist::placed_type& p) {
+  std::map<std::uint64_t, std::vector<std::uint64_t>> out;
+  for (std::uint64_t pos = 0; pos < p.pm.mesh.devices; ++pos) {
+    auto& b = out[p.pm.at(pos)];
+    for (int d = 0; d < p.type.rank; ++d) {
+      b.push_back(redist::range_lo(p.pm.mesh, p.type.dims[d], pos));
+      b.push_back(redist::range_hi(p.pm.mesh, p.type.dims[d], pos));
+    }
+  }
+  return out;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace redist;
+  const auto f = fuzz::fields(data, size, 2);
+  std::vector<std::uint64_t> global;
+  fuzz::refused_cleanly_or_ran([&] {
+    const dist_type s = parse_type(device_mesh{}, f[0]);
+    for (int d = 0; d < s.rank; ++d) global.push_back(s.dims[d].global);
+  });
+  if (global.empty()) global = {240, 120, 7};
+  fuzz::refused_cleanly_or_ran([&] {
+    const placed_type p = from_xla(f[1], global, 6);
+    if (!check(p.pm.mesh, p.type).ok()) fuzz::finding("from_xla gave a type that check() refuses");
+    if (!check_placement(p.pm, p.pm.min_world()).ok()) fuzz::finding("from_xla gave a bad placement");
+    if (p.pm.mesh.devices > 4096) return;  // the boxes below visit every device
+    std::string back;
+    if (!fuzz::refused_cleanly_or_ran([&] { back = to_xla(p.pm, p.type); })) return;
+    const placed_type q = from_xla(back, global, p.pm.mesh.devices);
+    if (boxes(p) != boxes(q)) fuzz::finding("to_xla's text does not hold the same boxes");
+    if (to_xla(q.pm, q.type) != back) fuzz::finding("to_xla is not canonical");
+  });
+  return 0;
+}
