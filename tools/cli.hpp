@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,8 @@
 #include "redist/core/jax.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/core/placement.hpp"
+#include "redist/core/shardy.hpp"
+#include "redist/core/xla.hpp"
 #include "redist/lower/between.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/profile_json.hpp"
@@ -57,12 +60,16 @@ auto for_option(std::string_view option, F&& f) -> decltype(f()) {
 /// A distributed type given in one of three notations: the paper syntax (`--from`), a JAX
 /// PartitionSpec (`--from-jax`) or PyTorch DTensor placements (`--from-dtensor`). The
 /// latter two need the global shape (`--shape`, shared by the types of a command).
+/// XLA HloSharding text (`--from-xla`) and Shardy's mesh and sharding (`--from-shardy`)
+/// carry their device lists: they place the type's mesh themselves (DESIGN.md section 5).
 struct type_option {
-  std::string paper, jax, dtensor;                 ///< the values given
-  std::string paper_name, jax_name, dtensor_name;  ///< the option names, e.g. --from, --from-jax
+  std::string paper, jax, dtensor, xla, shardy;                            ///< the values given
+  std::string paper_name, jax_name, dtensor_name, xla_name, shardy_name;  ///< the option names
   CLI::Option* paper_opt = nullptr;
   CLI::Option* jax_opt = nullptr;
   CLI::Option* dtensor_opt = nullptr;
+  CLI::Option* xla_opt = nullptr;
+  CLI::Option* shardy_opt = nullptr;
 };
 
 /// Register the three spellings of a type (`name`, `name-jax`, `name-dtensor`, or
@@ -70,10 +77,13 @@ struct type_option {
 /// exclusive options; the JAX and DTensor ones need `shape`.
 inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, const std::string& name,
                             const std::string& what, const std::string& jax_name = {},
-                            const std::string& dtensor_name = {}) {
+                            const std::string& dtensor_name = {}, const std::string& xla_name = {},
+                            const std::string& shardy_name = {}) {
   o.paper_name = name;
   o.jax_name = jax_name.empty() ? name + "-jax" : jax_name;
   o.dtensor_name = dtensor_name.empty() ? name + "-dtensor" : dtensor_name;
+  o.xla_name = xla_name.empty() ? name + "-xla" : xla_name;
+  o.shardy_name = shardy_name.empty() ? name + "-shardy" : shardy_name;
   o.paper_opt = cmd.add_option(o.paper_name, o.paper, what + " in the paper syntax, e.g. '[64{x}256, 1024]'");
   o.jax_opt = cmd.add_option(o.jax_name, o.jax, what + " as a JAX PartitionSpec, e.g. \"P('x', None)\" (with --shape)")
                   ->needs(shape)
@@ -83,19 +93,46 @@ inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, c
           ->needs(shape)
           ->excludes(o.paper_opt)
           ->excludes(o.jax_opt);
+  o.xla_opt = cmd.add_option(o.xla_name, o.xla,
+                             what + " as XLA HloSharding text with its devices, e.g. '{devices=[2,1,2]<=[4] "
+                                    "last_tile_dim_replicate}' (with --shape)")
+                  ->needs(shape)
+                  ->excludes(o.paper_opt)
+                  ->excludes(o.jax_opt)
+                  ->excludes(o.dtensor_opt);
+  o.shardy_opt = cmd.add_option(o.shardy_name, o.shardy,
+                                what + " as Shardy's mesh then sharding, e.g. 'sdy.mesh @mesh = <[\"x\"=2], "
+                                       "device_ids=[1, 0]> #sdy.sharding<@mesh, [{\"x\"}, {}]>' (with --shape)")
+                     ->needs(shape)
+                     ->excludes(o.paper_opt)
+                     ->excludes(o.jax_opt)
+                     ->excludes(o.dtensor_opt)
+                     ->excludes(o.xla_opt);
 }
 
 /// The name of the spelling given: `--from`, `--from-jax` or `--from-dtensor`.
 inline const std::string& given_name(const type_option& o) {
-  return o.jax_opt->count() ? o.jax_name : o.dtensor_opt->count() ? o.dtensor_name : o.paper_name;
+  return o.jax_opt->count()       ? o.jax_name
+         : o.dtensor_opt->count() ? o.dtensor_name
+         : o.xla_opt->count()     ? o.xla_name
+         : o.shardy_opt->count()  ? o.shardy_name
+                                  : o.paper_name;
 }
 
-/// True if the type is given in JAX or DTensor notation (which need --shape).
-inline bool needs_shape(const type_option& o) { return o.jax_opt->count() + o.dtensor_opt->count() > 0; }
+/// True if the type is given in the XLA or Shardy notation, which place its mesh.
+inline bool carries_mesh(const type_option& o) { return o.xla_opt->count() + o.shardy_opt->count() > 0; }
+
+/// True if the type is given in a notation without the global shape (which needs --shape).
+inline bool needs_shape(const type_option& o) {
+  return o.jax_opt->count() + o.dtensor_opt->count() > 0 || carries_mesh(o);
+}
 
 /// A usage error (exit 2) unless one of the spellings was given.
 inline void require_type(const type_option& o) {
-  if (o.paper_opt->count() + o.jax_opt->count() + o.dtensor_opt->count() == 0) throw CLI::RequiredError(o.paper_name);
+  if (o.paper_opt->count() + o.jax_opt->count() + o.dtensor_opt->count() + o.xla_opt->count() +
+          o.shardy_opt->count() ==
+      0)
+    throw CLI::RequiredError(o.paper_name);
 }
 
 /// The `--shape` option: the global shape that JAX and DTensor notations leave out.
@@ -109,7 +146,9 @@ inline void check_shape_used(const CLI::Option* shape, std::initializer_list<con
     if (needs_shape(*t)) return;
   if (shape->count() > 0) {
     std::string names;
-    for (const type_option* t : types) names += (names.empty() ? "" : ", ") + t->jax_name + ", " + t->dtensor_name;
+    for (const type_option* t : types)
+      names += (names.empty() ? "" : ", ") + t->jax_name + ", " + t->dtensor_name + ", " + t->xla_name + ", " +
+               t->shardy_name;
     throw CLI::ValidationError("--shape", "only used with " + names);
   }
 }
@@ -123,6 +162,43 @@ inline std::vector<std::uint64_t> parse_shape(const redist::device_mesh& m, cons
   std::vector<std::uint64_t> g;
   for (int d = 0; d < t.rank; ++d) g.push_back(t.dims[d].global);
   return g;
+}
+
+/// Shardy's text as a user copies it from an MLIR dump: the mesh (`sdy.mesh @mesh = <...>`,
+/// `<[...]>`), then the sharding (`#sdy.sharding<@mesh, [...]>`); or a sharding with its mesh
+/// inline (`#sdy.sharding<mesh<[...]>, [...]>`).
+inline placed_type parse_shardy_text(const std::string& text, std::span<const std::uint64_t> g) {
+  std::size_t at = text.find("#sdy.sharding");
+  if (at == std::string::npos) at = text.find("sharding<");
+  if (at == std::string::npos)
+    throw redist_error(errc::syntax, "expected Shardy's mesh then its sharding, '#sdy.sharding<@mesh, [...]>'");
+  std::string mesh = text.substr(0, at);
+  const std::string sharding = text.substr(at);
+  if (mesh.find_first_not_of(" \t\n;") == std::string::npos) {  // the mesh inline: mesh<...> up to its '>'
+    const std::size_t m0 = sharding.find("mesh<");
+    if (m0 == std::string::npos)
+      throw redist_error(errc::syntax, "the sharding names a mesh ('@...'): give the mesh ('sdy.mesh @mesh = <[...]>') "
+                                       "before it");
+    int depth = 0;
+    std::size_t end = m0 + 4;
+    for (; end < sharding.size(); ++end) {
+      depth += sharding[end] == '<' ? 1 : sharding[end] == '>' ? -1 : 0;
+      if (depth == 0) break;
+    }
+    mesh = sharding.substr(m0, end + 1 - m0);
+  }
+  placed_type r;
+  r.pm = from_shardy_mesh(mesh);
+  r.type = from_shardy(r.pm, sharding, g);
+  return r;
+}
+
+/// Parse a type given in the XLA or Shardy notation with its placed mesh, blaming the
+/// option used; `replicated` is the device count of XLA's `{replicated}`, which has none.
+inline placed_type parse_placed_type_option(const type_option& o, const std::string& shape, std::uint64_t replicated) {
+  const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  if (o.xla_opt->count() > 0) return for_option(o.xla_name, [&] { return from_xla(o.xla, g, replicated); });
+  return for_option(o.shardy_name, [&] { return parse_shardy_text(o.shardy, g); });
 }
 
 /// Parse a type given in any of its notations, blaming the option used.
@@ -139,45 +215,63 @@ inline dist_type parse_type_option(const redist::device_mesh& m, const type_opti
 }
 
 /// The options of a command about one type (show, convert): --mesh, --shape and the type
-/// as --type, --jax or --dtensor.
+/// as --type, --jax, --dtensor, --xla or --shardy (the last two place their own mesh).
 struct one_type_options {
   std::string mesh, shape;
+  CLI::Option* mesh_opt = nullptr;
   CLI::Option* shape_opt = nullptr;
   type_option type;
 };
 
 inline void add_one_type_options(CLI::App& cmd, one_type_options& o) {
-  cmd.add_option("--mesh", o.mesh, "device mesh, e.g. '{x: 2, y: 2}' (row-major device order)")->required();
+  o.mesh_opt = cmd.add_option("--mesh", o.mesh,
+                              "device mesh, e.g. '{x: 2, y: 2}' (row-major device order), or on listed ranks: "
+                              "'{x: 2, y: 2} @ [4, 6, 5, 7]'");
   o.shape_opt = add_shape_option(cmd, o.shape);
-  add_type_option(cmd, o.type, o.shape_opt, "--type", "the type", "--jax", "--dtensor");
+  add_type_option(cmd, o.type, o.shape_opt, "--type", "the type", "--jax", "--dtensor", "--xla", "--shardy");
+  o.type.xla_opt->excludes(o.mesh_opt);
+  o.type.shardy_opt->excludes(o.mesh_opt);
 }
 
 /// A parsed, checked mesh and type.
 struct one_type {
   redist::device_mesh m;
   dist_type t;
+  placed_mesh pm;  ///< m on its ranks
 };
 
-/// Parse and check one_type_options: a missing type or an unused --shape is a usage error
-/// (exit 2), a bad value an input error naming its option.
+/// Parse and check one_type_options: a missing type or mesh, or an unused --shape, is a
+/// usage error (exit 2), a bad value an input error naming its option.
 inline one_type parse_one_type(const one_type_options& o) {
   require_type(o.type);
   check_shape_used(o.shape_opt, {&o.type});
   one_type r;
-  r.m = for_option("--mesh", [&] { return parse_mesh(o.mesh); });
-  r.t = parse_type_option(r.m, o.type, o.shape);
+  if (carries_mesh(o.type)) {
+    placed_type x = parse_placed_type_option(o.type, o.shape, 1);
+    r.pm = std::move(x.pm);
+    r.t = x.type;
+  } else {
+    if (o.mesh_opt->count() == 0) throw CLI::RequiredError("--mesh");
+    r.pm = for_option("--mesh", [&] { return parse_placed_mesh(o.mesh); });
+    r.t = parse_type_option(r.pm.mesh, o.type, o.shape);
+  }
+  r.m = r.pm.mesh;
   return r;
 }
 
 /// The notations the tool prints types in (--notation, convert --to).
 inline const std::vector<std::string>& notation_names() {
-  static const std::vector<std::string> names{"redist", "jax", "dtensor"};
+  static const std::vector<std::string> names{"redist", "jax", "dtensor", "xla", "shardy"};
   return names;
 }
 
 /// The notation's name for people: "JAX PartitionSpec", "DTensor placements".
 inline std::string_view notation_title(std::string_view notation) {
-  return notation == "jax" ? "JAX PartitionSpec" : notation == "dtensor" ? "DTensor placements" : "redist";
+  return notation == "jax"       ? "JAX PartitionSpec"
+         : notation == "dtensor" ? "DTensor placements"
+         : notation == "xla"     ? "XLA HloSharding"
+         : notation == "shardy"  ? "Shardy sharding"
+                                 : "redist";
 }
 
 /// A type written in a notation, or why that notation cannot write it.
@@ -186,14 +280,20 @@ struct notated {
   std::string why_not;  ///< why it has none (empty if it has one)
 };
 
-inline notated in_notation(const redist::device_mesh& m, const dist_type& t, std::string_view notation) {
+inline notated in_notation(const placed_mesh& pm, const dist_type& t, std::string_view notation) {
+  const redist::device_mesh& m = pm.mesh;
   try {
     if (notation == "jax") return {to_jax(m, t), {}};
     if (notation == "dtensor") return {to_dtensor(m, t), {}};
+    if (notation == "xla") return {to_xla(pm, t), {}};
+    if (notation == "shardy") return {to_shardy_mesh(pm) + " " + to_shardy(pm, t), {}};
   } catch (const redist_error& e) {
     return {{}, e.what()};
   }
   return {type_text(m, t).str(), {}};
+}
+inline notated in_notation(const redist::device_mesh& m, const dist_type& t, std::string_view notation) {
+  return in_notation(placed_mesh{m, {}}, t, notation);
 }
 
 /// One line for a type that a notation cannot write: why, and the type in ours.
@@ -203,9 +303,9 @@ inline std::string not_expressible(const redist::device_mesh& m, const dist_type
 }
 
 /// The type in `notation`, or (one line) ours and why that notation cannot write it.
-inline std::string type_in(const redist::device_mesh& m, const dist_type& t, std::string_view notation) {
-  const notated n = in_notation(m, t, notation);
-  return n.why_not.empty() ? n.text : not_expressible(m, t, notation, n.why_not);
+inline std::string type_in(const placed_mesh& pm, const dist_type& t, std::string_view notation) {
+  const notated n = in_notation(pm, t, notation);
+  return n.why_not.empty() ? n.text : not_expressible(pm.mesh, t, notation, n.why_not);
 }
 
 /// Write `content` to the file `path`, blaming `option` if it cannot.
@@ -219,6 +319,7 @@ inline void write_file(std::string_view option, const std::string& path, const s
 struct problem_options {
   std::string mesh, to_mesh, shape;
   std::uint64_t world = 0;
+  CLI::Option* mesh_opt = nullptr;
   CLI::Option* shape_opt = nullptr;
   CLI::Option* to_mesh_opt = nullptr;
   CLI::Option* world_opt = nullptr;
@@ -227,10 +328,9 @@ struct problem_options {
 };
 
 inline void add_problem_options(CLI::App& cmd, problem_options& o) {
-  cmd.add_option("--mesh", o.mesh,
-                 "device mesh, e.g. '{x: 4, y: 8}' (row-major device order), or on listed ranks: "
-                 "'{x: 2, y: 2} @ [4, 6, 5, 7]'")
-      ->required();
+  o.mesh_opt = cmd.add_option("--mesh", o.mesh,
+                              "device mesh, e.g. '{x: 4, y: 8}' (row-major device order), or on listed ranks: "
+                              "'{x: 2, y: 2} @ [4, 6, 5, 7]' (not with --from-xla, --from-shardy)");
   o.to_mesh_opt = cmd.add_option("--to-mesh", o.to_mesh,
                                  "the target's mesh when it is not --mesh (other ranks, size or shape), e.g. "
                                  "'{a: 4} @ [4, 5, 6, 7]'");
@@ -266,15 +366,42 @@ inline problem parse_problem(const problem_options& o) {
   require_type(o.to);
   check_shape_used(o.shape_opt, {&o.from, &o.to});
   problem p;
-  p.src = for_option("--mesh", [&] { return parse_placed_mesh(o.mesh); });
-  p.dst = o.to_mesh_opt->count() ? for_option("--to-mesh", [&] { return parse_placed_mesh(o.to_mesh); }) : p.src;
+  // The meshes: XLA's and Shardy's notations place their own; --mesh the source's (and the
+  // target's unless --to-mesh or the target's notation places it).
+  const bool from_placed = carries_mesh(o.from), to_placed = carries_mesh(o.to);
+  if (!from_placed && o.mesh_opt->count() == 0) throw CLI::RequiredError("--mesh");
+  if (from_placed && o.mesh_opt->count() > 0)
+    throw CLI::ValidationError("--mesh", given_name(o.from) + " places the source's mesh itself");
+  if (to_placed && o.to_mesh_opt->count() > 0)
+    throw CLI::ValidationError("--to-mesh", given_name(o.to) + " places the target's mesh itself");
+  std::optional<placed_mesh> given;
+  if (o.mesh_opt->count()) given = for_option("--mesh", [&] { return parse_placed_mesh(o.mesh); });
+  if (o.to_mesh_opt->count()) p.dst = for_option("--to-mesh", [&] { return parse_placed_mesh(o.to_mesh); });
+  // XLA's {replicated} names no devices: as many as the other side's mesh (or --world).
+  std::uint64_t replicated = o.world_opt->count() ? o.world : given ? given->mesh.devices : 1;
+  if (o.to_mesh_opt->count() && !o.world_opt->count()) replicated = p.dst.mesh.devices;
+  if (from_placed) {
+    placed_type x = parse_placed_type_option(o.from, o.shape, replicated);
+    p.src = std::move(x.pm);
+    p.from = x.type;
+  } else {
+    p.src = *given;
+    p.from = parse_type_option(p.src.mesh, o.from, o.shape);
+  }
+  if (to_placed) {
+    placed_type x = parse_placed_type_option(o.to, o.shape, o.world_opt->count() ? o.world : p.src.mesh.devices);
+    p.dst = std::move(x.pm);
+    p.to = x.type;
+  } else {
+    if (!o.to_mesh_opt->count()) p.dst = p.src;
+    p.to = parse_type_option(p.dst.mesh, o.to, o.shape);
+  }
   p.m = p.src.mesh;
   p.world = o.world_opt->count() ? o.world : std::max(p.src.min_world(), p.dst.min_world());
-  if (error e = check_placement(p.src, p.world)) throw input_error(o.world_opt->count() ? "--world" : "--mesh", e.message.str());
+  if (error e = check_placement(p.src, p.world))
+    throw input_error(o.world_opt->count() ? "--world" : given_name(o.from) == o.from.paper_name ? "--mesh" : given_name(o.from), e.message.str());
   if (error e = check_placement(p.dst, p.world))
-    throw input_error(o.world_opt->count() ? "--world" : "--to-mesh", e.message.str());
-  p.from = parse_type_option(p.m, o.from, o.shape);
-  p.to = parse_type_option(p.dst.mesh, o.to, o.shape);
+    throw input_error(o.world_opt->count() ? "--world" : o.to_mesh_opt->count() ? "--to-mesh" : given_name(o.to), e.message.str());
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say (for even types on one mesh;
   // uneven ones and meshes on device sets need the same global shape, lower/synthesize.hpp

@@ -1,5 +1,7 @@
 // tools/convert_command.cpp -- `redist convert`: a type in the paper syntax, as a JAX
-// PartitionSpec and as PyTorch DTensor placements (core/jax.hpp, core/dtensor.hpp).
+// PartitionSpec and as PyTorch DTensor placements (core/jax.hpp, core/dtensor.hpp), and with
+// --to xla,shardy as XLA HloSharding and Shardy text with the mesh's devices (core/xla.hpp,
+// core/shardy.hpp).
 //
 //   redist convert --mesh '{x: 2, y: 2}' --type '[64{x}128, 32{y}64]'
 //   redist       [64{x}128, 32{y}64]
@@ -27,21 +29,20 @@ namespace {
 
 struct convert_options {
   one_type_options in;
-  std::vector<std::string> to = notation_names();
+  std::vector<std::string> to = {"redist", "jax", "dtensor"};
 };
 
 void run_convert(const convert_options& o) {
   const one_type in = parse_one_type(o.in);
-  const device_mesh& m = in.m;
   const dist_type& t = in.t;
   if (o.to.size() == 1) {
-    const notated n = in_notation(m, t, o.to[0]);
+    const notated n = in_notation(in.pm, t, o.to[0]);
     if (!n.why_not.empty()) throw input_error("--to", fmt::format("the type has no {}: {}", notation_title(o.to[0]), n.why_not));
     fmt::print("{}\n", n.text);
     return;
   }
   for (const std::string& name : o.to) {
-    const notated n = in_notation(m, t, name);
+    const notated n = in_notation(in.pm, t, name);
     fmt::print("{:<12} {}\n", name, n.why_not.empty() ? n.text : "none: " + n.why_not);
   }
 }
@@ -50,9 +51,9 @@ void run_convert(const convert_options& o) {
 
 void add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<convert_options>();
-  CLI::App* cmd = app.add_subcommand("convert", "write a type in the redist, JAX and DTensor notations");
+  CLI::App* cmd = app.add_subcommand("convert", "write a type in the redist, JAX, DTensor, XLA and Shardy notations");
   add_one_type_options(*cmd, opts->in);
-  cmd->add_option("--to", opts->to, "the notations to print (default: all three)")
+  cmd->add_option("--to", opts->to, "the notations to print: redist, jax, dtensor (the default), xla, shardy")
       ->check(CLI::IsMember(notation_names()))
       ->delimiter(',');
   cmd->callback([opts] { run_convert(*opts); });

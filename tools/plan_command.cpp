@@ -81,13 +81,19 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
 /// The program's types (source, after each step, target) in a notation, one line each.
 std::string types_in_notation(const program& prog, const std::string& notation) {
   std::string out = fmt::format("types as {}:\n", notation_title(notation));
-  out += fmt::format("  source  {}\n", type_in(prog.m, prog.source, notation));
+  auto placed = [](const device_mesh& m, const std::vector<rank_t>& d) {
+    return placed_mesh{m, std::vector<std::uint32_t>(d.begin(), d.end())};
+  };
+  const placed_mesh src = placed(prog.m, prog.source_devices);
+  const placed_mesh dst = placed(prog.target_mesh(), prog.two_meshes ? prog.target_devices : prog.source_devices);
+  out += fmt::format("  source  {}\n", type_in(src, prog.source, notation));
   for (std::size_t i = 0; i < prog.steps.size(); ++i) {
     const step& s = prog.steps[i];
-    if (s.type_exact) out += fmt::format("  step {}  {}\n", i + 1, type_in(prog.mesh_after(i), s.type_after, notation));
+    const placed_mesh& on = s.on_target && prog.two_meshes ? dst : src;
+    if (s.type_exact) out += fmt::format("  step {}  {}\n", i + 1, type_in(on, s.type_after, notation));
     else out += fmt::format("  step {}  (a type up to a device permutation)\n", i + 1);
   }
-  return out + fmt::format("  target  {}\n", type_in(prog.target_mesh(), prog.target, notation));
+  return out + fmt::format("  target  {}\n", type_in(dst, prog.target, notation));
 }
 
 void run_plan(const plan_options& o) {

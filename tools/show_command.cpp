@@ -45,9 +45,10 @@ void run_show(const show_options& o) {
   const device_mesh& m = in.m;
   const dist_type& t = in.t;
   draw_options d;
+  d.devices = in.pm.devices;  // boxes labelled with world ranks on a mesh on device sets
   std::string note;  // the one line saying the notation cannot write the type
   if (o.notation != "redist") {
-    const notated n = in_notation(m, t, o.notation);
+    const notated n = in_notation(in.pm, t, o.notation);
     if (n.why_not.empty()) d.type_label = n.text;
     else note = fmt::format("no {}: {}; the type is shown in redist notation\n", notation_title(o.notation), n.why_not);
   }

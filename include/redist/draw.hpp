@@ -248,6 +248,9 @@ struct draw_options {
   std::size_t max_label = 20;      ///< longest device label (columns) before it is shortened with `…`
   std::uint64_t max_columns = 16;  ///< boxes per row; wider rows wrap into bands
   std::string type_label;          ///< show_*: the type as the header prints it (empty: the paper syntax)
+  /// show_*: the world rank of each mesh position (a mesh on device sets, core/placement.hpp):
+  /// boxes are labelled with those ranks. Empty: the positions (ranks 0..D-1).
+  std::vector<std::uint32_t> devices;
 };
 
 namespace detail::pic {
@@ -569,14 +572,17 @@ inline std::string show_header(const device_mesh& m, const dist_type& t, const d
     g.push_back(t.dims[d].global);
     tl.push_back(tile(m, t.dims[d]));
   }
-  return fmt::format("mesh {} | type {} | global [{}] | tile [{}] | local size {} elements", mesh_text(m).str(),
+  return fmt::format("mesh {} | type {} | global [{}] | tile [{}] | local size {} elements",
+                     placed_mesh_text(placed_mesh{m, o.devices}),
                      o.type_label.empty() ? type_text(m, t).str() : o.type_label, fmt::join(g, ", "), fmt::join(tl, ", "),
                      local_size(m, t));
 }
 
 /// The note under the header for a type with pending sums or uneven dimensions (empty
 /// without): which tiles are short, and which devices hold empty tiles.
-inline std::string show_note(const device_mesh& m, const dist_type& t) {
+inline tiling placed_tiling(const device_mesh& m, const dist_type& t, const draw_options& o);
+
+inline std::string show_note(const device_mesh& m, const dist_type& t, const draw_options& o = {}) {
   std::vector<std::string> lines;
   if (t.nsum > 0)
     lines.push_back(fmt::format(
@@ -593,7 +599,7 @@ inline std::string show_note(const device_mesh& m, const dist_type& t) {
     lines.push_back(l + " (tiles are padded to " + std::to_string(c) + " in local memory)");
   }
   if (!even(m, t)) {
-    const tiling g = tiling_of(m, t);
+    const tiling g = placed_tiling(m, t, o);
     if (!g.empty.empty())
       lines.push_back(fmt::format("devices holding no elements: {}", fmt::join(detail::pic::rank_tokens(g.empty), ",")));
   }
@@ -601,17 +607,31 @@ inline std::string show_note(const device_mesh& m, const dist_type& t) {
 }
 
 /// The header, the note on pending sums if any, and the picture of a type.
+/// The tiling of type t with its devices labelled by their world ranks (o.devices).
+inline tiling placed_tiling(const device_mesh& m, const dist_type& t, const draw_options& o) {
+  tiling x = tiling_of(m, t);
+  if (o.devices.empty()) return x;
+  for (auto& box : x.holders)
+    for (auto& group : box) {
+      for (rank_t& r : group) r = o.devices[r];
+      std::sort(group.begin(), group.end());
+    }
+  for (rank_t& r : x.empty) r = o.devices[r];
+  std::sort(x.empty.begin(), x.empty.end());
+  return x;
+}
+
 inline std::string show_text(const device_mesh& m, const dist_type& t, const draw_options& o = {}) {
   std::string out = show_header(m, t, o) + "\n";
-  if (const std::string n = show_note(m, t); !n.empty()) out += n + "\n";
-  return out + draw_text(tiling_of(m, t), o);
+  if (const std::string n = show_note(m, t, o); !n.empty()) out += n + "\n";
+  return out + draw_text(placed_tiling(m, t, o), o);
 }
 
 /// show_text as a standalone SVG 1.1 document: one rect per box, coloured from a fixed
 /// palette, labelled with its devices; the index ticks; the header as its title.
 inline std::string show_svg(const device_mesh& m, const dist_type& t, const draw_options& o = {}) {
   using namespace detail::pic;
-  const std::string header = show_header(m, t, o), note = show_note(m, t);
+  const std::string header = show_header(m, t, o), note = show_note(m, t, o);
   std::string body = svg_text(gap, gap + 13, "title", header);
   int y = gap + line_h;
   int w = text_w(header);
@@ -624,7 +644,7 @@ inline std::string show_svg(const device_mesh& m, const dist_type& t, const draw
     at = end + 1;
   }
   y += 6;
-  const extent e = svg_tiling(body, tiling_of(m, t), gap, y, o);
+  const extent e = svg_tiling(body, placed_tiling(m, t, o), gap, y, o);
   return svg_document(std::max(w, e.w) + 2 * gap, y + e.h + gap, header, body);
 }
 
