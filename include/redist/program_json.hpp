@@ -427,7 +427,7 @@ inline program program_from_json(const nlohmann::json& j) {
           pm.devices.push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(r, UINT32_MAX)));
         }
         if (error e = check_placement(pm, W)) json_fail(e.code, key, std::string(e.message.view()));
-        out.assign(pm.devices.begin(), pm.devices.end());
+        if (!pm.identity()) out.assign(pm.devices.begin(), pm.devices.end());  // 0..D-1: kept as no list
       } else if (mesh.devices > W) {
         json_fail(errc::bad_size, key, "missing, and the mesh's " + std::to_string(mesh.devices) +
                                            " devices do not fit in the world of " + std::to_string(W) + " ranks");

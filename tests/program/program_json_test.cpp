@@ -9,9 +9,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "redist/core/placement.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/program_json.hpp"
+#include "redist/runtime/program_check.hpp"
 #include "support/random_problems.hpp"
 
 using namespace redist;
@@ -265,7 +268,10 @@ TEST_CASE("malformed programs are rejected with one line naming the field") {
   CHECK(read_error(with(gather, [](json& j) { j.erase("steps"); })) == "program JSON: missing field 'steps'");
   CHECK(read_error(with(gather, [](json& j) { j.erase("mesh"); })) == "program JSON: missing field 'mesh'");
   CHECK(read_error(with(gather, [](json& j) { j["format"] = "redist-program/2"; })) ==
-        "program JSON: format: unsupported format 'redist-program/2' (expected 'redist-program/1')");
+        "program JSON: missing field 'world'");  // format 2 names its world
+  CHECK(read_error(with(gather, [](json& j) { j["format"] = "redist-program/3"; })) ==
+        "program JSON: format: unsupported format 'redist-program/3' (expected 'redist-program/1' or "
+        "'redist-program/2')");
   CHECK(read_error(with(gather, [](json& j) { j["element_bytes"] = "4"; })) ==
         "program JSON: element_bytes: expected an unsigned integer, found \"4\"");
   CHECK(read_error(with(gather, [](json& j) { j["element_bytes"] = -4; })) ==
@@ -375,7 +381,7 @@ TEST_CASE("hostile JSON is refused with one line, never a crash (fuzz regression
         "program JSON: arrays and objects nested deeper than 32 levels (at byte 70)");
   // Brackets inside strings do not nest; 32 levels are read (and refused for what they hold).
   CHECK(refused(R"({"format": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})") ==
-        "program JSON: format: unsupported format '" + std::string(37, '[') + "...' (expected 'redist-program/1')");
+        "program JSON: format: unsupported format '" + std::string(37, '[') + "...' (expected 'redist-program/1' or 'redist-program/2')");
   CHECK(refused("{\"format\": " + std::string(31, '[') + std::string(31, ']') + "}") ==
         "program JSON: format: expected a string, found [[[[...]]]]");
   // Numbers JSON cannot hold let nlohmann's out_of_range escape.
@@ -395,7 +401,7 @@ TEST_CASE("hostile JSON is refused with one line, never a crash (fuzz regression
   CHECK_THROWS_WITH(program_from_json(dom), "program JSON: expected a JSON object, found [[[[...]]]]");
   const json wide = json{{"format", std::string(100000, 'f')}};
   CHECK_THROWS_WITH(program_from_json(wide), "program JSON: format: unsupported format '" + std::string(37, 'f') +
-                                                 "...' (expected 'redist-program/1')");
+                                                 "...' (expected 'redist-program/1' or 'redist-program/2')");
   // A mesh of 2^32 - 1 devices is refused before anything per rank is allocated.
   CHECK(refused(R"({"format": "redist-program/1", "mesh": [["x", 4294967295]], "element_bytes": 4,
                     "source": "[4294967295]", "target": "[4294967295]", "global_shape": [4294967295],
@@ -595,4 +601,103 @@ TEST_CASE("an exchange must come after the reduction of every pending sum", "[ex
   CHECK(read_error(json::parse(head + exchange + ", " + reduce + "]}")) ==
         "program JSON: steps[0]: an exchange does not add partial sums: every pending sum must be reduced before it, "
         "and the target may have none");
+}
+
+// ---- Format 2: programs on device sets (DESIGN.md section 4, lower/between.hpp) ----
+
+namespace {
+/// The chosen program between two placed layouts.
+program between(const char* ma, const char* a, const char* mb, const char* b, std::uint64_t W) {
+  const placed_mesh pa = parse_placed_mesh(ma), pb = parse_placed_mesh(mb);
+  return synthesize_between(placed_layout{pa, parse_type(pa.mesh, a)}, placed_layout{pb, parse_type(pb.mesh, b)}, W);
+}
+}  // namespace
+
+TEST_CASE("programs on device sets round-trip as redist-program/2", "[placed]") {
+  const program cases[] = {
+      between("{x: 2, y: 2} @ [4, 6, 5, 7]", "[{x}8, {y}8]", "{x: 2, y: 2} @ [4, 6, 5, 7]", "[8, {x}8]", 8),
+      between("{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 4, {tp}8]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "[{dp}8, {tp}4, 8]", 8),
+      between("{x: 2}", "[{x}16, 16]", "{a: 2, b: 2} @ [2, 3, 4, 5]", "[{a}16, 16]", 6),
+      between("{x: 8}", "[{x}10, 7]", "{y: 3} @ [5, 1, 7]", "[{y}10, 7]", 8),
+      between("{x: 2, y: 2}", "[{x}8, {y}8]", "{x: 2, y: 2} @ [1, 0, 2, 3]", "[{x}8, {y}8]", 4),
+  };
+  for (const program& p : cases) {
+    INFO(program_json_text(p));
+    REQUIRE(p.placed());
+    REQUIRE(detail::check_program(p).error.empty());
+    const json j = to_json(p);
+    CHECK(j["format"] == "redist-program/2");
+    CHECK(j["world"] == p.world_size());
+    const program back = program_from_json(j);
+    require_same(p, back);
+    CHECK(back.world == p.world);
+    CHECK(back.source_devices == p.source_devices);
+    CHECK(back.two_meshes == p.two_meshes);
+    CHECK(back.target_devices == p.target_devices);
+    for (std::size_t i = 0; i < p.steps.size(); ++i) {
+      CHECK(back.steps[i].holds == p.steps[i].holds);
+      CHECK(back.steps[i].on_target == p.steps[i].on_target);
+    }
+    CHECK(program_json_text(back) == program_json_text(p));
+  }
+}
+
+TEST_CASE("the JSON of a cross-mesh exchange lists null for ranks that hold nothing after it", "[placed]") {
+  const program p = between("{x: 2}", "[{x}8]", "{y: 2} @ [2, 3]", "[{y}8]", 4);
+  const json j = to_json(p);
+  CHECK(j["devices"] == json::parse("[0, 1]"));
+  CHECK(j["target_mesh"] == json::parse(R"([["y", 2]])"));
+  CHECK(j["target_devices"] == json::parse("[2, 3]"));
+  REQUIRE(j["steps"].size() == 1);
+  CHECK(j["steps"][0]["op"] == "exchange");
+  CHECK(j["steps"][0]["boxes"] == json::parse("[null, null, [[0, 4]], [[4, 8]]]"));
+  CHECK(j["steps"][0]["type_mesh"] == "target");
+  CHECK(j["cost_bytes"] == 16);
+}
+
+TEST_CASE("malformed programs on device sets are rejected with one line naming the field", "[placed]") {
+  const json good = to_json(between("{x: 2, y: 2} @ [4, 6, 5, 7]", "[{x}8, {y}8]", "{x: 2, y: 2} @ [4, 6, 5, 7]",
+                                    "[8, {y}8]", 8));
+  REQUIRE(read_error(good).empty());
+  REQUIRE(good["steps"][0]["op"] == "allgather");
+  auto with = [&](const std::function<void(json&)>& f) {
+    json j = good;
+    f(j);
+    return read_error(j);
+  };
+  CHECK(with([](json& j) { j.erase("world"); }) == "program JSON: missing field 'world'");
+  CHECK(with([](json& j) { j["devices"] = json::parse("[4, 6, 5, 5]"); }) ==
+        "program JSON: devices: device 5 is listed twice (positions 2 and 3)");
+  CHECK(with([](json& j) { j["devices"] = json::parse("[4, 6, 5, 8]"); }) ==
+        "program JSON: devices: device 8 (position 3) is not a rank of the world of 8 ranks");
+  CHECK(with([](json& j) { j["devices"] = json::parse("[4, 6, 5]"); }) ==
+        "program JSON: devices: the device list has 3 ranks but the mesh has 4 devices");
+  CHECK(with([](json& j) { j["steps"][0]["groups"][0][0] = 0; }) ==
+        "program JSON: steps[0].groups[0][0]: rank 0 holds no tile before the step");
+  CHECK(with([](json& j) { j["steps"][0]["groups"][0][0] = 9; }) ==
+        "program JSON: steps[0].groups[0][0]: rank 9 out of range (the world has 8 ranks)");
+  CHECK(with([](json& j) { j["format"] = "redist-program/1"; }).starts_with("program JSON: steps[0].groups[0][0]: rank "));
+  CHECK(with([](json& j) { j["source"] = json::parse(R"({"boxes": []})"); }) ==
+        "program JSON: source: box layouts ({\"boxes\": ...}) are not read yet: give a type");
+}
+
+TEST_CASE("program_check follows programs on device sets: ranks outside the mesh hold nothing", "[placed]") {
+  program p = between("{x: 2} @ [3, 1]", "[{x}8]", "{x: 2} @ [3, 1]", "[8]", 4);
+  REQUIRE(p.steps.size() == 1);
+  REQUIRE(p.steps[0].kind == op::allgather);
+  CHECK(p.steps[0].members == std::vector<rank_t>{3, 1});
+  CHECK(detail::check_program(p).error.empty());
+  program bad = p;
+  bad.steps[0].members = {3, 0};
+  CHECK(detail::check_program(bad).error ==
+        "invalid program: step 0 (allgather): the groups must list every rank that holds a tile exactly once (0 holds "
+        "none)");
+  bad = p;
+  bad.steps[0].members = {1, 3};  // the order of the concatenation: the boxes do not follow
+  CHECK(detail::check_program(bad).error ==
+        "invalid program: step 0 (allgather): the boxes [4, 8) and [0, 4) are not adjacent along dimension 0");
+  bad = p;
+  bad.source_devices = {3, 4};
+  CHECK(detail::check_program(bad).error ==
+        "invalid program: the source mesh's devices: device 4 (position 1) is not a rank of the world of 4 ranks");
 }

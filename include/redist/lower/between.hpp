@@ -363,7 +363,14 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
                                           placed_mesh_text(a.pm) + " to " + std::string(type_text(b.pm.mesh, b.type).view()) +
                                           " on " + placed_mesh_text(b.pm) + ": " + all);
   }
-  for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
+  for (plan_candidate& k : c.candidates) {
+    for (std::vector<rank_t>* d : {&k.prog.source_devices, &k.prog.target_devices}) {  // 0..D-1: no list
+      bool identity = true;
+      for (std::size_t q = 0; q < d->size() && identity; ++q) identity = (*d)[q] == q;
+      if (identity) d->clear();
+    }
+    k.seconds = predicted_seconds(k.prog, P);
+  }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
   const plan_candidate& w = c.candidates[c.chosen];

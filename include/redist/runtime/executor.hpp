@@ -309,7 +309,7 @@ class executor {
     std::vector<darray<T>> out;
     if (shapes_.error.empty() && in.size() == local_.size()) {
       out.reserve(local_.size());
-      for (std::size_t i = 0; i < local_.size(); ++i) out.push_back(target_tile(i));
+      for (rank_t r : local_) out.push_back(target_tile<T>(p_, r));
     }
     run(in, std::span<darray<T>>(out));
     return out;
@@ -526,8 +526,8 @@ class executor {
     };
     for (std::size_t i = 0; i < local_.size(); ++i) {
       const rank_t r = local_[i];
-      if (std::string e = one(in[i], r, p_.m, p_.source, source_position(r), "input"); !e.empty()) return e;
-      if (std::string e = one(out[i], r, p_.target_mesh(), p_.target, target_position(r), "output"); !e.empty())
+      if (std::string e = one(in[i], r, p_.m, p_.source, p_.source_position(r), "input"); !e.empty()) return e;
+      if (std::string e = one(out[i], r, p_.target_mesh(), p_.target, p_.target_position(r), "output"); !e.empty())
         return e;
     }
     return check_overlaps(in, out);
@@ -599,10 +599,6 @@ class executor {
   bool holding(std::size_t i) const {
     return step_now_ == no_step || shapes_.holds(step_now_, local_[i]);
   }
-  /// Local rank i's target tile, or none() for a rank outside the target mesh.
-  darray<T> target_tile(std::size_t i) const { return redist::target_tile<T>(p_, local_[i]); }
-  std::int64_t source_position(rank_t r) const { return p_.source_position(r); }
-  std::int64_t target_position(rank_t r) const { return p_.target_position(r); }
 
   /// Call `fn(group)` for every group of the step that holds a local rank (in parallel
   /// where the backend offers it).
