@@ -10,6 +10,10 @@
 //   gather-scatter  the first holder of every distinct source tile sends it to world rank 0
 //                   (MPI_Gatherv), rank 0 assembles the global array and sends every target
 //                   rank its box (MPI_Scatterv).
+// Groups 1-4 add a third row: the pieces of redist's exchange (plan_exchange, the sender rule
+// of redist/exchange.hpp) moved by the pull's code, without the executor, which separates
+// the exchange's pattern from the executor's per-run cost (checks, one agreement
+// MPI_Allreduce, datatypes, MPI_Alltoallw over the world).
 // All systems of a scenario run the same data, alternating run by run (the order rotates),
 // after one warm-up run each; a run's time is the slowest rank's (MPI_Wtime between two
 // barriers, MPI_Allreduce max); every output tile of every run is filled with NaN before the
@@ -28,6 +32,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -131,7 +136,9 @@ MPI_Datatype subarray(const redist::extents& e, const box& tb, const box& p) {
   return t;
 }
 
-/// Baseline (a): pull every piece from the first holder.
+/// Baseline (a): pull every piece from the first holder. With `sender_rule`, the same code
+/// moves the pieces of redist's exchange instead (plan_exchange: replicas share the sending),
+/// which separates the pattern from the executor's own cost.
 struct pull_baseline {
   struct msg {
     int peer, tag;
@@ -144,30 +151,39 @@ struct pull_baseline {
   redist::extents se{}, te{};
   std::uint64_t max_received = 0;
 
-  pull_baseline(const placed_layout& a, const placed_layout& b, std::uint64_t me) {
+  pull_baseline(const placed_layout& a, const placed_layout& b, std::uint64_t me, bool sender_rule = false) {
     const std::vector<box> S = boxes_of(a), T = boxes_of(b);
-    const auto firsts = first_holders(S);
     sb = S[me];
     tb = T[me];
     se = redist::tile_extents(a.pm.mesh, a.type);
     te = redist::tile_extents(b.pm.mesh, b.type);
+    std::vector<redist::exchange_piece> pieces;
+    if (sender_rule) {
+      const redist::exchange_plan x = redist::plan_exchange(S, T);
+      if (!x.error.empty()) throw std::runtime_error("plan_exchange: " + x.error);
+      pieces = x.pieces;
+    } else {
+      const auto firsts = first_holders(S);
+      for (std::uint64_t r = 0; r < W; ++r) {
+        if (T[r].empty()) continue;
+        for (const auto& [h, B] : firsts) {
+          const box p = redist::intersect(T[r], B);
+          if (!p.empty()) pieces.push_back({static_cast<rank_t>(S[r] == B ? r : h), static_cast<rank_t>(r), p});
+        }
+      }
+    }
     std::vector<std::uint64_t> got(W, 0);
     int tag = 0;
-    for (std::uint64_t r = 0; r < W; ++r) {
-      if (T[r].empty()) continue;
-      for (const auto& [h, B] : firsts) {
-        const box p = redist::intersect(T[r], B);
-        if (p.empty()) continue;
-        const std::uint64_t from = S[r] == B ? r : h;
-        ++tag;
-        if (from == r) {
-          if (r == me) local.push_back(p);
-          continue;
-        }
-        got[r] += p.size();
-        if (from == me) msgs.push_back({static_cast<int>(r), tag, subarray(se, sb, p), true});
-        if (r == me) msgs.push_back({static_cast<int>(from), tag, subarray(te, tb, p), false});
+    for (const redist::exchange_piece& x : pieces) {
+      ++tag;
+      if (x.b.empty()) continue;
+      if (x.from == x.to) {
+        if (x.to == me) local.push_back(x.b);
+        continue;
       }
+      got[x.to] += x.b.size();
+      if (x.from == me) msgs.push_back({static_cast<int>(x.to), tag, subarray(se, sb, x.b), true});
+      if (x.to == me) msgs.push_back({static_cast<int>(x.from), tag, subarray(te, tb, x.b), false});
     }
     for (std::uint64_t g : got) max_received = std::max(max_received, g);
   }
@@ -437,6 +453,16 @@ void run_scenario(context& cx, const scenario& sc, bool replicated_target, summa
     v.push_back(make_executor_system(cx, c.candidates[i].name, c.candidates[i], i == c.chosen, in));
   const std::size_t nexec = v.size();
   add_baselines(cx, v, sc.a, sc.b);
+  {
+    auto bare = std::make_shared<pull_baseline>(sc.a, sc.b, cx.me, true);
+    sys x;
+    x.name = "exchange pieces, bare MPI";
+    x.steps = "Isend/Irecv (no executor)";
+    x.max_received = bare->max_received;
+    x.run = [bare](const darray<float>& i, darray<float>& out) { bare->run(i, out); };
+    x.out = tile_of(sc.b, cx.me);
+    v.push_back(std::move(x));
+  }
   measure(cx, v, in);
   const sys& chosen = v[c.chosen];
   const double pull = v[nexec].median(), gs = v[nexec + 1].median();
