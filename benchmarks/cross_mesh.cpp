@@ -424,6 +424,9 @@ struct summary {
   int relabel_pairs = 0, relabel_pred_slower = 0, relabel_taken = 0;
   int grid_pairs = 0, grid_lower = 0, grid_same = 0, grid_higher = 0;
   std::vector<std::string> chooser_notes;
+  std::vector<double> relabel_median, relabel_best;  // not relabelled / relabelled, where relabelling is taken
+  std::vector<double> grid_pull, grid_gs;            // pull / chosen, gather-scatter / chosen (relabel on)
+  std::vector<double> executor_cost;                 // the chosen exchange / its bare pieces, medians
 };
 
 /// Build an executor system with its output from a warm-up call.
@@ -466,6 +469,7 @@ void run_scenario(context& cx, const scenario& sc, bool replicated_target, summa
   measure(cx, v, in);
   const sys& chosen = v[c.chosen];
   const double pull = v[nexec].median(), gs = v[nexec + 1].median();
+  if (c.candidates[c.chosen].name == "exchange") sum.executor_cost.push_back(chosen.median() / v[nexec + 2].median());
   if (c.candidates[c.chosen].name == "exchange") {
     ++sum.exchange_chosen;
     sum.exchange_at_bound += exchange_at_bound(c.candidates[c.chosen].prog) ? 1 : 0;
@@ -546,6 +550,12 @@ void run_grid_pair(context& cx, const placed_layout& a, const placed_layout& b, 
     else ++sum.grid_higher;
   }
   const sys& ch = v[c.chosen];
+  if (relabelled) {
+    sum.relabel_median.push_back(ch.median() / v[irel].median());
+    sum.relabel_best.push_back(ch.best() / v[irel].best());
+  }
+  sum.grid_pull.push_back(v[ibase].median() / v[irel].median());
+  sum.grid_gs.push_back(v[ibase + 1].median() / v[irel].median());
   for (std::size_t i = 0; i < nexec; ++i)
     if (i != c.chosen && v[i].median() < 0.9 * ch.median() &&
         !same_program(c.candidates[i].prog, c.candidates[c.chosen].prog))
@@ -608,7 +618,7 @@ int main(int argc, char** argv) {
       std::string s(b);
       return s.substr(0, s.find(' ', s.find(' ', s.find(' ') + 1) + 1));
     };
-    if (cx.me == 0) std::printf("load average at the start: %s\n", load().c_str());
+    if (cx.me == 0) std::printf("load average at the start (1, 5, 15 min): %s\n", load().c_str());
     summary sum;
     const std::string src4 = "{dp: 2, tp: 2} @ [0, 1, 2, 3]", dst4 = "{dp: 2, tp: 2} @ [4, 5, 6, 7]";
     const placed_layout act = layout(src4, "[{dp}8, 512, {tp}512]");  // [B, S, H] = 8 MiB
@@ -667,8 +677,16 @@ int main(int argc, char** argv) {
                   "the max received on 2x4 <-> 4x2: lower on %d, same on %d, higher on %d of %d pairs\n",
                   sum.relabel_pred_slower, sum.relabel_pairs, sum.relabel_taken, sum.grid_lower, sum.grid_same,
                   sum.grid_higher, sum.grid_pairs);
+      std::printf("- where relabelling is taken (%zu pairs), not relabelled / relabelled: geomean %.2f of the medians, "
+                  "%.2f of the best runs; the grid set's chosen plans (relabelling on) against the pull %.2fx, against "
+                  "gather-scatter %.2fx (geomean of median ratios, %zu pairs)\n",
+                  sum.relabel_median.size(), redist::bench::geomean(sum.relabel_median),
+                  redist::bench::geomean(sum.relabel_best), redist::bench::geomean(sum.grid_pull),
+                  redist::bench::geomean(sum.grid_gs), sum.grid_pull.size());
+      std::printf("- the executor's cost on the chosen exchanges of groups 1-4: executor / the same pieces in bare MPI = "
+                  "%.2f (geomean of medians, %zu scenarios)\n",
+                  redist::bench::geomean(sum.executor_cost), sum.executor_cost.size());
       for (const std::string& n : sum.chooser_notes) std::printf("- chooser measured slower: %s\n", n.c_str());
-      std::printf("- load average at the end: %s\n", load().c_str());
       std::printf("- outputs: %s\n", cx.all_ok ? "every tile of every run correct" : "WRONG DATA (see stderr)");
     }
     rc = cx.all_ok ? 0 : 1;
