@@ -14,7 +14,8 @@
 // of redist/exchange.hpp) moved by the pull's code, without the executor, which separates
 // the exchange's pattern from the executor's per-run cost (checks, one agreement
 // MPI_Allreduce, datatypes, MPI_Alltoallw over the world).
-// All systems of a scenario run the same data, alternating run by run (the order rotates),
+// All systems of a scenario run the same data, alternating run by run (in an order shuffled
+// afresh every run, the same on every rank),
 // after one warm-up run each; a run's time is the slowest rank's (MPI_Wtime between two
 // barriers, MPI_Allreduce max); every output tile of every run is filled with NaN before the
 // run and checked against the global index afterwards. Prints markdown tables (times in ms,
@@ -32,6 +33,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -358,12 +360,15 @@ void measure(context& cx, std::vector<sys>& systems, const darray<float>& in) {
     return slowest;
   };
   for (sys& s : systems) one(s);  // warm-up
-  const std::size_t n = systems.size();
-  for (int r = 0; r < cx.runs; ++r)
-    for (std::size_t i = 0; i < n; ++i) {
-      sys& s = systems[(i + static_cast<std::size_t>(r)) % n];
-      s.times.push_back(one(s));
-    }
+  // Every run takes the systems in another order (the same on every rank), so that no system
+  // always follows the same one (a gather-scatter leaves the caches cold for the next).
+  std::vector<std::size_t> order(systems.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937 rng(20261125u);
+  for (int r = 0; r < cx.runs; ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order) systems[i].times.push_back(one(systems[i]));
+  }
   for (sys& s : systems) {
     int ok = s.ok ? 1 : 0, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
@@ -606,7 +611,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (cx.me == 0)
-      std::printf("cross_mesh: 8 ranks, float32, medians of %d alternating runs (slowest rank per run), every output "
+      std::printf("cross_mesh: 8 ranks, float32, medians of %d runs, the systems interleaved in a new order every run (slowest rank per run), every output "
                   "checked; predicted: built-in profile; vs X = X's median / this one's (> 1: this one is faster)\n",
                   cx.runs);
     auto load = [] {
