@@ -14,12 +14,16 @@
 // of redist/exchange.hpp) moved by the pull's code, without the executor, which separates
 // the exchange's pattern from the executor's per-run cost (checks, one agreement
 // MPI_Allreduce, datatypes, MPI_Alltoallw over the world).
-// All systems of a scenario run the same data, alternating run by run (in an order shuffled
-// afresh every run, the same on every rank),
-// after one warm-up run each; a run's time is the slowest rank's (MPI_Wtime between two
-// barriers, MPI_Allreduce max); every output tile of every run is filled with NaN before the
-// run and checked against the global index afterwards. Prints markdown tables (times in ms,
-// medians) and three summary lines; asserts nothing about time, exits 1 on wrong data.
+// All systems of a scenario run the same data, interleaved run by run (in an order shuffled
+// afresh every run, the same on every rank), after one warm-up run each; a run's time is the
+// slowest rank's (MPI_Wtime between two barriers, MPI_Allreduce max); every output tile of
+// every run is filled with NaN before the run and checked against the global index after it.
+// Prints markdown tables (times in ms, best and median) and summary lines, one per goal of
+// issue 25 and a few geomeans; asserts nothing about time, exits 1 on wrong data.
+// Scenarios: 1. a pipeline boundary (activations from stage ranks 0-3 to 4-7), 2. the same to
+// replicated targets, 3. a weight sync between replicated meshes, 4. a checkpoint from 8 ranks
+// to 6, 5. the 2-D grid set between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}, without and with
+// relabelling (docs/benchmarks.md, "Meshes on device sets (issue 25)").
 // Usage: mpirun --oversubscribe -np 8 cross_mesh [runs]   (default 10)
 #include <mpi.h>
 
