@@ -10,8 +10,9 @@ collectives that peer emits. For every case this driver
   * runs `redist plan --json` and checks the program: the independent checker
     tests/tools/check_program.py follows its boxes step by step (well-formed groups, indices and
     permutations, every rank ends on its target tile, costs and memory bound), the program
-    states the mesh, global shape and element size of the case, and its steps are counted by
-    kind (communicating or local).
+    states the meshes of the case (source and target, with the world ranks they lie on: format
+    redist-program/2 on device sets), its world, global shape and element size, and its steps
+    are counted by kind (communicating or local).
 
 It asserts nothing about how the plan compares with the peer: benchmarks/peer_table.py reports
 that (fewer / same / more collectives). Before anything runs, the case file is checked
@@ -45,7 +46,10 @@ KINDS = {
     "collective-permute": "collective",
     "dynamic-slice": "local",
 }
-NOTATIONS = ("redist", "jax", "dtensor")
+NOTATIONS = ("redist", "jax", "dtensor", "xla", "shardy")
+# Notations whose `from` and `to` place their own meshes (XLA HloSharding text, Shardy's mesh then
+# sharding): their cases have no "mesh" / "to_mesh".
+PLACING = ("xla", "shardy")
 # redist program ops: communicating or local (an exchange is one collective).
 REDIST_OPS = {
     "allgather": "collective",
@@ -61,7 +65,6 @@ REQUIRED = {
     "peer": str,
     "source_test": str,
     "source_file": str,
-    "mesh": str,
     "notation": str,
     "from": str,
     "to": str,
@@ -69,7 +72,7 @@ REQUIRED = {
     "peer_collectives": list,
     "exact": bool,
 }
-OPTIONAL = {"shape": list, "note": str, "peer_mesh": str, "peer_from": str, "peer_to": str, "peer_shape": list}
+OPTIONAL = {"mesh": str, "to_mesh": str, "world": int, "shape": list, "note": str, "peer_mesh": str, "peer_from": str, "peer_to": str, "peer_shape": list}
 
 
 class CaseError(Exception):
@@ -102,7 +105,8 @@ def validate(doc):
         for key in c:
             if key not in REQUIRED and key not in OPTIONAL:
                 raise CaseError("%s: unknown field %r" % (where, key))
-            if key in OPTIONAL and not isinstance(c[key], OPTIONAL[key]):
+            if key in OPTIONAL and (not isinstance(c[key], OPTIONAL[key])
+                                    or (OPTIONAL[key] is int and isinstance(c[key], bool))):
                 raise CaseError("%s: %r must be a %s" % (where, key, OPTIONAL[key].__name__))
         if c["id"] in seen:
             raise CaseError("%s: duplicate id" % where)
@@ -119,6 +123,14 @@ def validate(doc):
                                 % (where, k, kind, ", ".join(KINDS)))
         if c["notation"] not in NOTATIONS:
             raise CaseError("%s: unknown notation %r" % (where, c["notation"]))
+        if c["notation"] in PLACING:
+            for key in ("mesh", "to_mesh"):
+                if key in c:
+                    raise CaseError("%s: the %s notation places its own meshes: no %r" % (where, c["notation"], key))
+        elif "mesh" not in c:
+            raise CaseError("%s: missing field 'mesh'" % where)
+        if "world" in c and c["world"] < 1:
+            raise CaseError("%s: world must be at least 1" % where)
         if c["bytes"] < 1:
             raise CaseError("%s: bytes must be at least 1" % where)
         shape = c.get("shape")
@@ -140,7 +152,14 @@ def self_check(doc):
         ("missing exact", lambda c: c.pop("exact")),
         ("exact not a boolean", lambda c: c.__setitem__("exact", "yes")),
         ("unknown field", lambda c: c.__setitem__("expected", [])),
-        ("unknown notation", lambda c: c.__setitem__("notation", "xla")),
+        ("unknown notation", lambda c: c.__setitem__("notation", "mlir")),
+        ("missing mesh", lambda c: c.pop("mesh")),
+        ("a mesh with a notation that places its own", lambda c: c.update(notation="shardy", shape=[4])),
+        ("to_mesh with a notation that places its own",
+         lambda c: (c.pop("mesh"), c.update(notation="xla", shape=[4], to_mesh="{x: 2}"))),
+        ("to_mesh not a string", lambda c: c.__setitem__("to_mesh", ["x", 2])),
+        ("world zero", lambda c: c.__setitem__("world", 0)),
+        ("world a boolean", lambda c: c.__setitem__("world", True)),
         ("bytes zero", lambda c: c.__setitem__("bytes", 0)),
         ("bad shape", lambda c: c.__setitem__("shape", [4, 0])),
     ]
@@ -172,7 +191,11 @@ def self_check(doc):
 
 def problem_args(c):
     """The redist options stating the case's problem."""
-    a = ["--mesh", c["mesh"], "--bytes", str(c["bytes"])]
+    a = []
+    for key, option in (("mesh", "--mesh"), ("to_mesh", "--to-mesh"), ("world", "--world")):
+        if key in c:
+            a += [option, str(c[key])]
+    a += ["--bytes", str(c["bytes"])]
     if c["notation"] == "redist":
         a += ["--from", c["from"], "--to", c["to"]]
     else:
@@ -180,6 +203,81 @@ def problem_args(c):
     if c["notation"] != "redist":
         a += ["--shape", json.dumps(c["shape"])]
     return a
+
+
+def placed_mesh(text):
+    """`{x: 2, y: 2}` or `{x: 2, y: 2} @ [3, 2, 1, 0]`: ([(axis, size)], device list or None for 0..D-1)."""
+    m = re.fullmatch(r"\s*(\{.*\})\s*(?:@\s*\[([^\]]*)\])?\s*", text, re.S)
+    if not m:
+        raise cp.CheckError("cannot read the mesh %r" % text)
+    mesh = cp.parse_mesh(m.group(1))
+    devices = [int(x) for x in m.group(2).split(",") if x.strip()] if m.group(2) is not None else None
+    return [(n, mesh.sizes[n]) for n in mesh.names], devices
+
+
+SHARDY_MESH = re.compile(r'sdy\.mesh\s+@[\w.$-]+\s*=\s*(?:#sdy\.mesh)?<\s*\[([^\]]*)\]'
+                         r'(?:\s*,\s*device_ids\s*=\s*\[([^\]]*)\])?\s*>')
+
+
+def shardy_mesh(text):
+    """The mesh of `sdy.mesh @name = <["x"=2, ...], device_ids=[...]> #sdy.sharding<...>`, read here
+    independently of redist: ([(axis, size)], device_ids or None)."""
+    m = SHARDY_MESH.search(text)
+    if not m:
+        raise cp.CheckError("no sdy.mesh in %r" % text)
+    axes = [(n, int(k)) for n, k in re.findall(r'"([^"]+)"\s*=\s*(\d+)', m.group(1))]
+    devices = [int(x) for x in m.group(2).split(",") if x.strip()] if m.group(2) is not None else None
+    return axes, devices
+
+
+def xla_devices(text, world):
+    """The devices an XLA HloSharding puts the array on, as a sorted list (redist names XLA's mesh
+    axes itself, so only the device set is compared): `maximal device=N`, `replicated` (all of
+    `world`), or the tile assignment (`<=[..]` iota, possibly transposed, or explicit ids)."""
+    m = re.search(r"maximal\s+device\s*=\s*(\d+)", text)
+    if m:
+        return [int(m.group(1))]
+    m = re.search(r"devices\s*=\s*\[([\d,\s]+)\]\s*(<=)?\s*([\d,\s]*)", text)
+    if m:
+        dims = [int(x) for x in m.group(1).split(",")]
+        if m.group(2):
+            return list(range(math.prod(dims)))
+        return sorted(int(x) for x in m.group(3).split(",") if x.strip())
+    if "replicated" in text:
+        if world is None:
+            raise cp.CheckError("%r: replicated over how many devices? (give the case a world)" % text)
+        return list(range(world))
+    raise cp.CheckError("cannot read the XLA sharding %r" % text)
+
+
+def check_meshes(c, prog):
+    """The program states the case's meshes: source mesh and devices, target mesh and devices, world
+    (format 1 is one mesh on ranks 0..D-1)."""
+    mesh = [tuple(a) for a in prog["mesh"]]
+    devices = prog.get("devices", list(range(math.prod(n for _, n in mesh))))
+    target = [tuple(a) for a in prog.get("target_mesh", prog["mesh"])]
+    target_devices = prog.get("target_devices", devices)
+    world = prog.get("world", len(devices))
+    if "world" in c and world != c["world"]:
+        raise cp.CheckError("the program's world is %d, the case asks for %d" % (world, c["world"]))
+    if c["notation"] == "xla":
+        for side, text, got in (("source", c["from"], devices), ("target", c["to"], target_devices)):
+            want = xla_devices(text, c.get("world", world))
+            if sorted(got) != want:
+                raise cp.CheckError("the program's %s devices %s are not those of %r (%s)" % (side, got, text, want))
+        return
+    if c["notation"] == "shardy":
+        want_src, want_tgt = shardy_mesh(c["from"]), shardy_mesh(c["to"])
+    else:
+        want_src = placed_mesh(c["mesh"])
+        want_tgt = placed_mesh(c["to_mesh"]) if "to_mesh" in c else want_src
+    for side, (axes, ids), got_axes, got_ids in (("source", want_src, mesh, devices),
+                                                  ("target", want_tgt, target, target_devices)):
+        if ids is None:
+            ids = list(range(math.prod(n for _, n in axes)))
+        if got_axes != axes or got_ids != ids:
+            raise cp.CheckError("the program's %s mesh %s on devices %s is not the case's %s on %s"
+                                % (side, got_axes, got_ids, axes, ids))
 
 
 def count_steps(prog):
@@ -220,9 +318,7 @@ def check_case(redist, c):
         raise cp.CheckError("the program's global_shape %s is not the case's shape %s" % (shape, c["shape"]))
     if prog["element_bytes"] != c["bytes"]:
         raise cp.CheckError("the program's element_bytes %s, the case asks for %d" % (prog["element_bytes"], c["bytes"]))
-    mesh = cp.parse_mesh(c["mesh"])
-    if [tuple(a) for a in prog["mesh"]] != [(n, mesh.sizes[n]) for n in mesh.names]:
-        raise cp.CheckError("the program's mesh %s is not the case's %s" % (prog["mesh"], c["mesh"]))
+    check_meshes(c, prog)
     checked = int(m.group(1))
     if checked < math.prod(shape):
         raise cp.CheckError("verify checked %d elements, fewer than the array's %d" % (checked, math.prod(shape)))
