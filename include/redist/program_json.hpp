@@ -724,6 +724,12 @@ inline program program_from_json(const nlohmann::json& j) {
     if (auto it = js.find("type"); it != js.end()) {
       const device_mesh& sm = s.on_target ? tm : m;
       s.type_after = json_type(sm, *it, where + ".type");
+      // An uneven exchange's boxes say its tiles, not always its parts (a dimension of 1
+      // index in 2 parts has the tile of 1 part): a type with those tiles names the parts.
+      bool same_tiles = uneven && s.kind == op::exchange && same_global(s.type_after, p.source);
+      for (int d = 0; same_tiles && d < R; ++d)
+        same_tiles = ctx.tile(shape_of(sm, s.type_after), d) == ctx.tile(cur, d);
+      if (same_tiles) cur = s.after = shape_of(sm, s.type_after);
       if (!same_global(s.type_after, p.source) || !(shape_of(sm, s.type_after) == cur))
         json_fail(errc::rule, where + ".type",
                   "'" + it->get<std::string>() + "' does not have the tiles per dimension " + shape_string(cur) +

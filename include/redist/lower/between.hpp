@@ -330,14 +330,18 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
           s.local_after = L;
           p.steps.push_back(std::move(s));
         }
-        step& last = p.steps.back();
         bool moves = false;
-        for (std::uint64_t r = 0; r < W; ++r) moves = moves || last.dest[r] != r;
-        last.cost = moves ? cost_elements(op::allpermute, L, L) : 0;
-        p.cost_elements += last.cost;
-        last.type_after = b.type;
-        last.type_exact = true;
-        last.on_target = true;
+        for (std::uint64_t r = 0; r < W; ++r) moves = moves || p.steps.back().dest[r] != r;
+        // A permute composed to the identity (a relabelled target: every tile is already
+        // on its rank) moves nothing: no step (an allpermute step costs its tile).
+        if (!moves) p.steps.pop_back();
+        else p.cost_elements += p.steps.back().cost = cost_elements(op::allpermute, L, L);
+        if (!p.steps.empty()) {
+          step& last = p.steps.back();
+          last.type_after = b.type;
+          last.type_exact = true;
+          last.on_target = true;
+        }
         p.two_meshes = true;
         p.target_m = b.pm.mesh;
         p.target_devices = detail::rank_list(b.pm);
@@ -352,6 +356,19 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
           const placed_layout mid{b.pm, *spread};
           program p = reduce_first(exchange_between(ar, mid, W, opt.element_bytes));
           program tail = detail::placed_plan(b.pm, *spread, b.type, W, opt);
+          // A program with an uneven type runs no fused steps (program.hpp): where the
+          // source is uneven and the target's own (even) plan fuses, its unfused plan.
+          auto fuses = [](const program& q) {
+            for (const step& s : q.steps)
+              if (s.fused()) return true;
+            return false;
+          };
+          if (fuses(tail) && (uneven_dim(a.pm.mesh, a.type) >= 0 || uneven_dim(b.pm.mesh, b.type) >= 0)) {
+            synth_options unfused = opt;
+            unfused.goal = objective::bytes;
+            tail = detail::placed_plan(b.pm, *spread, b.type, W, unfused);
+            if (fuses(tail)) throw redist_error(errc::rule, "the target mesh's plan fuses collectives on an uneven program");
+          }
           tail.two_meshes = false;
           return detail::concat_programs(std::move(p), tail);
         });

@@ -364,12 +364,18 @@ class executor {
     const std::uint64_t out_size = shapes_.ext.back().size();
     loc_.assign(S + 1, out_tile);
     loc_[0] = in_tile;
+    // A program between meshes (format 2): a rank holding a tile before the crossing may
+    // have no output tile (it is off the target mesh), so the tiles before the crossing
+    // never live in the output tile.
+    bool off_target = false;
+    for (std::size_t r = 0; r < shapes_.holds_before.size(); ++r)
+      off_target = off_target || (shapes_.holds_before[r] && !(r < shapes_.holds_after.size() && shapes_.holds_after[r]));
     for (std::size_t i = 1; i < S; ++i) {
       const std::uint64_t t = shapes_.ext[i].size();
       if ((S - i) % 2 == 1) {
         loc_[i] = scratch_a;
         scratch_a_ = std::max(scratch_a_, t);
-      } else if (t > out_size) {
+      } else if (t > out_size || (off_target && i < shapes_.crossing)) {
         loc_[i] = scratch_b;
         scratch_b_ = std::max(scratch_b_, t);
       }
