@@ -11,10 +11,7 @@
 // rank, and the relabelled plan is never predicted slower and runs right. Then
 // named cases (a pipeline boundary, a checkpoint 8 -> 6, a grid 2x4 -> 4x2
 // relabelled) and bad input.
-#include "redist/lower/between.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +24,7 @@
 #include "redist/backends/host.hpp"
 #include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/program_json.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
@@ -42,10 +40,9 @@ using namespace redist::testing;
 
 /// Every source tile of the problem, by world rank.
 template <class T>
-std::vector<darray<T>> inputs(const placed_layout &a, std::uint64_t W) {
+std::vector<darray<T>> inputs(const placed_layout& a, std::uint64_t W) {
   std::vector<darray<T>> in;
-  for (std::uint64_t r = 0; r < W; ++r)
-    in.push_back(source_tile<T>(a, W, r));
+  for (std::uint64_t r = 0; r < W; ++r) in.push_back(source_tile<T>(a, W, r));
   return in;
 }
 
@@ -53,24 +50,21 @@ std::vector<darray<T>> inputs(const placed_layout &a, std::uint64_t W) {
 /// target with pending sums: the partials of every sum group added into its
 /// root, which is checked.
 template <class T>
-std::string run_and_check(const program &p, const placed_layout &a) {
+std::string run_and_check(const program& p, const placed_layout& a) {
   const std::uint64_t W = p.world_size();
   redist::host_backend host(W);
   redist::executor<T, redist::host_backend> ex(host, p);
   std::vector<darray<T>> out;
   try {
     out = ex.run(inputs<T>(a, W));
-  } catch (const redist::redist_error &e) {
+  } catch (const redist::redist_error& e) {
     return std::string("executor: ") + e.what();
   }
-  if (out.size() != W)
-    return "expected " + std::to_string(W) + " output tiles, got " +
-           std::to_string(out.size());
+  if (out.size() != W) return "expected " + std::to_string(W) + " output tiles, got " + std::to_string(out.size());
   const std::vector<std::int64_t> pos = target_positions(p);
   if (p.target.nsum == 0) {
     for (std::uint64_t r = 0; r < W; ++r)
-      if (std::string e = check_target_tile(p, r, pos[r], out[r]); !e.empty())
-        return e;
+      if (std::string e = check_target_tile(p, r, pos[r], out[r]); !e.empty()) return e;
     return {};
   }
   // Pending sums kept: order the tiles by target position, add the partials
@@ -79,24 +73,19 @@ std::string run_and_check(const program &p, const placed_layout &a) {
   for (std::uint64_t r = 0; r < W; ++r) {
     if (pos[r] < 0) {
       if (out[r].holds() || out[r].size() != 0)
-        return "rank " + std::to_string(r) +
-               " holds a tile off the target mesh";
+        return "rank " + std::to_string(r) + " holds a tile off the target mesh";
       continue;
     }
     by_pos[static_cast<std::size_t>(pos[r])] = out[r];
   }
   redist::sum_partials_into_roots(std::span<darray<T>>(by_pos));
   for (std::uint64_t q = 0; q < by_pos.size(); ++q)
-    if (redist::sum_root(p.target_mesh(), p.target,
-                         static_cast<redist::rank_t>(q)) == q) {
+    if (redist::sum_root(p.target_mesh(), p.target, static_cast<redist::rank_t>(q)) == q) {
       program unsummed = p;
       unsummed.target.nsum = 0;
-      darray<T> t(
-          p.target_mesh(), unsummed.target, static_cast<redist::rank_t>(q),
-          std::vector<T>(by_pos[q].span().begin(), by_pos[q].span().end()));
-      if (std::string e =
-              check_target_tile(unsummed, q, static_cast<std::int64_t>(q), t);
-          !e.empty())
+      darray<T> t(p.target_mesh(), unsummed.target, static_cast<redist::rank_t>(q),
+                  std::vector<T>(by_pos[q].span().begin(), by_pos[q].span().end()));
+      if (std::string e = check_target_tile(unsummed, q, static_cast<std::int64_t>(q), t); !e.empty())
         return "position " + std::to_string(q) + " (summed): " + e;
     }
   return {};
@@ -105,26 +94,19 @@ std::string run_and_check(const program &p, const placed_layout &a) {
 /// The checks of one program: well-formed, memory-efficient, JSON round trip,
 /// runs right.
 template <class T>
-std::string check_program_fully(const program &p, const placed_layout &a,
-                                const placed_layout &b) {
+std::string check_program_fully(const program& p, const placed_layout& a, const placed_layout& b) {
   const auto shapes = redist::detail::check_program(p);
-  if (!shapes.error.empty())
-    return "check_program: " + shapes.error;
-  const std::uint64_t bound = std::max(redist::local_size(a.pm.mesh, a.type),
-                                       redist::local_size(b.pm.mesh, b.type));
+  if (!shapes.error.empty()) return "check_program: " + shapes.error;
+  const std::uint64_t bound = std::max(redist::local_size(a.pm.mesh, a.type), redist::local_size(b.pm.mesh, b.type));
   if (p.peak_local_elements > bound)
     return "peak " + std::to_string(p.peak_local_elements) +
-           " elements above max(local source, local target) = " +
-           std::to_string(bound);
-  if (!(p.target == b.type) || !(p.target_mesh() == b.pm.mesh))
-    return "the program's target is not the problem's";
+           " elements above max(local source, local target) = " + std::to_string(bound);
+  if (!(p.target == b.type) || !(p.target_mesh() == b.pm.mesh)) return "the program's target is not the problem's";
   try {
     const std::string j = redist::program_json_text(p);
-    const std::string k =
-        redist::program_json_text(redist::program_from_json_text(j));
-    if (j != k)
-      return "JSON round trip differs:\n" + j + "\n" + k;
-  } catch (const redist::redist_error &e) {
+    const std::string k = redist::program_json_text(redist::program_from_json_text(j));
+    if (j != k) return "JSON round trip differs:\n" + j + "\n" + k;
+  } catch (const redist::redist_error& e) {
     return std::string("JSON round trip: ") + e.what();
   }
   return run_and_check<T>(p, a);
@@ -132,55 +114,44 @@ std::string check_program_fully(const program &p, const placed_layout &a,
 
 /// Every rank of the target receives exactly its box minus what it held before
 /// the exchange (the source's boxes, with pending sums reduced): "" if so.
-std::string check_exchange_bound(const program &p, const placed_layout &a) {
+std::string check_exchange_bound(const program& p, const placed_layout& a) {
   std::size_t at = p.steps.size();
   for (std::size_t i = 0; i < p.steps.size(); ++i)
-    if (p.steps[i].kind == redist::op::exchange)
-      at = i;
-  if (at == p.steps.size())
-    return {}; // every rank already holds its box: no step
+    if (p.steps[i].kind == redist::op::exchange) at = i;
+  if (at == p.steps.size()) return {};  // every rank already holds its box: no step
   const std::uint64_t W = p.world_size();
   redist::dist_type reduced = a.type;
   reduced.nsum = 0;
   reduced.reduce = redist::reduction::sum;
-  const std::vector<redist::rank_t> devs(a.pm.devices.begin(),
-                                         a.pm.devices.end());
-  const std::vector<redist::box> before =
-      redist::placed_boxes(a.pm.mesh, reduced, devs, W);
+  const std::vector<redist::rank_t> devs(a.pm.devices.begin(), a.pm.devices.end());
+  const std::vector<redist::box> before = redist::placed_boxes(a.pm.mesh, reduced, devs, W);
   const redist::exchange_plan x = redist::plan_exchange(p, at);
-  if (!x.error.empty())
-    return "plan_exchange: " + x.error;
+  if (!x.error.empty()) return "plan_exchange: " + x.error;
   std::uint64_t most = 0;
   for (std::uint64_t r = 0; r < W; ++r) {
     const redist::box after = redist::step_box(p.steps[at], p.source.rank, r);
     const std::uint64_t bound =
-        p.steps[at].holds_after(r)
-            ? after.size() - redist::intersect(after, before[r]).size()
-            : 0;
+        p.steps[at].holds_after(r) ? after.size() - redist::intersect(after, before[r]).size() : 0;
     most = std::max(most, bound);
     if (x.received[r] != bound)
-      return "rank " + std::to_string(r) + " receives " +
-             std::to_string(x.received[r]) + " elements, the lower bound is " +
-             std::to_string(bound);
+      return "rank " + std::to_string(r) + " receives " + std::to_string(x.received[r]) +
+             " elements, the lower bound is " + std::to_string(bound);
   }
   if (a.type.nsum == 0 && redist::run_received_elements(p) != most)
-    return "run_received_elements " +
-           std::to_string(redist::run_received_elements(p)) +
-           ", the lower bound is " + std::to_string(most);
+    return "run_received_elements " + std::to_string(redist::run_received_elements(p)) + ", the lower bound is " +
+           std::to_string(most);
   return {};
 }
 
-bool every = false; // every candidate and the relabelled plan on every problem
+bool every = false;  // every candidate and the relabelled plan on every problem
 
 struct stats {
-  std::uint64_t problems = 0, skipped = 0, elements = 0, candidates_run = 0,
-                exchanges_bounded = 0, relabelled = 0, relabel_taken = 0,
-                all_candidates = 0, single_device = 0, resized = 0, sums = 0,
-                target_sums = 0, uneven = 0;
+  std::uint64_t problems = 0, skipped = 0, elements = 0, candidates_run = 0, exchanges_bounded = 0, relabelled = 0,
+                relabel_taken = 0, all_candidates = 0, single_device = 0, resized = 0, sums = 0, target_sums = 0,
+                uneven = 0;
   std::map<std::string, std::uint64_t> chosen, present, rel;
   std::vector<std::string> failures;
-  void fail(const between_problem &pr, const std::string &what,
-            const std::string &why) {
+  void fail(const between_problem& pr, const std::string& what, const std::string& why) {
     if (failures.size() < 40)
       failures.push_back(pr.text.text() + " [" + what + "]: " + why);
     else if (failures.size() == 40)
@@ -189,12 +160,12 @@ struct stats {
 };
 
 template <class T>
-void one_problem(const between_problem &pr, std::uint64_t n, stats &st) {
+void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
   const redist::between_options plain{{.element_bytes = sizeof(T)}, false};
   redist::plan_choice c;
   try {
     c = redist::plan_between(pr.a, pr.b, pr.world, plain);
-  } catch (const redist::redist_error &e) {
+  } catch (const redist::redist_error& e) {
     st.fail(pr, "plan_between", e.what());
     return;
   }
@@ -204,26 +175,19 @@ void one_problem(const between_problem &pr, std::uint64_t n, stats &st) {
   st.single_device += pr.a.pm.mesh.devices == 1 || pr.b.pm.mesh.devices == 1;
   st.resized += pr.a.pm.mesh.devices != pr.b.pm.mesh.devices;
   st.target_sums += pr.b.type.nsum > 0;
-  st.uneven += !redist::even(pr.a.pm.mesh, pr.a.type) ||
-               !redist::even(pr.b.pm.mesh, pr.b.type);
-  const auto &w = c.candidates[c.chosen];
+  st.uneven += !redist::even(pr.a.pm.mesh, pr.a.type) || !redist::even(pr.b.pm.mesh, pr.b.type);
+  const auto& w = c.candidates[c.chosen];
   ++st.chosen[w.name];
-  for (const auto &k : c.candidates)
-    ++st.present[k.name];
+  for (const auto& k : c.candidates) ++st.present[k.name];
   if (w.prog.world_size() != pr.world)
-    st.fail(pr, w.name,
-            "the program's world is " + std::to_string(w.prog.world_size()));
+    st.fail(pr, w.name, "the program's world is " + std::to_string(w.prog.world_size()));
   // The target's ranks in the program are the problem's (no relabelling asked).
-  const std::vector<std::int64_t> want = pr.b.pm.positions(pr.world),
-                                  got = target_positions(w.prog);
-  if (want != got)
-    st.fail(pr, w.name, "the program puts the target on other ranks");
-  if (std::string e = check_program_fully<T>(w.prog, pr.a, pr.b); !e.empty())
-    st.fail(pr, "chosen " + w.name, e);
-  st.elements +=
-      redist::local_size(pr.b.pm.mesh, pr.b.type) * pr.b.pm.mesh.devices;
+  const std::vector<std::int64_t> want = pr.b.pm.positions(pr.world), got = target_positions(w.prog);
+  if (want != got) st.fail(pr, w.name, "the program puts the target on other ranks");
+  if (std::string e = check_program_fully<T>(w.prog, pr.a, pr.b); !e.empty()) st.fail(pr, "chosen " + w.name, e);
+  st.elements += redist::local_size(pr.b.pm.mesh, pr.b.type) * pr.b.pm.mesh.devices;
   // The exchange candidate receives exactly the lower bound, rank by rank.
-  for (const auto &k : c.candidates)
+  for (const auto& k : c.candidates)
     if (k.name == "exchange") {
       if (std::string e = check_exchange_bound(k.prog, pr.a); !e.empty())
         st.fail(pr, "exchange bound", e);
@@ -231,16 +195,12 @@ void one_problem(const between_problem &pr, std::uint64_t n, stats &st) {
         ++st.exchanges_bounded;
     }
   // Every candidate on a share of the problems.
-  if (every || n % 10 == 0)
-    ++st.all_candidates;
+  if (every || n % 10 == 0) ++st.all_candidates;
   if (every || n % 10 == 0)
     for (std::size_t i = 0; i < c.candidates.size(); ++i) {
-      if (i == c.chosen)
-        continue;
+      if (i == c.chosen) continue;
       ++st.candidates_run;
-      if (std::string e =
-              check_program_fully<T>(c.candidates[i].prog, pr.a, pr.b);
-          !e.empty())
+      if (std::string e = check_program_fully<T>(c.candidates[i].prog, pr.a, pr.b); !e.empty())
         st.fail(pr, "candidate " + c.candidates[i].name, e);
     }
   // The relabelled plan on another share.
@@ -248,43 +208,37 @@ void one_problem(const between_problem &pr, std::uint64_t n, stats &st) {
     ++st.relabelled;
     redist::plan_choice r;
     try {
-      r = redist::plan_between(pr.a, pr.b, pr.world,
-                               {{.element_bytes = sizeof(T)}, true});
-    } catch (const redist::redist_error &e) {
+      r = redist::plan_between(pr.a, pr.b, pr.world, {{.element_bytes = sizeof(T)}, true});
+    } catch (const redist::redist_error& e) {
       st.fail(pr, "plan_between relabel", e.what());
       return;
     }
-    const auto &rw = r.candidates[r.chosen];
+    const auto& rw = r.candidates[r.chosen];
     if (rw.seconds > w.seconds)
       st.fail(pr, "relabel",
-              "predicted " + std::to_string(rw.seconds) +
-                  " s, without relabelling " + std::to_string(w.seconds));
+              "predicted " + std::to_string(rw.seconds) + " s, without relabelling " + std::to_string(w.seconds));
     // The same ranks hold the target, maybe in another order.
     const std::vector<std::int64_t> rp = target_positions(rw.prog);
     for (std::uint64_t q = 0; q < pr.world; ++q)
-      if ((rp[q] < 0) != (want[q] < 0))
-        st.fail(pr, "relabel", "the target moved to other ranks");
+      if ((rp[q] < 0) != (want[q] < 0)) st.fail(pr, "relabel", "the target moved to other ranks");
     st.relabel_taken += rp != want;
     if (std::string e = check_program_fully<T>(rw.prog, pr.a, pr.b); !e.empty())
       st.fail(pr, "relabelled " + rw.name, e);
   }
 }
 
-} // namespace
+}  // namespace
 
-TEST_CASE("random redistributions between meshes on device sets run exactly",
-          "[between][random]") {
+TEST_CASE("random redistributions between meshes on device sets run exactly", "[between][random]") {
   const auto t0 = std::chrono::steady_clock::now();
   // REDIST_BETWEEN_PROBLEMS=n REDIST_BETWEEN_SEED=s REDIST_BETWEEN_ALL=1: more
   // problems, another seed, every candidate and the relabelled plan on every
   // problem (exploration; the counts below are for the defaults).
-  const char *env_n = std::getenv("REDIST_BETWEEN_PROBLEMS");
-  const char *env_seed = std::getenv("REDIST_BETWEEN_SEED");
+  const char* env_n = std::getenv("REDIST_BETWEEN_PROBLEMS");
+  const char* env_seed = std::getenv("REDIST_BETWEEN_SEED");
   const std::uint64_t count = env_n ? std::strtoull(env_n, nullptr, 10) : 3000;
   every = std::getenv("REDIST_BETWEEN_ALL") != nullptr;
-  std::mt19937 rng(
-      env_seed ? static_cast<std::uint32_t>(std::strtoul(env_seed, nullptr, 10))
-               : 0x25u);
+  std::mt19937 rng(env_seed ? static_cast<std::uint32_t>(std::strtoul(env_seed, nullptr, 10)) : 0x25u);
   const between_workload wl;
   stats st;
   std::uint64_t tries = 0;
@@ -301,40 +255,28 @@ TEST_CASE("random redistributions between meshes on device sets run exactly",
     else
       one_problem<float>(pr, st.problems, st);
   }
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string rels, chosen, present;
-  for (const auto &[k, v] : st.rel)
-    rels += " " + k + " " + std::to_string(v);
-  for (const auto &[k, v] : st.chosen)
-    chosen += " " + k + " " + std::to_string(v);
-  for (const auto &[k, v] : st.present)
-    present += " " + k + " " + std::to_string(v);
-  std::printf("between: %llu problems (%llu ill-formed skipped; %llu with a "
-              "single-device mesh, %llu between meshes of different sizes; "
-              "%llu with pending sums, %llu keeping some, %llu uneven), "
-              "%llu target elements checked; relations:%s; chosen:%s; "
-              "candidates present:%s; every candidate run on %llu problems "
-              "(%llu besides the chosen), "
-              "%llu exchanges at the lower bound, %llu relabelled (%llu in "
-              "another order); %.2f s\n",
-              static_cast<unsigned long long>(st.problems),
-              static_cast<unsigned long long>(st.skipped),
-              static_cast<unsigned long long>(st.single_device),
-              static_cast<unsigned long long>(st.resized),
-              static_cast<unsigned long long>(st.sums),
-              static_cast<unsigned long long>(st.target_sums),
-              static_cast<unsigned long long>(st.uneven),
-              static_cast<unsigned long long>(st.elements), rels.c_str(),
-              chosen.c_str(), present.c_str(),
-              static_cast<unsigned long long>(st.all_candidates),
-              static_cast<unsigned long long>(st.candidates_run),
-              static_cast<unsigned long long>(st.exchanges_bounded),
-              static_cast<unsigned long long>(st.relabelled),
-              static_cast<unsigned long long>(st.relabel_taken), s);
-  for (const std::string &f : st.failures)
-    UNSCOPED_INFO(f);
+  for (const auto& [k, v] : st.rel) rels += " " + k + " " + std::to_string(v);
+  for (const auto& [k, v] : st.chosen) chosen += " " + k + " " + std::to_string(v);
+  for (const auto& [k, v] : st.present) present += " " + k + " " + std::to_string(v);
+  std::printf(
+      "between: %llu problems (%llu ill-formed skipped; %llu with a "
+      "single-device mesh, %llu between meshes of different sizes; "
+      "%llu with pending sums, %llu keeping some, %llu uneven), "
+      "%llu target elements checked; relations:%s; chosen:%s; "
+      "candidates present:%s; every candidate run on %llu problems "
+      "(%llu besides the chosen), "
+      "%llu exchanges at the lower bound, %llu relabelled (%llu in "
+      "another order); %.2f s\n",
+      static_cast<unsigned long long>(st.problems), static_cast<unsigned long long>(st.skipped),
+      static_cast<unsigned long long>(st.single_device), static_cast<unsigned long long>(st.resized),
+      static_cast<unsigned long long>(st.sums), static_cast<unsigned long long>(st.target_sums),
+      static_cast<unsigned long long>(st.uneven), static_cast<unsigned long long>(st.elements), rels.c_str(),
+      chosen.c_str(), present.c_str(), static_cast<unsigned long long>(st.all_candidates),
+      static_cast<unsigned long long>(st.candidates_run), static_cast<unsigned long long>(st.exchanges_bounded),
+      static_cast<unsigned long long>(st.relabelled), static_cast<unsigned long long>(st.relabel_taken), s);
+  for (const std::string& f : st.failures) UNSCOPED_INFO(f);
   CHECK(st.failures.empty());
   CHECK(st.problems >= 3000);
   CHECK(st.single_device >= 100);
@@ -342,15 +284,13 @@ TEST_CASE("random redistributions between meshes on device sets run exactly",
   CHECK(st.target_sums >= 15);
   CHECK(st.all_candidates >= 300);
   CHECK(st.relabelled >= 200);
-  for (int r = 0; r < relation_count; ++r)
-    CHECK(st.rel[relation_name(static_cast<relation>(r))] >= 100);
+  for (int r = 0; r < relation_count; ++r) CHECK(st.rel[relation_name(static_cast<relation>(r))] >= 100);
 }
 
 namespace {
 
 /// The problem from text (a named case).
-between_problem named(std::uint64_t W, const char *from_mesh, const char *from,
-                      const char *to_mesh, const char *to) {
+between_problem named(std::uint64_t W, const char* from_mesh, const char* from, const char* to_mesh, const char* to) {
   between_problem pr;
   const between_text t{W, relation::other, from_mesh, to_mesh, from, to};
   REQUIRE(parse_between(t, pr));
@@ -359,76 +299,66 @@ between_problem named(std::uint64_t W, const char *from_mesh, const char *from,
 
 /// Plan, check and run every candidate of a named case (int64 elements); the
 /// choice.
-redist::plan_choice plan_and_run(const between_problem &pr,
-                                 bool relabel = false) {
-  const redist::plan_choice c = redist::plan_between(
-      pr.a, pr.b, pr.world, {{.element_bytes = 8}, relabel});
-  std::printf("%s%s: %s\n", pr.text.text().c_str(), relabel ? " (relabel)" : "",
-              c.reason.c_str());
-  for (const auto &k : c.candidates) {
+redist::plan_choice plan_and_run(const between_problem& pr, bool relabel = false) {
+  const redist::plan_choice c = redist::plan_between(pr.a, pr.b, pr.world, {{.element_bytes = 8}, relabel});
+  std::printf("%s%s: %s\n", pr.text.text().c_str(), relabel ? " (relabel)" : "", c.reason.c_str());
+  for (const auto& k : c.candidates) {
     INFO(pr.text.text() << " candidate " << k.name);
     CHECK(check_program_fully<std::int64_t>(k.prog, pr.a, pr.b) == "");
-    if (k.name == "exchange")
-      CHECK(check_exchange_bound(k.prog, pr.a) == "");
+    if (k.name == "exchange") CHECK(check_exchange_bound(k.prog, pr.a) == "");
   }
   return c;
 }
 
-bool has(const redist::plan_choice &c, const std::string &name) {
-  for (const auto &k : c.candidates)
-    if (k.name == name)
-      return true;
+bool has(const redist::plan_choice& c, const std::string& name) {
+  for (const auto& k : c.candidates)
+    if (k.name == name) return true;
   return false;
 }
 
-const program &candidate(const redist::plan_choice &c,
-                         const std::string &name) {
-  for (const auto &k : c.candidates)
-    if (k.name == name)
-      return k.prog;
+const program& candidate(const redist::plan_choice& c, const std::string& name) {
+  for (const auto& k : c.candidates)
+    if (k.name == name) return k.prog;
   FAIL("no candidate " << name);
   return c.candidates.front().prog;
 }
 
-} // namespace
+}  // namespace
 
-TEST_CASE("pipeline boundary: [B, S, H] from stage {dp: 2, tp: 2} on 0-3 to "
-          "the next on 4-7",
-          "[between][named]") {
-  const auto pr =
-      named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]",
-            "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "[8, {tp}16, 32]");
+TEST_CASE(
+    "pipeline boundary: [B, S, H] from stage {dp: 2, tp: 2} on 0-3 to "
+    "the next on 4-7",
+    "[between][named]") {
+  const auto pr = named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]",
+                        "[8, {tp}16, 32]");
   const auto c = plan_and_run(pr);
   REQUIRE(has(c, "exchange"));
-  CHECK_FALSE(has(c, "collective")); // disjoint ranks
+  CHECK_FALSE(has(c, "collective"));  // disjoint ranks
   // The target ranks hold nothing before: each receives its whole tile, 8 x 8
   // x 32.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 8 * 32);
-  const program &p = c.chosen_program();
+  const program& p = c.chosen_program();
   CHECK(p.world_size() == 8);
   CHECK(p.target_devices == std::vector<redist::rank_t>{4, 5, 6, 7});
 }
 
-TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase",
-          "[between][named]") {
+TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase", "[between][named]") {
   const auto pr =
-      named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]",
-            "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "[8, 16, 32]");
+      named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "[8, 16, 32]");
   const auto c = plan_and_run(pr);
   REQUIRE(has(c, "exchange"));
   REQUIRE(has(c, "two-phase"));
   // The exchange sends the whole array to every target rank; the two-phase
   // sends a quarter across, then all-gathers inside the target ranks.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 16 * 32);
-  const program &two = candidate(c, "two-phase");
+  const program& two = candidate(c, "two-phase");
   REQUIRE(two.steps.size() >= 2);
   CHECK(two.steps.front().kind == redist::op::exchange);
   CHECK(two.steps.front().cost == 8 * 16 * 32 / 4);
   CHECK(two.steps.back().kind == redist::op::allgather);
 }
 
-TEST_CASE("checkpoint 8 -> 6 ranks: {x: 8} [{x}48, 10] -> {y: 6} [{y}48, 10]",
-          "[between][named]") {
+TEST_CASE("checkpoint 8 -> 6 ranks: {x: 8} [{x}48, 10] -> {y: 6} [{y}48, 10]", "[between][named]") {
   const auto pr = named(8, "{x: 8}", "[{x}48, 10]", "{y: 6}", "[{y}48, 10]");
   const auto c = plan_and_run(pr);
   REQUIRE(has(c, "exchange"));
@@ -437,34 +367,29 @@ TEST_CASE("checkpoint 8 -> 6 ranks: {x: 8} [{x}48, 10] -> {y: 6} [{y}48, 10]",
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 10);
   // Ranks 6 and 7 end with nothing (checked by the run); the program's target
   // is on 0-5.
-  const program &p = c.chosen_program();
+  const program& p = c.chosen_program();
   CHECK(p.world_size() == 8);
   CHECK(p.target_mesh().devices == 6);
 }
 
-TEST_CASE("grid 2x4 -> 4x2 with relabelling: COSTA's order halves the busiest "
-          "rank's receive",
-          "[between][named]") {
-  const auto pr = named(8, "{x: 2, y: 4}", "[{x}16, {y}16]", "{a: 4, b: 2}",
-                        "[{a}16, {b}16]");
+TEST_CASE(
+    "grid 2x4 -> 4x2 with relabelling: COSTA's order halves the busiest "
+    "rank's receive",
+    "[between][named]") {
+  const auto pr = named(8, "{x: 2, y: 4}", "[{x}16, {y}16]", "{a: 4, b: 2}", "[{a}16, {b}16]");
   const auto plain = plan_and_run(pr);
   const auto relabelled = plan_and_run(pr, true);
-  const std::uint64_t before =
-      redist::run_received_elements(plain.chosen_program());
-  const std::uint64_t after =
-      redist::run_received_elements(relabelled.chosen_program());
-  std::printf("grid 2x4 -> 4x2: the busiest rank receives %llu elements "
-              "without relabelling (%s), %llu with (%s, "
-              "target devices",
-              static_cast<unsigned long long>(before),
-              plain.candidates[plain.chosen].name.c_str(),
-              static_cast<unsigned long long>(after),
-              relabelled.candidates[relabelled.chosen].name.c_str());
-  for (redist::rank_t r : relabelled.chosen_program().target_devices)
-    std::printf(" %u", r);
+  const std::uint64_t before = redist::run_received_elements(plain.chosen_program());
+  const std::uint64_t after = redist::run_received_elements(relabelled.chosen_program());
+  std::printf(
+      "grid 2x4 -> 4x2: the busiest rank receives %llu elements "
+      "without relabelling (%s), %llu with (%s, "
+      "target devices",
+      static_cast<unsigned long long>(before), plain.candidates[plain.chosen].name.c_str(),
+      static_cast<unsigned long long>(after), relabelled.candidates[relabelled.chosen].name.c_str());
+  for (redist::rank_t r : relabelled.chosen_program().target_devices) std::printf(" %u", r);
   std::printf(")\n");
-  CHECK(relabelled.candidates[relabelled.chosen].seconds <=
-        plain.candidates[plain.chosen].seconds);
+  CHECK(relabelled.candidates[relabelled.chosen].seconds <= plain.candidates[plain.chosen].seconds);
   // Every target tile (4 x 8) meets a source tile (8 x 4) in at most 4 x 4: 16
   // of its 32 elements can stay, and the relabelled order keeps 16 on every
   // rank.
@@ -474,70 +399,65 @@ TEST_CASE("grid 2x4 -> 4x2 with relabelling: COSTA's order halves the busiest "
 }
 
 TEST_CASE("bad input: one clear message each", "[between][errors]") {
-  auto message = [](auto &&f) -> std::string {
+  auto message = [](auto&& f) -> std::string {
     try {
       f();
-    } catch (const redist::redist_error &e) {
+    } catch (const redist::redist_error& e) {
       return e.what();
     }
     return "no error";
   };
-  CHECK(message([] {
-          (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 4, 7]");
-        }) == "device 4 is listed twice (positions 0 and 2) (at column 23 of "
-              "'{x: 2, y: 2} @ [4, 6, 4, 7]')");
-  CHECK(message([] {
-          (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 5]");
-        }) == "the device list has 3 ranks but the mesh has 4 devices (at "
-              "column 25 of '{x: 2, y: 2} @ [4, 6, 5]')");
-  CHECK(message([] {
-          (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 5, 7, 8]");
-        }) == "the device list has 5 ranks but the mesh has 4 devices (at "
-              "column 29 of '{x: 2, y: 2} @ [4, 6, 5, 7, 8]')");
+  CHECK(message([] { (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 4, 7]"); }) ==
+        "device 4 is listed twice (positions 0 and 2) (at column 23 of "
+        "'{x: 2, y: 2} @ [4, 6, 4, 7]')");
+  CHECK(message([] { (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 5]"); }) ==
+        "the device list has 3 ranks but the mesh has 4 devices (at "
+        "column 25 of '{x: 2, y: 2} @ [4, 6, 5]')");
+  CHECK(message([] { (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 5, 7, 8]"); }) ==
+        "the device list has 5 ranks but the mesh has 4 devices (at "
+        "column 29 of '{x: 2, y: 2} @ [4, 6, 5, 7, 8]')");
   const auto m = redist::parse_placed_mesh("{x: 4} @ [0, 1, 2, 9]");
   const redist::dist_type t = redist::parse_type(m.mesh, "[{x}8]");
   const auto n = redist::parse_placed_mesh("{y: 2} @ [3, 4]");
   const redist::dist_type u = redist::parse_type(n.mesh, "[{y}8]");
   CHECK(message([&] {
           (void)redist::plan_between({m, t}, {n, u}, 8);
-        }) == "the source mesh {x: 4} @ [0, 1, 2, 9]: device 9 (position 3) is "
-              "not a rank of the world of 8 ranks");
+        }) ==
+        "the source mesh {x: 4} @ [0, 1, 2, 9]: device 9 (position 3) is "
+        "not a rank of the world of 8 ranks");
   CHECK(message([&] {
           (void)redist::plan_between({n, u}, {m, t}, 8);
-        }) == "the target mesh {x: 4} @ [0, 1, 2, 9]: device 9 (position 3) is "
-              "not a rank of the world of 8 ranks");
+        }) ==
+        "the target mesh {x: 4} @ [0, 1, 2, 9]: device 9 (position 3) is "
+        "not a rank of the world of 8 ranks");
 
   // A program from {x: 2} on ranks 1, 3 to {y: 2} on ranks 0, 2 in a world
   // of 4.
-  const auto pr =
-      named(4, "{x: 2} @ [1, 3]", "[{x}8, 2]", "{y: 2} @ [0, 2]", "[8, {y}2]");
-  const program p =
-      redist::synthesize_between(pr.a, pr.b, 4, {{.element_bytes = 8}, false});
+  const auto pr = named(4, "{x: 2} @ [1, 3]", "[{x}8, 2]", "{y: 2} @ [0, 2]", "[8, {y}2]");
+  const program p = redist::synthesize_between(pr.a, pr.b, 4, {{.element_bytes = 8}, false});
   redist::host_backend host(4);
   redist::executor<std::int64_t, redist::host_backend> ex(host, p);
-  { // none() for rank 3, which is device 1 of the source mesh
+  {  // none() for rank 3, which is device 1 of the source mesh
     auto in = inputs<std::int64_t>(pr.a, 4);
     in[3] = darray<std::int64_t>::none(pr.a.pm.mesh, pr.a.type);
     CHECK(message([&] { (void)ex.run(in); }) ==
           "input tile of rank 3 belongs to device none, rank 3 is device 1 of "
           "its mesh");
   }
-  { // a real tile for rank 0, which is not on the source mesh
+  {  // a real tile for rank 0, which is not on the source mesh
     auto in = inputs<std::int64_t>(pr.a, 4);
     in[0] = darray<std::int64_t>(pr.a.pm.mesh, pr.a.type, 0);
     CHECK(message([&] { (void)ex.run(in); }) ==
           "input tile of rank 0 must be empty (darray::none): rank 0 is not on "
           "the source mesh");
   }
-  { // outputs: a real tile for rank 1 (off the target mesh), none() for rank 2
+  {  // outputs: a real tile for rank 1 (off the target mesh), none() for rank 2
     // (device 1)
     const auto in = inputs<std::int64_t>(pr.a, 4);
     std::vector<darray<std::int64_t>> out;
     for (std::uint64_t r = 0; r < 4; ++r)
-      out.push_back(
-          r % 2 == 0 ? darray<std::int64_t>(pr.b.pm.mesh, pr.b.type,
-                                            static_cast<redist::rank_t>(r / 2))
-                     : darray<std::int64_t>::none(pr.b.pm.mesh, pr.b.type));
+      out.push_back(r % 2 == 0 ? darray<std::int64_t>(pr.b.pm.mesh, pr.b.type, static_cast<redist::rank_t>(r / 2))
+                               : darray<std::int64_t>::none(pr.b.pm.mesh, pr.b.type));
     out[1] = darray<std::int64_t>(pr.b.pm.mesh, pr.b.type, 0);
     CHECK(message([&] { ex.run(in, out); }) ==
           "output tile of rank 1 must be empty (darray::none): rank 1 is not "
@@ -551,7 +471,6 @@ TEST_CASE("bad input: one clear message each", "[between][errors]") {
     out[2] = darray<std::int64_t>(pr.b.pm.mesh, pr.b.type, 1);
     ex.run(in, out);
     for (std::uint64_t r = 0; r < 4; ++r)
-      CHECK(check_target_tile(p, r, r % 2 == 0 ? std::int64_t(r / 2) : -1,
-                              out[r]) == "");
+      CHECK(check_target_tile(p, r, r % 2 == 0 ? std::int64_t(r / 2) : -1, out[r]) == "");
   }
 }

@@ -1,0 +1,124 @@
+// Redistributions between meshes on device sets (issue 25) on the MPI backend, one rank per
+// process: run under
+//   mpirun --oversubscribe -np W backends_mpi_between_test [problems]
+// Every rank generates the same seeded random problems in the world of W ranks
+// (tests/support/between_problems.hpp: every relation of device sets, even and uneven,
+// pending sums in the source), plans them with plan_between, passes its source tile (or
+// darray::none off the source mesh), and checks every element of its target tile (or that it
+// holds none off the target mesh). Besides the chosen program, every third problem runs one
+// of the other candidates in turn and every fifth the relabelled plan. Rank 0 prints the
+// totals; the exit status is non-zero on any failure on any rank.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/backends/mpi.hpp"
+#include "redist/lower/between.hpp"
+#include "redist/runtime/executor.hpp"
+#include "support/between_problems.hpp"
+
+namespace {
+
+int failures = 0;  // on this rank
+
+void fail(int rank, const std::string& what) {
+  ++failures;
+  if (failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+}
+
+/// Run p on every rank and check this rank's target tile; the elements checked.
+template <class T>
+std::uint64_t run_one(redist::mpi_backend& mpi, const redist::testing::between_problem& pr, const redist::program& p,
+                      const std::string& what) {
+  const int me = static_cast<int>(mpi.rank());
+  redist::executor<T, redist::mpi_backend> ex(mpi, p);
+  const redist::darray<T> in = redist::testing::source_tile<T>(pr.a, pr.world, mpi.rank());
+  redist::darray<T> out;
+  try {
+    out = ex.run(in);
+  } catch (const redist::redist_error& e) {
+    fail(me, pr.text.text() + " [" + what + "]: " + e.what());
+    return 0;
+  }
+  const std::int64_t pos = redist::testing::target_positions(p)[mpi.rank()];
+  if (std::string e = redist::testing::check_target_tile(p, mpi.rank(), pos, out); !e.empty()) {
+    fail(me, pr.text.text() + " [" + what + "]: " + e);
+    return 0;
+  }
+  return pos < 0 ? 0 : redist::tile_box(p.target_mesh(), p.target, static_cast<std::uint64_t>(pos)).size();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 0;
+  {
+    redist::mpi_backend mpi;
+    const int me = static_cast<int>(mpi.rank());
+    const std::uint64_t W = mpi.devices();
+    const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 200;
+    std::uint64_t problems = 0, runs = 0, elements = 0;
+    std::map<std::string, std::uint64_t> ran;
+    const double t0 = MPI_Wtime();
+    try {
+      redist::testing::between_workload wl;
+      wl.world = W;
+      wl.max_elements = 1024;  // small arrays: many oversubscribed ranks on few cores
+      wl.target_sums = false;  // (a kept sum would need the partials added across ranks)
+      std::mt19937 rng(0x6d706925);
+      std::uint64_t tries = 0;
+      while (problems < count && tries < 20 * count) {
+        ++tries;
+        redist::testing::between_problem pr;
+        if (!redist::testing::parse_between(redist::testing::random_between(rng, wl), pr)) continue;
+        const bool wide = problems % 2 == 0;  // int64 or float elements
+        const redist::between_options opt{{.element_bytes = wide ? 8u : 4u}, false};
+        const redist::plan_choice c = redist::plan_between(pr.a, pr.b, W, opt);
+        auto run = [&](const redist::program& p, const std::string& what) {
+          elements += wide ? run_one<std::int64_t>(mpi, pr, p, what) : run_one<float>(mpi, pr, p, what);
+          ++runs;
+          ++ran[what];
+        };
+        run(c.chosen_program(), c.candidates[c.chosen].name);
+        if (problems % 3 == 1 && c.candidates.size() > 1) {  // another candidate, in turn
+          const std::size_t k = (c.chosen + 1 + problems / 3 % (c.candidates.size() - 1)) % c.candidates.size();
+          run(c.candidates[k].prog, c.candidates[k].name);
+        }
+        if (problems % 5 == 2) {
+          const redist::between_options rel{opt.synth, true};
+          const redist::plan_choice r = redist::plan_between(pr.a, pr.b, W, rel);
+          run(r.chosen_program(), "relabelled " + r.candidates[r.chosen].name);
+        }
+        ++problems;
+      }
+    } catch (const std::exception& e) {
+      fail(me, std::string("exception: ") + e.what());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const double seconds = MPI_Wtime() - t0;
+    std::uint64_t sums[2] = {elements, static_cast<std::uint64_t>(failures)};
+    std::uint64_t all[2] = {};
+    MPI_Allreduce(sums, all, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) {
+      std::string kinds;
+      for (const auto& [k, v] : ran) kinds += (kinds.empty() ? "" : ", ") + std::to_string(v) + " " + k;
+      std::printf(
+          "mpi backend between meshes, world of %llu ranks: %llu problems, %llu runs (%s), %llu target elements "
+          "verified over all ranks, %llu failures; %.2f s\n",
+          static_cast<unsigned long long>(W), static_cast<unsigned long long>(problems),
+          static_cast<unsigned long long>(runs), kinds.c_str(), static_cast<unsigned long long>(all[0]),
+          static_cast<unsigned long long>(all[1]), seconds);
+    }
+    rc = all[1] == 0 && problems >= count ? 0 : 1;
+  }
+  MPI_Finalize();
+  return rc;
+}
