@@ -11,11 +11,20 @@
 // rank, and the relabelled plan is never predicted slower and runs right. Then
 // named cases (a pipeline boundary, a checkpoint 8 -> 6, a grid 2x4 -> 4x2
 // relabelled) and bad input.
+//
+// The programs the random problems check are also written, one JSON document a
+// line, to `between_programs.jsonl` in the working directory; the ctest
+// `lower_between_python_check` runs tests/tools/check_program.py over them.
+#include "redist/lower/between.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -24,7 +33,6 @@
 #include "redist/backends/host.hpp"
 #include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
-#include "redist/lower/between.hpp"
 #include "redist/program_json.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
@@ -37,6 +45,9 @@ using redist::darray;
 using redist::placed_layout;
 using redist::program;
 using namespace redist::testing;
+
+bool every = false;  // every candidate and the relabelled plan on every problem
+std::ofstream* jsonl = nullptr;  // the programs checked, one JSON document a line
 
 /// Every source tile of the problem, by world rank.
 template <class T>
@@ -106,6 +117,11 @@ std::string check_program_fully(const program& p, const placed_layout& a, const 
     const std::string j = redist::program_json_text(p);
     const std::string k = redist::program_json_text(redist::program_from_json_text(j));
     if (j != k) return "JSON round trip differs:\n" + j + "\n" + k;
+    if (jsonl) {
+      std::string line = j;
+      line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
+      *jsonl << line << '\n';
+    }
   } catch (const redist::redist_error& e) {
     return std::string("JSON round trip: ") + e.what();
   }
@@ -143,11 +159,10 @@ std::string check_exchange_bound(const program& p, const placed_layout& a) {
   return {};
 }
 
-bool every = false;  // every candidate and the relabelled plan on every problem
 
 struct stats {
   std::uint64_t problems = 0, skipped = 0, elements = 0, candidates_run = 0, exchanges_bounded = 0, relabelled = 0,
-                relabel_taken = 0, all_candidates = 0, single_device = 0, resized = 0, sums = 0, target_sums = 0,
+                relabel_taken = 0, all_candidates = 0, single_device = 0, empty_mesh = 0, replicated = 0, resized = 0, sums = 0, target_sums = 0,
                 uneven = 0;
   std::map<std::string, std::uint64_t> chosen, present, rel;
   std::vector<std::string> failures;
@@ -158,6 +173,12 @@ struct stats {
       failures.push_back("...");
   }
 };
+
+bool has_candidate(const redist::plan_choice& c, const std::string& name) {
+  for (const auto& k : c.candidates)
+    if (k.name == name) return true;
+  return false;
+}
 
 template <class T>
 void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
@@ -174,6 +195,12 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
   st.sums += pr.a.type.nsum > 0;
   st.single_device += pr.a.pm.mesh.devices == 1 || pr.b.pm.mesh.devices == 1;
   st.resized += pr.a.pm.mesh.devices != pr.b.pm.mesh.devices;
+  st.empty_mesh += pr.a.pm.mesh.naxes == 0 || pr.b.pm.mesh.naxes == 0;
+  std::uint64_t target_elements = 0, global = 1;
+  for (std::uint64_t q = 0; q < pr.b.pm.mesh.devices; ++q)
+    target_elements += redist::tile_box(pr.b.pm.mesh, pr.b.type, q).size();
+  for (int d = 0; d < pr.b.type.rank; ++d) global *= pr.b.type.dims[d].global;
+  st.replicated += pr.b.type.nsum == 0 && target_elements > global;
   st.target_sums += pr.b.type.nsum > 0;
   st.uneven += !redist::even(pr.a.pm.mesh, pr.a.type) || !redist::even(pr.b.pm.mesh, pr.b.type);
   const auto& w = c.candidates[c.chosen];
@@ -185,7 +212,8 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
   const std::vector<std::int64_t> want = pr.b.pm.positions(pr.world), got = target_positions(w.prog);
   if (want != got) st.fail(pr, w.name, "the program puts the target on other ranks");
   if (std::string e = check_program_fully<T>(w.prog, pr.a, pr.b); !e.empty()) st.fail(pr, "chosen " + w.name, e);
-  st.elements += redist::local_size(pr.b.pm.mesh, pr.b.type) * pr.b.pm.mesh.devices;
+  st.elements += target_elements;
+  if (pr.b.type.nsum == 0 && !has_candidate(c, "exchange")) st.fail(pr, "exchange", "no exchange candidate");
   // The exchange candidate receives exactly the lower bound, rank by rank.
   for (const auto& k : c.candidates)
     if (k.name == "exchange") {
@@ -240,6 +268,8 @@ TEST_CASE("random redistributions between meshes on device sets run exactly", "[
   every = std::getenv("REDIST_BETWEEN_ALL") != nullptr;
   std::mt19937 rng(env_seed ? static_cast<std::uint32_t>(std::strtoul(env_seed, nullptr, 10)) : 0x25u);
   const between_workload wl;
+  std::ofstream out("between_programs.jsonl");
+  jsonl = &out;
   stats st;
   std::uint64_t tries = 0;
   while (st.problems < count && tries < 10 * count) {
@@ -255,6 +285,7 @@ TEST_CASE("random redistributions between meshes on device sets run exactly", "[
     else
       one_problem<float>(pr, st.problems, st);
   }
+  jsonl = nullptr;
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string rels, chosen, present;
   for (const auto& [k, v] : st.rel) rels += " " + k + " " + std::to_string(v);
@@ -262,7 +293,7 @@ TEST_CASE("random redistributions between meshes on device sets run exactly", "[
   for (const auto& [k, v] : st.present) present += " " + k + " " + std::to_string(v);
   std::printf(
       "between: %llu problems (%llu ill-formed skipped; %llu with a "
-      "single-device mesh, %llu between meshes of different sizes; "
+      "single-device mesh (%llu of them {}), %llu with a replicated target, %llu between meshes of different sizes; "
       "%llu with pending sums, %llu keeping some, %llu uneven), "
       "%llu target elements checked; relations:%s; chosen:%s; "
       "candidates present:%s; every candidate run on %llu problems "
@@ -270,7 +301,8 @@ TEST_CASE("random redistributions between meshes on device sets run exactly", "[
       "%llu exchanges at the lower bound, %llu relabelled (%llu in "
       "another order); %.2f s\n",
       static_cast<unsigned long long>(st.problems), static_cast<unsigned long long>(st.skipped),
-      static_cast<unsigned long long>(st.single_device), static_cast<unsigned long long>(st.resized),
+      static_cast<unsigned long long>(st.single_device), static_cast<unsigned long long>(st.empty_mesh),
+      static_cast<unsigned long long>(st.replicated), static_cast<unsigned long long>(st.resized),
       static_cast<unsigned long long>(st.sums), static_cast<unsigned long long>(st.target_sums),
       static_cast<unsigned long long>(st.uneven), static_cast<unsigned long long>(st.elements), rels.c_str(),
       chosen.c_str(), present.c_str(), static_cast<unsigned long long>(st.all_candidates),
@@ -280,6 +312,8 @@ TEST_CASE("random redistributions between meshes on device sets run exactly", "[
   CHECK(st.failures.empty());
   CHECK(st.problems >= 3000);
   CHECK(st.single_device >= 100);
+  CHECK(st.empty_mesh >= 100);
+  CHECK(st.replicated >= 500);
   CHECK(st.resized >= 500);
   CHECK(st.target_sums >= 15);
   CHECK(st.all_candidates >= 300);
@@ -310,12 +344,6 @@ redist::plan_choice plan_and_run(const between_problem& pr, bool relabel = false
   return c;
 }
 
-bool has(const redist::plan_choice& c, const std::string& name) {
-  for (const auto& k : c.candidates)
-    if (k.name == name) return true;
-  return false;
-}
-
 const program& candidate(const redist::plan_choice& c, const std::string& name) {
   for (const auto& k : c.candidates)
     if (k.name == name) return k.prog;
@@ -332,8 +360,8 @@ TEST_CASE(
   const auto pr = named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]",
                         "[8, {tp}16, 32]");
   const auto c = plan_and_run(pr);
-  REQUIRE(has(c, "exchange"));
-  CHECK_FALSE(has(c, "collective"));  // disjoint ranks
+  REQUIRE(has_candidate(c, "exchange"));
+  CHECK_FALSE(has_candidate(c, "collective"));  // disjoint ranks
   // The target ranks hold nothing before: each receives its whole tile, 8 x 8
   // x 32.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 8 * 32);
@@ -346,8 +374,8 @@ TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase", "[
   const auto pr =
       named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "[8, 16, 32]");
   const auto c = plan_and_run(pr);
-  REQUIRE(has(c, "exchange"));
-  REQUIRE(has(c, "two-phase"));
+  REQUIRE(has_candidate(c, "exchange"));
+  REQUIRE(has_candidate(c, "two-phase"));
   // The exchange sends the whole array to every target rank; the two-phase
   // sends a quarter across, then all-gathers inside the target ranks.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 16 * 32);
@@ -361,7 +389,7 @@ TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase", "[
 TEST_CASE("checkpoint 8 -> 6 ranks: {x: 8} [{x}48, 10] -> {y: 6} [{y}48, 10]", "[between][named]") {
   const auto pr = named(8, "{x: 8}", "[{x}48, 10]", "{y: 6}", "[{y}48, 10]");
   const auto c = plan_and_run(pr);
-  REQUIRE(has(c, "exchange"));
+  REQUIRE(has_candidate(c, "exchange"));
   // Rank r of the target holds rows [8r, 8r + 8) and held [6r, 6r + 6): the
   // busiest rank (r = 5: rows 40-47, held 30-35) receives all 8 rows.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 10);

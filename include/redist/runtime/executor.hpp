@@ -228,8 +228,8 @@ class executor {
     local_.assign(local.begin(), local.end());
     if (shapes_.error.empty()) {
       if (p_.world_size() != b_.devices())
-        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program " +
-                        (p_.placed() ? "runs on a world of " + std::to_string(p_.world_size()) + " ranks"
+        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program" +
+                        (p_.placed() ? " runs on a world of " + std::to_string(p_.world_size()) + " ranks"
                                      : "'s mesh " + std::string(mesh_text(p_.m).view()) + " has " +
                                            std::to_string(p_.m.devices) + " devices");
       else if (p_.element_bytes != sizeof(T))
