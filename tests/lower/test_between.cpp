@@ -15,11 +15,8 @@
 // The programs the random problems check are also written, one JSON document a
 // line, to `between_programs.jsonl` in the working directory; the ctest
 // `lower_between_python_check` runs tests/tools/check_program.py over them.
-#include "redist/lower/between.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +30,7 @@
 #include "redist/backends/host.hpp"
 #include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/program_json.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
@@ -46,7 +44,7 @@ using redist::placed_layout;
 using redist::program;
 using namespace redist::testing;
 
-bool every = false;  // every candidate and the relabelled plan on every problem
+bool every = false;              // every candidate and the relabelled plan on every problem
 std::ofstream* jsonl = nullptr;  // the programs checked, one JSON document a line
 
 /// Every source tile of the problem, by world rank.
@@ -159,11 +157,10 @@ std::string check_exchange_bound(const program& p, const placed_layout& a) {
   return {};
 }
 
-
 struct stats {
   std::uint64_t problems = 0, skipped = 0, elements = 0, candidates_run = 0, exchanges_bounded = 0, relabelled = 0,
-                relabel_taken = 0, all_candidates = 0, single_device = 0, empty_mesh = 0, replicated = 0, resized = 0, sums = 0, target_sums = 0,
-                uneven = 0;
+                relabel_taken = 0, all_candidates = 0, single_device = 0, empty_mesh = 0, replicated = 0, resized = 0,
+                sums = 0, target_sums = 0, uneven = 0;
   std::map<std::string, std::uint64_t> chosen, present, rel;
   std::vector<std::string> failures;
   void fail(const between_problem& pr, const std::string& what, const std::string& why) {
@@ -223,14 +220,15 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
         ++st.exchanges_bounded;
     }
   // Every candidate on a share of the problems.
-  if (every || n % 10 == 0) ++st.all_candidates;
-  if (every || n % 10 == 0)
+  if (every || n % 10 == 0) {
+    ++st.all_candidates;
     for (std::size_t i = 0; i < c.candidates.size(); ++i) {
       if (i == c.chosen) continue;
       ++st.candidates_run;
       if (std::string e = check_program_fully<T>(c.candidates[i].prog, pr.a, pr.b); !e.empty())
         st.fail(pr, "candidate " + c.candidates[i].name, e);
     }
+  }
   // The relabelled plan on another share.
   if (every || n % 15 == 7) {
     ++st.relabelled;
