@@ -5,9 +5,10 @@
 // (tests/support/between_problems.hpp: every relation of device sets, even and uneven,
 // pending sums in the source), plans them with plan_between, passes its source tile (or
 // darray::none off the source mesh), and checks every element of its target tile (or that it
-// holds none off the target mesh). Besides the chosen program, every third problem runs one
-// of the other candidates in turn and every fifth the relabelled plan. Rank 0 prints the
-// totals; the exit status is non-zero on any failure on any rank.
+// holds none off the target mesh); blocks in place and packed, on alternate pairs of
+// problems. Besides the chosen program, every third problem runs one of the other candidates
+// in turn and every fifth the relabelled plan. Rank 0 prints the totals; the exit status is
+// non-zero on any failure on any rank.
 #include <mpi.h>
 
 #include <cstdint>
@@ -62,6 +63,9 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     redist::mpi_backend mpi;
+    // Blocks in place (MPI datatypes) on every other problem, packed on the others.
+    redist::mpi_backend packing(MPI_COMM_WORLD,
+                                {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
     const int me = static_cast<int>(mpi.rank());
     const std::uint64_t W = mpi.devices();
     const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 200;
@@ -82,8 +86,9 @@ int main(int argc, char** argv) {
         const bool wide = problems % 2 == 0;  // int64 or float elements
         const redist::between_options opt{{.element_bytes = wide ? 8u : 4u}, false};
         const redist::plan_choice c = redist::plan_between(pr.a, pr.b, W, opt);
+        redist::mpi_backend& b = problems / 2 % 2 == 0 ? mpi : packing;
         auto run = [&](const redist::program& p, const std::string& what) {
-          elements += wide ? run_one<std::int64_t>(mpi, pr, p, what) : run_one<float>(mpi, pr, p, what);
+          elements += wide ? run_one<std::int64_t>(b, pr, p, what) : run_one<float>(b, pr, p, what);
           ++runs;
           ++ran[what];
         };
