@@ -243,7 +243,8 @@ TEST_CASE("fused steps are drawn as the boxes trace_boxes follows", "[fuse]") {
 }
 
 TEST_CASE("a program whose type is known only up to a permutation is drawn as it lies on the devices") {
-  // An allpermute reorders which device holds which box: the panels must follow it.
+  // An allpermute reorders which device holds which box: the panels must follow it (and the
+  // second one puts every box back, so the program ends on its target).
   const device_mesh m = parse_mesh("{x: 2}");
   program p;
   p.m = m;
@@ -255,9 +256,13 @@ TEST_CASE("a program whose type is known only up to a permutation is drawn as it
   s.local_after = 2;
   s.type_after = p.source;
   s.type_exact = false;
-  p.steps = {s};
+  p.steps = {s, s};
   const auto states = program_boxes(p);
   CHECK(tiling_of(states[1]).holders == std::vector<std::vector<std::vector<rank_t>>>{{{1}}, {{0}}});
+  CHECK(tiling_of(states[2]).holders == std::vector<std::vector<std::vector<rank_t>>>{{{0}}, {{1}}});
+  p.steps.pop_back();  // one swap leaves the boxes off the target: every program's end is checked
+  CHECK_THROWS_WITH(program_boxes(p),
+                    "invalid program: the program leaves rank 0 with the box [2, 4), its target tile is [0, 2)");
   p.steps[0].dest = {0, 0};
   CHECK_THROWS_WITH(program_boxes(p), "invalid program: step 0 (allpermute): dest must be a permutation of the ranks");
 }
