@@ -260,13 +260,8 @@ constexpr bool parse_axis_ref(scanner& sc, const device_mesh& m, dim& out, std::
     if (!sc.integer(pre)) return false;
     if (!sc.expect(')', "')' of a sub-axis x:(pre)size")) return false;
     if (!sc.integer(size)) return false;
-    // Find the run of prime sub-axes that starts at `pre` and multiplies to `size`.
-    int b = lo;
-    while (b < hi && m.sub[b].pre < pre) ++b;
-    int e = b;
-    std::uint64_t prod = 1;
-    while (e < hi && prod < size) prod *= m.sub[e++].size;
-    if (b >= hi || m.sub[b].pre != pre || prod != size || size < 2) {
+    int b = lo, e = lo;
+    if (!subaxis_run(m, a, pre, size, b, e)) {
       text t("sub-axis ");
       t.append(n).append(":(").append_uint(pre).append(")").append_uint(size)
           .append(" does not match the prime decomposition of axis ").append(n)

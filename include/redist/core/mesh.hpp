@@ -210,6 +210,18 @@ constexpr text mesh_text(const device_mesh& m) {
   return t.append("}");
 }
 
+/// The run [b, e) of axis a's prime sub-axes that starts at `pre` and multiplies to `size`
+/// (the sub-axis `x:(pre)size` of Shardy's notation); false where no run does.
+constexpr bool subaxis_run(const device_mesh& m, int a, std::uint64_t pre, std::uint64_t size, int& b, int& e) {
+  const int lo = m.sub_begin[a], hi = m.sub_begin[a] + m.sub_count[a];
+  b = lo;
+  while (b < hi && m.sub[b].pre < pre) ++b;
+  e = b;
+  std::uint64_t prod = 1;
+  while (e < hi && prod < size) prod *= m.sub[e++].size;
+  return b < hi && m.sub[b].pre == pre && prod == size && size >= 2;
+}
+
 /// Write a sub-axis: `x` when it is the whole (prime) axis, else `x:(pre)size`.
 constexpr text subaxis_text(const device_mesh& m, int k) {
   const subaxis& s = m.sub[k];

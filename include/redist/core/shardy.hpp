@@ -136,12 +136,8 @@ inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>&
     if (!sc.expect('(', "'(' of a sub-axis \"x\":(pre)size") || !sc.integer(pre) ||
         !sc.expect(')', "')' of a sub-axis \"x\":(pre)size") || !sc.integer(size))
       fail();
-    int b = lo;
-    while (b < hi && m.sub[b].pre < pre) ++b;
-    int e = b;
-    std::uint64_t prod = 1;
-    while (e < hi && prod < size) prod *= m.sub[e++].size;
-    if (b >= hi || m.sub[b].pre != pre || prod != size || size < 2) {
+    int b = lo, e = lo;
+    if (!subaxis_run(m, a, pre, size, b, e)) {
       std::string pieces;
       for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k)
         pieces += (k > m.sub_begin[a] ? ", \"" : "\"") + std::string(n) + "\":(" + std::to_string(m.sub[k].pre) + ")" +
