@@ -81,11 +81,7 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
 /// The program's types (source, after each step, target) in a notation, one line each.
 std::string types_in_notation(const program& prog, const std::string& notation) {
   std::string out = fmt::format("types as {}:\n", notation_title(notation));
-  auto placed = [](const device_mesh& m, const std::vector<rank_t>& d) {
-    return placed_mesh{m, std::vector<std::uint32_t>(d.begin(), d.end())};
-  };
-  const placed_mesh src = placed(prog.m, prog.source_devices);
-  const placed_mesh dst = placed(prog.target_mesh(), prog.two_meshes ? prog.target_devices : prog.source_devices);
+  const placed_mesh src = prog.source_placement(), dst = prog.target_placement();
   out += fmt::format("  source  {}\n", type_in(src, prog.source, notation));
   for (std::size_t i = 0; i < prog.steps.size(); ++i) {
     const step& s = prog.steps[i];

@@ -656,14 +656,11 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
   using namespace detail::pic;
   const std::vector<device_boxes> states = program_boxes(p);
   const std::uint64_t bound = std::max<std::uint64_t>(p.memory_bound_elements, 1);
-  auto placed = [](const device_mesh& m, const std::vector<rank_t>& d) {
-    return placed_mesh_text(placed_mesh{m, std::vector<std::uint32_t>(d.begin(), d.end())});
-  };
   const std::string title =
       p.placed() ? fmt::format("redist program on a world of {} ranks: {} on {} -> {} on {}, {}-byte elements",
-                               p.world_size(), type_text(p.m, p.source).str(), placed(p.m, p.source_devices),
-                               type_text(p.target_mesh(), p.target).str(),
-                               placed(p.target_mesh(), p.two_meshes ? p.target_devices : p.source_devices), p.element_bytes)
+                               p.world_size(), type_text(p.m, p.source).str(), placed_mesh_text(p.source_placement()),
+                               type_text(p.target_mesh(), p.target).str(), placed_mesh_text(p.target_placement()),
+                               p.element_bytes)
                  : fmt::format("redist program on {}: {} -> {}, {}-byte elements", mesh_text(p.m).str(),
                                type_text(p.m, p.source).str(), type_text(p.m, p.target).str(), p.element_bytes);
   const std::string totals = fmt::format("total {} B per device | peak {} | bound {} elements | {}", p.cost_bytes(),

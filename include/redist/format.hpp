@@ -228,13 +228,10 @@ struct fmt::formatter<redist::program> {
       out = fmt::format_to(out, "redist program on {}: {} -> {}, {}-byte elements\n", p.m, redist::typed{p.m, p.source},
                            redist::typed{p.m, p.target}, p.element_bytes);
     } else {  // format 2: the meshes with their ranks (core/placement.hpp)
-      auto placed = [](const redist::device_mesh& m, const std::vector<redist::rank_t>& d) {
-        return redist::placed_mesh_text(redist::placed_mesh{m, std::vector<std::uint32_t>(d.begin(), d.end())});
-      };
       out = fmt::format_to(out, "redist program on a world of {} ranks: {} on {} -> {} on {}, {}-byte elements\n",
-                           p.world_size(), redist::typed{p.m, p.source}, placed(p.m, p.source_devices),
-                           redist::typed{p.target_mesh(), p.target},
-                           placed(p.target_mesh(), p.two_meshes ? p.target_devices : p.source_devices), p.element_bytes);
+                           p.world_size(), redist::typed{p.m, p.source}, redist::placed_mesh_text(p.source_placement()),
+                           redist::typed{p.target_mesh(), p.target}, redist::placed_mesh_text(p.target_placement()),
+                           p.element_bytes);
     }
     if (p.steps.empty()) out = fmt::format_to(out, "  (no steps: every device already holds its target tile)\n");
     else out = fmt::format_to(out, "{}", redist::detail::program_table(p));

@@ -37,6 +37,7 @@
 #include "redist/core/cost.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/placement.hpp"
 #include "redist/core/rules.hpp"
 
 namespace redist {
@@ -171,6 +172,11 @@ struct program {
   [[nodiscard]] constexpr std::uint64_t target_rank(std::uint64_t pos) const {
     const std::vector<rank_t>& d = two_meshes ? target_devices : source_devices;
     return d.empty() ? pos : d[pos];
+  }
+  /// The source's (target's) mesh on its world ranks (core/placement.hpp).
+  [[nodiscard]] placed_mesh source_placement() const { return placed_mesh{m, source_devices}; }
+  [[nodiscard]] placed_mesh target_placement() const {
+    return placed_mesh{target_mesh(), two_meshes ? target_devices : source_devices};
   }
   /// World rank r's position in the source (target) mesh, or -1 for a rank outside it.
   [[nodiscard]] constexpr std::int64_t source_position(std::uint64_t r) const {

@@ -51,23 +51,9 @@ struct placed_layout {
 
 namespace detail {
 
-inline std::vector<rank_t> rank_list(const placed_mesh& pm) {
-  return std::vector<rank_t>(pm.devices.begin(), pm.devices.end());
-}
-
 /// The world ranks of a placed mesh, as a set (W flags).
 inline std::vector<std::uint8_t> rank_set(const placed_mesh& pm, std::uint64_t W) {
-  const std::vector<rank_t> d = rank_list(pm);
-  return placed_holders(pm.mesh.devices, d, W);
-}
-
-/// The sub-axes a type uses (dimensions and pending sums), as a bit set.
-inline std::uint64_t used_subaxes(const dist_type& t) {
-  std::uint64_t u = 0;
-  for (int d = 0; d < t.rank; ++d)
-    for (int i = 0; i < t.dims[d].n; ++i) u |= std::uint64_t{1} << t.dims[d].axes[i];
-  for (int i = 0; i < t.nsum; ++i) u |= std::uint64_t{1} << t.sum[i];
-  return u;
+  return placed_holders(pm.mesh.devices, pm.devices, W);
 }
 
 }  // namespace detail
@@ -121,7 +107,7 @@ inline std::optional<dist_type> retype(const placed_mesh& from, const dist_type&
   const device_mesh& om = onto.mesh;
   int map[max_subaxes];
   std::uint64_t taken = 0;
-  const std::uint64_t used = detail::used_subaxes(t);
+  const std::uint64_t used = used_mask(t);
   for (int k = 0; k < fm.nsub; ++k) {
     map[k] = -1;
     if (!(used >> k & 1u)) continue;
@@ -153,7 +139,7 @@ inline std::optional<dist_type> retype(const placed_mesh& from, const dist_type&
 /// it divides. Every device then holds 1/R of the target's tile (R: the sub-axes added),
 /// and the target is that type all-gathered over them. Nothing when no sub-axis fits.
 inline std::optional<dist_type> spread_replicas(const device_mesh& m, const dist_type& t) {
-  const std::uint64_t used = detail::used_subaxes(t);
+  const std::uint64_t used = used_mask(t);
   dist_type u = t;
   bool any = false;
   for (int k = 0; k < m.nsub; ++k) {
@@ -191,11 +177,11 @@ inline program exchange_between(const placed_layout& a, const placed_layout& b, 
   p.target = b.type;
   p.element_bytes = element_bytes;
   p.world = W;
-  p.source_devices = detail::rank_list(a.pm);
+  p.source_devices = a.pm.devices;
   p.two_meshes = !(a.pm == b.pm);
   if (p.two_meshes) {
     p.target_m = b.pm.mesh;
-    p.target_devices = detail::rank_list(b.pm);
+    p.target_devices = b.pm.devices;
   }
   const std::uint64_t in = local_size(a.pm.mesh, a.type), out = local_size(b.pm.mesh, b.type);
   p.peak_local_elements = std::max(in, out);
@@ -207,10 +193,7 @@ inline program exchange_between(const placed_layout& a, const placed_layout& b, 
   step s;
   s.kind = op::exchange;
   s.boxes = flatten_boxes(after);
-  s.holds = placed_holders(b.pm.mesh.devices, detail::rank_list(b.pm), W);
-  for (std::uint64_t r = 0; r < W; ++r)
-    if (!s.holds[r]) std::fill_n(s.boxes.begin() + static_cast<std::ptrdiff_t>(r * 2 * std::uint64_t(b.type.rank)),
-                                 2 * b.type.rank, std::uint64_t{0});
+  s.holds = placed_holders(b.pm.mesh.devices, b.pm.devices, W);  // the others' boxes are empty: [0, 0)
   s.after = shape_of(b.pm.mesh, b.type);
   s.local_after = out;
   s.cost = x.max_received;
@@ -247,7 +230,7 @@ inline program concat_programs(program head, const program& tail) {
 inline program placed_plan(const placed_mesh& pm, const dist_type& a, const dist_type& b, std::uint64_t W,
                            const synth_options& opt) {
   plan_choice c = choose_plan(pm.mesh, a, b, opt);
-  return place_program(std::move(c.candidates[c.chosen].prog), rank_list(pm), W);
+  return place_program(std::move(c.candidates[c.chosen].prog), pm.devices, W);
 }
 
 }  // namespace detail
@@ -290,14 +273,15 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
     return detail::concat_programs(detail::placed_plan(a.pm, a.type, reduced, W, opt), tail);
   };
   const placed_layout ar{a.pm, reduced};
-  if (const std::optional<dist_type> bt = retype(b.pm, b.type, a.pm, W)) {
+  const std::optional<dist_type> bt = retype(b.pm, b.type, a.pm, W);  // b's type written on a's mesh
+  if (bt) {
     attempt("collective", [&] {
       program p = detail::placed_plan(a.pm, a.type, *bt, W, opt);
       p.target = b.type;  // the same boxes on b's mesh
       p.two_meshes = !(a.pm == b.pm);
       if (p.two_meshes) {
         p.target_m = b.pm.mesh;
-        p.target_devices = detail::rank_list(b.pm);
+        p.target_devices = b.pm.devices;
       }
       return p;
     });
@@ -305,7 +289,7 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
     why_not.push_back("the target keeps pending sums, which only a plan on one mesh keeps");
   }
   const bool same_ranks = detail::rank_set(a.pm, W) == detail::rank_set(b.pm, W);
-  if (same_ranks && !retype(b.pm, b.type, a.pm, W) && a.pm.mesh.nsub == b.pm.mesh.nsub) {
+  if (same_ranks && !bt && a.pm.mesh.nsub == b.pm.mesh.nsub) {
     bool same_sizes = a.pm.mesh.naxes == b.pm.mesh.naxes;
     for (int k = 0; same_sizes && k < a.pm.mesh.nsub; ++k) same_sizes = a.pm.mesh.sub[k].size == b.pm.mesh.sub[k].size;
     for (int x = 0; same_sizes && x < a.pm.mesh.naxes; ++x) same_sizes = a.pm.mesh.sizes[x] == b.pm.mesh.sizes[x];
@@ -344,7 +328,7 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
         }
         p.two_meshes = true;
         p.target_m = b.pm.mesh;
-        p.target_devices = detail::rank_list(b.pm);
+        p.target_devices = b.pm.devices;
         return p;
       });
   }
@@ -381,11 +365,8 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
                                           " on " + placed_mesh_text(b.pm) + ": " + all);
   }
   for (plan_candidate& k : c.candidates) {
-    for (std::vector<rank_t>* d : {&k.prog.source_devices, &k.prog.target_devices}) {  // 0..D-1: no list
-      bool identity = true;
-      for (std::size_t q = 0; q < d->size() && identity; ++q) identity = (*d)[q] == q;
-      if (identity) d->clear();
-    }
+    for (std::vector<rank_t>* d : {&k.prog.source_devices, &k.prog.target_devices})  // 0..D-1: no list
+      if (placed_mesh{{}, *d}.identity()) d->clear();
     k.seconds = predicted_seconds(k.prog, P);
   }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
@@ -403,7 +384,7 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
 /// elements every rank of b already holds of its new tile under layout a (an assignment
 /// problem, solved exactly by the Hungarian method up to 256 ranks, greedily beyond).
 inline placed_mesh relabel_target(const placed_layout& a, const placed_layout& b, std::uint64_t W) {
-  const std::vector<box> before = placed_boxes(a.pm.mesh, a.type, detail::rank_list(a.pm), W);
+  const std::vector<box> before = placed_boxes(a.pm.mesh, a.type, a.pm.devices, W);
   const std::uint64_t n = b.pm.mesh.devices;
   std::vector<rank_t> ranks(n);
   for (std::uint64_t q = 0; q < n; ++q) ranks[q] = static_cast<rank_t>(b.pm.at(q));

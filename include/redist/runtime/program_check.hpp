@@ -51,7 +51,7 @@ inline std::string step_name(const program& p, std::size_t i) {
 /// The problem with a mesh's placement (list length, repeats, ranks in the world), or "".
 inline std::string placement_problem(const device_mesh& m, const std::vector<rank_t>& devices, std::uint64_t W,
                                      const char* which) {
-  placed_mesh pm{m, std::vector<std::uint32_t>(devices.begin(), devices.end())};
+  const placed_mesh pm{m, devices};
   if (error e = check_placement(pm, W)) return std::string(which) + ": " + e.message.str();
   return {};
 }
