@@ -164,41 +164,12 @@ inline std::vector<std::uint64_t> parse_shape(const redist::device_mesh& m, cons
   return g;
 }
 
-/// Shardy's text as a user copies it from an MLIR dump: the mesh (`sdy.mesh @mesh = <...>`,
-/// `<[...]>`), then the sharding (`#sdy.sharding<@mesh, [...]>`); or a sharding with its mesh
-/// inline (`#sdy.sharding<mesh<[...]>, [...]>`).
-inline placed_type parse_shardy_text(const std::string& text, std::span<const std::uint64_t> g) {
-  std::size_t at = text.find("#sdy.sharding");
-  if (at == std::string::npos) at = text.find("sharding<");
-  if (at == std::string::npos)
-    throw redist_error(errc::syntax, "expected Shardy's mesh then its sharding, '#sdy.sharding<@mesh, [...]>'");
-  std::string mesh = text.substr(0, at);
-  const std::string sharding = text.substr(at);
-  if (mesh.find_first_not_of(" \t\n;") == std::string::npos) {  // the mesh inline: mesh<...> up to its '>'
-    const std::size_t m0 = sharding.find("mesh<");
-    if (m0 == std::string::npos)
-      throw redist_error(errc::syntax, "the sharding names a mesh ('@...'): give the mesh ('sdy.mesh @mesh = <[...]>') "
-                                       "before it");
-    int depth = 0;
-    std::size_t end = m0 + 4;
-    for (; end < sharding.size(); ++end) {
-      depth += sharding[end] == '<' ? 1 : sharding[end] == '>' ? -1 : 0;
-      if (depth == 0) break;
-    }
-    mesh = sharding.substr(m0, end + 1 - m0);
-  }
-  placed_type r;
-  r.pm = from_shardy_mesh(mesh);
-  r.type = from_shardy(r.pm, sharding, g);
-  return r;
-}
-
 /// Parse a type given in the XLA or Shardy notation with its placed mesh, blaming the
 /// option used; `replicated` is the device count of XLA's `{replicated}`, which has none.
 inline placed_type parse_placed_type_option(const type_option& o, const std::string& shape, std::uint64_t replicated) {
   const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
   if (o.xla_opt->count() > 0) return for_option(o.xla_name, [&] { return from_xla(o.xla, g, replicated); });
-  return for_option(o.shardy_name, [&] { return parse_shardy_text(o.shardy, g); });
+  return for_option(o.shardy_name, [&] { return from_shardy_text(o.shardy, g); });
 }
 
 /// Parse a type given in any of its notations, blaming the option used.

@@ -376,4 +376,33 @@ inline std::string to_shardy(const placed_mesh& pm, const dist_type& t, std::str
   return s + ">";
 }
 
+/// Shardy's text as a user copies it from an MLIR dump: the mesh (`sdy.mesh @mesh = <...>`,
+/// `<[...]>`), then the sharding (`#sdy.sharding<@mesh, [...]>`); or a sharding with its mesh
+/// inline (`#sdy.sharding<mesh<[...]>, [...]>`), for an array of the given global shape.
+inline placed_type from_shardy_text(const std::string& text, std::span<const std::uint64_t> g) {
+  std::size_t at = text.find("#sdy.sharding");
+  if (at == std::string::npos) at = text.find("sharding<");
+  if (at == std::string::npos)
+    throw redist_error(errc::syntax, "expected Shardy's mesh then its sharding, '#sdy.sharding<@mesh, [...]>'");
+  std::string mesh = text.substr(0, at);
+  const std::string sharding = text.substr(at);
+  if (mesh.find_first_not_of(" \t\n;") == std::string::npos) {  // the mesh inline: mesh<...> up to its '>'
+    const std::size_t m0 = sharding.find("mesh<");
+    if (m0 == std::string::npos)
+      throw redist_error(errc::syntax, "the sharding names a mesh ('@...'): give the mesh ('sdy.mesh @mesh = <[...]>') "
+                                       "before it");
+    int depth = 0;
+    std::size_t end = m0 + 4;
+    for (; end < sharding.size(); ++end) {
+      depth += sharding[end] == '<' ? 1 : sharding[end] == '>' ? -1 : 0;
+      if (depth == 0) break;
+    }
+    mesh = sharding.substr(m0, end + 1 - m0);
+  }
+  placed_type r;
+  r.pm = from_shardy_mesh(mesh);
+  r.type = from_shardy(r.pm, sharding, g);
+  return r;
+}
+
 }  // namespace redist

@@ -98,6 +98,21 @@
 //                              empty regions (a zero size) move nothing, and so do sr[r],
 //                              rr[r].
 //
+// Messages (optional, concept message_backend; the joint exchange of many arrays,
+// runtime/reshard_executor.hpp). A backend driving one rank of several may offer
+//
+//   b.message_round(sends, recvs, pack, local, unpack)
+//                              point to point, not collective: sends[k] (a message: peer
+//                              rank, buffer, bytes) goes to sends[k].peer, recvs[k] comes
+//                              from recvs[k].peer (at most one message per peer and
+//                              direction). The backend posts every receive first, then
+//                              for each k calls pack(k), which fills sends[k].data, and
+//                              sends it; then calls local() (work that overlaps the
+//                              transfers) and unpack(k) for each receive as soon as it has
+//                              arrived, in any order; returns when every send buffer may
+//                              be reused. Two rounds between the same ranks match in call
+//                              order.
+//
 // Ranks in parallel (optional, concept parallel_backend): a backend driving several ranks
 // in one process may offer b.parallel_for(n, bytes, fn): call fn(i) for every i in
 // [0, n), in any order and possibly concurrently (bytes: the data the calls move in all,
@@ -118,6 +133,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -280,6 +296,18 @@ concept strided_exchange_backend_for =
       { cb.strided_blocks(op::exchange) } -> std::convertible_to<bool>;
       b.exchange(io, ext, regions, ext, regions);
     };
+
+/// One point-to-point message of a message round (bytes at data, to or from rank peer).
+struct message {
+  rank_t peer = 0;
+  std::byte* data = nullptr;
+  std::uint64_t bytes = 0;
+};
+
+template <class B>
+concept message_backend = requires(B& b, std::span<const message> m, void (*k)(std::size_t), void (*l)()) {
+  b.message_round(m, m, k, l, k);
+};
 
 template <class B>
 concept parallel_backend = requires(B& b, std::size_t n, std::uint64_t bytes, void (*fn)(std::size_t)) {

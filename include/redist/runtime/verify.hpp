@@ -137,10 +137,11 @@ constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, red
 
 /// Store index_value<T>(g) at every element of a's tile (g: the element's global index);
 /// for a type with pending sums, the device's partial of it.
+/// With `offset`, index g + offset instead (arrays of the same shape told apart).
 template <class T>
-void fill_global_index(darray<T>& a) {
+void fill_global_index(darray<T>& a, std::uint64_t offset = 0) {
   if (a.type().nsum == 0) {
-    for_each_global(a, [](std::uint64_t g, T& v) { v = index_value<T>(g); });
+    for_each_global(a, [offset](std::uint64_t g, T& v) { v = index_value<T>(g + offset); });
     return;
   }
   if constexpr (summable<T>) {
@@ -149,7 +150,7 @@ void fill_global_index(darray<T>& a) {
     if (!reducible<T>(r))
       throw redist_error(errc::runtime, "fill_global_index: " + std::string(type_text(a.mesh(), a.type()).view()) +
                                             ": " + unreducible_text(r));
-    for_each_global(a, [s, P, r](std::uint64_t g, T& v) { v = partial_value<T>(g, s, P, r); });
+    for_each_global(a, [s, P, r, offset](std::uint64_t g, T& v) { v = partial_value<T>(g + offset, s, P, r); });
   } else {
     throw redist_error(errc::runtime, "fill_global_index: a type with pending sums needs an element type with +");
   }
@@ -216,13 +217,13 @@ struct tile_check {
   [[nodiscard]] bool ok() const { return mismatches == 0; }
 };
 
-/// Compare every element of a's tile with index_value<T>(its global index).
+/// Compare every element of a's tile with index_value<T>(its global index + offset).
 template <class T>
-tile_check check_global_index(const darray<T>& a) {
+tile_check check_global_index(const darray<T>& a, std::uint64_t offset = 0) {
   tile_check c;
   for_each_global(a, [&](std::uint64_t g, const T& v) {
     ++c.checked;
-    if (!(v == index_value<T>(g))) {
+    if (!(v == index_value<T>(g + offset))) {
       if (c.mismatches++ == 0) c.first_bad = g;
     }
   });

@@ -1,0 +1,64 @@
+// redist/core/element_type.hpp -- the element types of a reshard manifest (format
+// redist-reshard/1, docs/reference.md "Many arrays at once"): their names and sizes.
+//
+// A redistribution moves elements without looking at them, so most of the library needs
+// only an element's size. Reductions (pending sums) need its arithmetic: `reducing_type`
+// says which C++ type carries it, and bf16/f16 have none here (no standard arithmetic type
+// in C++20), so a pending reduction on them is refused by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "redist/core/error.hpp"
+
+namespace redist {
+
+/// The element types a manifest names (numpy/JAX short names).
+enum class element_type : std::uint8_t { f64, f32, bf16, f16, i64, i32, i8, u8 };
+
+inline constexpr element_type element_types[] = {element_type::f64, element_type::f32, element_type::bf16,
+                                                 element_type::f16, element_type::i64, element_type::i32,
+                                                 element_type::i8,  element_type::u8};
+
+constexpr std::string_view element_type_name(element_type t) {
+  switch (t) {
+    case element_type::f64: return "f64";
+    case element_type::f32: return "f32";
+    case element_type::bf16: return "bf16";
+    case element_type::f16: return "f16";
+    case element_type::i64: return "i64";
+    case element_type::i32: return "i32";
+    case element_type::i8: return "i8";
+    default: return "u8";
+  }
+}
+
+/// Bytes of one element.
+constexpr std::uint64_t element_type_bytes(element_type t) {
+  switch (t) {
+    case element_type::f64:
+    case element_type::i64: return 8;
+    case element_type::f32:
+    case element_type::i32: return 4;
+    case element_type::bf16:
+    case element_type::f16: return 2;
+    default: return 1;
+  }
+}
+
+/// True where the library can reduce partial values of this type (every type but bf16 and
+/// f16, which have no C++20 arithmetic type).
+constexpr bool element_type_reduces(element_type t) { return t != element_type::bf16 && t != element_type::f16; }
+
+/// The element type named `s`; throws redist_error(errc::syntax) naming the known ones.
+inline element_type parse_element_type(std::string_view s) {
+  for (element_type t : element_types)
+    if (element_type_name(t) == s) return t;
+  std::string known;
+  for (element_type t : element_types) known += (known.empty() ? "" : ", ") + std::string(element_type_name(t));
+  throw redist_error(errc::syntax, "unknown dtype '" + std::string(s) + "' (known: " + known + ")");
+}
+
+}  // namespace redist

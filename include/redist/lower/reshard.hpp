@@ -1,0 +1,361 @@
+// redist/lower/reshard.hpp -- many arrays at once (a model's whole state: weights from a
+// trainer's layout to an inference engine's, a checkpoint, optimizer state) in one joint
+// plan, within a per-rank byte budget (docs/reference.md "Many arrays at once").
+//
+// Every array has its own plan as one redistribution would (lower/between.hpp
+// plan_between: the exchange, a collective program, ...). The joint plan moves most arrays
+// together:
+//   joint   the array's exchange pieces (redist/exchange.hpp plan_exchange: the sender rule,
+//           every rank receives exactly the lower bound) join one exchange of every such
+//           array: the pieces going from one rank to another in the same round travel as
+//           one message, so a round pays one latency and one message per pair of ranks,
+//           whatever the number of arrays. Pieces a rank keeps are copied from its source
+//           tile to its target tile (`local`), with no buffer between.
+//   own     the array's own program, run alone: arrays with pending sums (an exchange does
+//           not add), and arrays whose own plan is predicted faster than what they add to
+//           the joint exchange (a collective inside the same ranks may beat the exchange
+//           on the busiest link). Under a budget only one-step collective programs, which
+//           hold nothing beyond the caller's tiles (runtime/executor.hpp, memory formula),
+//           and programs with pending sums, whose memory the executor checks at run time.
+// Rounds and the budget. A rank's transient bytes in a round are the messages it packs to
+// send plus the messages it receives; with a budget of B bytes every round keeps them at
+// most B on every rank. Pieces larger than B are cut into chunks of whole rows (indices of
+// dimension 0); the chunks are placed first-fit, largest first, into the first round where
+// both the sender and the receiver have room. A row of a piece larger than B is refused.
+// Without a budget there is one round.
+//
+// Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
+// rank sends to or receives from, the most bytes one rank receives or sends, and the pass
+// over the bytes it writes (the pieces it keeps are written in the first round); an own
+// program by its own prediction. `separate_seconds` is one call per array, one after
+// another (each array's own plan), for comparison.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redist/core/element_type.hpp"
+#include "redist/core/error.hpp"
+#include "redist/exchange.hpp"
+#include "redist/lower/between.hpp"
+
+namespace redist {
+
+/// One array of a reshard: its name, element type and where it lives before and after.
+struct reshard_array {
+  std::string name;
+  element_type dtype = element_type::f32;
+  placed_layout source, target;
+  [[nodiscard]] std::uint64_t element_bytes() const { return element_type_bytes(dtype); }
+};
+
+/// Many arrays moved together in a world of `world` ranks (0: the smallest world that holds
+/// every mesh).
+struct reshard_problem {
+  std::uint64_t world = 0;
+  std::vector<reshard_array> arrays;
+};
+
+struct reshard_options {
+  /// Most bytes one rank holds for the joint exchange in a round (send plus receive
+  /// buffers); 0: no limit (one round).
+  std::uint64_t budget_bytes = 0;
+  /// Every array's own plan: the profile and objective (element_bytes: each array's own).
+  synth_options synth{};
+  /// false: every array by its own plan, no joint exchange (one call per array).
+  bool joint = true;
+};
+
+/// How one array moves.
+enum class reshard_route : std::uint8_t { joint, own };
+
+constexpr std::string_view reshard_route_name(reshard_route r) { return r == reshard_route::joint ? "joint" : "own"; }
+
+/// One piece: rank `to` receives box `b` (global indices of array `array`) from rank `from`.
+struct reshard_piece {
+  std::uint32_t array = 0;
+  rank_t from = 0, to = 0;
+  box b;
+  bool operator<(const reshard_piece& o) const {
+    if (from != o.from) return from < o.from;
+    if (to != o.to) return to < o.to;
+    if (array != o.array) return array < o.array;
+    return b < o.b;
+  }
+};
+
+/// The messages of one round: pieces ordered by (from, to, array, box), so that the pieces
+/// from one rank to another are one message, back to back in that order, on both sides.
+struct reshard_round {
+  std::vector<reshard_piece> pieces;
+};
+
+/// The joint plan.
+struct reshard_plan {
+  std::uint64_t world = 0;
+  std::uint64_t budget_bytes = 0;
+  std::vector<reshard_array> arrays;
+  std::vector<reshard_route> route;    ///< per array
+  std::vector<plan_choice> own;        ///< per array: its own plan (plan_between), the program run when route is own
+  std::vector<reshard_piece> local;    ///< pieces of joint arrays a rank copies from its own source tile
+  std::vector<reshard_round> rounds;   ///< pieces between ranks, round by round
+  std::vector<std::uint64_t> received_bytes;     ///< per world rank: what the joint exchange brings it
+  std::vector<std::uint64_t> lower_bound_bytes;  ///< per world rank: its joint arrays' target boxes minus what it held
+  std::vector<std::uint64_t> transient_bytes;    ///< per world rank: the largest send + receive buffers of a round
+  double seconds = 0;           ///< predicted: the rounds, then the own programs
+  double joint_seconds = 0;     ///< predicted: the rounds alone
+  double separate_seconds = 0;  ///< predicted: one call per array, in sequence
+  std::string reason;           ///< one line: what was chosen and why
+
+  [[nodiscard]] std::size_t count(reshard_route r) const {
+    return static_cast<std::size_t>(std::count(route.begin(), route.end(), r));
+  }
+  /// Messages of round k (pairs of ranks with pieces).
+  [[nodiscard]] std::uint64_t messages(std::size_t k) const {
+    std::uint64_t n = 0;
+    const auto& v = rounds[k].pieces;
+    for (std::size_t i = 0; i < v.size(); ++i) n += i == 0 || v[i].from != v[i - 1].from || v[i].to != v[i - 1].to;
+    return n;
+  }
+  [[nodiscard]] std::uint64_t piece_bytes(const reshard_piece& p) const { return p.b.size() * arrays[p.array].element_bytes(); }
+};
+
+namespace detail {
+
+/// The boxes of a layout on every world rank.
+inline std::vector<box> layout_boxes(const placed_layout& l, std::uint64_t W) {
+  return placed_boxes(l.pm.mesh, l.type, l.pm.devices, W);
+}
+
+/// Per-rank tallies of a set of pieces between ranks (one round).
+struct round_tally {
+  std::vector<std::uint64_t> sent, received, written;
+  std::map<std::pair<rank_t, rank_t>, std::uint64_t> pairs;  ///< pieces per (from, to)
+  explicit round_tally(std::uint64_t W) : sent(W, 0), received(W, 0), written(W, 0) {}
+  void add(rank_t from, rank_t to, std::uint64_t bytes) {
+    written[to] += bytes;
+    if (from == to) return;
+    sent[from] += bytes;
+    received[to] += bytes;
+    ++pairs[{from, to}];
+  }
+  /// Take back a piece add() counted.
+  void remove(rank_t from, rank_t to, std::uint64_t bytes) {
+    written[to] -= bytes;
+    if (from == to) return;
+    sent[from] -= bytes;
+    received[to] -= bytes;
+    if (--pairs[{from, to}] == 0) pairs.erase({from, to});
+  }
+  /// Predicted seconds of these pieces as one exchange step (nothing: no time).
+  [[nodiscard]] double seconds(const time_profile& P) const {
+    std::uint64_t bytes = 0, tile = 0;
+    for (std::size_t r = 0; r < sent.size(); ++r) {
+      bytes = std::max({bytes, sent[r], received[r]});
+      tile = std::max(tile, written[r]);
+    }
+    if (bytes == 0 && tile == 0) return 0;
+    std::vector<std::uint64_t> peers_out(sent.size(), 0), peers_in(sent.size(), 0);
+    std::uint64_t peers = 0;
+    for (const auto& [pr, n] : pairs) {
+      peers = std::max(peers, ++peers_out[pr.first]);
+      peers = std::max(peers, ++peers_in[pr.second]);
+    }
+    if (bytes == 0) return P.pass_per_byte * static_cast<double>(tile);  // local copies only
+    return P.seconds(op::exchange, peers, bytes, tile);
+  }
+};
+
+/// Cut a piece into chunks of whole rows (dimension 0) of at most `cap` bytes.
+inline void cut_piece(const reshard_piece& p, std::uint64_t e, std::uint64_t cap, const std::string& name,
+                      std::vector<reshard_piece>& out) {
+  const std::uint64_t bytes = p.b.size() * e;
+  if (cap == 0 || bytes <= cap) {
+    out.push_back(p);
+    return;
+  }
+  const std::uint64_t rows = p.b.rank > 0 ? p.b.extent(0) : 1;
+  const std::uint64_t row = bytes / rows;
+  if (row > cap || p.b.rank == 0)
+    throw redist_error(errc::bad_size, "array '" + name + "': one row of the piece " + box_text(p.b) + " from rank " +
+                                           std::to_string(p.from) + " to rank " + std::to_string(p.to) + " is " +
+                                           std::to_string(row) + " bytes, more than the budget of " +
+                                           std::to_string(cap) + " bytes per rank");
+  const std::uint64_t step = cap / row;
+  for (std::uint64_t lo = p.b.lo[0]; lo < p.b.hi[0]; lo += step) {
+    reshard_piece c = p;
+    c.b.lo[0] = lo;
+    c.b.hi[0] = std::min(p.b.hi[0], lo + step);
+    out.push_back(c);
+  }
+}
+
+}  // namespace detail
+
+/// The joint plan of problem `pr` (the header comment). Throws redist_error naming the array
+/// for an array that has no plan, and for bad input: no arrays, two arrays of one name,
+/// meshes that do not fit the world, a budget below one row of a piece.
+inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_options& o = {}) {
+  const time_profile& P = o.synth.time_model ? *o.synth.time_model : builtin_profile;
+  reshard_plan rp;
+  rp.arrays = pr.arrays;
+  rp.budget_bytes = o.budget_bytes;
+  const std::size_t A = pr.arrays.size();
+  if (A == 0) throw redist_error(errc::bad_size, "the reshard has no arrays");
+  if (A > UINT32_MAX) throw redist_error(errc::capacity, "more than 2^32 arrays");
+  {
+    std::set<std::string> names;
+    for (const reshard_array& a : pr.arrays) {
+      if (a.name.empty()) throw redist_error(errc::syntax, "an array has an empty name");
+      if (!names.insert(a.name).second) throw redist_error(errc::syntax, "two arrays are named '" + a.name + "'");
+    }
+  }
+  std::uint64_t W = pr.world;
+  for (const reshard_array& a : pr.arrays) W = std::max({W, a.source.pm.min_world(), a.target.pm.min_world()});
+  rp.world = W;
+  auto blame = [](const reshard_array& a, const redist_error& e) {
+    return redist_error(e.code(), "array '" + a.name + "': " + e.what());
+  };
+  // Every array's own plan.
+  rp.own.resize(A);
+  rp.route.assign(A, reshard_route::joint);
+  std::vector<char> forced(A, 0);
+  for (std::size_t i = 0; i < A; ++i) {
+    const reshard_array& a = pr.arrays[i];
+    synth_options so = o.synth;
+    so.element_bytes = a.element_bytes();
+    try {
+      rp.own[i] = plan_between(a.source, a.target, W, {so, false});
+    } catch (const redist_error& e) {
+      throw blame(a, e);
+    }
+    rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds;
+    if (a.source.type.nsum > 0 || a.target.type.nsum > 0) {
+      if ((a.source.type.nsum > 0 && !element_type_reduces(a.dtype)))
+        throw redist_error(errc::rule, "array '" + a.name + "': its pending " +
+                                           std::string(reduction_name(a.source.type.reduce)) + " needs arithmetic on " +
+                                           std::string(element_type_name(a.dtype)) + " elements, which redist does not do");
+      rp.route[i] = reshard_route::own;
+      forced[i] = 1;
+    }
+  }
+  if (!o.joint) {  // every array by its own plan, one call each
+    rp.route.assign(A, reshard_route::own);
+    rp.received_bytes.assign(W, 0);
+    rp.lower_bound_bytes.assign(W, 0);
+    rp.transient_bytes.assign(W, 0);
+    rp.seconds = rp.separate_seconds;
+    rp.reason = std::to_string(A) + " arrays, one call each: predicted " + detail::seconds_text(rp.separate_seconds);
+    return rp;
+  }
+  // Every joint array's pieces (the exchange's sender rule).
+  std::vector<std::vector<reshard_piece>> pieces(A);
+  for (std::size_t i = 0; i < A; ++i) {
+    if (forced[i]) continue;
+    const reshard_array& a = pr.arrays[i];
+    const exchange_plan x = plan_exchange(detail::layout_boxes(a.source, W), detail::layout_boxes(a.target, W));
+    if (!x.error.empty())
+      throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
+    for (const exchange_piece& pc : x.pieces) pieces[i].push_back({static_cast<std::uint32_t>(i), pc.from, pc.to, pc.b});
+  }
+  // Own programs where one is predicted faster than what the array adds to one joint round.
+  {
+    detail::round_tally all(W);
+    for (std::size_t i = 0; i < A; ++i)
+      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
+    for (std::size_t i = 0; i < A; ++i) {
+      const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
+      if (forced[i] || c.name == "exchange" || pieces[i].empty()) continue;
+      const bool holds_nothing = c.prog.steps.size() == 1 && c.prog.steps[0].kind != op::exchange;
+      if (o.budget_bytes > 0 && !holds_nothing) continue;
+      const double with = all.seconds(P);
+      for (const reshard_piece& p : pieces[i]) all.remove(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
+      if (c.seconds < with - all.seconds(P)) {
+        rp.route[i] = reshard_route::own;
+        pieces[i].clear();
+      } else {
+        for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
+      }
+    }
+  }
+  // Local copies, and the pieces between ranks cut to the budget.
+  std::vector<reshard_piece> moving;
+  for (std::size_t i = 0; i < A; ++i)
+    for (const reshard_piece& p : pieces[i]) {
+      if (p.from == p.to) rp.local.push_back(p);
+      else detail::cut_piece(p, pr.arrays[i].element_bytes(), o.budget_bytes, pr.arrays[i].name, moving);
+    }
+  // Rounds: first fit, largest first.
+  std::stable_sort(moving.begin(), moving.end(),
+                   [&](const reshard_piece& x, const reshard_piece& y) { return rp.piece_bytes(x) > rp.piece_bytes(y); });
+  std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
+  const std::uint64_t cap = o.budget_bytes ? o.budget_bytes : UINT64_MAX;
+  for (const reshard_piece& p : moving) {
+    const std::uint64_t s = rp.piece_bytes(p);
+    std::size_t k = 0;
+    for (; k < use.size(); ++k)
+      if (use[k][p.from] <= cap - s && use[k][p.to] <= cap - s) break;
+    if (k == use.size()) {
+      use.emplace_back(W, 0);
+      rp.rounds.emplace_back();
+    }
+    use[k][p.from] += s;
+    use[k][p.to] += s;
+    rp.rounds[k].pieces.push_back(p);
+  }
+  std::sort(rp.local.begin(), rp.local.end());
+  rp.transient_bytes.assign(W, 0);
+  rp.received_bytes.assign(W, 0);
+  rp.lower_bound_bytes.assign(W, 0);
+  for (std::size_t k = 0; k < rp.rounds.size(); ++k) {
+    std::sort(rp.rounds[k].pieces.begin(), rp.rounds[k].pieces.end());
+    for (std::uint64_t r = 0; r < W; ++r) rp.transient_bytes[r] = std::max(rp.transient_bytes[r], use[k][r]);
+    detail::round_tally t(W);
+    if (k == 0)
+      for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
+    for (const reshard_piece& p : rp.rounds[k].pieces) {
+      t.add(p.from, p.to, rp.piece_bytes(p));
+      rp.received_bytes[p.to] += rp.piece_bytes(p);
+    }
+    rp.joint_seconds += t.seconds(P);
+  }
+  if (rp.rounds.empty() && !rp.local.empty()) {
+    detail::round_tally t(W);
+    for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
+    rp.joint_seconds += t.seconds(P);
+  }
+  // The lower bound, from the layouts alone: a rank's target box minus what it held.
+  for (std::size_t i = 0; i < A; ++i) {
+    if (rp.route[i] != reshard_route::joint) continue;
+    const std::vector<box> before = detail::layout_boxes(pr.arrays[i].source, W);
+    const std::vector<box> after = detail::layout_boxes(pr.arrays[i].target, W);
+    for (std::uint64_t r = 0; r < W; ++r)
+      rp.lower_bound_bytes[r] += (after[r].size() - intersect(after[r], before[r]).size()) * pr.arrays[i].element_bytes();
+  }
+  rp.seconds = rp.joint_seconds;
+  std::string owned;
+  std::size_t named = 0;
+  for (std::size_t i = 0; i < A; ++i)
+    if (rp.route[i] == reshard_route::own) {
+      rp.seconds += rp.own[i].candidates[rp.own[i].chosen].seconds;
+      if (named++ < 4) owned += (owned.empty() ? "" : ", ") + pr.arrays[i].name;
+      else if (named == 5) owned += ", ...";
+    }
+  std::uint64_t msgs = 0;
+  for (std::size_t k = 0; k < rp.rounds.size(); ++k) msgs += rp.messages(k);
+  rp.reason = std::to_string(rp.count(reshard_route::joint)) + " arrays in " + std::to_string(rp.rounds.size()) +
+              (rp.rounds.size() == 1 ? " round" : " rounds") + " of " + std::to_string(msgs) + " messages, predicted " +
+              detail::seconds_text(rp.joint_seconds);
+  if (!owned.empty())
+    rp.reason += "; " + std::to_string(rp.count(reshard_route::own)) + " by their own plans (" + owned + ")";
+  rp.reason += "; in all " + detail::seconds_text(rp.seconds) + " against " + detail::seconds_text(rp.separate_seconds) +
+               " for one call per array";
+  return rp;
+}
+
+}  // namespace redist

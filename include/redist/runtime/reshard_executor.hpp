@@ -1,0 +1,427 @@
+// redist/runtime/reshard_executor.hpp -- runs a joint plan of many arrays
+// (lower/reshard.hpp) on the caller's tiles, through a backend (runtime/backend.hpp).
+//
+// The caller's tiles. For every local rank i (backend.local_ranks()[i]) and array a, entry
+// i * A + a of `in` is the rank's source tile of array a and the same entry of `out` its
+// target tile: row-major bytes of the padded tile of the array's type on its mesh
+// (local_size * element bytes, runtime/darray.hpp), or empty where the rank is not on that
+// mesh. Inputs are never written; outputs must not overlap inputs or one another.
+//
+// The joint exchange. With every rank in this process (the host backend) each piece is
+// copied straight from the sender's source tile to the receiver's target tile: nothing is
+// held. With one rank per process (MPI: concept message_backend) every round is one
+// message_round: the receives posted first, each message packed (its pieces back to back,
+// in the plan's order) and sent at once, the pieces the rank keeps copied from its source
+// tile to its target tile while messages fly (first round), each message unpacked into the
+// target tiles as it arrives. One buffer holds a round's sends, then its receives; it is
+// allocated once, the largest over the rounds: at most the plan's budget.
+//
+// Own programs (arrays whose route is own) run after the rounds, one executor each
+// (runtime/executor.hpp), on the element type of their dtype (its arithmetic where the
+// program reduces partial values); their executors' buffers are allocated when this
+// executor is built and count in bytes_held(). Under a budget an own program whose buffers
+// exceed it is refused by run().
+//
+// Errors. run() checks the tiles of every local rank (sizes, overlaps) and the plan against
+// the backend, then makes one agreement call (every rank compares a hash of the plan and
+// whether its checks passed), and only then moves data: a bad tile on any rank throws
+// redist_error(errc::runtime) on every rank, naming the array and the rank, before anything
+// moves.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "redist/core/element_type.hpp"
+#include "redist/exchange.hpp"
+#include "redist/lower/reshard.hpp"
+#include "redist/runtime/backend.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/memory.hpp"
+#include "redist/runtime/pack.hpp"
+
+namespace redist {
+
+namespace detail {
+
+/// Where a piece lies in a tile, in bytes: the tile's extents with the last one in bytes (a
+/// 0-dimensional array: one dimension of e bytes), and the piece's region in them.
+struct byte_region {
+  std::array<std::uint64_t, max_dims> ext{};
+  int rank = 0;
+  tile_region region;
+  [[nodiscard]] std::span<const std::uint64_t> extents() const { return {ext.data(), static_cast<std::size_t>(rank)}; }
+};
+
+/// Piece `b` of a tile holding box `tile` (extents `te`, the padded tile) of e-byte elements.
+inline byte_region piece_region(const box& b, const box& tile, std::span<const std::uint64_t> te, std::uint64_t e) {
+  byte_region r;
+  r.rank = std::max(b.rank, 1);
+  if (b.rank == 0) {
+    r.ext[0] = e;
+    r.region.size[0] = e;
+    return r;
+  }
+  for (int d = 0; d < b.rank; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    r.ext[k] = te[k];
+    r.region.start[k] = b.lo[k] - tile.lo[k];
+    r.region.size[k] = b.extent(d);
+  }
+  const auto last = static_cast<std::size_t>(b.rank - 1);
+  r.ext[last] *= e;
+  r.region.start[last] *= e;
+  r.region.size[last] *= e;
+  return r;
+}
+
+/// The same piece packed alone, row-major.
+inline byte_region packed_region(const box& b, std::uint64_t e) {
+  std::array<std::uint64_t, max_dims> te{};
+  for (int d = 0; d < b.rank; ++d) te[static_cast<std::size_t>(d)] = b.extent(d);
+  return piece_region(b, b, std::span<const std::uint64_t>(te.data(), static_cast<std::size_t>(b.rank)), e);
+}
+
+/// Copy region f of bytes `from` to region t of bytes `to` (the same sizes).
+inline void copy_region(const std::byte* from, const byte_region& f, std::byte* to, const byte_region& t) {
+  for_region_copies(f.extents(), f.region, t.extents(), t.region,
+                    [&](const strided_copy& c) { host_memory{}.strided(c, from, to); });
+}
+
+/// Runs one own program on byte tiles, with the program's element type.
+struct own_runner {
+  virtual ~own_runner() = default;
+  virtual std::uint64_t bytes_held() const = 0;
+  virtual void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) = 0;
+};
+
+template <class T, class B>
+struct typed_runner final : own_runner {
+  typed_runner(B& b, const program& p) : ex(b, p) {}
+  executor<T, B> ex;
+  std::uint64_t bytes_held() const override { return ex.bytes_held(); }
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) override {
+    const program& p = ex.prog();
+    std::vector<darray<T>> ins, outs;
+    const auto local = ex.local_ranks();
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      const std::int64_t sp = p.source_position(local[i]), tp = p.target_position(local[i]);
+      auto as_t = [](auto bytes) {  // the caller's bytes of T (tiles of this array's element type)
+        using V = std::conditional_t<std::is_const_v<typename decltype(bytes)::element_type>, const T, T>;
+        return std::span<V>(reinterpret_cast<V*>(bytes.data()), bytes.size() / sizeof(T));
+      };
+      if (sp < 0) ins.push_back(darray<T>::none(p.m, p.source));
+      else {
+        const std::span<const T> s = as_t(in[i]);
+        ins.emplace_back(p.m, p.source, static_cast<rank_t>(sp), std::span<T>(const_cast<T*>(s.data()), s.size()));
+      }
+      if (tp < 0) outs.push_back(darray<T>::none(p.target_mesh(), p.target));
+      else outs.emplace_back(p.target_mesh(), p.target, static_cast<rank_t>(tp), as_t(out[i]));
+    }
+    ex.run(std::span<const darray<T>>(ins), std::span<darray<T>>(outs));
+  }
+};
+
+/// The C++ type of an element type: its arithmetic type where `reduces` (f64 double, f32
+/// float, i64, i32, i8, u8), otherwise an unsigned integer of its size (the data only moves).
+template <class F>
+void with_element_type(element_type t, bool reduces, F&& f) {
+  if (reduces) {
+    switch (t) {
+      case element_type::f64: return f(double{});
+      case element_type::f32: return f(float{});
+      case element_type::i64: return f(std::int64_t{});
+      case element_type::i32: return f(std::int32_t{});
+      case element_type::i8: return f(std::int8_t{});
+      case element_type::u8: return f(std::uint8_t{});
+      default: throw redist_error(errc::rule, "no arithmetic for " + std::string(element_type_name(t)) + " elements");
+    }
+  }
+  switch (element_type_bytes(t)) {
+    case 8: return f(std::uint64_t{});
+    case 4: return f(std::uint32_t{});
+    case 2: return f(std::uint16_t{});
+    default: return f(std::uint8_t{});
+  }
+}
+
+}  // namespace detail
+
+template <class B>
+class reshard_executor {
+ public:
+  reshard_executor(B& backend, reshard_plan plan) : b_(backend), p_(std::move(plan)) {
+    const auto local = b_.local_ranks();
+    local_.assign(local.begin(), local.end());
+    const std::uint64_t W = p_.world;
+    const std::size_t A = p_.arrays.size();
+    if (W != b_.devices()) {
+      error_ = "the communicator has " + std::to_string(b_.devices()) + " ranks but the reshard runs on a world of " +
+               std::to_string(W) + " ranks";
+      return;
+    }
+    index_.assign(W, local_.size());
+    for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
+    if constexpr (!message_backend<B>) {
+      if (local_.size() != W && !p_.rounds.empty()) {
+        error_ = "the joint exchange needs a backend driving every rank, or one rank with message_round "
+                 "(runtime/backend.hpp: MPI)";
+        return;
+      }
+    }
+    // Every array's boxes and padded tile extents before and after, per world rank.
+    src_box_.resize(A);
+    dst_box_.resize(A);
+    src_ext_.resize(A);
+    dst_ext_.resize(A);
+    for (std::size_t a = 0; a < A; ++a) {
+      const reshard_array& x = p_.arrays[a];
+      src_box_[a] = detail::layout_boxes(x.source, W);
+      dst_box_[a] = detail::layout_boxes(x.target, W);
+      src_ext_[a] = tile_extents(x.source.pm.mesh, x.source.type);
+      dst_ext_[a] = tile_extents(x.target.pm.mesh, x.target.type);
+    }
+    hash_ = plan_hash();
+    // Own programs.
+    own_.resize(A);
+    for (std::size_t a = 0; a < A; ++a) {
+      if (p_.route[a] != reshard_route::own) continue;
+      const reshard_array& x = p_.arrays[a];
+      const program& prog = p_.own[a].chosen_program();
+      const bool reduces = x.source.type.nsum > 0;
+      detail::with_element_type(x.dtype, reduces, [&](auto t) {
+        using T = decltype(t);
+        if constexpr (backend_for<B, T>) {
+          own_[a] = std::make_unique<detail::typed_runner<T, B>>(b_, prog);
+        } else {
+          error_ = "array '" + x.name + "': the backend cannot move " + std::string(element_type_name(x.dtype)) +
+                   " elements";
+        }
+      });
+      if (!error_.empty()) return;
+      const std::uint64_t held = own_[a]->bytes_held();
+      own_held_ = std::max(own_held_, held);
+      if (p_.budget_bytes > 0 && held > p_.budget_bytes && error_.empty())
+        error_ = "array '" + x.name + "': its own program holds " + std::to_string(held) + " bytes, more than the budget of " +
+                 std::to_string(p_.budget_bytes);
+    }
+    // Message buffers: one rank of several.
+    if (local_.size() == 1 && local_.size() != W) {
+      const rank_t me = local_[0];
+      for (const reshard_round& r : p_.rounds) {
+        std::uint64_t s = 0;
+        for (const reshard_piece& pc : r.pieces)
+          if (pc.from == me || pc.to == me) s += p_.piece_bytes(pc);
+        buf_bytes_ = std::max(buf_bytes_, s);
+      }
+      buf_.resize(buf_bytes_);
+    }
+  }
+
+  reshard_executor(const reshard_executor&) = delete;
+  reshard_executor& operator=(const reshard_executor&) = delete;
+
+  [[nodiscard]] const reshard_plan& plan() const { return p_; }
+  [[nodiscard]] std::span<const rank_t> local_ranks() const { return local_; }
+  /// Bytes this executor holds beyond the caller's tiles, per local rank: the message buffer
+  /// (a round's sends, then its receives: at most the plan's budget) and the largest own
+  /// program's buffers.
+  [[nodiscard]] std::uint64_t bytes_held() const { return buf_bytes_ + own_held_; }
+  /// The message buffer alone (the joint exchange's transient bytes).
+  [[nodiscard]] std::uint64_t message_bytes() const { return buf_bytes_; }
+  /// The bytes of rank r's source (target) tile of array a: 0 where r is not on its mesh.
+  [[nodiscard]] std::uint64_t source_bytes(std::size_t a, rank_t r) const { return tile_bytes(a, r, true); }
+  [[nodiscard]] std::uint64_t target_bytes(std::size_t a, rank_t r) const { return tile_bytes(a, r, false); }
+
+  /// Move every array (the header comment): in[i * A + a], out[i * A + a].
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    std::string err = error_;
+    if (err.empty()) err = check_tiles(in, out);
+    const agreement ag = b_.agree(hash_, err.empty());
+    if (!err.empty()) throw redist_error(errc::runtime, err);
+    if (!ag.all_ok)
+      throw redist_error(errc::runtime, "another rank rejected the reshard (see its message); nothing was moved");
+    if (!ag.same)
+      throw redist_error(errc::runtime, "ranks disagree on the reshard plan (hash mismatch); nothing was moved");
+    const std::size_t A = p_.arrays.size();
+    if (local_.size() == p_.world) run_local(in, out);
+    else if constexpr (message_backend<B>) run_messages(in, out);
+    for (std::size_t a = 0; a < A; ++a) {
+      if (!own_[a]) continue;
+      std::vector<std::span<const std::byte>> i1;
+      std::vector<std::span<std::byte>> o1;
+      for (std::size_t i = 0; i < local_.size(); ++i) {
+        i1.push_back(in[i * A + a]);
+        o1.push_back(out[i * A + a]);
+      }
+      own_[a]->run(i1, o1);
+    }
+  }
+
+ private:
+  [[nodiscard]] std::uint64_t tile_bytes(std::size_t a, rank_t r, bool source) const {
+    const placed_layout& l = source ? p_.arrays[a].source : p_.arrays[a].target;
+    if (l.pm.positions(p_.world)[r] < 0) return 0;
+    return local_size(l.pm.mesh, l.type) * p_.arrays[a].element_bytes();
+  }
+
+  std::string check_tiles(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) const {
+    const std::size_t A = p_.arrays.size();
+    const std::size_t n = local_.size() * A;
+    if (in.size() != n || out.size() != n)
+      return "expected " + std::to_string(n) + " source and target tiles (" + std::to_string(local_.size()) +
+             " local ranks x " + std::to_string(A) + " arrays), got " + std::to_string(in.size()) + " and " +
+             std::to_string(out.size());
+    std::vector<std::pair<const std::byte*, const std::byte*>> ranges;
+    for (std::size_t i = 0; i < local_.size(); ++i)
+      for (std::size_t a = 0; a < A; ++a) {
+        const rank_t r = local_[i];
+        for (bool src : {true, false}) {
+          const std::size_t have = src ? in[i * A + a].size() : out[i * A + a].size();
+          const std::uint64_t want = tile_bytes(a, r, src);
+          if (have != want)
+            return "array '" + p_.arrays[a].name + "' on rank " + std::to_string(r) + ": the " +
+                   (src ? "source" : "target") + " tile has " + std::to_string(have) + " bytes, expected " +
+                   std::to_string(want) + (want == 0 ? " (the rank is not on its mesh)" : "");
+        }
+        const std::span<const std::byte> o = out[i * A + a];
+        if (!o.empty()) ranges.emplace_back(o.data(), o.data() + o.size());
+      }
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::span<const std::byte> s = in[k];
+      if (s.empty()) continue;
+      for (const auto& [lo, hi] : ranges)
+        if (s.data() < hi && lo < s.data() + s.size())
+          return "array '" + p_.arrays[k % A].name + "' on rank " + std::to_string(local_[k / A]) +
+                 ": a target tile overlaps this source tile";
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (std::size_t k = 1; k < ranges.size(); ++k)
+      if (ranges[k].first < ranges[k - 1].second) return "two target tiles overlap";
+    return {};
+  }
+
+  /// Piece pc's region in the source tile of its sender, or the target tile of its receiver.
+  [[nodiscard]] detail::byte_region src_region(const reshard_piece& pc) const {
+    return detail::piece_region(pc.b, src_box_[pc.array][pc.from], src_ext_[pc.array].span(),
+                                p_.arrays[pc.array].element_bytes());
+  }
+  [[nodiscard]] detail::byte_region dst_region(const reshard_piece& pc) const {
+    return detail::piece_region(pc.b, dst_box_[pc.array][pc.to], dst_ext_[pc.array].span(),
+                                p_.arrays[pc.array].element_bytes());
+  }
+
+  /// Every rank here: each piece from the sender's source tile to the receiver's target tile.
+  void run_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    const std::size_t A = p_.arrays.size();
+    auto move = [&](const reshard_piece& pc) {
+      detail::copy_region(in[index_[pc.from] * A + pc.array].data(), src_region(pc),
+                          out[index_[pc.to] * A + pc.array].data(), dst_region(pc));
+    };
+    for (const reshard_piece& pc : p_.local) move(pc);
+    for (const reshard_round& r : p_.rounds)
+      for (const reshard_piece& pc : r.pieces) move(pc);
+  }
+
+  /// One rank of several: a message round per round of the plan.
+  void run_messages(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out)
+    requires message_backend<B>
+  {
+    const rank_t me = local_[0];
+    for (std::size_t k = 0; k < p_.rounds.size() || (k == 0 && !p_.local.empty()); ++k) {
+      // The messages of this round: runs of pieces with the same (from, to).
+      std::vector<message> sends, recvs;
+      std::vector<std::pair<std::size_t, std::size_t>> sp, rp;  // pieces [first, last) of each message
+      const std::vector<reshard_piece> none;
+      const std::vector<reshard_piece>& v = k < p_.rounds.size() ? p_.rounds[k].pieces : none;
+      std::uint64_t so = 0, ro = 0;
+      for (const reshard_piece& pc : v)
+        if (pc.from == me) ro += p_.piece_bytes(pc);  // the receives follow the sends
+      for (std::size_t i = 0; i < v.size();) {
+        std::size_t j = i;
+        std::uint64_t bytes = 0;
+        while (j < v.size() && v[j].from == v[i].from && v[j].to == v[i].to) bytes += p_.piece_bytes(v[j++]);
+        if (v[i].from == me) {
+          sends.push_back({v[i].to, buf_.data() + so, bytes});
+          sp.emplace_back(i, j);
+          so += bytes;
+        } else if (v[i].to == me) {
+          recvs.push_back({v[i].from, buf_.data() + ro, bytes});
+          rp.emplace_back(i, j);
+          ro += bytes;
+        }
+        i = j;
+      }
+      auto pack = [&](std::size_t m) {
+        std::byte* at = sends[m].data;
+        for (std::size_t i = sp[m].first; i < sp[m].second; ++i) {
+          const reshard_piece& pc = v[i];
+          detail::copy_region(in[pc.array].data(), src_region(pc), at, detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()));
+          at += p_.piece_bytes(pc);
+        }
+      };
+      auto unpack = [&](std::size_t m) {
+        const std::byte* at = recvs[m].data;
+        for (std::size_t i = rp[m].first; i < rp[m].second; ++i) {
+          const reshard_piece& pc = v[i];
+          detail::copy_region(at, detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()), out[pc.array].data(),
+                              dst_region(pc));
+          at += p_.piece_bytes(pc);
+        }
+      };
+      auto keep = [&] {
+        if (k != 0) return;
+        for (const reshard_piece& pc : p_.local)
+          if (pc.to == me) detail::copy_region(in[pc.array].data(), src_region(pc), out[pc.array].data(), dst_region(pc));
+      };
+      b_.message_round(std::span<const message>(sends), std::span<const message>(recvs), pack, keep, unpack);
+    }
+  }
+
+  /// FNV-1a over what every rank must agree on: the world, the arrays and the pieces.
+  [[nodiscard]] std::uint64_t plan_hash() const {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&](std::uint64_t v) {
+      for (int i = 0; i < 8; ++i) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 1099511628211ull;
+      }
+    };
+    mix(p_.world);
+    mix(p_.arrays.size());
+    for (std::size_t a = 0; a < p_.arrays.size(); ++a) {
+      mix(static_cast<std::uint64_t>(p_.arrays[a].dtype));
+      mix(static_cast<std::uint64_t>(p_.route[a]));
+      for (const auto* bx : {&src_box_[a], &dst_box_[a]})
+        for (const box& b : *bx)
+          for (int d = 0; d < b.rank; ++d) {
+            mix(b.lo[static_cast<std::size_t>(d)]);
+            mix(b.hi[static_cast<std::size_t>(d)]);
+          }
+    }
+    for (const reshard_round& r : p_.rounds) {
+      mix(r.pieces.size());
+      for (const reshard_piece& pc : r.pieces) mix((std::uint64_t{pc.from} << 32) | pc.to);
+    }
+    return h;
+  }
+
+  B& b_;
+  reshard_plan p_;
+  std::vector<rank_t> local_;
+  std::vector<std::size_t> index_;
+  std::vector<std::vector<box>> src_box_, dst_box_;
+  std::vector<extents> src_ext_, dst_ext_;
+  std::vector<std::unique_ptr<detail::own_runner>> own_;
+  std::vector<std::byte> buf_;
+  std::uint64_t buf_bytes_ = 0, own_held_ = 0, hash_ = 0;
+  std::string error_;
+};
+
+}  // namespace redist

@@ -1,0 +1,113 @@
+// redist/runtime/reshard_tiles.hpp -- owned tiles of every array of a reshard for the ranks
+// a process drives, laid out as reshard_executor::run takes them, and the global-index
+// encoding of runtime/verify.hpp to fill and check them (the command line's `reshard run
+// --verify`, the weight-sync example, the tests and benchmarks). An application passes its
+// own memory to run() instead.
+//
+// Array a's element at global index g holds index_value(g + a * reshard_array_offset) of the
+// array's element type (its arithmetic type, or for bf16/f16 a 16-bit integer), so that two
+// arrays of the same shape hold different values; a source with pending values holds the
+// partials that reduce to it (verify.hpp partial_value). Targets that keep pending values
+// are not checked (their partials are only defined up to the reduction).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "redist/lower/reshard.hpp"
+#include "redist/runtime/darray.hpp"
+#include "redist/runtime/reshard_executor.hpp"
+#include "redist/runtime/verify.hpp"
+
+namespace redist {
+
+inline constexpr std::uint64_t reshard_array_offset = 1000003;
+
+/// Source and target tiles of every array for ranks `local` (entry i * A + a).
+struct reshard_tiles {
+  std::vector<std::vector<std::byte>> in, out;
+  [[nodiscard]] std::vector<std::span<const std::byte>> sources() const {
+    return std::vector<std::span<const std::byte>>(in.begin(), in.end());
+  }
+  [[nodiscard]] std::vector<std::span<std::byte>> targets() {
+    std::vector<std::span<std::byte>> v;
+    for (auto& t : out) v.emplace_back(t);
+    return v;
+  }
+};
+
+namespace detail {
+
+/// Call f(darray<T>&) on rank r's tile of layout l held in `bytes` (nothing off its mesh),
+/// T the C++ type of the array's element type.
+template <class F>
+void with_tile(const reshard_array& x, const placed_layout& l, std::uint64_t W, rank_t r, std::span<std::byte> bytes,
+               F&& f) {
+  const std::int64_t pos = l.pm.positions(W)[r];
+  if (pos < 0) return;
+  with_element_type(x.dtype, element_type_reduces(x.dtype), [&](auto t) {
+    using T = decltype(t);
+    darray<T> a(l.pm.mesh, l.type, static_cast<rank_t>(pos),
+                std::span<T>(reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)));
+    f(a);
+  });
+}
+
+}  // namespace detail
+
+/// Zeroed tiles of the right sizes for ranks `local` (reshard_executor::source_bytes).
+template <class B>
+reshard_tiles make_reshard_tiles(const reshard_executor<B>& ex) {
+  reshard_tiles t;
+  const std::size_t A = ex.plan().arrays.size();
+  for (rank_t r : ex.local_ranks())
+    for (std::size_t a = 0; a < A; ++a) {
+      t.in.emplace_back(ex.source_bytes(a, r));
+      t.out.emplace_back(ex.target_bytes(a, r));
+    }
+  return t;
+}
+
+/// Fill every source tile with the encoding of the header comment.
+inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> local, reshard_tiles& t) {
+  const std::size_t A = p.arrays.size();
+  for (std::size_t i = 0; i < local.size(); ++i)
+    for (std::size_t a = 0; a < A; ++a)
+      detail::with_tile(p.arrays[a], p.arrays[a].source, p.world, local[i], t.in[i * A + a],
+                        [&](auto& d) { fill_global_index(d, a * reshard_array_offset); });
+}
+
+/// What checking the target tiles found.
+struct reshard_check {
+  std::uint64_t checked = 0, wrong = 0;
+  std::uint64_t unchecked_arrays = 0;  ///< arrays whose target keeps pending values
+  std::string first;                   ///< the first wrong element: array, rank, global index
+  [[nodiscard]] bool ok() const { return wrong == 0; }
+};
+
+/// Compare every element of every target tile with the encoding of the header comment.
+inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<const rank_t> local, reshard_tiles& t) {
+  reshard_check c;
+  const std::size_t A = p.arrays.size();
+  for (std::size_t a = 0; a < A; ++a) {
+    if (p.arrays[a].target.type.nsum > 0) {
+      ++c.unchecked_arrays;
+      continue;
+    }
+    for (std::size_t i = 0; i < local.size(); ++i)
+      detail::with_tile(p.arrays[a], p.arrays[a].target, p.world, local[i], t.out[i * A + a], [&](auto& d) {
+        const tile_check k = check_global_index(d, a * reshard_array_offset);
+        c.checked += k.checked;
+        if (!k.ok() && c.wrong == 0)
+          c.first = "array '" + p.arrays[a].name + "' on rank " + std::to_string(local[i]) + ", global index " +
+                    std::to_string(k.first_bad);
+        c.wrong += k.mismatches;
+      });
+  }
+  return c;
+}
+
+}  // namespace redist

@@ -1,0 +1,251 @@
+// Tests of lower/reshard.hpp (issue 26): the joint plan of many arrays.
+//
+// Random reshards (tests/support/reshard_problems.hpp: 1-6 arrays, each between
+// meshes on device sets in every relation, even and uneven, some with pending
+// sums) under random budgets: the pieces of every joint array tile every
+// rank's target box exactly and come from the sender's source box, every rank
+// receives exactly the data-movement lower bound, every round keeps every
+// rank's send + receive bytes within the budget, the pieces of a round are in
+// message order, and arrays with pending sums take their own plans. Then named
+// cases (a weight sync from FSDP x TP to TP on the same and on other devices, a
+// budget cutting one piece into rows) and bad input. Execution on real data is
+// tests/runtime/reshard_executor_test.cpp.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/core/element_type.hpp"
+#include "redist/core/placement.hpp"
+#include "redist/lower/reshard.hpp"
+#include "support/reshard_problems.hpp"
+
+namespace {
+
+using namespace redist;
+
+/// "" if the plan's pieces are right for its problem (the header comment), else what is wrong.
+std::string check_plan(const reshard_plan& p, std::uint64_t budget) {
+  const std::uint64_t W = p.world;
+  const std::size_t A = p.arrays.size();
+  // Per (array, receiver): the pieces it gets.
+  std::map<std::pair<std::uint32_t, rank_t>, std::vector<reshard_piece>> got;
+  std::vector<std::uint64_t> received(W, 0);
+  for (const reshard_piece& pc : p.local) {
+    if (pc.from != pc.to) return "a local piece goes from rank " + std::to_string(pc.from) + " to " + std::to_string(pc.to);
+    got[{pc.array, pc.to}].push_back(pc);
+  }
+  for (std::size_t k = 0; k < p.rounds.size(); ++k) {
+    const auto& v = p.rounds[k].pieces;
+    if (!std::is_sorted(v.begin(), v.end())) return "round " + std::to_string(k) + " is not in message order";
+    std::vector<std::uint64_t> use(W, 0);
+    for (const reshard_piece& pc : v) {
+      if (pc.from == pc.to) return "round " + std::to_string(k) + " has a piece a rank keeps";
+      use[pc.from] += p.piece_bytes(pc);
+      use[pc.to] += p.piece_bytes(pc);
+      received[pc.to] += p.piece_bytes(pc);
+      got[{pc.array, pc.to}].push_back(pc);
+    }
+    for (std::uint64_t r = 0; r < W; ++r) {
+      if (budget && use[r] > budget)
+        return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " holds " + std::to_string(use[r]) +
+               " bytes, over the budget of " + std::to_string(budget);
+      if (use[r] > p.transient_bytes[r]) return "transient_bytes of rank " + std::to_string(r) + " is too small";
+    }
+  }
+  if (budget == 0 && p.rounds.size() > 1) return "more than one round without a budget";
+  for (std::size_t a = 0; a < A; ++a) {
+    const reshard_array& x = p.arrays[a];
+    const bool sums = x.source.type.nsum > 0 || x.target.type.nsum > 0;
+    if (sums != (p.route[a] == reshard_route::own) && sums) return "array " + x.name + " has sums but is joint";
+    const std::vector<box> before = detail::layout_boxes(x.source, W), after = detail::layout_boxes(x.target, W);
+    for (std::uint64_t r = 0; r < W; ++r) {
+      const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});
+      const std::vector<reshard_piece> none;
+      const std::vector<reshard_piece>& v = it == got.end() ? none : it->second;
+      if (p.route[a] == reshard_route::own) {
+        if (!v.empty()) return "array " + x.name + " is own but has joint pieces";
+        continue;
+      }
+      std::uint64_t n = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!(intersect(v[i].b, after[r]) == v[i].b)) return "a piece of " + x.name + " lies outside its receiver's box";
+        if (!(intersect(v[i].b, before[v[i].from]) == v[i].b))
+          return "a piece of " + x.name + " is not in its sender's source box";
+        for (std::size_t j = 0; j < i; ++j)
+          if (!intersect(v[i].b, v[j].b).empty()) return "two pieces of " + x.name + " to rank " + std::to_string(r) + " overlap";
+        n += v[i].b.size();
+      }
+      if (n != after[r].size())
+        return "rank " + std::to_string(r) + " gets " + std::to_string(n) + " elements of " + x.name + ", its box has " +
+               std::to_string(after[r].size());
+    }
+  }
+  for (std::uint64_t r = 0; r < W; ++r) {
+    if (received[r] != p.received_bytes[r]) return "received_bytes of rank " + std::to_string(r) + " is wrong";
+    if (received[r] != p.lower_bound_bytes[r])
+      return "rank " + std::to_string(r) + " receives " + std::to_string(received[r]) + " bytes, the lower bound is " +
+             std::to_string(p.lower_bound_bytes[r]);
+  }
+  return {};
+}
+
+reshard_array array_of(const std::string& name, element_type t, const std::string& from_mesh, const std::string& from,
+                       const std::string& to_mesh, const std::string& to) {
+  reshard_array a;
+  a.name = name;
+  a.dtype = t;
+  a.source.pm = parse_placed_mesh(from_mesh);
+  a.source.type = parse_type(a.source.pm.mesh, from);
+  a.target.pm = parse_placed_mesh(to_mesh);
+  a.target.type = parse_type(a.target.pm.mesh, to);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("random reshards: pieces tile every target, the lower bound, the budget", "[reshard]") {
+  std::mt19937 rng(2611);
+  testing::reshard_workload w;
+  int planned = 0, budgeted = 0, owned = 0, rounds = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const testing::reshard_case c = testing::random_reshard(rng, w);
+    INFO(c.text);
+    const reshard_plan p = plan_reshard(c.problem);
+    REQUIRE(check_plan(p, 0).empty());
+    ++planned;
+    owned += static_cast<int>(p.count(reshard_route::own));
+    const std::uint64_t row = testing::largest_row(p);
+    if (row == 0) continue;
+    // A budget between one row and the most any rank moves.
+    const std::uint64_t budget = row + rng() % (4 * row + 1);
+    const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = budget});
+    INFO("budget " << budget);
+    REQUIRE(check_plan(q, budget).empty());
+    REQUIRE(q.received_bytes == p.received_bytes);
+    ++budgeted;
+    rounds += static_cast<int>(q.rounds.size());
+    if (row > 1) {
+      try {
+        plan_reshard(c.problem, {.budget_bytes = row - 1});
+        FAIL("a budget below one row of a piece was accepted");
+      } catch (const redist_error& e) {
+        REQUIRE(std::string(e.what()).find("more than the budget of " + std::to_string(row - 1) + " bytes per rank") !=
+                std::string::npos);
+      }
+    }
+  }
+  CHECK(planned == 1500);
+  CHECK(budgeted > 1000);
+  CHECK(owned > 300);        // pending sums
+  CHECK(rounds > budgeted);  // budgets that cut
+}
+
+TEST_CASE("one call per array: every array by its own plan", "[reshard]") {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 100; ++i) {
+    const testing::reshard_case c = testing::random_reshard(rng, {});
+    const reshard_plan p = plan_reshard(c.problem, {.joint = false});
+    REQUIRE(p.count(reshard_route::own) == c.problem.arrays.size());
+    REQUIRE(p.rounds.empty());
+    REQUIRE(p.local.empty());
+    REQUIRE(p.seconds == p.separate_seconds);
+  }
+}
+
+TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on the other half", "[reshard]") {
+  const std::string train = "{fsdp: 4, tp: 2}";
+  reshard_problem same, half;
+  same.world = half.world = 8;
+  const std::vector<std::pair<std::string, std::string>> weights = {
+      {"[{fsdp}1024, {tp}512]", "[1024, {tp}512]"},     // a column-parallel weight
+      {"[{tp}512, {fsdp}1024]", "[{tp}512, 1024]"},     // a row-parallel weight
+      {"[{fsdp}256]", "[256]"},                         // a norm
+      {"[{fsdp, tp}4096, 64]", "[{tp}4096, 64]"},       // an embedding
+  };
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    same.arrays.push_back(array_of("w" + std::to_string(i), element_type::bf16, train, weights[i].first, "{tp: 8}",
+                                   weights[i].second));
+    half.arrays.push_back(array_of("w" + std::to_string(i), element_type::f32, train, weights[i].first,
+                                   "{tp: 4} @ [4, 5, 6, 7]", weights[i].second));
+  }
+  for (const reshard_problem* pr : {&same, &half}) {
+    const reshard_plan p = plan_reshard(*pr);
+    INFO(p.reason);
+    REQUIRE(check_plan(p, 0).empty());
+    REQUIRE(p.rounds.size() == 1);
+    // One message per pair of ranks, whatever the number of arrays.
+    std::map<std::pair<rank_t, rank_t>, int> pairs;
+    for (const reshard_piece& pc : p.rounds[0].pieces) pairs[{pc.from, pc.to}] = 1;
+    REQUIRE(p.messages(0) == pairs.size());
+    REQUIRE(p.seconds < p.separate_seconds);
+  }
+  // On the other half, ranks 0-3 receive nothing and ranks 4-7 their whole tiles but what they held.
+  const reshard_plan p = plan_reshard(half);
+  for (rank_t r = 0; r < 4; ++r) REQUIRE(p.received_bytes[r] == 0);
+  REQUIRE(p.received_bytes[4] > 0);
+  // With a budget of 1/8 of the largest array: more rounds, the same bytes, within it on every rank.
+  const std::uint64_t budget = 4096 * 64 * 4 / 8;
+  const reshard_plan q = plan_reshard(half, {.budget_bytes = budget});
+  REQUIRE(check_plan(q, budget).empty());
+  REQUIRE(q.rounds.size() > 1);
+  REQUIRE(q.received_bytes == p.received_bytes);
+  REQUIRE(*std::max_element(q.transient_bytes.begin(), q.transient_bytes.end()) <= budget);
+}
+
+TEST_CASE("a budget cuts one piece into chunks of whole rows", "[reshard]") {
+  reshard_problem pr;
+  pr.arrays.push_back(array_of("x", element_type::f32, "{} @ [0]", "[64, 64]", "{} @ [1]", "[64, 64]"));
+  const reshard_plan p = plan_reshard(pr, {.budget_bytes = 1024});  // rows of 256 bytes: 4 a chunk
+  REQUIRE(p.world == 2);
+  REQUIRE(check_plan(p, 1024).empty());
+  REQUIRE(p.rounds.size() == 16);
+  for (const reshard_round& r : p.rounds) {
+    REQUIRE(r.pieces.size() == 1);
+    REQUIRE(r.pieces[0].b.extent(0) == 4);
+  }
+  REQUIRE(p.transient_bytes == std::vector<std::uint64_t>{1024, 1024});
+  try {
+    plan_reshard(pr, {.budget_bytes = 255});
+    FAIL("accepted");
+  } catch (const redist_error& e) {
+    REQUIRE(std::string(e.what()) == "array 'x': one row of the piece [0, 64) x [0, 64) from rank 0 to rank 1 is 256 "
+                                     "bytes, more than the budget of 255 bytes per rank");
+  }
+}
+
+TEST_CASE("pending sums take their own plans; an unreducible dtype is refused", "[reshard]") {
+  reshard_problem pr;
+  pr.arrays.push_back(array_of("g", element_type::f32, "{x: 2, y: 2}", "[{x}8, 8] sum{y}", "{x: 2, y: 2}", "[8, {y}8]"));
+  pr.arrays.push_back(array_of("w", element_type::f32, "{x: 2, y: 2}", "[{x}8, 8]", "{x: 2, y: 2}", "[8, {y}8]"));
+  const reshard_plan p = plan_reshard(pr);
+  REQUIRE(p.route[0] == reshard_route::own);
+  REQUIRE(check_plan(p, 0).empty());
+  pr.arrays[0].dtype = element_type::bf16;
+  try {
+    plan_reshard(pr);
+    FAIL("accepted");
+  } catch (const redist_error& e) {
+    REQUIRE(std::string(e.what()) ==
+            "array 'g': its pending sum needs arithmetic on bf16 elements, which redist does not do");
+  }
+}
+
+TEST_CASE("bad input names the array", "[reshard]") {
+  reshard_problem pr;
+  REQUIRE_THROWS_WITH(plan_reshard(pr), "the reshard has no arrays");
+  pr.arrays.push_back(array_of("x", element_type::f32, "{a: 2}", "[{a}8]", "{a: 2}", "[8]"));
+  pr.arrays.push_back(array_of("x", element_type::f32, "{a: 2}", "[{a}8]", "{a: 2}", "[8]"));
+  REQUIRE_THROWS_WITH(plan_reshard(pr), "two arrays are named 'x'");
+  pr.arrays[1] = array_of("y", element_type::f32, "{a: 2}", "[{a}8]", "{a: 4}", "[{a}16]");
+  try {
+    plan_reshard(pr);
+    FAIL("accepted");
+  } catch (const redist_error& e) {
+    REQUIRE(std::string(e.what()).rfind("array 'y': ", 0) == 0);
+    REQUIRE(e.code() == errc::global_mismatch);
+  }
+}

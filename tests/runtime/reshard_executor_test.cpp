@@ -1,0 +1,108 @@
+// Tests of runtime/reshard_executor.hpp (issue 26) on the host backend: random
+// reshards of many arrays (tests/support/reshard_problems.hpp) with and
+// without budgets, joint and one call per array, every element of every target
+// tile checked (runtime/reshard_tiles.hpp); the executor holds nothing on the
+// host; inputs are not written; bad tiles are refused before anything moves,
+// naming the array and the rank. MPI: tests/backends/mpi_reshard_test.cpp.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "redist/backends/host.hpp"
+#include "redist/lower/reshard.hpp"
+#include "redist/runtime/reshard_executor.hpp"
+#include "redist/runtime/reshard_tiles.hpp"
+#include "support/reshard_problems.hpp"
+
+namespace {
+
+using namespace redist;
+
+/// Run plan p on host_backend(world) and check every target element; "" if right.
+std::string run_and_check(const reshard_plan& p) {
+  host_backend host(p.world);
+  reshard_executor<host_backend> ex(host, p);
+  reshard_tiles t = make_reshard_tiles(ex);
+  fill_reshard_sources(p, ex.local_ranks(), t);
+  const std::vector<std::vector<std::byte>> before = t.in;
+  ex.run(t.sources(), t.targets());
+  if (t.in != before) return "a source tile was written";
+  if (ex.message_bytes() != 0) return "the host backend held message buffers";
+  const reshard_check c = check_reshard_targets(p, ex.local_ranks(), t);
+  if (!c.ok()) return std::to_string(c.wrong) + " wrong elements, first: " + c.first;
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
+  std::mt19937 rng(2626);
+  testing::reshard_workload w;
+  w.target_sums = true;
+  int runs = 0, refused = 0;
+  for (int i = 0; i < 700; ++i) {
+    const testing::reshard_case c = testing::random_reshard(rng, w);
+    INFO(c.text);
+    const reshard_plan p = plan_reshard(c.problem);
+    REQUIRE(run_and_check(p).empty());
+    const std::uint64_t row = testing::largest_row(p);
+    if (row > 0) {
+      const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = row + rng() % (2 * row + 1)});
+      std::string r;
+      try {
+        r = run_and_check(q);
+      } catch (const redist_error& e) {  // an own program (pending sums) whose buffers exceed the budget
+        REQUIRE_THAT(e.what(), Catch::Matchers::Contains("its own program holds"));
+        ++refused;
+      }
+      REQUIRE(r.empty());
+    }
+    if (i % 4 == 0) REQUIRE(run_and_check(plan_reshard(c.problem, {.joint = false})).empty());
+    ++runs;
+  }
+  CHECK(runs == 700);
+  CHECK(refused < 100);
+}
+
+TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
+  reshard_problem pr;
+  reshard_array a;
+  a.name = "w";
+  a.dtype = element_type::f64;
+  a.source.pm = parse_placed_mesh("{x: 2}");
+  a.source.type = parse_type(a.source.pm.mesh, "[{x}4, 2]");
+  a.target.pm = parse_placed_mesh("{y: 2} @ [2, 3]");
+  a.target.type = parse_type(a.target.pm.mesh, "[4, {y}2]");
+  pr.arrays.push_back(a);
+  const reshard_plan p = plan_reshard(pr);
+  REQUIRE(p.world == 4);
+  host_backend host(4);
+  reshard_executor<host_backend> ex(host, p);
+  REQUIRE(ex.source_bytes(0, 0) == 2 * 2 * 8);
+  REQUIRE(ex.source_bytes(0, 2) == 0);
+  REQUIRE(ex.target_bytes(0, 3) == 4 * 1 * 8);
+  reshard_tiles t = make_reshard_tiles(ex);
+  fill_reshard_sources(p, ex.local_ranks(), t);
+  const std::vector<std::vector<std::byte>> out = t.out;
+  t.out[2].resize(8);  // rank 2's target tile
+  REQUIRE_THROWS_WITH(ex.run(t.sources(), t.targets()),
+                      "array 'w' on rank 2: the target tile has 8 bytes, expected 32");
+  t.out[2].assign(32, std::byte{0});
+  t.in[3].resize(16);  // rank 3 is not on the source mesh
+  REQUIRE_THROWS_WITH(ex.run(t.sources(), t.targets()),
+                      "array 'w' on rank 3: the source tile has 16 bytes, expected 0 (the rank is not on its mesh)");
+  t.in[3].clear();
+  auto targets = t.targets();
+  targets[3] = targets[2];
+  REQUIRE_THROWS_WITH(ex.run(t.sources(), targets), "two target tiles overlap");
+  REQUIRE(t.out == out);  // nothing moved
+  ex.run(t.sources(), t.targets());
+  REQUIRE(check_reshard_targets(p, ex.local_ranks(), t).ok());
+  host_backend small(3);
+  reshard_executor<host_backend> wrong(small, p);
+  reshard_tiles u;
+  REQUIRE_THROWS_WITH(wrong.run(u.sources(), u.targets()),
+                      "the communicator has 3 ranks but the reshard runs on a world of 4 ranks");
+}
