@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   redist::tools::add_show_command(app);     // `redist show`, tools/show_command.cpp
   redist::tools::add_convert_command(app);  // `redist convert`, tools/convert_command.cpp
   redist::tools::add_calibrate_command(app);  // `redist calibrate`, tools/calibrate_command.cpp
+  redist::tools::add_reshard_command(app);    // `redist reshard plan|run`, tools/reshard_command.cpp
 
   try {
     app.parse(argc, argv);

@@ -4,8 +4,9 @@
 // (tests/support/reshard_problems.hpp: 1-6 arrays between meshes on device sets, even and
 // uneven, pending sums on some sources), plans them jointly (every other problem under a
 // budget that cuts the pieces into several rounds; every fifth one call per array), runs them
-// through message rounds (runtime/reshard_executor.hpp) and checks every element of its
-// target tiles. It checks too that the message buffers stay within the budget. Rank 0 prints
+// through message rounds (runtime/reshard_executor.hpp: in place, and packed on every third
+// problem) and checks every element of its target tiles. It checks too that the message
+// buffers stay within the budget. Rank 0 prints
 // the totals; the exit status is non-zero on any failure on any rank.
 #include <mpi.h>
 
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   {
     redist::mpi_backend mpi(MPI_COMM_WORLD);
+    redist::mpi_backend packed(MPI_COMM_WORLD, {.alltoall_in_place = true, .allgather_in_place = true,
+                                                .exchange_in_place = false});
     const int me = static_cast<int>(mpi.rank());
     const int problems = argc > 1 ? std::atoi(argv[1]) : 200;
     std::mt19937 rng(2699);
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
       }
       rounds += p.rounds.size();
       try {
-        redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
+        redist::reshard_executor<redist::mpi_backend> ex(i % 3 == 0 ? packed : mpi, p);
         redist::reshard_tiles t = redist::make_reshard_tiles(ex);
         redist::fill_reshard_sources(p, ex.local_ranks(), t);
         ex.run(t.sources(), t.targets());

@@ -212,6 +212,7 @@ def main():
            "long text: rc %d, stderr %r" % (r.returncode, r.stderr[:300]))
 
     check_time_model(redist, checks)
+    check_reshard(redist, checks)
 
     for args, text in USAGE:
         r = run(redist, args)
@@ -220,6 +221,50 @@ def main():
     expect(r.returncode == 0 and "--baseline" in r.stdout and "--budget" in r.stdout, "plan --help: %r" % r.stdout)
 
     return checks.report("all CLI checks passed")
+
+
+def check_reshard(redist, checks):
+    """redist reshard plan|run (issue 26) on tests/tools/reshard_manifest.json, and bad manifests."""
+    expect = checks.expect
+    manifest = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reshard_manifest.json")
+    r = run(redist, ["reshard", "plan", "--manifest", manifest])
+    lines = r.stdout.splitlines()
+    expect(r.returncode == 0 and lines[0] == "redist reshard: 3 arrays (280.2 KiB) in a world of 8 ranks, no budget",
+           "reshard plan: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    expect(any(l.startswith("joint exchange: 1 round, 20 messages; most one rank receives 70.2 KiB (lower bound "
+                            "70.2 KiB)") for l in lines), "reshard plan: %r" % r.stdout)
+    r = run(redist, ["reshard", "plan", "--manifest", manifest, "--budget-bytes", "4096", "--json"])
+    plan = json.loads(r.stdout) if r.returncode == 0 else {}
+    expect(plan.get("format") == "redist-reshard-plan/1" and plan.get("budget_bytes") == 4096 and
+           len(plan.get("rounds", [])) > 1 and max(plan.get("transient_bytes", [1 << 40])) <= 4096 and
+           plan.get("received_bytes") == plan.get("lower_bound_bytes"), "reshard plan --json: %r" % r.stdout[:300])
+    for extra in ([], ["--budget-bytes", "2048"], ["--separate"]):
+        r = run(redist, ["reshard", "run", "--manifest", manifest, "--backend", "host", "--verify"] + extra)
+        expect(r.returncode == 0 and "verified: 78080 elements, 0 wrong" in r.stdout,
+               "reshard run %s: rc %d\n%s%s" % (extra, r.returncode, r.stdout[-300:], r.stderr))
+    with tempfile.TemporaryDirectory() as d:
+        for text, err in [
+            ('{"format": "redist-reshard/1", "arrays": []}',
+             "--manifest: reshard manifest: arrays: expected a non-empty array of arrays, found []"),
+            ('{"format": "redist-reshard/1", "arrays": [{"name": "a", "shape": [4], "dtype": "f32", '
+             '"source": {"mesh": "m", "type": "[4]"}, "target": {"mesh": "m", "type": "[4]"}}]}',
+             "--manifest: reshard manifest: arrays[0] ('a').source.mesh: no mesh named 'm' in 'meshes'"),
+            ('{"format": "redist-reshard/1", "meshes": {"m": "{x: 2}", "n": "{} @ [1]"}, "arrays": [{"name": "a", '
+             '"shape": [4], "dtype": "f32", "source": {"mesh": "m", "type": "[{x}4]"}, "target": {"mesh": "n", '
+             '"type": "[4]"}}], "budget_bytes": 3}',
+             "--manifest: array 'a': one row of the piece [0, 2) from rank 0 to rank 1 is 4 bytes, more than the "
+             "budget of 3 bytes per rank"),
+        ]:
+            path = os.path.join(d, "m.json")
+            with open(path, "w") as f:
+                f.write(text)
+            r = run(redist, ["reshard", "plan", "--manifest", path])
+            expect(one_error_line(r) and r.stderr == "redist: error: " + err + "\n",
+                   "bad manifest: rc %d, stderr %r" % (r.returncode, r.stderr))
+        r = run(redist, ["reshard", "plan", "--manifest", os.path.join(d, "none.json")])
+        expect(one_error_line(r) and "cannot read the file" in r.stderr, "missing manifest: %r" % r.stderr)
+    r = run(redist, ["reshard", "plan"])
+    expect(r.returncode == 2 and "--manifest is required" in r.stderr, "reshard plan without --manifest: %r" % r.stderr)
 
 
 def one_error_line(r):

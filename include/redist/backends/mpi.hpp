@@ -409,6 +409,42 @@ class mpi_backend {
     call(MPI_Waitall(static_cast<int>(sq.size()), sq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
 
+  /// Point-to-point messages of pieces in place (runtime/backend.hpp strided_message): one
+  /// MPI_Type_create_struct of subarray datatypes (absolute addresses, MPI_BOTTOM) per
+  /// message, so MPI packs and unpacks straight between the tiles; receives posted first,
+  /// local() while the messages fly.
+  template <class Local>
+  void message_round(std::span<const strided_message> sends, std::span<const strided_message> recvs, Local&& local) {
+    const int tag = tag_message + static_cast<int>(rounds_++ % 1024);
+    std::vector<region_type> parts;
+    std::vector<message_type> types;
+    types.reserve(sends.size() + recvs.size());
+    auto type_of = [&](const strided_message& m) -> MPI_Datatype {
+      if (m.peer >= size_ || m.peer == me_)
+        throw redist_error(errc::runtime, "mpi backend: a message to or from rank " + std::to_string(m.peer) +
+                                              " (this is rank " + std::to_string(me_) + " of " + std::to_string(size_) + ")");
+      parts.clear();
+      std::vector<MPI_Datatype> t;
+      std::vector<MPI_Aint> at;
+      for (const message_piece& pc : m.pieces) {
+        const std::span<const std::uint64_t> ext(pc.extents.data(), static_cast<std::size_t>(pc.rank));
+        t.push_back(parts.emplace_back(ext, pc.region, MPI_BYTE).type);
+        MPI_Aint a = 0;
+        call(MPI_Get_address(pc.base, &a), "MPI_Get_address");
+        at.push_back(a);
+      }
+      return types.emplace_back(t, at).type;
+    };
+    std::vector<MPI_Request> rq(recvs.size()), sq(sends.size());
+    for (std::size_t k = 0; k < recvs.size(); ++k)
+      call(MPI_Irecv(MPI_BOTTOM, 1, type_of(recvs[k]), static_cast<int>(recvs[k].peer), tag, comm_, &rq[k]), "MPI_Irecv");
+    for (std::size_t k = 0; k < sends.size(); ++k)
+      call(MPI_Isend(MPI_BOTTOM, 1, type_of(sends[k]), static_cast<int>(sends[k].peer), tag, comm_, &sq[k]), "MPI_Isend");
+    local();
+    call(MPI_Waitall(static_cast<int>(rq.size()), rq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    call(MPI_Waitall(static_cast<int>(sq.size()), sq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
  private:
   static constexpr int tag_permute = 7201;
   static constexpr int tag_message = 8192;  ///< message rounds: 8192 + (round mod 1024)
@@ -453,6 +489,24 @@ class mpi_backend {
     region_type(const region_type&) = delete;
     region_type& operator=(const region_type&) = delete;
     ~region_type() {
+      if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
+    }
+  };
+
+  /// The committed struct datatype of one message: its pieces' datatypes at absolute
+  /// addresses (sent from or received into MPI_BOTTOM), freed by the destructor.
+  struct message_type {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    message_type(std::vector<MPI_Datatype>& parts, std::vector<MPI_Aint>& at) {
+      std::vector<int> ones(parts.size(), 1);
+      call(MPI_Type_create_struct(static_cast<int>(parts.size()), ones.data(), at.data(), parts.data(), &type),
+           "MPI_Type_create_struct");
+      call(MPI_Type_commit(&type), "MPI_Type_commit");
+    }
+    message_type(message_type&& o) noexcept : type(o.type) { o.type = MPI_DATATYPE_NULL; }
+    message_type(const message_type&) = delete;
+    message_type& operator=(const message_type&) = delete;
+    ~message_type() {
       if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
     }
   };

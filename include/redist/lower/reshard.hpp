@@ -52,6 +52,12 @@ struct reshard_array {
   element_type dtype = element_type::f32;
   placed_layout source, target;
   [[nodiscard]] std::uint64_t element_bytes() const { return element_type_bytes(dtype); }
+  /// The whole array's bytes.
+  [[nodiscard]] std::uint64_t bytes() const {
+    std::uint64_t n = element_bytes();
+    for (int d = 0; d < source.type.rank; ++d) n *= source.type.dims[d].global;
+    return n;
+  }
 };
 
 /// Many arrays moved together in a world of `world` ranks (0: the smallest world that holds

@@ -113,6 +113,16 @@
 //                              be reused. Two rounds between the same ranks match in call
 //                              order.
 //
+// and, to move the pieces in place without packing (concept strided_message_backend, used
+// when b.strided_blocks(op::exchange) is true):
+//
+//   b.message_round(sends, recvs, local)
+//                              the same messages, each a list of regions of tiles
+//                              (strided_message: peer, and per piece the tile's base
+//                              address, its extents in bytes and the region), moved by the
+//                              backend straight between the tiles (MPI: one struct of
+//                              subarray datatypes per message), local() while they fly.
+//
 // Ranks in parallel (optional, concept parallel_backend): a backend driving several ranks
 // in one process may offer b.parallel_for(n, bytes, fn): call fn(i) for every i in
 // [0, n), in any order and possibly concurrently (bytes: the data the calls move in all,
@@ -132,6 +142,7 @@
 // when it is done. The host and MPI backends have no memory() and work synchronously.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -302,6 +313,25 @@ struct message {
   rank_t peer = 0;
   std::byte* data = nullptr;
   std::uint64_t bytes = 0;
+};
+
+/// One piece of a strided message: a region of a row-major tile of bytes.
+struct message_piece {
+  const std::byte* base = nullptr;        ///< the tile (written through for a receive)
+  std::array<std::uint64_t, max_dims> extents{};  ///< the tile's extents, the last in bytes
+  int rank = 0;                           ///< dimensions
+  tile_region region;                     ///< the piece, the last dimension in bytes
+};
+/// A message of pieces lying in place in tiles, to or from rank peer, in piece order.
+struct strided_message {
+  rank_t peer = 0;
+  std::vector<message_piece> pieces;
+};
+
+template <class B>
+concept strided_message_backend = requires(B& b, const B& cb, std::span<const strided_message> m, void (*l)()) {
+  { cb.strided_blocks(op::exchange) } -> std::convertible_to<bool>;
+  b.message_round(m, m, l);
 };
 
 template <class B>

@@ -993,19 +993,45 @@ class executor {
           for (std::uint64_t k = 0; k < D; ++k) ro[k + 1] = ro[k] + rc[k];
           T* ps = ranks_[0].pack_send.data();
           T* pr = ranks_[0].pack_recv.data();
-          for (const auto& [b, at] : packed) {
+          auto pack = [&](const box& b) {
             const tile_region whole = region(b, b);
-            copy(src(0), before.span(), region(b, x.before[me]), ps + at, extent_span(whole, R), whole);
+            copy(src(0), before.span(), region(b, x.before[me]), ps + packed.at(b), extent_span(whole, R), whole);
+          };
+          auto unpack = [&](std::uint64_t k) {
+            const tile_region whole = region(in[k]->b, in[k]->b);
+            copy(pr + ro[k], extent_span(whole, R), whole, dst(0), after.span(), region(in[k]->b, x.after[me]));
+          };
+          if constexpr (message_backend<B> && std::is_same_v<memory_type, host_memory>) {
+            // Pipelined (runtime/backend.hpp message_round): receives posted first, each piece
+            // packed and sent at once (a piece for several ranks packed once), the own piece
+            // copied while they fly (above), each piece unpacked as it arrives.
+            std::vector<message> sends, recvs;
+            std::vector<const box*> sent;
+            for (const exchange_piece& pc : x.pieces)
+              if (pc.from == me && pc.to != me) {
+                sends.push_back({pc.to, reinterpret_cast<std::byte*>(ps + sd[pc.to]), sc[pc.to] * sizeof(T)});
+                sent.push_back(&pc.b);
+              }
+            for (std::uint64_t k = 0; k < D; ++k)
+              if (in[k] != nullptr) recvs.push_back({static_cast<rank_t>(k), reinterpret_cast<std::byte*>(pr + ro[k]), rc[k] * sizeof(T)});
+            std::vector<char> done(packed.size(), 0);
+            b_.message_round(
+                std::span<const message>(sends), std::span<const message>(recvs),
+                [&](std::size_t m) {
+                  const auto i = static_cast<std::size_t>(std::distance(packed.begin(), packed.find(*sent[m])));
+                  if (!done[i]) pack(*sent[m]);
+                  done[i] = 1;
+                },
+                [] {}, [&](std::size_t m) { unpack(recvs[m].peer); });
+          } else {
+            for (const auto& [b, at] : packed) pack(b);
+            bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
+            if (x.max_received > 0)
+              b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
+                           std::span<const std::uint64_t>(rc));
+            for (std::uint64_t k = 0; k < D; ++k)
+              if (in[k] != nullptr) unpack(k);
           }
-          bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
-          if (x.max_received > 0)
-            b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
-                       std::span<const std::uint64_t>(rc));
-          for (std::uint64_t k = 0; k < D; ++k)
-            if (in[k] != nullptr) {
-              const tile_region whole = region(in[k]->b, in[k]->b);
-              copy(pr + ro[k], extent_span(whole, R), whole, dst(0), after.span(), region(in[k]->b, x.after[me]));
-            }
         }
         break;
       default: break;

@@ -9,12 +9,17 @@
 //
 // The joint exchange. With every rank in this process (the host backend) each piece is
 // copied straight from the sender's source tile to the receiver's target tile: nothing is
-// held. With one rank per process (MPI: concept message_backend) every round is one
-// message_round: the receives posted first, each message packed (its pieces back to back,
-// in the plan's order) and sent at once, the pieces the rank keeps copied from its source
-// tile to its target tile while messages fly (first round), each message unpacked into the
-// target tiles as it arrives. One buffer holds a round's sends, then its receives; it is
-// allocated once, the largest over the rounds: at most the plan's budget.
+// held. With one rank per process every round is one message round (runtime/backend.hpp):
+// the receives posted first, the pieces the rank keeps copied from its source tiles to its
+// target tiles while messages fly (first round), and either
+//   in place (strided_message_backend, when the backend hands exchanges in place: MPI's
+//     mpi_options::exchange_in_place, the default): each message is one datatype of its
+//     pieces in the tiles (MPI: a struct of subarrays), packed and unpacked by MPI itself,
+//     nothing held here; or
+//   packed (message_backend): each message packed (its pieces back to back, in the plan's
+//     order) and sent at once, and unpacked into the target tiles as it arrives. One buffer
+//     holds a round's sends, then its receives; it is allocated once, the largest over the
+//     rounds: at most the plan's budget.
 //
 // Own programs (arrays whose route is own) run after the rounds, one executor each
 // (runtime/executor.hpp), on the element type of their dtype (its arithmetic where the
@@ -168,7 +173,7 @@ class reshard_executor {
     }
     index_.assign(W, local_.size());
     for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
-    if constexpr (!message_backend<B>) {
+    if constexpr (!message_backend<B> && !strided_message_backend<B>) {
       if (local_.size() != W && !p_.rounds.empty()) {
         error_ = "the joint exchange needs a backend driving every rank, or one rank with message_round "
                  "(runtime/backend.hpp: MPI)";
@@ -211,8 +216,8 @@ class reshard_executor {
         error_ = "array '" + x.name + "': its own program holds " + std::to_string(held) + " bytes, more than the budget of " +
                  std::to_string(p_.budget_bytes);
     }
-    // Message buffers: one rank of several.
-    if (local_.size() == 1 && local_.size() != W) {
+    // Message buffers: one rank of several, packing.
+    if (local_.size() == 1 && local_.size() != W && !in_place()) {
       const rank_t me = local_[0];
       for (const reshard_round& r : p_.rounds) {
         std::uint64_t s = 0;
@@ -251,6 +256,7 @@ class reshard_executor {
       throw redist_error(errc::runtime, "ranks disagree on the reshard plan (hash mismatch); nothing was moved");
     const std::size_t A = p_.arrays.size();
     if (local_.size() == p_.world) run_local(in, out);
+    else if (in_place()) run_in_place(in, out);
     else if constexpr (message_backend<B>) run_messages(in, out);
     for (std::size_t a = 0; a < A; ++a) {
       if (!own_[a]) continue;
@@ -329,6 +335,50 @@ class reshard_executor {
       for (const reshard_piece& pc : r.pieces) move(pc);
   }
 
+  /// Whether the backend moves the pieces in place (strided_message_backend, when it hands
+  /// exchanges' blocks in place: MPI's exchange_in_place).
+  [[nodiscard]] bool in_place() const {
+    if constexpr (strided_message_backend<B>) return b_.strided_blocks(op::exchange);
+    return false;
+  }
+
+  /// One rank of several, in place: a message round of pieces in the tiles per round.
+  void run_in_place(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    if constexpr (strided_message_backend<B>) {
+      const rank_t me = local_[0];
+      auto piece = [](const std::byte* base, const detail::byte_region& r) {
+        message_piece m;
+        m.base = base;
+        m.rank = r.rank;
+        m.extents = r.ext;
+        m.region = r.region;
+        return m;
+      };
+      for (std::size_t k = 0; k < p_.rounds.size() || (k == 0 && !p_.local.empty()); ++k) {
+        std::vector<strided_message> sends, recvs;
+        if (k < p_.rounds.size())
+          for (const reshard_piece& pc : p_.rounds[k].pieces) {  // in message order: runs of (from, to)
+            if (pc.from == me) {
+              if (sends.empty() || sends.back().peer != pc.to) sends.push_back({pc.to, {}});
+              sends.back().pieces.push_back(piece(in[pc.array].data(), src_region(pc)));
+            } else if (pc.to == me) {
+              if (recvs.empty() || recvs.back().peer != pc.from) recvs.push_back({pc.from, {}});
+              recvs.back().pieces.push_back(piece(out[pc.array].data(), dst_region(pc)));
+            }
+          }
+        b_.message_round(std::span<const strided_message>(sends), std::span<const strided_message>(recvs), [&] {
+          if (k == 0) keep_local(in, out);
+        });
+      }
+    }
+  }
+
+  /// The pieces this rank keeps, from its source tiles to its target tiles.
+  void keep_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    for (const reshard_piece& pc : p_.local)
+      if (pc.to == local_[0]) detail::copy_region(in[pc.array].data(), src_region(pc), out[pc.array].data(), dst_region(pc));
+  }
+
   /// One rank of several: a message round per round of the plan.
   void run_messages(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out)
     requires message_backend<B>
@@ -376,9 +426,7 @@ class reshard_executor {
         }
       };
       auto keep = [&] {
-        if (k != 0) return;
-        for (const reshard_piece& pc : p_.local)
-          if (pc.to == me) detail::copy_region(in[pc.array].data(), src_region(pc), out[pc.array].data(), dst_region(pc));
+        if (k == 0) keep_local(in, out);
       };
       b_.message_round(std::span<const message>(sends), std::span<const message>(recvs), pack, keep, unpack);
     }

@@ -1,0 +1,321 @@
+// benchmarks/reshard.cpp -- many arrays at once (issue 26) on the MPI backend, 8 ranks.
+//
+// Part 1, a model's state: the weight-sync example's GPT-style state (examples/gpt_state.hpp)
+// scaled to L layers of width D (default 13 x 512: 160 arrays, about 256 MiB of f32), from
+// FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on the other half. Systems:
+//   joint           plan_reshard's joint plan, no budget (lower/reshard.hpp), its messages
+//                   packed and in place (struct datatypes)
+//   joint/budget    the same, packed, within a budget of 1/8 of the largest array per rank
+//   per array       one redist call per array, in sequence (each array's own plan)
+//   gather+slice    per array, what frameworks do today: every rank all-gathers the whole
+//                   array (MPI_Allgatherv of each distinct source box from its first holder)
+//                   and slices its target box out of it
+// Part 2, one array: the 2-D grid problems of float64 (4096 x 4096 and 8192 x 4096) between
+// {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}: the executor's exchange in place (MPI_Alltoallw of
+// subarray datatypes, today's default), packed (MPI_Alltoallv), and the message rounds of
+// the reshard executor, packed (receives first, packed per peer, unpacked on arrival) and in
+// place (one struct of subarray datatypes per message).
+// Every system runs the same data, interleaved run by run after a warm-up; a run's time is
+// the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
+// every run and every element of every target tile is checked after each system's last run.
+// Prints markdown tables (ms, best and median, max/min over the runs) and the ratios of the
+// issue's goals; asserts nothing about time, exits 1 on wrong data.
+// Usage: mpirun --oversubscribe -np 8 reshard [runs] [layers] [dim]   (default 7 13 512)
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpt_state.hpp"
+#include "redist/backends/mpi.hpp"
+#include "redist/exchange.hpp"
+#include "redist/lower/between.hpp"
+#include "redist/lower/reshard.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/reshard_executor.hpp"
+#include "redist/runtime/reshard_tiles.hpp"
+#include "redist/runtime/verify.hpp"
+
+namespace {
+
+using namespace redist;
+
+int me = 0;
+bool wrong = false;
+
+/// Seconds of f() on the slowest rank.
+double timed(const std::function<void()>& f) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  f();
+  double t = MPI_Wtime() - t0;
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
+
+struct series {
+  std::string name;
+  std::vector<double> t;
+  [[nodiscard]] double best() const { return *std::min_element(t.begin(), t.end()); }
+  [[nodiscard]] double median() const {
+    std::vector<double> v = t;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+  [[nodiscard]] double spread() const { return *std::max_element(t.begin(), t.end()) / best(); }
+};
+
+/// Run each system `runs` times, interleaved (after one warm-up each); check after its last run.
+void interleave(std::vector<series>& s, const std::vector<std::function<void()>>& run,
+                const std::vector<std::function<void()>>& clear, const std::vector<std::function<bool()>>& check,
+                int runs) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    clear[i]();
+    run[i]();
+  }
+  for (int k = 0; k < runs; ++k)
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      clear[i]();
+      s[i].t.push_back(timed(run[i]));
+      if (k + 1 < runs) continue;
+      int bad = check[i]() ? 0 : 1;
+      MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (bad) {
+        wrong = true;
+        if (me == 0) std::printf("WRONG DATA: %s\n", s[i].name.c_str());
+      }
+    }
+}
+
+/// Gather then slice, per array: every distinct source box from its first holder, all
+/// gathered on every rank (MPI_Allgatherv), then each rank copies its target box.
+struct gather_slice {
+  struct array_plan {
+    std::vector<box> src, dst;   // per world rank
+    std::vector<int> counts, displs;
+    std::vector<box> boxes;      // per rank: the box it contributes (empty: none)
+    std::uint64_t total = 0, e = 0;
+  };
+  std::vector<array_plan> arrays;
+  std::vector<std::byte> full, send;
+  std::vector<extents> src_ext, dst_ext;
+
+  explicit gather_slice(const reshard_plan& p) {
+    const std::uint64_t W = p.world;
+    std::uint64_t most = 0, most_send = 0;
+    for (const reshard_array& a : p.arrays) {
+      array_plan ap;
+      ap.e = a.element_bytes();
+      ap.src = detail::layout_boxes(a.source, W);
+      ap.dst = detail::layout_boxes(a.target, W);
+      ap.counts.assign(W, 0);
+      ap.displs.assign(W, 0);
+      ap.boxes.assign(W, box{});
+      std::map<box, int> first;
+      for (std::uint64_t r = 0; r < W; ++r)
+        if (!ap.src[r].empty() && first.emplace(ap.src[r], static_cast<int>(r)).second) {
+          ap.boxes[r] = ap.src[r];
+          ap.counts[r] = static_cast<int>(ap.src[r].size() * ap.e);
+        }
+      for (std::uint64_t r = 0; r < W; ++r) {
+        ap.displs[r] = static_cast<int>(ap.total);
+        ap.total += static_cast<std::uint64_t>(ap.counts[r]);
+      }
+      most = std::max(most, ap.total);
+      most_send = std::max(most_send, ap.src[static_cast<std::size_t>(me)].size() * ap.e);
+      arrays.push_back(std::move(ap));
+      src_ext.push_back(tile_extents(a.source.pm.mesh, a.source.type));
+      dst_ext.push_back(tile_extents(a.target.pm.mesh, a.target.type));
+    }
+    full.resize(most);
+    send.resize(most_send);
+  }
+
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    const auto r = static_cast<std::size_t>(me);
+    for (std::size_t a = 0; a < arrays.size(); ++a) {
+      const array_plan& ap = arrays[a];
+      if (ap.counts[r] > 0)
+        detail::copy_region(in[a].data(), detail::piece_region(ap.boxes[r], ap.src[r], src_ext[a].span(), ap.e),
+                            send.data(), detail::packed_region(ap.boxes[r], ap.e));
+      MPI_Allgatherv(send.data(), ap.counts[r], MPI_BYTE, full.data(), ap.counts.data(), ap.displs.data(), MPI_BYTE,
+                     MPI_COMM_WORLD);
+      if (ap.dst[r].empty()) continue;
+      for (std::size_t k = 0; k < ap.boxes.size(); ++k) {
+        if (ap.counts[k] == 0) continue;
+        const box piece = intersect(ap.boxes[k], ap.dst[r]);
+        if (piece.empty()) continue;
+        const std::array<std::uint64_t, max_dims> ext = [&] {
+          std::array<std::uint64_t, max_dims> x{};
+          for (int d = 0; d < piece.rank; ++d) x[static_cast<std::size_t>(d)] = ap.boxes[k].extent(d);
+          return x;
+        }();
+        detail::copy_region(full.data() + ap.displs[k],
+                            detail::piece_region(piece, ap.boxes[k],
+                                                 std::span<const std::uint64_t>(ext.data(), static_cast<std::size_t>(piece.rank)), ap.e),
+                            out[a].data(), detail::piece_region(piece, ap.dst[r], dst_ext[a].span(), ap.e));
+      }
+    }
+  }
+};
+
+std::string mib(std::uint64_t b) { return std::to_string(b / (1024 * 1024)) + "." + std::to_string(b % (1024 * 1024) * 10 / (1024 * 1024)); }
+
+void model_state(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim) {
+  if (me == 0)
+    std::printf("## A model's state: %llu layers of width %llu (gpt_state), 8 ranks\n\n"
+                "| target | arrays | MiB | system | rounds | messages | best ms | median ms | max/min | received / lower bound | message buffer / rank |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|\n",
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim));
+  for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
+    const reshard_problem pr = example::gpt_state(layers, dim, target);
+    std::uint64_t largest = 0, bytes = 0;
+    for (const reshard_array& a : pr.arrays) {
+      largest = std::max(largest, a.bytes());
+      bytes += a.bytes();
+    }
+    const reshard_plan joint = plan_reshard(pr);
+    const reshard_plan budget = plan_reshard(pr, {.budget_bytes = largest / 8});
+    const reshard_plan separate = plan_reshard(pr, {.joint = false});
+    mpi_backend packed(MPI_COMM_WORLD, {.alltoall_in_place = true, .allgather_in_place = true, .exchange_in_place = false});
+    reshard_executor<mpi_backend> ej(packed, joint), ei(mpi, joint), eb(packed, budget), es(mpi, separate);
+    reshard_tiles t = make_reshard_tiles(ej);
+    fill_reshard_sources(joint, ej.local_ranks(), t);
+    gather_slice gs(joint);
+    const auto in = t.sources();
+    const auto out = t.targets();
+    std::vector<series> s = {{"joint (packed)", {}}, {"joint (in place)", {}}, {"joint/budget (packed)", {}},
+                             {"per array", {}}, {"gather+slice", {}}};
+    const std::vector<std::function<void()>> run = {[&] { ej.run(in, out); }, [&] { ei.run(in, out); },
+                                                    [&] { eb.run(in, out); }, [&] { es.run(in, out); },
+                                                    [&] { gs.run(in, out); }};
+    auto clear = [&] {
+      for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
+    };
+    auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
+    interleave(s, run, {clear, clear, clear, clear, clear}, {check, check, check, check, check}, runs);
+    const reshard_plan* plans[] = {&joint, &joint, &budget, &separate, nullptr};
+    const std::uint64_t buffers[] = {ej.message_bytes(), ei.message_bytes(), eb.message_bytes(), es.bytes_held(),
+                                     gs.full.size() + gs.send.size()};
+    std::uint64_t buf = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      buf = buffers[i];
+      MPI_Allreduce(MPI_IN_PLACE, &buf, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+      if (me != 0) continue;
+      std::string rounds = "-", msgs = "-", ratio = "-";
+      if (plans[i] && plans[i]->count(reshard_route::joint) > 0) {
+        std::uint64_t m = 0, got = 0, bound = 0;
+        for (std::size_t k = 0; k < plans[i]->rounds.size(); ++k) m += plans[i]->messages(k);
+        for (std::uint64_t r = 0; r < 8; ++r) {
+          got += plans[i]->received_bytes[r];
+          bound += plans[i]->lower_bound_bytes[r];
+        }
+        rounds = std::to_string(plans[i]->rounds.size());
+        msgs = std::to_string(m);
+        char b[32];
+        std::snprintf(b, sizeof b, "%.3f", bound ? static_cast<double>(got) / static_cast<double>(bound) : 1.0);
+        ratio = b;
+      }
+      std::printf("| `%s` | %zu | %s | %s | %s | %s | %.1f | %.1f | %.2f | %s | %s MiB |\n", target, pr.arrays.size(),
+                  mib(bytes).c_str(), s[i].name.c_str(), rounds.c_str(), msgs.c_str(), s[i].best() * 1e3,
+                  s[i].median() * 1e3, s[i].spread(), ratio.c_str(), mib(buf).c_str());
+    }
+    if (me == 0)
+      std::printf("\nmedians, %s: per array / joint (packed) %.2fx, per array / joint (in place) %.2fx, gather+slice / "
+                  "joint (packed) %.2fx, joint/budget / joint %.2fx; budget %s MiB\n\n",
+                  target, s[3].median() / s[0].median(), s[3].median() / s[1].median(), s[4].median() / s[0].median(),
+                  s[2].median() / s[0].median(), mib(largest / 8).c_str());
+  }
+}
+
+void grid(mpi_backend& mpi, int runs) {
+  if (me == 0)
+    std::printf("\n## One array: the 2-D grid problems, float64, 8 ranks\n\n"
+                "| shape | from -> to | in place (Alltoallw) best / median ms | packed (Alltoallv) | message rounds "
+                "(packed) | message rounds (in place) | Alltoallw / rounds packed (medians) | max/min rounds packed |\n"
+                "|---|---|---|---|---|---|---|---|\n");
+  mpi_backend packed(MPI_COMM_WORLD, {.alltoall_in_place = true, .allgather_in_place = true, .exchange_in_place = false});
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"{x: 2, y: 4}|[{x}R, {y}C]", "{x: 4, y: 2}|[{x}R, {y}C]"},
+      {"{x: 2, y: 4}|[{x}R, {y}C]", "{x: 2, y: 4}|[{y}R, {x}C]"},
+      {"{x: 4, y: 2}|[{x}R, {y}C]", "{x: 8}|[R, {x}C]"},
+      {"{x: 8}|[{x}R, C]", "{x: 2, y: 4}|[{y}R, {x}C]"},
+  };
+  std::vector<double> ratios;
+  for (const auto& [rows, cols] : {std::pair<int, int>{4096, 4096}, {8192, 4096}}) {
+    for (const auto& [from, to] : pairs) {
+      auto layout = [&](const std::string& s) {
+        std::string t = s.substr(s.find('|') + 1);
+        t.replace(t.find('R'), 1, std::to_string(rows));
+        t.replace(t.find('C'), 1, std::to_string(cols));
+        placed_layout l;
+        l.pm = parse_placed_mesh(s.substr(0, s.find('|')));
+        l.type = parse_type(l.pm.mesh, t);
+        return l;
+      };
+      reshard_problem pr;
+      pr.world = 8;
+      pr.arrays.push_back({"a", element_type::f64, layout(from), layout(to)});
+      const reshard_plan rp = plan_reshard(pr);
+      const program x = exchange_between(pr.arrays[0].source, pr.arrays[0].target, 8, 8);
+      reshard_executor<mpi_backend> er(packed, rp), eri(mpi, rp);
+      executor<double, mpi_backend> ei(mpi, x), ep(packed, x);
+      reshard_tiles t = make_reshard_tiles(er);
+      fill_reshard_sources(rp, er.local_ranks(), t);
+      auto as_d = [&](std::vector<std::byte>& v, const placed_layout& l, bool src) {
+        const std::int64_t pos = l.pm.positions(8)[static_cast<std::size_t>(me)];
+        std::span<double> s(reinterpret_cast<double*>(v.data()), v.size() / 8);
+        (void)src;
+        return pos < 0 ? darray<double>::none(l.pm.mesh, l.type) : darray<double>(l.pm.mesh, l.type, static_cast<rank_t>(pos), s);
+      };
+      const darray<double> din = as_d(t.in[0], pr.arrays[0].source, true);
+      darray<double> dout = as_d(t.out[0], pr.arrays[0].target, false);
+      const auto in = t.sources();
+      const auto out = t.targets();
+      std::vector<series> s = {{"in place", {}}, {"packed", {}}, {"rounds", {}}, {"rounds in place", {}}};
+      const std::vector<std::function<void()>> run = {[&] { ei.run(din, dout); }, [&] { ep.run(din, dout); },
+                                                      [&] { er.run(in, out); }, [&] { eri.run(in, out); }};
+      auto clear = [&] { std::memset(t.out[0].data(), 0xff, t.out[0].size()); };
+      auto check = [&] { return check_reshard_targets(rp, er.local_ranks(), t).ok(); };
+      interleave(s, run, {clear, clear, clear, clear}, {check, check, check, check}, runs);
+      ratios.push_back(s[0].median() / s[2].median());
+      if (me == 0)
+        std::printf("| %dx%d | `%s` -> `%s` | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.2f | %.2f |\n",
+                    rows, cols, from.c_str(), to.c_str(), s[0].best() * 1e3, s[0].median() * 1e3, s[1].best() * 1e3,
+                    s[1].median() * 1e3, s[2].best() * 1e3, s[2].median() * 1e3, s[3].best() * 1e3, s[3].median() * 1e3,
+                    ratios.back(), s[2].spread());
+    }
+  }
+  double g = 1;
+  for (double r : ratios) g *= r;
+  if (me == 0) std::printf("\ngeomean in place / rounds: %.2fx over %zu problems\n", std::pow(g, 1.0 / ratios.size()), ratios.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  {
+    const int runs = argc > 1 ? std::atoi(argv[1]) : 7;
+    const std::uint64_t layers = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 13;
+    const std::uint64_t dim = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 512;
+    mpi_backend mpi(MPI_COMM_WORLD);
+    if (mpi.devices() != 8) {
+      if (me == 0) std::fprintf(stderr, "reshard: run on 8 ranks (mpirun -np 8)\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    model_state(mpi, runs, layers, dim);
+    if (layers >= 13) grid(mpi, runs);
+  }
+  MPI_Finalize();
+  return wrong ? 1 : 0;
+}

@@ -1,0 +1,206 @@
+// tools/reshard_command.cpp -- `redist reshard plan|run`: many arrays at once (a model's
+// state between a trainer's and an inference engine's layouts, a checkpoint), from a manifest
+// (format redist-reshard/1, redist/reshard_json.hpp), in one joint plan (lower/reshard.hpp).
+//
+//   redist reshard plan --manifest state.json [--budget-bytes N] [--explain] [--json]
+//   redist reshard run --manifest state.json --backend host --verify
+//   mpirun -np 8 redist reshard run --manifest state.json --backend mpi --verify
+//
+// plan prints one row per array (its route: joint or its own plan) and the joint exchange's
+// rounds, messages, bytes against the lower bound and predicted time against one call per
+// array; --explain adds every round and every array's own plan; --json prints the plan as
+// redist-reshard-plan/1. run fills every source tile with values that encode the array and
+// the global index (runtime/reshard_tiles.hpp), runs the plan (--repeat times, best time)
+// and with --verify checks every element of every target tile; --separate runs every array
+// by its own plan, one call each, for comparison. --budget-bytes overrides the manifest's.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "mpi_session.hpp"
+#include "redist/backends/host.hpp"
+#include "redist/lower/reshard.hpp"
+#include "redist/reshard_json.hpp"
+#include "redist/runtime/reshard_executor.hpp"
+#include "redist/runtime/reshard_tiles.hpp"
+
+#if defined(REDIST_WITH_MPI)
+#include <mpi.h>
+
+#include "redist/backends/mpi.hpp"
+#endif
+
+namespace redist::tools {
+
+namespace {
+
+struct reshard_cli_options {
+  std::string manifest;
+  std::string profile;
+  std::uint64_t budget = 0;
+  CLI::Option* budget_opt = nullptr;
+  bool explain = false, json = false, verify = false, separate = false;
+  std::string backend = "host";
+  int repeat = 1;
+};
+
+std::string bytes_text(std::uint64_t b) {
+  if (b < 10 * 1024) return fmt::format("{} B", b);
+  if (b < 10ull * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+}
+
+reshard_plan plan_from(const reshard_cli_options& o, time_profile& profile) {
+  std::ifstream f(o.manifest, std::ios::binary);
+  std::ostringstream text;
+  if (f) text << f.rdbuf();
+  if (!f) throw input_error("--manifest", "cannot read the file '" + o.manifest + "'");
+  const reshard_manifest m = for_option("--manifest", [&] { return read_reshard_manifest(text.str()); });
+  reshard_options ro;
+  ro.budget_bytes = o.budget_opt->count() > 0 ? o.budget : m.budget_bytes;
+  if (!o.profile.empty()) profile = read_profile(o.profile);
+  ro.synth.time_model = &profile;
+  ro.joint = !o.separate;
+  return for_option("--manifest", [&] { return plan_reshard(m.problem, ro); });
+}
+
+void print_plan(const reshard_plan& p, bool explain) {
+  std::uint64_t bytes = 0;
+  for (const reshard_array& a : p.arrays) bytes += a.bytes();
+  fmt::print("redist reshard: {} arrays ({}) in a world of {} ranks, {}\n", p.arrays.size(), bytes_text(bytes), p.world,
+             p.budget_bytes ? "budget " + bytes_text(p.budget_bytes) + " per rank" : std::string("no budget"));
+  std::size_t w = 5;
+  for (const reshard_array& a : p.arrays) w = std::max(w, a.name.size());
+  fmt::print("  {:>3}  {:<{}}  {:<5}  {:<5}  {:<10}  {}\n", "#", "array", w, "dtype", "route", "own plan", "source -> target");
+  for (std::size_t i = 0; i < p.arrays.size(); ++i) {
+    const reshard_array& a = p.arrays[i];
+    fmt::print("  {:>3}  {:<{}}  {:<5}  {:<5}  {:<10}  {} -> {}\n", i + 1, a.name, w, element_type_name(a.dtype),
+               reshard_route_name(p.route[i]), p.own[i].candidates[p.own[i].chosen].name, detail::layout_text(a.source),
+               detail::layout_text(a.target));
+  }
+  std::uint64_t msgs = 0;
+  for (std::size_t k = 0; k < p.rounds.size(); ++k) msgs += p.messages(k);
+  const auto most = [](const std::vector<std::uint64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); };
+  fmt::print("joint exchange: {} {}, {} messages; most one rank receives {} (lower bound {}); transient at most {} per rank\n",
+             p.rounds.size(), p.rounds.size() == 1 ? "round" : "rounds", msgs, bytes_text(most(p.received_bytes)),
+             bytes_text(most(p.lower_bound_bytes)), bytes_text(most(p.transient_bytes)));
+  fmt::print("predicted {:.3f} ms (one call per array: {:.3f} ms)\n", p.seconds * 1e3, p.separate_seconds * 1e3);
+  if (!explain) return;
+  fmt::print("\nreason: {}\n", p.reason);
+  for (std::size_t k = 0; k < p.rounds.size(); ++k) {
+    std::uint64_t b = 0;
+    for (const reshard_piece& pc : p.rounds[k].pieces) b += p.piece_bytes(pc);
+    fmt::print("  round {}: {} pieces in {} messages, {}\n", k + 1, p.rounds[k].pieces.size(), p.messages(k), bytes_text(b));
+  }
+  for (std::size_t i = 0; i < p.arrays.size(); ++i)
+    fmt::print("  {}: {}\n", p.arrays[i].name, p.own[i].reason);
+}
+
+template <class B>
+int run_on(B& b, const reshard_plan& p, const reshard_cli_options& o, bool print) {
+  reshard_executor<B> ex(b, p);
+  reshard_tiles t = make_reshard_tiles(ex);
+  fill_reshard_sources(p, ex.local_ranks(), t);
+  double best = 0;
+  for (int k = 0; k < o.repeat; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ex.run(t.sources(), t.targets());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = k == 0 ? s : std::min(best, s);
+  }
+  reshard_check c;
+  if (o.verify) c = check_reshard_targets(p, ex.local_ranks(), t);
+  std::uint64_t checked = c.checked, wrong = c.wrong, held = ex.bytes_held();
+#if defined(REDIST_WITH_MPI)
+  if constexpr (std::is_same_v<B, mpi_backend>) {
+    std::uint64_t v[2] = {checked, wrong}, s[2] = {0, 0};
+    MPI_Allreduce(v, s, 2, MPI_UINT64_T, MPI_SUM, b.comm());
+    checked = s[0];
+    wrong = s[1];
+    MPI_Allreduce(MPI_IN_PLACE, &best, 1, MPI_DOUBLE, MPI_MAX, b.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &held, 1, MPI_UINT64_T, MPI_MAX, b.comm());
+  }
+#endif
+  if (print) {
+    print_plan(p, false);
+    fmt::print("\nredist reshard run: backend {}, {} ranks, best of {}: {:.3f} ms; bytes held per rank beyond the tiles: "
+               "at most {}\n",
+               o.backend, p.world, o.repeat, best * 1e3, bytes_text(held));
+    if (o.verify)
+      fmt::print("verified: {} elements, {} wrong{}{}\n", checked, wrong,
+                 c.unchecked_arrays ? fmt::format(" ({} arrays keep pending values: not checked)", c.unchecked_arrays) : "",
+                 c.first.empty() ? "" : "; first: " + c.first);
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_reshard_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("reshard", "many arrays at once, from a manifest (redist-reshard/1)");
+  cmd->require_subcommand(1);
+  // The options every subcommand has (each its own copy: CLI11 counts an option per subcommand).
+  auto common = [](CLI::App* c) {
+    auto o = std::make_shared<reshard_cli_options>();
+    c->add_option("--manifest", o->manifest, "the manifest: the world, meshes and arrays (redist-reshard/1)")
+        ->required()
+        ->type_name("FILE");
+    o->budget_opt = c->add_option("--budget-bytes", o->budget,
+                                  "most bytes one rank holds for the joint exchange in a round (overrides the "
+                                  "manifest's budget_bytes; 0: none)");
+    c->add_option("--profile", o->profile, "the time profile: a file from `redist calibrate`, or built-in")
+        ->type_name("FILE");
+    c->add_flag("--separate", o->separate, "every array by its own plan, one call each (for comparison)");
+    return o;
+  };
+  CLI::App* plan = cmd->add_subcommand("plan", "plan the arrays jointly and print the plan");
+  auto po = common(plan);
+  plan->add_flag("--explain", po->explain, "every round and every array's own plan, with the reason of the choice");
+  plan->add_flag("--json", po->json, "print the plan as JSON (redist-reshard-plan/1)");
+  plan->callback([po] {
+    time_profile profile = builtin_profile;
+    const reshard_plan p = plan_from(*po, profile);
+    if (po->json) fmt::print("{}\n", reshard_plan_to_json(p));
+    else print_plan(p, po->explain);
+  });
+  CLI::App* run = cmd->add_subcommand("run", "run the joint plan on real data");
+  auto o = common(run);
+  run->add_option("--backend", o->backend, "host (every rank in this process) or mpi (one rank per process)")
+      ->check(CLI::IsMember({"host", "mpi"}))
+      ->capture_default_str();
+  run->add_flag("--verify", o->verify, "check every element of every target tile");
+  run->add_option("--repeat", o->repeat, "runs; the best time is reported")->check(CLI::PositiveNumber);
+  run->callback([o] {
+    time_profile profile = builtin_profile;
+    int rc = 0;
+    if (o->backend == "host") {
+      const reshard_plan p = plan_from(*o, profile);
+      host_backend host(p.world);
+      rc = run_on(host, p, *o, true);
+    } else {
+#if defined(REDIST_WITH_MPI)
+      ensure_mpi();
+      mpi_backend mpi(MPI_COMM_WORLD);
+      const reshard_plan p = plan_from(*o, profile);
+      if (p.world != mpi.devices())
+        throw input_error("--manifest", fmt::format("the reshard runs on a world of {} ranks, mpirun started {}", p.world,
+                                                    mpi.devices()));
+      rc = run_on(mpi, p, *o, mpi.rank() == 0);
+#else
+      throw input_error("--backend", "this redist was built without MPI");
+#endif
+    }
+    if (rc != 0) throw input_error("--verify", "wrong elements in the target tiles");
+  });
+}
+
+}  // namespace redist::tools
