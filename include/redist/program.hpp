@@ -34,6 +34,7 @@
 #include <span>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/cost.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/mesh.hpp"
@@ -153,6 +154,12 @@ struct program {
   bool two_meshes = false;              ///< the target lives on target_m / target_devices
   device_mesh target_m{};               ///< the target's mesh (when two_meshes)
   std::vector<rank_t> target_devices;   ///< its world ranks, row-major; empty: 0..D-1
+  /// A box-layout source (target) (redist/box.hpp; format 2) when its `boxes` are not empty:
+  /// every world rank's box or none, in place of a type. `source` (`target`) then is the
+  /// replicated type of the global shape on its mesh, which says only the shape; the ranks
+  /// holding tiles are the layout's. Such a program runs exchanges only
+  /// (runtime/program_check.hpp).
+  box_layout source_layout, target_layout;
   std::vector<step> steps;
   std::uint64_t cost_elements = 0;          ///< sum of step costs, elements per device
   std::uint64_t peak_local_elements = 0;    ///< max localsize over source, intermediates, target
@@ -199,11 +206,15 @@ struct program {
         if (v[i] != i) return false;
       return true;
     };
+    if (boxed_source() || boxed_target()) return true;
     if (world_size() != m.devices || !identity(source_devices)) return true;
     if (!two_meshes) return false;
     return !(target_m == m) || target_m.devices != m.devices || !identity(target_devices);
   }
   [[nodiscard]] constexpr int rank() const { return source.rank; }
+  /// The source (target) is a box layout.
+  [[nodiscard]] constexpr bool boxed_source() const { return !source_layout.boxes.empty(); }
+  [[nodiscard]] constexpr bool boxed_target() const { return !target_layout.boxes.empty(); }
   [[nodiscard]] constexpr std::size_t count(op o) const {
     std::size_t n = 0;
     for (const auto& s : steps) n += s.kind == o;

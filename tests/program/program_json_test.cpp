@@ -551,7 +551,8 @@ TEST_CASE("malformed exchanges are rejected with one line naming the field", "[e
           j.erase("cost_bytes");
           j["steps"][1].erase("cost_bytes");
         }) == "program JSON: steps[1]: the boxes before the exchange overlap partly along dimension 0 ([0, 2) and [1, "
-              "3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension");
+              "3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension, or their boxes "
+              "disjoint");
   // Partial sums: an exchange does not add them.
   const device_mesh ab = parse_mesh("{a: 2, b: 2}");
   json sums = to_json(exchange_program(ab, parse_type(ab, "[{a}4]"), parse_type(ab, "[{b}4]")));
