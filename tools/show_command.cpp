@@ -4,6 +4,11 @@
 //   redist show --mesh '{x: 2, y: 2}' --type '[64{x}128, 32{y}64]'
 //   redist show --mesh '{x: 2, y: 2}' --jax "P('x', 'y')" --shape '[128, 64]' --svg a.svg
 //   redist show --mesh '{x: 2, y: 2}' --dtensor '[Shard(0), Partial()]' --shape '[128, 64]'
+//   redist show --mesh '{x: 2, y: 2}' --dtensor '[Shard(0), Shard(0)]' --shape '[10, 5]'
+//
+// DTensor placements that no type says (nested uneven chunks, core/dtensor.hpp) are drawn
+// as the box layout they are (redist/box.hpp): the array cut at every box's edges, each
+// piece labelled with the world rank holding it.
 //
 // Colour: --color auto (the default) colours the boxes when stdout is a terminal and the
 // NO_COLOR environment variable is unset or empty; always and never force it.
@@ -40,7 +45,24 @@ bool use_color(const std::string& mode) {
   return isatty(fileno(stdout)) != 0;
 }
 
+/// DTensor placements no type says: draw their box layout; false for every other type.
+bool show_boxes(const show_options& o) {
+  if (o.in.type.dtensor_opt->count() == 0 || o.in.mesh_opt->count() == 0) return false;
+  const placed_mesh pm = for_option("--mesh", [&] { return parse_placed_mesh(o.in.mesh); });
+  if (!dtensor_needs_boxes(pm.mesh, o.in.type, o.in.shape)) return false;
+  const box_layout l = dtensor_boxes_option(pm, o.in.type, o.in.shape, 0);
+  const std::string text = for_option(given_name(o.in.type), [&] {
+    if (!o.svg.empty()) write_file("--svg", o.svg, show_svg(l));
+    draw_options d;
+    d.color = use_color(o.color);
+    return show_text(l, d);
+  });
+  fmt::print("{}", text);
+  return true;
+}
+
 void run_show(const show_options& o) {
+  if (show_boxes(o)) return;
   const one_type in = parse_one_type(o.in);
   const device_mesh& m = in.m;
   const dist_type& t = in.t;

@@ -30,18 +30,18 @@ struct box {
   int rank = 0;
   std::array<std::uint64_t, max_dims> lo{}, hi{};
 
-  [[nodiscard]] std::uint64_t extent(int d) const {
+  [[nodiscard]] constexpr std::uint64_t extent(int d) const {
     const auto i = static_cast<std::size_t>(d);
     return hi[i] > lo[i] ? hi[i] - lo[i] : 0;
   }
   /// Number of elements (0 if empty).
-  [[nodiscard]] std::uint64_t size() const {
+  [[nodiscard]] constexpr std::uint64_t size() const {
     std::uint64_t s = 1;
     for (int d = 0; d < rank; ++d) s *= extent(d);
     return s;
   }
-  [[nodiscard]] bool empty() const { return size() == 0; }
-  bool operator==(const box& o) const {
+  [[nodiscard]] constexpr bool empty() const { return size() == 0; }
+  constexpr bool operator==(const box& o) const {
     if (rank != o.rank) return false;
     for (int d = 0; d < rank; ++d) {
       const auto i = static_cast<std::size_t>(d);
@@ -94,7 +94,7 @@ struct box_layout {
   std::vector<std::uint64_t> shape;       ///< the global shape
   std::vector<std::optional<box>> boxes;  ///< per world rank: its box, or std::nullopt (holds nothing)
 
-  [[nodiscard]] int rank() const { return static_cast<int>(shape.size()); }
+  [[nodiscard]] constexpr int rank() const { return static_cast<int>(shape.size()); }
   [[nodiscard]] std::uint64_t world() const { return boxes.size(); }
   /// Every world rank's box, the empty box for a rank that holds nothing.
   [[nodiscard]] std::vector<box> all_boxes() const {
@@ -112,7 +112,7 @@ struct box_layout {
     return h;
   }
   /// The padded tile: per dimension the longest box (the header comment).
-  [[nodiscard]] std::array<std::uint64_t, max_dims> padded() const {
+  [[nodiscard]] constexpr std::array<std::uint64_t, max_dims> padded() const {
     std::array<std::uint64_t, max_dims> x{};
     for (const auto& b : boxes)
       if (b)
@@ -120,7 +120,7 @@ struct box_layout {
     return x;
   }
   /// Elements of the padded tile.
-  [[nodiscard]] std::uint64_t padded_size() const {
+  [[nodiscard]] constexpr std::uint64_t padded_size() const {
     const auto x = padded();
     std::uint64_t s = 1;
     for (int d = 0; d < rank(); ++d) s *= x[static_cast<std::size_t>(d)];

@@ -248,7 +248,8 @@ struct program {
   }
   /// Eq. (4): height <= max(localsize(source), localsize(target)).
   [[nodiscard]] constexpr bool memory_efficient() const {
-    std::uint64_t a = local_size(m, source), b = local_size(target_mesh(), target);
+    std::uint64_t a = boxed_source() ? source_layout.padded_size() : local_size(m, source);
+    std::uint64_t b = boxed_target() ? target_layout.padded_size() : local_size(target_mesh(), target);
     return peak_local_elements <= (a > b ? a : b);
   }
   /// The first uneven dimension of the source, else of the target (DESIGN.md section 2), or -1.

@@ -19,6 +19,12 @@
 //                  "split_parts")],
 //    "cost_bytes": 123456, "peak_local_elements": 65536, "memory_bound_elements": 65536}
 //
+// Format "redist-program/2" (DESIGN.md section 4) adds "world", "devices", "target_mesh",
+// "target_devices", and a box-layout source or target (redist/box.hpp) as
+// {"boxes": [box or null per world rank]}: such a program is read by
+// boxed_program_from_json (valid layouts naming the field and the ranks, exchange steps only,
+// the last leaving every rank its target box).
+//
 // Every step also carries "type" (the type after it, paper syntax), "type_exact" (false:
 // the type holds only up to a permutation of devices), "local_elements" and "cost_bytes"
 // (per device, after the step); readers may ignore them.

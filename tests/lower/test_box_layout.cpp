@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
-#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -46,39 +45,11 @@ box make_box(std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges) {
   return b;
 }
 
-/// A random guillotine partition of the array into 1..W blocks, on a random subset of the
-/// W ranks (the others hold nothing).
-box_layout random_layout(std::mt19937& rng, const std::vector<std::uint64_t>& shape, std::uint64_t W) {
-  std::vector<box> pieces{redist::whole_box(shape)};
-  const std::uint64_t want = 1 + rng() % W;
-  for (int tries = 0; pieces.size() < want && tries < 100; ++tries) {
-    box& b = pieces[rng() % pieces.size()];
-    const int d = static_cast<int>(rng() % shape.size());
-    if (b.extent(d) < 2) continue;
-    const auto i = static_cast<std::size_t>(d);
-    const std::uint64_t cut = b.lo[i] + 1 + rng() % (b.extent(d) - 1);
-    box c = b;
-    b.hi[i] = cut;
-    c.lo[i] = cut;
-    pieces.push_back(c);
-  }
-  std::vector<std::uint64_t> ranks(W);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  std::shuffle(ranks.begin(), ranks.end(), rng);
-  box_layout l;
-  l.shape = shape;
-  l.boxes.assign(W, std::nullopt);
-  for (std::size_t k = 0; k < pieces.size(); ++k) l.boxes[ranks[k]] = pieces[k];
-  return l;
-}
-
 /// Rank r's source tile of layout a, the expected value at every element it holds.
 template <class T>
 darray<T> input_tile(const array_layout& a, std::uint64_t W, std::uint64_t r) {
   if (const auto* t = std::get_if<placed_layout>(&a)) return source_tile<T>(*t, W, r);
-  darray<T> x = darray<T>::of_layout(std::get<box_layout>(a), static_cast<redist::rank_t>(r));
-  for_each_global(x, [&](std::uint64_t g, T& v) { v = expected_value<T>(g); });
-  return x;
+  return layout_tile<T>(std::get<box_layout>(a), r);
 }
 
 /// Run p on host_backend(W) from layout a, check every element of every rank's target tile;
@@ -101,21 +72,8 @@ std::string run_and_check(const program& p, const array_layout& a) {
       if (std::string e = check_target_tile(p, r, pos[r], out[r]); !e.empty()) return e;
     return {};
   }
-  for (std::uint64_t r = 0; r < W; ++r) {
-    const std::optional<box>& want = p.target_layout.boxes[r];
-    const std::string who = "rank " + std::to_string(r) + ": ";
-    if (!want) {
-      if (out[r].holds() || out[r].size() != 0) return who + "holds a tile but has no box";
-      continue;
-    }
-    std::uint64_t n = 0, bad = 0;
-    for_each_global(out[r], [&](std::uint64_t g, const T& v) {
-      ++n;
-      bad += !(v == expected_value<T>(g));
-    });
-    if (n != want->size()) return who + "visited " + std::to_string(n) + " elements, its box has " + std::to_string(want->size());
-    if (bad) return who + std::to_string(bad) + " wrong elements of " + std::to_string(n);
-  }
+  for (std::uint64_t r = 0; r < W; ++r)
+    if (std::string e = check_layout_tile(p.target_layout, r, out[r]); !e.empty()) return e;
   return {};
 }
 
@@ -223,10 +181,10 @@ TEST_CASE("box layouts: random guillotine blocks to and from types and layouts, 
     const std::uint64_t W = pr.world;
     std::vector<std::uint64_t> shape;
     for (int d = 0; d < pr.a.type.rank; ++d) shape.push_back(pr.a.type.dims[d].global);
-    const box_layout l = random_layout(rng, shape, W);
+    const box_layout l = random_box_layout(rng, shape, W);
     const int kind = static_cast<int>(rng() % 3);
     array_layout a = l, b = l;
-    if (kind == 0) b = random_layout(rng, shape, W);
+    if (kind == 0) b = random_box_layout(rng, shape, W);
     if (kind == 1) b = pr.b;
     if (kind == 2) {
       if (pr.a.type.nsum > 0) continue;

@@ -258,11 +258,6 @@ inline std::vector<std::uint64_t> shape_of_type(const dist_type& t) {
   for (int d = 0; d < t.rank; ++d) v.push_back(t.dims[d].global);
   return v;
 }
-inline std::string layout_text(const array_layout& l) {
-  if (const auto* t = std::get_if<placed_layout>(&l))
-    return std::string(type_text(t->pm.mesh, t->type).view()) + " on " + placed_mesh_text(t->pm);
-  return "a box layout";
-}
 
 }  // namespace detail
 
