@@ -277,6 +277,14 @@ def main():
         svg = os.path.join(tmp, "b.svg")
         r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]", "--svg", svg])
         expect(r.returncode == 0 and len(svg_tiles(svg)[1]) == 4, "show box layout --svg: %r" % r.stderr)
+        psvg = os.path.join(tmp, "p.svg")
+        r = run(redist, ["plan"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]",
+                                          "--to-dtensor", "[Shard(1), Shard(1)]", "--svg", psvg])
+        root, tiles = svg_tiles(psvg) if r.returncode == 0 else (None, [])
+        expect(r.returncode == 0 and len(tiles) == 8 and
+               root.find(SVG + "title").text == "redist program on a world of 4 ranks: a box layout -> a box layout, "
+               "4-byte elements", "plan box layouts --svg: %r %d tiles" % (r.stderr, len(tiles)))
+        expect(r.returncode == 0 and "the target box layout" in r.stdout, "plan box layouts table: %r" % r.stdout)
         r = run(redist, ["plan"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]",
                                           "--to-dtensor", "[Shard(1), Replicate()]", "--json"])
         expect(r.returncode == 0 and json.loads(r.stdout)["source"] == {"boxes": [
