@@ -212,6 +212,14 @@ struct program {
     return !(target_m == m) || target_m.devices != m.devices || !identity(target_devices);
   }
   [[nodiscard]] constexpr int rank() const { return source.rank; }
+  /// Elements of a rank's source (target) tile: the type's local size, or a box layout's
+  /// padded tile (redist/box.hpp).
+  [[nodiscard]] constexpr std::uint64_t source_local() const {
+    return boxed_source() ? source_layout.padded_size() : local_size(m, source);
+  }
+  [[nodiscard]] constexpr std::uint64_t target_local() const {
+    return boxed_target() ? target_layout.padded_size() : local_size(target_mesh(), target);
+  }
   /// The source (target) is a box layout.
   [[nodiscard]] constexpr bool boxed_source() const { return !source_layout.boxes.empty(); }
   [[nodiscard]] constexpr bool boxed_target() const { return !target_layout.boxes.empty(); }
@@ -248,8 +256,7 @@ struct program {
   }
   /// Eq. (4): height <= max(localsize(source), localsize(target)).
   [[nodiscard]] constexpr bool memory_efficient() const {
-    std::uint64_t a = boxed_source() ? source_layout.padded_size() : local_size(m, source);
-    std::uint64_t b = boxed_target() ? target_layout.padded_size() : local_size(target_mesh(), target);
+    const std::uint64_t a = source_local(), b = target_local();
     return peak_local_elements <= (a > b ? a : b);
   }
   /// The first uneven dimension of the source, else of the target (DESIGN.md section 2), or -1.

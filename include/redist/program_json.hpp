@@ -528,10 +528,15 @@ inline program boxed_program_from_json(const nlohmann::json& j, program p) {
     }
     s.local_after = padded(bs);
     if (auto it = js.find("type"); it != js.end()) {
-      const bool on_target = js.value("type_mesh", std::string("source")) == "target" && p.two_meshes;
+      auto tmn = js.find("type_mesh");
+      const bool on_target =
+          tmn != js.end() && json_string(*tmn, where + ".type_mesh") == "target" && p.two_meshes;
       s.type_after = json_type(on_target ? tm : p.m, *it, where + ".type");
       s.on_target = on_target;
-      s.type_exact = js.value("type_exact", false);
+      if (auto ex = js.find("type_exact"); ex != js.end()) {
+        if (!ex->is_boolean()) json_fail(errc::syntax, where + ".type_exact", "expected true or false, found " + json_excerpt(*ex));
+        s.type_exact = ex->get<bool>();
+      }
     }
     if (auto it = js.find("local_elements"); it != js.end() && json_uint(*it, where + ".local_elements") != s.local_after)
       json_fail(errc::rule, where + ".local_elements",

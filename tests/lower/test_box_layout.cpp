@@ -267,3 +267,34 @@ TEST_CASE("box layouts: bad input, one clear line each", "[box][errors]") {
   std::vector<darray<float>> in{darray<float>::of_layout(l, 1), darray<float>::of_layout(l, 1)};
   CHECK_THROWS_WITH(ex.run(in), "input tile of rank 0 holds [2, 4) x [0, 4), its box is [0, 2) x [0, 4)");
 }
+
+TEST_CASE("box layouts: a rank's tile is the padded tile with its box at the start", "[box][darray]") {
+  box_layout l;
+  l.shape = {10, 5};
+  l.boxes = {make_box({{0, 3}, {0, 5}}), std::nullopt, make_box({{3, 10}, {0, 2}}), make_box({{3, 10}, {2, 5}})};
+  REQUIRE(redist::box_layout_problem(l).empty());
+  CHECK(l.padded_size() == 7 * 5);
+  const darray<int> a = darray<int>::of_layout(l, 2);
+  CHECK(a.of_box_layout());
+  CHECK(a.holds());
+  CHECK(a.size() == 35);
+  CHECK(a.local_extent(0) == 7);
+  CHECK(a.local_extent(1) == 5);
+  CHECK(a.offset(0) == 3);
+  CHECK(a.held_extent(1) == 2);
+  CHECK(a.held_box() == make_box({{3, 10}, {0, 2}}));
+  std::uint64_t n = 0;
+  for_each_global(a, [&](std::uint64_t g, const int&) {
+    CHECK(g / 5 >= 3);
+    CHECK(g % 5 < 2);
+    ++n;
+  });
+  CHECK(n == 14);
+  const darray<int> none = darray<int>::of_layout(l, 1);
+  CHECK_FALSE(none.holds());
+  CHECK(none.size() == 0);
+  std::vector<int> memory(34);
+  CHECK_THROWS_WITH(darray<int>::of_layout(l, 0, std::span<int>(memory)),
+                    "rank 0's tile of the box layout has 35 elements, the memory 34");
+  CHECK_THROWS_WITH(darray<int>::of_layout(l, 4), "rank 4 is not in the box layout's world of 4 ranks");
+}

@@ -678,8 +678,14 @@ TEST_CASE("malformed programs on device sets are rejected with one line naming t
   CHECK(with([](json& j) { j["steps"][0]["groups"][0][0] = 9; }) ==
         "program JSON: steps[0].groups[0][0]: rank 9 out of range (the world has 8 ranks)");
   CHECK(with([](json& j) { j["format"] = "redist-program/1"; }).starts_with("program JSON: steps[0].groups[0][0]: rank "));
+  // Box layouts (redist/box.hpp): read, and refused naming the field (tests/lower/test_box_layout.cpp has more).
   CHECK(with([](json& j) { j["source"] = json::parse(R"({"boxes": []})"); }) ==
-        "program JSON: source: box layouts ({\"boxes\": ...}) are not read yet: give a type");
+        "program JSON: source.boxes: has 0 entries, expected one box or null per world rank (8)");
+  CHECK(with([](json& j) { j["source"] = json::parse(R"({"box": []})"); }) ==
+        "program JSON: source: missing field 'boxes'");
+  CHECK(with([](json& j) {
+          j["source"] = json::parse(R"({"boxes": [null, null, null, null, [[0, 8], [0, 8]], null, null, null]})");
+        }) == "program JSON: steps[0].op: 'allgather': a program with a box-layout source or target runs exchanges only");
 }
 
 TEST_CASE("program_check follows programs on device sets: ranks outside the mesh hold nothing", "[placed]") {

@@ -86,6 +86,16 @@ BAD_INPUT = [
      "before it"),
     (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--svg", "/nonexistent-dir/p.svg"],
      "redist: error: --svg: cannot write the file '/nonexistent-dir/p.svg'"),
+    # Box layouts (redist/box.hpp): --boxes refused in one line naming the ranks and the element or box.
+    (["show", "--boxes", "[[[0, 3], [0, 4]], [[2, 8], [0, 4]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: box layout: ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 4) and [2, 8) x [0, 4) "
+     "overlap)"),
+    (["show", "--boxes", "[[[0, 3], [0, 4]], null, [[3, 8], [0, 3]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: box layout: no rank holds the element (3, 3) (the boxes leave it uncovered)"),
+    (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 9], [0, 4]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: box layout: rank 1's box [3, 9) x [0, 4) is not inside the array [0, 8) x [0, 4)"),
+    (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 8]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: [1]: has 1 ranges, expected one per dimension (2)"),
     # Nested uneven chunks read as a box layout (redist/box.hpp), which holds every element once.
     (["run", "--backend", "host", "--mesh", "{x: 2, y: 2, z: 2}", "--from-dtensor", "[Shard(0), Shard(0), Replicate()]",
       "--shape", "[6]", "--to", "[6]"],
@@ -273,6 +283,11 @@ def main():
     # DTensor's nested uneven chunks (no type says them) drawn, planned and run as their box layout.
     r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]"])
     expect(r.returncode == 0 and r.stdout.splitlines() == BOX_LAYOUT, "show box layout:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["show", "--boxes", "[[[0, 3], [0, 5]], [[3, 5], [0, 5]], [[5, 8], [0, 5]], null, [[8, 10], [0, 5]]]",
+                     "--shape", "[10, 5]"])
+    want = [BOX_LAYOUT[0].replace("4 ranks", "5 ranks"), "ranks holding no elements: 3"] + BOX_LAYOUT[1:-2] + [
+        "   │ 4 │", BOX_LAYOUT[-1]]
+    expect(r.returncode == 0 and r.stdout.splitlines() == want, "show --boxes:\n%s%s" % (r.stdout, r.stderr))
     with tempfile.TemporaryDirectory() as tmp:
         svg = os.path.join(tmp, "b.svg")
         r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]", "--svg", svg])
