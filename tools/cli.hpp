@@ -185,6 +185,22 @@ inline dist_type parse_type_option(const redist::device_mesh& m, const type_opti
   return for_option(o.paper_name, [&] { return parse_type(m, o.paper); });
 }
 
+/// True iff the option gives DTensor placements that no type says (nested uneven chunks,
+/// core/dtensor.hpp): they are read as a box layout (dtensor_boxes_option).
+inline bool dtensor_needs_boxes(const redist::device_mesh& m, const type_option& o, const std::string& shape) {
+  if (o.dtensor_opt->count() == 0) return false;
+  const std::vector<std::uint64_t> g = parse_shape(m, shape);
+  return !for_option(o.dtensor_name, [&] { return dtensor_type_says(m, g, o.dtensor); });
+}
+
+/// The DTensor placements of the option as a box layout on placed mesh pm in a world of W
+/// ranks (redist/box.hpp), blaming the option.
+inline box_layout dtensor_boxes_option(const placed_mesh& pm, const type_option& o, const std::string& shape,
+                                       std::uint64_t W) {
+  const std::vector<std::uint64_t> g = parse_shape(pm.mesh, shape);
+  return for_option(o.dtensor_name, [&] { return dtensor_layout(pm, g, o.dtensor, W); });
+}
+
 /// The options of a command about one type (show, convert): --mesh, --shape and the type
 /// as --type, --jax, --dtensor, --xla or --shardy (the last two place their own mesh).
 struct one_type_options {
@@ -323,10 +339,20 @@ struct problem {
   std::uint64_t bytes = 4;
   placed_mesh src, dst;
   std::uint64_t world = 0;
+  /// DTensor placements no type says (nested uneven chunks) read as box layouts (then
+  /// `from` / `to` is the replicated type of the global shape).
+  std::optional<box_layout> from_boxes, to_boxes;
   /// The problem needs a program on device sets (format 2): a device list, another target
-  /// mesh, or a larger world.
+  /// mesh, a larger world, or a box layout.
   [[nodiscard]] bool placed() const {
-    return !src.identity() || !(src == dst) || world != src.mesh.devices;
+    return !src.identity() || !(src == dst) || world != src.mesh.devices || from_boxes || to_boxes;
+  }
+  /// The source (target) as lower/between.hpp plans it.
+  [[nodiscard]] array_layout source() const {
+    return from_boxes ? array_layout{*from_boxes} : array_layout{placed_layout{src, from}};
+  }
+  [[nodiscard]] array_layout target() const {
+    return to_boxes ? array_layout{*to_boxes} : array_layout{placed_layout{dst, to}};
   }
 };
 
@@ -340,6 +366,7 @@ inline problem parse_problem(const problem_options& o) {
   // The meshes: XLA's and Shardy's notations place their own; --mesh the source's (and the
   // target's unless --to-mesh or the target's notation places it).
   const bool from_placed = carries_mesh(o.from), to_placed = carries_mesh(o.to);
+  bool from_nested = false, to_nested = false;  // DTensor placements read as box layouts
   if (!from_placed && o.mesh_opt->count() == 0) throw CLI::RequiredError("--mesh");
   if (from_placed && o.mesh_opt->count() > 0)
     throw CLI::ValidationError("--mesh", given_name(o.from) + " places the source's mesh itself");
@@ -357,7 +384,8 @@ inline problem parse_problem(const problem_options& o) {
     p.from = x.type;
   } else {
     p.src = *given;
-    p.from = parse_type_option(p.src.mesh, o.from, o.shape);
+    from_nested = dtensor_needs_boxes(p.src.mesh, o.from, o.shape);
+    p.from = from_nested ? detail::shape_type(parse_shape(p.src.mesh, o.shape)) : parse_type_option(p.src.mesh, o.from, o.shape);
   }
   if (to_placed) {
     placed_type x = parse_placed_type_option(o.to, o.shape, o.world_opt->count() ? o.world : p.src.mesh.devices);
@@ -365,7 +393,8 @@ inline problem parse_problem(const problem_options& o) {
     p.to = x.type;
   } else {
     if (!o.to_mesh_opt->count()) p.dst = p.src;
-    p.to = parse_type_option(p.dst.mesh, o.to, o.shape);
+    to_nested = dtensor_needs_boxes(p.dst.mesh, o.to, o.shape);
+    p.to = to_nested ? detail::shape_type(parse_shape(p.dst.mesh, o.shape)) : parse_type_option(p.dst.mesh, o.to, o.shape);
   }
   p.m = p.src.mesh;
   p.world = o.world_opt->count() ? o.world : std::max(p.src.min_world(), p.dst.min_world());
@@ -373,12 +402,14 @@ inline problem parse_problem(const problem_options& o) {
     throw input_error(o.world_opt->count() ? "--world" : given_name(o.from) == o.from.paper_name ? "--mesh" : given_name(o.from), e.message.str());
   if (error e = check_placement(p.dst, p.world))
     throw input_error(o.world_opt->count() ? "--world" : o.to_mesh_opt->count() ? "--to-mesh" : given_name(o.to), e.message.str());
+  if (from_nested) p.from_boxes = dtensor_boxes_option(p.src, o.from, o.shape, p.world);
+  if (to_nested) p.to_boxes = dtensor_boxes_option(p.dst, o.to, o.shape, p.world);
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say (for even types on one mesh;
   // uneven ones and meshes on device sets need the same global shape, lower/synthesize.hpp
   // and lower/between.hpp say the rest).
   for_option(given_name(o.to), [&] {
-    if (!p.placed() && even(p.m, p.from) && even(p.m, p.to)) make_weak_problem(p.m, p.from, p.to).get();
+    if (!p.placed() && !from_nested && !to_nested && even(p.m, p.from) && even(p.m, p.to)) make_weak_problem(p.m, p.from, p.to).get();
     else if (error e = check_same_global(p.from, p.to)) throw redist_error(e);
   });
   const char* end = o.bytes.data() + o.bytes.size();
@@ -461,6 +492,7 @@ inline planning parse_planning(const planning_options& o) {
 inline plan_choice choose_for(const problem& pr, const planning& pl) {
   const synth_options so = pl.options(pr.bytes);
   if (!pr.placed() && !pl.relabel) return choose_plan(pr.m, pr.from, pr.to, so);
+  if (pr.from_boxes || pr.to_boxes) return plan_between(pr.source(), pr.target(), pr.world, between_options{so, false});
   return plan_between(placed_layout{pr.src, pr.from}, placed_layout{pr.dst, pr.to}, pr.world,
                       between_options{so, pl.relabel});
 }

@@ -82,14 +82,16 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
 std::string types_in_notation(const program& prog, const std::string& notation) {
   std::string out = fmt::format("types as {}:\n", notation_title(notation));
   const placed_mesh src = prog.source_placement(), dst = prog.target_placement();
-  out += fmt::format("  source  {}\n", type_in(src, prog.source, notation));
+  const std::string boxes = "(a box layout: no type says it)";
+  out += fmt::format("  source  {}\n", prog.boxed_source() ? boxes : type_in(src, prog.source, notation));
   for (std::size_t i = 0; i < prog.steps.size(); ++i) {
     const step& s = prog.steps[i];
     const placed_mesh& on = s.on_target && prog.two_meshes ? dst : src;
     if (s.type_exact) out += fmt::format("  step {}  {}\n", i + 1, type_in(on, s.type_after, notation));
+    else if (s.type_after.rank == 0 && i + 1 == prog.steps.size() && prog.boxed_target()) out += fmt::format("  step {}  {}\n", i + 1, boxes);
     else out += fmt::format("  step {}  (a type up to a device permutation)\n", i + 1);
   }
-  return out + fmt::format("  target  {}\n", type_in(dst, prog.target, notation));
+  return out + fmt::format("  target  {}\n", prog.boxed_target() ? boxes : type_in(dst, prog.target, notation));
 }
 
 void run_plan(const plan_options& o) {

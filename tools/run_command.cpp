@@ -189,7 +189,7 @@ void report(const program& prog, const run_options& o, const measurement& me, st
              human_bytes(total_max), human_bytes(prog.cost_bytes()));
   fmt::print("  wall time: {:.1f} us for the whole redistribution (checks, copying tiles in and out, all steps){}\n",
              me.total_seconds * 1e6, ranks > 1 && o.backend == "mpi" ? ", slowest rank" : "");
-  const std::uint64_t in_out = std::max(local_size(prog.m, prog.source), local_size(prog.target_mesh(), prog.target)) * es;
+  const std::uint64_t in_out = std::max(prog.source_local(), prog.target_local()) * es;
   fmt::print("  peak bytes held per rank: {} = {:.2f} x max(local in, local out) ({}); live data at most {}\n",
              human_bytes(me.peak_held), static_cast<double>(me.peak_held) / static_cast<double>(in_out),
              human_bytes(in_out), human_bytes(me.peak_live));
@@ -226,8 +226,8 @@ constexpr std::uint64_t host_simulation_limit = 8ull << 30;
 /// more than host_simulation_limit: every device's source and target tiles plus the
 /// executor's buffers (at most 2 x the program's peak local size).
 void check_host_simulation(const program& prog) {
-  const long double per_device = static_cast<long double>(local_size(prog.m, prog.source)) +
-                                 static_cast<long double>(local_size(prog.target_mesh(), prog.target)) +
+  const long double per_device = static_cast<long double>(prog.source_local()) +
+                                 static_cast<long double>(prog.target_local()) +
                                  2.0L * static_cast<long double>(prog.peak_local_elements);
   const long double total = per_device * static_cast<long double>(prog.element_bytes) *
                             static_cast<long double>(prog.world_size());

@@ -4,6 +4,14 @@
 //   redist show --mesh '{x: 2, y: 2}' --type '[64{x}128, 32{y}64]'
 //   redist show --mesh '{x: 2, y: 2}' --jax "P('x', 'y')" --shape '[128, 64]' --svg a.svg
 //   redist show --mesh '{x: 2, y: 2}' --dtensor '[Shard(0), Partial()]' --shape '[128, 64]'
+//   redist show --mesh '{x: 2, y: 2}' --dtensor '[Shard(0), Shard(0)]' --shape '[10, 5]'
+//
+// DTensor placements that no type says (nested uneven chunks, core/dtensor.hpp) are drawn
+// as the box layout they are (redist/box.hpp): the array cut at every box's edges, each
+// piece labelled with the world rank holding it. So is a box layout given as JSON, one box
+// ([lo, hi] per dimension) or null per world rank, with its global shape:
+//
+//   redist show --boxes '[[[0, 3], [0, 4]], null, [[3, 8], [0, 4]]]' --shape '[8, 4]'
 //
 // Colour: --color auto (the default) colours the boxes when stdout is a terminal and the
 // NO_COLOR environment variable is unset or empty; always and never force it.
@@ -20,6 +28,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "redist/draw.hpp"
+#include "redist/program_json.hpp"
 
 namespace redist::tools {
 
@@ -30,6 +39,8 @@ struct show_options {
   std::string svg;
   std::string color = "auto";
   std::string notation = "redist";
+  std::string boxes;  ///< --boxes: a box layout as JSON
+  CLI::Option* boxes_opt = nullptr;
 };
 
 bool use_color(const std::string& mode) {
@@ -40,7 +51,49 @@ bool use_color(const std::string& mode) {
   return isatty(fileno(stdout)) != 0;
 }
 
+/// Draw box layout l (given by `option`).
+void draw_layout(const show_options& o, const box_layout& l, std::string_view option) {
+  const std::string text = for_option(option, [&] {
+    if (!o.svg.empty()) write_file("--svg", o.svg, show_svg(l));
+    draw_options d;
+    d.color = use_color(o.color);
+    return show_text(l, d);
+  });
+  fmt::print("{}", text);
+}
+
+/// --boxes (with --shape): the box layout, one box or null per world rank, checked.
+box_layout boxes_option(const show_options& o) {
+  if (o.in.shape_opt->count() == 0) throw CLI::RequiredError("--shape");
+  box_layout l;
+  l.shape = parse_shape(device_mesh{}, o.in.shape);
+  try {
+    const nlohmann::json j = detail::parse_json_text(o.boxes, max_json_depth, "not JSON");
+    l.boxes = detail::json_boxes(j, "", static_cast<int>(l.shape.size()), j.is_array() ? j.size() : 0);
+  } catch (const redist_error& e) {  // the reader's messages, without its "program JSON: "
+    std::string m = e.what();
+    if (const std::string_view head = "program JSON: "; m.starts_with(head)) m.erase(0, head.size());
+    throw input_error("--boxes", m);
+  }
+  for_option("--boxes", [&] { check_box_layout(l); });
+  return l;
+}
+
+/// A box layout: --boxes, or DTensor placements no type says; false for every other type.
+bool show_boxes(const show_options& o) {
+  if (o.boxes_opt->count() > 0) {
+    draw_layout(o, boxes_option(o), "--boxes");
+    return true;
+  }
+  if (o.in.type.dtensor_opt->count() == 0 || o.in.mesh_opt->count() == 0) return false;
+  const placed_mesh pm = for_option("--mesh", [&] { return parse_placed_mesh(o.in.mesh); });
+  if (!dtensor_needs_boxes(pm.mesh, o.in.type, o.in.shape)) return false;
+  draw_layout(o, dtensor_boxes_option(pm, o.in.type, o.in.shape, 0), given_name(o.in.type));
+  return true;
+}
+
 void run_show(const show_options& o) {
+  if (show_boxes(o)) return;
   const one_type in = parse_one_type(o.in);
   const device_mesh& m = in.m;
   const dist_type& t = in.t;
@@ -75,6 +128,15 @@ void add_show_command(CLI::App& app) {
   cmd->add_option("--notation", opts->notation, "write the type in the header in this notation")
       ->check(CLI::IsMember(notation_names()))
       ->capture_default_str();
+  opts->boxes_opt = cmd->add_option("--boxes", opts->boxes,
+                                    "a box layout as JSON, one box ([lo, hi] per dimension) or null per world rank, "
+                                    "e.g. '[[[0, 3], [0, 4]], null, [[3, 8], [0, 4]]]' (with --shape)")
+                         ->excludes(opts->in.mesh_opt)
+                         ->excludes(opts->in.type.paper_opt)
+                         ->excludes(opts->in.type.jax_opt)
+                         ->excludes(opts->in.type.dtensor_opt)
+                         ->excludes(opts->in.type.xla_opt)
+                         ->excludes(opts->in.type.shardy_opt);
   cmd->callback([opts] { run_show(*opts); });
 }
 

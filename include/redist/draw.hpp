@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,7 @@ struct device_boxes {
   std::vector<std::uint64_t> global;                 ///< global shape
   std::vector<std::uint64_t> tile;                   ///< extents of every device's box
   std::vector<std::uint64_t> lo;                     ///< lower corners: lo[rank * dims + d]
+  std::vector<std::uint64_t> hi;                     ///< upper corners, where boxes may differ (program_boxes); empty: lo + tile
   std::vector<std::vector<std::uint32_t>> partials;  ///< per device: ids of the source's partials it holds the sum of
   std::uint32_t total_partials = 1;                  ///< partial values that make up the array
 
@@ -121,14 +123,19 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
       b.tile.push_back(shapes.ext[i][d]);
     }
     b.lo.resize(W * R);
+    b.hi.resize(W * R);
     for (std::uint64_t r = 0; r < W; ++r) {
       const box& x = shapes.boxes.states[i][r];
-      for (std::uint64_t d = 0; d < R; ++d) b.lo[r * R + d] = x.empty() ? b.global[d] : x.lo[d];
+      for (std::uint64_t d = 0; d < R; ++d) {
+        b.lo[r * R + d] = x.empty() ? b.global[d] : x.lo[d];
+        b.hi[r * R + d] = x.empty() ? b.global[d] : x.hi[d];
+      }
     }
     if (i == 0) {  // rank r (mesh position q) holds the source's partial number sum_index(q)
       b.partials.resize(W);
       for (std::uint64_t r = 0; r < W; ++r)
-        if (const std::int64_t q = p.source_position(r); q >= 0)
+        if (p.boxed_source() && p.source_layout.boxes[r]) b.partials[r] = {0};  // a box layout: whole values
+        else if (const std::int64_t q = p.source_position(r); q >= 0 && !p.boxed_source())
           b.partials[r] = {static_cast<std::uint32_t>(sum_index(p.m, p.source, static_cast<std::uint64_t>(q)))};
       b.total_partials = static_cast<std::uint32_t>(sum_parts(p.m, p.source));
     } else {  // the partials follow the data: gathered from one member, moved, or reduced
@@ -180,12 +187,18 @@ struct tiling {
   std::vector<std::vector<std::vector<rank_t>>> holders;
   bool partial = false;  ///< some box is held as partial values (pending sums)
   std::vector<rank_t> empty;  ///< devices whose tile is empty (uneven dimensions), ascending
+  /// Boxes on no grid of equal boxes (box layouts, redist/box.hpp): per dimension the global
+  /// indices where the boxes of the picture start and end (every box's edges); empty: the
+  /// grid of `tile`-wide boxes.
+  std::vector<std::vector<std::uint64_t>> cuts;
 
   [[nodiscard]] int rank() const { return static_cast<int>(global.size()); }
   [[nodiscard]] std::uint64_t boxes() const { return holders.size(); }
   /// Global index where box i of dimension d starts (the end of the array for i = blocks):
   /// i * tile, clipped to the array (the last box of an uneven dimension is short).
-  [[nodiscard]] std::uint64_t edge(std::size_t d, std::uint64_t i) const { return clip_mul(i, tile[d], global[d]); }
+  [[nodiscard]] std::uint64_t edge(std::size_t d, std::uint64_t i) const {
+    return cuts.empty() ? clip_mul(i, tile[d], global[d]) : cuts[d][i];
+  }
   /// The index range of box b, `[0:64, 32:64]`.
   [[nodiscard]] std::string box_range(std::uint64_t b) const {
     std::vector<std::string> r(global.size());
@@ -198,11 +211,85 @@ struct tiling {
   }
 };
 
+/// The tiling of boxes on no grid of equal boxes (a box layout, redist/box.hpp): the array
+/// cut at every box's edges (tiling::cuts), each piece held by the ranks whose box holds it,
+/// grouped by partial value; ranks with an empty box listed apart. hi: upper corners as lo.
+inline tiling cut_tiling(const device_boxes& b, const std::vector<std::uint64_t>& hi) {
+  tiling t;
+  t.global = b.global;
+  const std::size_t R = b.global.size();
+  auto held = [&](std::uint64_t r) {
+    for (std::size_t d = 0; d < R; ++d)
+      if (b.lo[r * R + d] >= hi[r * R + d]) return false;
+    return true;
+  };
+  t.cuts.resize(R);
+  std::uint64_t n = 1;
+  for (std::size_t d = 0; d < R; ++d) {
+    auto& c = t.cuts[d];
+    c = {0, b.global[d]};
+    for (std::uint64_t r = 0; r < b.devices(); ++r)
+      if (held(r)) {
+        c.push_back(b.lo[r * R + d]);
+        c.push_back(hi[r * R + d]);
+      }
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    t.blocks.push_back(c.size() - 1);
+    t.tile.push_back(0);
+    n *= t.blocks.back();
+  }
+  if (n > max_draw_boxes)
+    throw redist_error(errc::capacity, fmt::format("the array is cut into {} boxes, too many to draw (at most {})", n,
+                                                   max_draw_boxes));
+  std::vector<std::map<std::vector<std::uint32_t>, std::vector<rank_t>>> by_partial(n);
+  for (std::uint64_t r = 0; r < b.devices(); ++r) {
+    if (!held(r)) {
+      t.empty.push_back(static_cast<rank_t>(r));
+      continue;
+    }
+    // The pieces of r's box: the cuts from its lower to its upper corner, row-major.
+    std::vector<std::uint64_t> first(R), last(R), at(R);
+    for (std::size_t d = 0; d < R; ++d) {
+      const auto& c = t.cuts[d];
+      first[d] = static_cast<std::uint64_t>(std::lower_bound(c.begin(), c.end(), b.lo[r * R + d]) - c.begin());
+      last[d] = static_cast<std::uint64_t>(std::lower_bound(c.begin(), c.end(), hi[r * R + d]) - c.begin());
+      at[d] = first[d];
+    }
+    while (true) {
+      std::uint64_t cell = 0;
+      for (std::size_t d = 0; d < R; ++d) cell = cell * t.blocks[d] + at[d];
+      by_partial[cell][b.partials[r]].push_back(static_cast<rank_t>(r));
+      std::size_t d = R;
+      while (d-- > 0 && ++at[d] == last[d]) at[d] = first[d];
+      if (d == SIZE_MAX) break;
+    }
+    if (b.partials[r].size() != b.total_partials) t.partial = true;
+  }
+  t.holders.resize(n);
+  for (std::uint64_t i = 0; i < n; ++i)
+    for (auto& [k, ranks] : by_partial[i]) t.holders[i].push_back(std::move(ranks));
+  return t;
+}
+
 /// Group the devices by the box they hold; devices holding an empty box (an uneven
-/// dimension, DESIGN.md section 2) are listed apart. Throws redist_error if a box does not
-/// lie on the grid of its extents (no type and no collective produces one; an exchange
-/// may list such boxes, and a program with one is not drawn).
+/// dimension, DESIGN.md section 2) are listed apart. Boxes of other extents, or off the grid
+/// of their extents (a box layout, an exchange to one), are drawn cut at every box's edges
+/// where their upper corners are known (cut_tiling); otherwise that throws redist_error.
 inline tiling tiling_of(const device_boxes& b) {
+  if (!b.hi.empty()) {  // boxes on the grid of `tile`-wide boxes, or cut_tiling
+    const std::size_t R = b.global.size();
+    bool grid = true;
+    for (std::uint64_t r = 0; r < b.devices() && grid; ++r) {
+      bool none = false;
+      for (std::size_t d = 0; d < R; ++d) none = none || b.lo[r * R + d] >= b.hi[r * R + d];
+      for (std::size_t d = 0; d < R && !none && grid; ++d) {
+        const std::uint64_t l = b.lo[r * R + d], h = b.hi[r * R + d];
+        grid = b.tile[d] != 0 && l % b.tile[d] == 0 && h == std::min(l + b.tile[d], b.global[d]);
+      }
+    }
+    if (!grid) return cut_tiling(b, b.hi);
+  }
   tiling t;
   t.global = b.global;
   t.tile = b.tile;
@@ -648,6 +735,57 @@ inline std::string show_svg(const device_mesh& m, const dist_type& t, const draw
   return svg_document(std::max(w, e.w) + 2 * gap, y + e.h + gap, header, body);
 }
 
+/// A box layout's boxes (redist/box.hpp), every holder with the whole value; a rank with
+/// no box holds an empty one.
+inline device_boxes device_boxes_of(const box_layout& l) {
+  if (l.world() > max_draw_devices)
+    throw redist_error(errc::capacity, fmt::format("the world has {} ranks, too many to draw (at most {})", l.world(),
+                                                   max_draw_devices));
+  device_boxes b;
+  b.global = l.shape;
+  const auto pad = l.padded();
+  const std::size_t R = l.shape.size();
+  for (std::size_t d = 0; d < R; ++d) b.tile.push_back(pad[d]);
+  b.partials.assign(l.world(), {0});
+  for (const std::optional<box>& x : l.boxes)
+    for (std::size_t d = 0; d < R; ++d) {
+      b.lo.push_back(x && !x->empty() ? x->lo[d] : l.shape[d]);
+      b.hi.push_back(x && !x->empty() ? x->hi[d] : l.shape[d]);
+    }
+  return b;
+}
+
+/// The header line of a box layout's picture: world, global shape, padded tile, local size.
+inline std::string show_header(const box_layout& l) {
+  const auto pad = l.padded();
+  return fmt::format("box layout on a world of {} ranks | global [{}] | padded tile [{}] | local size {} elements",
+                     l.world(), fmt::join(l.shape, ", "),
+                     fmt::join(std::vector<std::uint64_t>(pad.begin(), pad.begin() + static_cast<std::ptrdiff_t>(l.shape.size())), ", "),
+                     l.padded_size());
+}
+
+/// A box layout drawn: the header, the ranks holding nothing, and the array cut at every
+/// box's edges, each piece labelled with the rank holding it (cut_tiling).
+inline std::string show_text(const box_layout& l, const draw_options& o = {}) {
+  check_box_layout(l);
+  const tiling t = tiling_of(device_boxes_of(l));
+  std::string out = show_header(l) + "\n";
+  if (!t.empty.empty())
+    out += fmt::format("ranks holding no elements: {}\n", fmt::join(detail::pic::rank_tokens(t.empty), ","));
+  return out + draw_text(t, o);
+}
+
+/// show_text of a box layout as a standalone SVG 1.1 document.
+inline std::string show_svg(const box_layout& l, const draw_options& o = {}) {
+  using namespace detail::pic;
+  check_box_layout(l);
+  const std::string header = show_header(l);
+  std::string body = svg_text(gap, gap + 13, "title", header);
+  const int y = gap + line_h + 6;
+  const extent e = svg_tiling(body, tiling_of(device_boxes_of(l)), gap, y, o);
+  return svg_document(std::max(text_w(header), e.w) + 2 * gap, y + e.h + gap, header, body);
+}
+
 /// A program drawn as panels left to right: the source, then the state after every step
 /// (which device holds which box, from program_boxes), with the collective between two
 /// panels (op, dimensions, groups, bytes per device) and, under each panel, its local size
@@ -656,11 +794,14 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
   using namespace detail::pic;
   const std::vector<device_boxes> states = program_boxes(p);
   const std::uint64_t bound = std::max<std::uint64_t>(p.memory_bound_elements, 1);
+  const std::string source_text = p.boxed_source() ? std::string("a box layout")
+                                                  : type_text(p.m, p.source).str() + " on " + placed_mesh_text(p.source_placement());
+  const std::string target_text =
+      p.boxed_target() ? std::string("a box layout")
+                       : type_text(p.target_mesh(), p.target).str() + " on " + placed_mesh_text(p.target_placement());
   const std::string title =
-      p.placed() ? fmt::format("redist program on a world of {} ranks: {} on {} -> {} on {}, {}-byte elements",
-                               p.world_size(), type_text(p.m, p.source).str(), placed_mesh_text(p.source_placement()),
-                               type_text(p.target_mesh(), p.target).str(), placed_mesh_text(p.target_placement()),
-                               p.element_bytes)
+      p.placed() ? fmt::format("redist program on a world of {} ranks: {} -> {}, {}-byte elements", p.world_size(),
+                               source_text, target_text, p.element_bytes)
                  : fmt::format("redist program on {}: {} -> {}, {}-byte elements", mesh_text(p.m).str(),
                                type_text(p.m, p.source).str(), type_text(p.m, p.target).str(), p.element_bytes);
   const std::string totals = fmt::format("total {} B per device | peak {} | bound {} elements | {}", p.cost_bytes(),
@@ -673,12 +814,13 @@ inline std::string plan_svg(const program& p, const draw_options& o = {}) {
   for (std::size_t i = 0; i < states.size(); ++i) {
     std::vector<std::string> caption;
     if (i == 0) {
-      caption = {"source", type_text(p.m, p.source).str()};
+      caption = {"source", p.boxed_source() ? std::string("a box layout") : type_text(p.m, p.source).str()};
     } else {
       const step& s = p.steps[i - 1];
       caption = {fmt::format("after step {}: {}", i, op_name(s.kind)),
                  s.type_exact ? type_text(p.mesh_after(i - 1), s.type_after).str() + (s.on_target && p.two_meshes ? " (target mesh)" : "")
-                              : std::string("(a type up to a device permutation)")};
+                 : s.type_after.rank == 0 && i == p.steps.size() && p.boxed_target() ? std::string("the target box layout")
+                                                                                   : std::string("(a type up to a device permutation)")};
       // The collective between the previous panel and this one.
       std::vector<std::string> lines{std::string(op_name(s.kind))};
       auto dims = [](const step_grid& g) {

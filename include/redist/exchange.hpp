@@ -20,7 +20,9 @@
 //
 // Requirements (plan_exchange's errors): along every dimension the ranges of the boxes
 // before the step are equal or disjoint (true of every tiling by a distributed type, so of
-// every program made of the paper's collectives and exchanges to tiles), every element of
+// every program made of the paper's collectives and exchanges to tiles), or else the
+// distinct boxes before it are disjoint (a box layout, redist/box.hpp: a receiver then
+// meets them one by one, in the order of their smallest holders), every element of
 // every A_r is held by some rank, and the plan visits at most max_exchange_cells cells of
 // the grid of ranges (core/config.hpp; about the pieces it moves).
 #pragma once
@@ -34,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/config.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/mesh.hpp"
@@ -41,52 +44,6 @@
 #include "redist/program.hpp"
 
 namespace redist {
-
-/// A box of global indices: [lo[d], hi[d]) along each of `rank` dimensions.
-struct box {
-  int rank = 0;
-  std::array<std::uint64_t, max_dims> lo{}, hi{};
-
-  [[nodiscard]] std::uint64_t extent(int d) const {
-    const auto i = static_cast<std::size_t>(d);
-    return hi[i] > lo[i] ? hi[i] - lo[i] : 0;
-  }
-  /// Number of elements (0 if empty).
-  [[nodiscard]] std::uint64_t size() const {
-    std::uint64_t s = 1;
-    for (int d = 0; d < rank; ++d) s *= extent(d);
-    return s;
-  }
-  [[nodiscard]] bool empty() const { return size() == 0; }
-  bool operator==(const box& o) const {
-    if (rank != o.rank) return false;
-    for (int d = 0; d < rank; ++d) {
-      const auto i = static_cast<std::size_t>(d);
-      if (lo[i] != o.lo[i] || hi[i] != o.hi[i]) return false;
-    }
-    return true;
-  }
-  bool operator<(const box& o) const {
-    for (int d = 0; d < rank; ++d) {
-      const auto i = static_cast<std::size_t>(d);
-      if (lo[i] != o.lo[i]) return lo[i] < o.lo[i];
-      if (hi[i] != o.hi[i]) return hi[i] < o.hi[i];
-    }
-    return false;
-  }
-};
-
-/// The common part of two boxes (empty if they do not meet).
-inline box intersect(const box& a, const box& b) {
-  box c;
-  c.rank = a.rank;
-  for (int d = 0; d < a.rank; ++d) {
-    const auto i = static_cast<std::size_t>(d);
-    c.lo[i] = std::max(a.lo[i], b.lo[i]);
-    c.hi[i] = std::max(c.lo[i], std::min(a.hi[i], b.hi[i]));
-  }
-  return c;
-}
 
 /// Chunk m of box b split into n along d (DESIGN.md section 4): n equal chunks, or with
 /// `ceil` chunks of ceil(extent / n), the last ones short or empty (a dynslice; an alltoall
@@ -97,17 +54,6 @@ inline box chunk_of(box b, int d, std::uint64_t n, std::uint64_t m, bool ceil) {
   b.lo[i] = clip_add(b.lo[i], clip_mul(m, len, e), hi);  // saturating: boxes near 2^64 do not wrap
   b.hi[i] = clip_add(b.lo[i], len, hi);
   return b;
-}
-
-/// "[0, 4) x [8, 16)".
-inline std::string box_text(const box& b) {
-  std::string s;
-  for (int d = 0; d < b.rank; ++d) {
-    const auto i = static_cast<std::size_t>(d);
-    if (d) s += " x ";
-    s += "[" + std::to_string(b.lo[i]) + ", " + std::to_string(b.hi[i]) + ")";
-  }
-  return s;
 }
 
 /// The box of rank r's tile of type t under the default device map (Fig. 7a); short or
@@ -152,11 +98,23 @@ inline std::vector<std::uint8_t> placed_holders(std::uint64_t D, std::span<const
   return h;
 }
 /// The source's and the target's boxes of program p on every world rank.
+/// A box-layout end gives its layout's boxes (empty for a rank that holds nothing).
 inline std::vector<box> source_boxes(const program& p) {
+  if (p.boxed_source()) return p.source_layout.all_boxes();
   return placed_boxes(p.m, p.source, p.source_devices, p.world_size());
 }
 inline std::vector<box> target_boxes(const program& p) {
+  if (p.boxed_target()) return p.target_layout.all_boxes();
   return placed_boxes(p.target_mesh(), p.target, p.two_meshes ? p.target_devices : p.source_devices, p.world_size());
+}
+/// Per world rank: 1 if it holds a tile of program p's source (target).
+inline std::vector<std::uint8_t> source_holders(const program& p) {
+  if (p.boxed_source()) return p.source_layout.holders();
+  return placed_holders(p.m.devices, p.source_devices, p.world_size());
+}
+inline std::vector<std::uint8_t> target_holders(const program& p) {
+  if (p.boxed_target()) return p.target_layout.holders();
+  return placed_holders(p.target_mesh().devices, p.two_meshes ? p.target_devices : p.source_devices, p.world_size());
 }
 
 /// Rank r's box after an exchange step of arrays of rank R.
@@ -399,22 +357,33 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     }
     holders[it->second].push_back(static_cast<rank_t>(r));
   }
-  // Per dimension, the distinct ranges, sorted; they must be pairwise disjoint.
+  // Per dimension, the distinct ranges, sorted: pairwise disjoint (a grid of ranges, every
+  // tiling by a type), or else the distinct boxes must be pairwise disjoint (a box layout:
+  // every receiver then meets the boxes one by one, `grid` false).
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges(static_cast<std::size_t>(R));
+  bool grid = true;
+  std::string partly;
   for (int d = 0; d < R; ++d) {
     auto& v = ranges[static_cast<std::size_t>(d)];
     for (const box& b : distinct) v.emplace_back(b.lo[static_cast<std::size_t>(d)], b.hi[static_cast<std::size_t>(d)]);
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
-    for (std::size_t k = 1; k < v.size(); ++k)
+    for (std::size_t k = 1; k < v.size() && grid; ++k)
       if (v[k].first < v[k - 1].second) {
-        x.error = "the boxes before the exchange overlap partly along dimension " + std::to_string(d) + " ([" +
-                  std::to_string(v[k - 1].first) + ", " + std::to_string(v[k - 1].second) + ") and [" +
-                  std::to_string(v[k].first) + ", " + std::to_string(v[k].second) +
-                  ")): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension";
-        return x;
+        grid = false;
+        partly = "the boxes before the exchange overlap partly along dimension " + std::to_string(d) + " ([" +
+                 std::to_string(v[k - 1].first) + ", " + std::to_string(v[k - 1].second) + ") and [" +
+                 std::to_string(v[k].first) + ", " + std::to_string(v[k].second) +
+                 ")): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension, or their "
+                 "boxes disjoint";
       }
   }
+  for (std::size_t j = 0; j < distinct.size() && !grid; ++j)
+    for (std::size_t k = 0; k < j; ++k)
+      if (!intersect(distinct[j], distinct[k]).empty()) {
+        x.error = partly;
+        return x;
+      }
   // The distinct boxes by their range numbers (a cell of the grid of ranges).
   using cell = std::array<std::uint32_t, max_dims>;
   auto range_of = [&](int d, std::uint64_t lo) {
@@ -441,8 +410,26 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
       return x;
     }
     if (a.empty()) continue;
+    std::uint64_t covered = 0, got = 0, msgs = 0;
+    // The piece of a in distinct box j, from r itself or by the sender rule.
+    auto take = [&](std::size_t j) {
+      const box piece = intersect(a, distinct[j]);
+      if (piece.empty()) return;
+      const auto& h = holders[j];
+      rank_t from = static_cast<rank_t>(r);
+      if (!std::binary_search(h.begin(), h.end(), static_cast<rank_t>(r))) {
+        from = h[(served[j] + j) % h.size()];
+        ++served[j];
+        ++sent[from];
+        sent_elements[from] += piece.size();
+        got += piece.size();
+        ++msgs;
+      }
+      covered += piece.size();
+      x.pieces.push_back({from, static_cast<rank_t>(r), piece});
+    };
     // The ranges meeting a along each dimension: [lo_i[d], hi_i[d]).
-    bool none = false;
+    bool none = !grid;
     for (int d = 0; d < R; ++d) {
       const auto i = static_cast<std::size_t>(d);
       const auto& v = ranges[i];
@@ -452,7 +439,15 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
       hi_i[i] = static_cast<std::uint32_t>(last - v.begin());
       none = none || first == last;
     }
-    std::uint64_t covered = 0, got = 0, msgs = 0;
+    for (std::size_t j = 0; j < distinct.size() && !grid; ++j) {  // disjoint boxes, one by one
+      if ((cells += 1) > max_exchange_cells) {
+        x.error = "the exchange would move more than " + std::to_string(max_exchange_cells) +
+                  " pieces (many small boxes to many ranks)";
+        x.too_large = true;
+        return x;
+      }
+      take(j);
+    }
     cell c = lo_i;
     while (!none) {
       if (++cells > max_exchange_cells) {
@@ -461,24 +456,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
         x.too_large = true;
         return x;
       }
-      if (auto it = at.find(c); it != at.end()) {
-        const std::size_t j = it->second;
-        const box piece = intersect(a, distinct[j]);
-        if (!piece.empty()) {
-          const auto& h = holders[j];
-          rank_t from = static_cast<rank_t>(r);
-          if (!std::binary_search(h.begin(), h.end(), static_cast<rank_t>(r))) {
-            from = h[(served[j] + j) % h.size()];
-            ++served[j];
-            ++sent[from];
-            sent_elements[from] += piece.size();
-            got += piece.size();
-            ++msgs;
-          }
-          covered += piece.size();
-          x.pieces.push_back({from, static_cast<rank_t>(r), piece});
-        }
-      }
+      if (auto it = at.find(c); it != at.end()) take(it->second);
       int d = R - 1;  // next cell, row-major
       for (; d >= 0; --d) {
         const auto i = static_cast<std::size_t>(d);

@@ -190,15 +190,17 @@ inline std::string program_table(const program& p) {
     const step& s = p.steps[i];
     const bool grouped = s.kind != op::dynslice && s.kind != op::allpermute && s.kind != op::exchange;
     const bool has_n = s.kind != op::allpermute && s.kind != op::exchange;
-    std::string type =
-        s.type_after.rank == p.source.rank ? shown(type_text(p.mesh_after(i), s.type_after)) : std::string("?");
+    const bool to_boxes = s.type_after.rank != p.source.rank && i + 1 == p.steps.size() && p.boxed_target();
+    std::string type = s.type_after.rank == p.source.rank ? shown(type_text(p.mesh_after(i), s.type_after))
+                       : to_boxes                          ? std::string("the target box layout")
+                                                           : std::string("?");
     if (s.on_target && p.two_meshes) type += " on the target mesh";
     if (moves_as_exchange(p, i) && s.kind != op::dynslice) type += exchange_note(p, i);  // uneven steps run as exchanges
     rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dims_or_dash(s.concat_dim, s.concat_grid),
                     dims_or_dash(s.split_dim, s.split_grid), has_n ? fmt::to_string(s.parts) : std::string("-"),
                     grouped ? fmt::to_string(s.group_count()) : std::string("-"),
                     fmt::to_string(s.cost * p.element_bytes), fmt::to_string(s.local_after),
-                    (s.type_exact ? "" : "~") + type});
+                    (s.type_exact || to_boxes ? "" : "~") + type});
   }
   std::array<std::size_t, ncol> width{};
   for (const row& r : rows)
@@ -228,9 +230,15 @@ struct fmt::formatter<redist::program> {
       out = fmt::format_to(out, "redist program on {}: {} -> {}, {}-byte elements\n", p.m, redist::typed{p.m, p.source},
                            redist::typed{p.m, p.target}, p.element_bytes);
     } else {  // format 2: the meshes with their ranks (core/placement.hpp)
-      out = fmt::format_to(out, "redist program on a world of {} ranks: {} on {} -> {} on {}, {}-byte elements\n",
-                           p.world_size(), redist::typed{p.m, p.source}, redist::placed_mesh_text(p.source_placement()),
-                           redist::typed{p.target_mesh(), p.target}, redist::placed_mesh_text(p.target_placement()),
+      // A box-layout end (redist/box.hpp): its boxes by world rank.
+      auto end = [&](bool boxed, const redist::box_layout& l, const redist::device_mesh& m, const redist::dist_type& t,
+                     const redist::placed_mesh& pm) {
+        return boxed ? "the box layout " + redist::box_layout_text(l)
+                     : fmt::format("{} on {}", redist::typed{m, t}, redist::placed_mesh_text(pm));
+      };
+      out = fmt::format_to(out, "redist program on a world of {} ranks: {} -> {}, {}-byte elements\n", p.world_size(),
+                           end(p.boxed_source(), p.source_layout, p.m, p.source, p.source_placement()),
+                           end(p.boxed_target(), p.target_layout, p.target_mesh(), p.target, p.target_placement()),
                            p.element_bytes);
     }
     if (p.steps.empty()) out = fmt::format_to(out, "  (no steps: every device already holds its target tile)\n");

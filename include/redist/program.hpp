@@ -34,6 +34,7 @@
 #include <span>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/cost.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/mesh.hpp"
@@ -153,6 +154,12 @@ struct program {
   bool two_meshes = false;              ///< the target lives on target_m / target_devices
   device_mesh target_m{};               ///< the target's mesh (when two_meshes)
   std::vector<rank_t> target_devices;   ///< its world ranks, row-major; empty: 0..D-1
+  /// A box-layout source (target) (redist/box.hpp; format 2) when its `boxes` are not empty:
+  /// every world rank's box or none, in place of a type. `source` (`target`) then is the
+  /// replicated type of the global shape on its mesh, which says only the shape; the ranks
+  /// holding tiles are the layout's. Such a program runs exchanges only
+  /// (runtime/program_check.hpp).
+  box_layout source_layout, target_layout;
   std::vector<step> steps;
   std::uint64_t cost_elements = 0;          ///< sum of step costs, elements per device
   std::uint64_t peak_local_elements = 0;    ///< max localsize over source, intermediates, target
@@ -199,11 +206,23 @@ struct program {
         if (v[i] != i) return false;
       return true;
     };
+    if (boxed_source() || boxed_target()) return true;
     if (world_size() != m.devices || !identity(source_devices)) return true;
     if (!two_meshes) return false;
     return !(target_m == m) || target_m.devices != m.devices || !identity(target_devices);
   }
   [[nodiscard]] constexpr int rank() const { return source.rank; }
+  /// Elements of a rank's source (target) tile: the type's local size, or a box layout's
+  /// padded tile (redist/box.hpp).
+  [[nodiscard]] constexpr std::uint64_t source_local() const {
+    return boxed_source() ? source_layout.padded_size() : local_size(m, source);
+  }
+  [[nodiscard]] constexpr std::uint64_t target_local() const {
+    return boxed_target() ? target_layout.padded_size() : local_size(target_mesh(), target);
+  }
+  /// The source (target) is a box layout.
+  [[nodiscard]] constexpr bool boxed_source() const { return !source_layout.boxes.empty(); }
+  [[nodiscard]] constexpr bool boxed_target() const { return !target_layout.boxes.empty(); }
   [[nodiscard]] constexpr std::size_t count(op o) const {
     std::size_t n = 0;
     for (const auto& s : steps) n += s.kind == o;
@@ -237,7 +256,7 @@ struct program {
   }
   /// Eq. (4): height <= max(localsize(source), localsize(target)).
   [[nodiscard]] constexpr bool memory_efficient() const {
-    std::uint64_t a = local_size(m, source), b = local_size(target_mesh(), target);
+    const std::uint64_t a = source_local(), b = target_local();
     return peak_local_elements <= (a > b ? a : b);
   }
   /// The first uneven dimension of the source, else of the target (DESIGN.md section 2), or -1.

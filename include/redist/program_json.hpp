@@ -19,6 +19,12 @@
 //                  "split_parts")],
 //    "cost_bytes": 123456, "peak_local_elements": 65536, "memory_bound_elements": 65536}
 //
+// Format "redist-program/2" (DESIGN.md section 4) adds "world", "devices", "target_mesh",
+// "target_devices", and a box-layout source or target (redist/box.hpp) as
+// {"boxes": [box or null per world rank]}: such a program is read by
+// boxed_program_from_json (valid layouts naming the field and the ranks, exchange steps only,
+// the last leaving every rank its target box).
+//
 // Every step also carries "type" (the type after it, paper syntax), "type_exact" (false:
 // the type holds only up to a permutation of devices), "local_elements" and "cost_bytes"
 // (per device, after the step); readers may ignore them.
@@ -43,7 +49,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -115,8 +123,27 @@ Json program_to_json(const program& p) {
   for (int d = 0; d < p.source.rank; ++d) shape.push_back(p.source.dims[d].global);
   j["global_shape"] = shape;
   j["element_bytes"] = p.element_bytes;
-  j["source"] = checked_text(type_text(m, p.source), "the source type");
-  j["target"] = checked_text(type_text(p.target_mesh(), p.target), "the target type");
+  // A box layout (format 2): {"boxes": [box or null per world rank]}.
+  auto layout = [](const box_layout& l) {
+    Json boxes = Json::array();
+    for (const std::optional<box>& b : l.boxes) {
+      if (!b) {
+        boxes.push_back(nullptr);
+        continue;
+      }
+      Json jb = Json::array();
+      for (int d = 0; d < b->rank; ++d)
+        jb.push_back(Json::array({b->lo[static_cast<std::size_t>(d)], b->hi[static_cast<std::size_t>(d)]}));
+      boxes.push_back(std::move(jb));
+    }
+    Json o;
+    o["boxes"] = std::move(boxes);
+    return o;
+  };
+  if (p.boxed_source()) j["source"] = layout(p.source_layout);
+  else j["source"] = checked_text(type_text(m, p.source), "the source type");
+  if (p.boxed_target()) j["target"] = layout(p.target_layout);
+  else j["target"] = checked_text(type_text(p.target_mesh(), p.target), "the target type");
   auto bytes = [&](std::uint64_t elements) {
     std::uint64_t b = 0;
     if (!mul_ok(elements, p.element_bytes, b))
@@ -376,6 +403,175 @@ inline std::string program_json_text(const program& p, int indent = 2) {
   return out;
 }
 
+namespace detail {
+
+/// The program's totals: "cost_bytes" and "peak_local_elements" checked against the steps,
+/// "memory_bound_elements" read (default `bound`).
+inline void read_totals(const nlohmann::json& j, program& p, std::uint64_t bound) {
+  if (auto it = j.find("cost_bytes"); it != j.end()) {
+    std::uint64_t b = 0;
+    if (!mul_ok(p.cost_elements, p.element_bytes, b) || json_uint(*it, "cost_bytes") != b)
+      json_fail(errc::rule, "cost_bytes",
+                json_excerpt(*it) + " but the steps cost " + std::to_string(p.cost_elements) + " elements of " +
+                    std::to_string(p.element_bytes) + " bytes");
+  }
+  if (auto it = j.find("peak_local_elements"); it != j.end() && json_uint(*it, "peak_local_elements") != p.peak_local_elements)
+    json_fail(errc::rule, "peak_local_elements", json_excerpt(*it) + " but the steps peak at " + std::to_string(p.peak_local_elements));
+  if (auto it = j.find("memory_bound_elements"); it != j.end())
+    p.memory_bound_elements = json_uint(*it, "memory_bound_elements");
+  else
+    p.memory_bound_elements = bound;
+}
+
+/// One box of R [lo, hi] ranges (`where`: its field), or nothing for null when `null`.
+inline std::optional<box> json_box(const nlohmann::json& v, const std::string& where, int R, bool null) {
+  if (v.is_null() && null) return std::nullopt;
+  const auto& jr = json_array(v, where);
+  if (jr.size() != static_cast<std::size_t>(R))
+    json_fail(errc::bad_size, where,
+              "has " + std::to_string(jr.size()) + " ranges, expected one per dimension (" + std::to_string(R) + ")");
+  box b;
+  b.rank = R;
+  for (int d = 0; d < R; ++d) {
+    const std::string wd = where + "[" + std::to_string(d) + "]";
+    const auto& jd = json_array(jr[static_cast<std::size_t>(d)], wd);
+    if (jd.size() != 2) json_fail(errc::syntax, wd, "expected [lo, hi], found " + json_excerpt(jd));
+    b.lo[static_cast<std::size_t>(d)] = json_uint(jd[0], wd + "[0]");
+    b.hi[static_cast<std::size_t>(d)] = json_uint(jd[1], wd + "[1]");
+  }
+  return b;
+}
+
+/// A per-world-rank list of boxes or null (`where`: its field).
+inline std::vector<std::optional<box>> json_boxes(const nlohmann::json& v, const std::string& where, int R,
+                                                  std::uint64_t W) {
+  const auto& jb = json_array(v, where);
+  if (jb.size() != W)
+    json_fail(errc::bad_size, where,
+              "has " + std::to_string(jb.size()) + " entries, expected one box or null per world rank (" +
+                  std::to_string(W) + ")");
+  std::vector<std::optional<box>> out;
+  for (std::size_t r = 0; r < jb.size(); ++r) out.push_back(json_box(jb[r], where + "[" + std::to_string(r) + "]", R, true));
+  return out;
+}
+
+/// A format-2 program whose source or target is a box layout (program.hpp): the mesh, world
+/// and devices read into p; the ends, exchange steps and totals here. Every box lies inside
+/// the array, the layouts cover it exactly once (redist/box.hpp), the steps are exchanges and
+/// leave every rank with its target box.
+inline program boxed_program_from_json(const nlohmann::json& j, program p) {
+  const std::uint64_t W = p.world_size();
+  p.element_bytes = json_uint_field(j, "element_bytes", "");
+  if (p.element_bytes == 0) json_fail(errc::bad_size, "element_bytes", "must be at least 1");
+  const auto& jg = json_array(json_field(j, "global_shape", ""), "global_shape");
+  if (jg.empty() || jg.size() > static_cast<std::size_t>(max_dims))
+    json_fail(errc::bad_size, "global_shape", "an array has 1 to " + std::to_string(max_dims) + " dimensions");
+  std::vector<std::uint64_t> shape;
+  for (std::size_t d = 0; d < jg.size(); ++d) shape.push_back(json_uint(jg[d], "global_shape[" + std::to_string(d) + "]"));
+  const int R = static_cast<int>(shape.size());
+  const device_mesh& tm = p.target_mesh();
+  for (const auto& [key, mesh, type, layout] :
+       {std::tuple{"source", static_cast<const device_mesh*>(&p.m), &p.source, &p.source_layout}, std::tuple{"target", &tm, &p.target, &p.target_layout}}) {
+    const auto& js = json_field(j, key, "");
+    if (js.is_object()) {
+      layout->shape = shape;
+      layout->boxes = json_boxes(json_field(js, "boxes", key), std::string(key) + ".boxes", R, W);
+      if (std::string e = box_layout_problem(*layout, W); !e.empty()) json_fail(errc::rule, std::string(key) + ".boxes", e);
+      *type = dist_type{};
+      type->rank = R;
+      for (int d = 0; d < R; ++d) type->dims[d].global = shape[static_cast<std::size_t>(d)];
+      continue;
+    }
+    *type = json_type(*mesh, js, key);
+    bool same = type->rank == R;
+    for (int d = 0; same && d < R; ++d) same = type->dims[d].global == shape[static_cast<std::size_t>(d)];
+    if (!same) json_fail(errc::global_mismatch, key, "its global shape is not global_shape " + json_excerpt(jg));
+    if (type->nsum > 0)
+      json_fail(errc::rule, key, "pending sums beside a box layout: an exchange does not add partial sums (reduce them first)");
+  }
+  const std::vector<std::uint8_t> start = source_holders(p);
+  auto padded = [&](const std::vector<std::optional<box>>& bs) {
+    box_layout l{shape, bs};
+    return l.padded_size();
+  };
+  p.peak_local_elements = std::max(p.boxed_source() ? p.source_layout.padded_size() : local_size(p.m, p.source),
+                                   p.boxed_target() ? p.target_layout.padded_size() : local_size(tm, p.target));
+  const std::uint64_t ends = p.peak_local_elements;
+  const auto& jsteps = json_array(json_field(j, "steps", ""), "steps");
+  for (std::size_t i = 0; i < jsteps.size(); ++i) {
+    const std::string where = "steps[" + std::to_string(i) + "]";
+    const auto& js = jsteps[i];
+    if (!js.is_object()) json_fail(errc::syntax, where, "expected an object, found " + json_excerpt(js));
+    const std::string name = json_string(json_field(js, "op", where), where + ".op");
+    if (name != "exchange")
+      json_fail(errc::rule, where + ".op", "'" + name + "': a program with a box-layout source or target runs exchanges only");
+    step s;
+    s.kind = op::exchange;
+    const std::vector<std::optional<box>> bs = json_boxes(json_field(js, "boxes", where), where + ".boxes", R, W);
+    s.holds.assign(W, 0);
+    for (std::uint64_t r = 0; r < W; ++r) {
+      box b;
+      b.rank = R;
+      if (bs[r]) {
+        b = *bs[r];
+        s.holds[r] = 1;
+        for (int d = 0; d < R; ++d)
+          if (b.lo[static_cast<std::size_t>(d)] > b.hi[static_cast<std::size_t>(d)] ||
+              b.hi[static_cast<std::size_t>(d)] > shape[static_cast<std::size_t>(d)])
+            json_fail(errc::bad_size, where + ".boxes[" + std::to_string(r) + "]",
+                      "rank " + std::to_string(r) + "'s box " + box_text(b) + " is not inside the array " +
+                          box_text(whole_box(shape)));
+      }
+      const std::vector<box> one{b};
+      const std::vector<std::uint64_t> flat = flatten_boxes(one);
+      s.boxes.insert(s.boxes.end(), flat.begin(), flat.end());
+    }
+    s.local_after = padded(bs);
+    if (auto it = js.find("type"); it != js.end()) {
+      auto tmn = js.find("type_mesh");
+      const bool on_target =
+          tmn != js.end() && json_string(*tmn, where + ".type_mesh") == "target" && p.two_meshes;
+      s.type_after = json_type(on_target ? tm : p.m, *it, where + ".type");
+      s.on_target = on_target;
+      if (auto ex = js.find("type_exact"); ex != js.end()) {
+        if (!ex->is_boolean()) json_fail(errc::syntax, where + ".type_exact", "expected true or false, found " + json_excerpt(*ex));
+        s.type_exact = ex->get<bool>();
+      }
+    }
+    if (auto it = js.find("local_elements"); it != js.end() && json_uint(*it, where + ".local_elements") != s.local_after)
+      json_fail(errc::rule, where + ".local_elements",
+                json_excerpt(*it) + " but the step leaves " + std::to_string(s.local_after));
+    p.peak_local_elements = std::max(p.peak_local_elements, s.local_after);
+    p.steps.push_back(std::move(s));
+    const exchange_plan x = plan_exchange(p, i);
+    if (!x.error.empty()) json_fail(errc::rule, where, x.error);
+    p.steps.back().cost = x.max_received;
+    p.cost_elements += x.max_received;
+    std::uint64_t b = 0;
+    if (auto it = js.find("cost_bytes");
+        it != js.end() && (!mul_ok(x.max_received, p.element_bytes, b) || json_uint(*it, where + ".cost_bytes") != b))
+      json_fail(errc::rule, where + ".cost_bytes",
+                json_excerpt(*it) + " but the step costs " + std::to_string(x.max_received) + " elements of " +
+                    std::to_string(p.element_bytes) + " bytes");
+  }
+  if (p.steps.empty() && !(p.source_layout == p.target_layout))
+    json_fail(errc::rule, "steps", "none, but a program with a box-layout source or target moves its boxes by an exchange");
+  const box_states t = trace_states(p);
+  const std::vector<box> want = target_boxes(p);
+  const std::vector<std::uint8_t> holders = target_holders(p);
+  const std::vector<std::uint8_t>& last = p.steps.empty() ? start : p.steps.back().holds;
+  for (std::uint64_t r = 0; r < W; ++r)
+    if (last[r] != holders[r] || (holders[r] && !(t.states.back()[r] == want[r])))
+      json_fail(errc::rule, "steps",
+                "leave rank " + std::to_string(r) + " with " +
+                    (last[r] ? box_text(t.states.back()[r]) : std::string("nothing")) + ", its target is " +
+                    (holders[r] ? box_text(want[r]) : std::string("nothing")));
+  read_totals(j, p, ends);
+  return p;
+}
+
+}  // namespace detail
+
 /// Read a program back (see the header comment for what is checked). Step shapes, local
 /// sizes and costs are recomputed; intermediate types are taken from "type" when given.
 inline program program_from_json(const nlohmann::json& j) {
@@ -445,8 +641,7 @@ inline program program_from_json(const nlohmann::json& j) {
     }
     p.world = W;
     for (const char* key : {"source", "target"})
-      if (j.contains(key) && j[key].is_object())
-        json_fail(errc::rule, key, "box layouts ({\"boxes\": ...}) are not read yet: give a type");
+      if (j.contains(key) && j[key].is_object()) return detail::boxed_program_from_json(j, std::move(p));
   }
   const device_mesh& tm = p.target_mesh();
 
@@ -773,19 +968,7 @@ inline program program_from_json(const nlohmann::json& j) {
                     std::to_string(p.element_bytes) + " bytes");
   }
 
-  if (auto it = j.find("cost_bytes"); it != j.end()) {
-    std::uint64_t b = 0;
-    if (!mul_ok(p.cost_elements, p.element_bytes, b) || json_uint(*it, "cost_bytes") != b)
-      json_fail(errc::rule, "cost_bytes",
-                json_excerpt(*it) + " but the steps cost " + std::to_string(p.cost_elements) + " elements of " +
-                    std::to_string(p.element_bytes) + " bytes");
-  }
-  if (auto it = j.find("peak_local_elements"); it != j.end() && json_uint(*it, "peak_local_elements") != p.peak_local_elements)
-    json_fail(errc::rule, "peak_local_elements", json_excerpt(*it) + " but the steps peak at " + std::to_string(p.peak_local_elements));
-  if (auto it = j.find("memory_bound_elements"); it != j.end())
-    p.memory_bound_elements = json_uint(*it, "memory_bound_elements");
-  else
-    p.memory_bound_elements = std::max(local_size(m, p.source), local_size(tm, p.target));
+  detail::read_totals(j, p, std::max(local_size(m, p.source), local_size(tm, p.target)));
   return p;
 }
 

@@ -7,8 +7,10 @@
 // darray::none off the source mesh), and checks every element of its target tile (or that it
 // holds none off the target mesh); blocks in place and packed, on alternate pairs of
 // problems. Besides the chosen program, every third problem runs one of the other candidates
-// in turn and every fifth the relabelled plan. Rank 0 prints the totals; the exit status is
-// non-zero on any failure on any rank.
+// in turn and every fifth the relabelled plan; every fourth also runs a random box layout
+// (redist/box.hpp: guillotine blocks on some ranks) to the target and, without pending sums,
+// from the source. Rank 0 prints the totals; the exit status is non-zero on any failure on
+// any rank.
 #include <mpi.h>
 
 #include <cstdint>
@@ -56,6 +58,35 @@ std::uint64_t run_one(redist::mpi_backend& mpi, const redist::testing::between_p
   return pos < 0 ? 0 : redist::tile_box(p.target_mesh(), p.target, static_cast<std::uint64_t>(pos)).size();
 }
 
+/// Run a program from or to box layout l (the other end the problem's) and check this rank's
+/// target tile; the elements checked.
+template <class T>
+std::uint64_t run_layout(redist::mpi_backend& mpi, const redist::testing::between_problem& pr,
+                         const redist::box_layout& l, bool from_layout, const redist::between_options& opt) {
+  const int me = static_cast<int>(mpi.rank());
+  const std::uint64_t r = mpi.rank();
+  const std::string what = pr.text.text() + (from_layout ? " [from " : " [to ") + redist::box_layout_text(l) + "]";
+  try {
+    const redist::program p =
+        from_layout ? redist::synthesize_between(redist::array_layout{l}, redist::array_layout{pr.b}, pr.world, opt)
+                    : redist::synthesize_between(redist::array_layout{pr.a}, redist::array_layout{l}, pr.world, opt);
+    redist::executor<T, redist::mpi_backend> ex(mpi, p);
+    const redist::darray<T> in = from_layout ? redist::testing::layout_tile<T>(l, r)
+                                             : redist::testing::source_tile<T>(pr.a, pr.world, r);
+    const redist::darray<T> out = ex.run(in);
+    if (!from_layout) {
+      if (std::string e = redist::testing::check_layout_tile(l, r, out); !e.empty()) fail(me, what + ": " + e);
+      return l.boxes[r] ? l.boxes[r]->size() : 0;
+    }
+    const std::int64_t pos = redist::testing::target_positions(p)[r];
+    if (std::string e = redist::testing::check_target_tile(p, r, pos, out); !e.empty()) fail(me, what + ": " + e);
+    return pos < 0 ? 0 : redist::tile_box(p.target_mesh(), p.target, static_cast<std::uint64_t>(pos)).size();
+  } catch (const redist::redist_error& e) {
+    fail(me, what + ": " + e.what());
+    return 0;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +132,17 @@ int main(int argc, char** argv) {
           const redist::between_options rel{opt.synth, true};
           const redist::plan_choice r = redist::plan_between(pr.a, pr.b, W, rel);
           run(r.chosen_program(), "relabelled " + r.candidates[r.chosen].name);
+        }
+        if (problems % 4 == 3) {  // box layouts: the same random layout on every rank
+          std::vector<std::uint64_t> shape;
+          for (int d = 0; d < pr.a.type.rank; ++d) shape.push_back(pr.a.type.dims[d].global);
+          const redist::box_layout l = redist::testing::random_box_layout(rng, shape, W);
+          for (const bool from : {true, false}) {
+            if (!from && pr.a.type.nsum > 0) continue;
+            elements += wide ? run_layout<std::int64_t>(b, pr, l, from, opt) : run_layout<float>(b, pr, l, from, opt);
+            ++runs;
+            ++ran[from ? "from a box layout" : "to a box layout"];
+          }
         }
         ++problems;
       }

@@ -209,7 +209,8 @@ TEST_CASE("corrupted exchanges are rejected by verify.hpp and by program_check",
     CHECK(verify_error(q) == "accepted");
     CHECK(check_error(q) ==
           "invalid program: step 1 (exchange): the boxes before the exchange overlap partly along dimension 0 ([0, 2) "
-          "and [1, 3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension");
+          "and [1, 3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension, or their "
+          "boxes disjoint");
   }
   SECTION("an exchange in a program with partial sums") {
     const device_mesh m = parse_mesh("{a: 2, b: 2}");

@@ -551,7 +551,8 @@ TEST_CASE("malformed exchanges are rejected with one line naming the field", "[e
           j.erase("cost_bytes");
           j["steps"][1].erase("cost_bytes");
         }) == "program JSON: steps[1]: the boxes before the exchange overlap partly along dimension 0 ([0, 2) and [1, "
-              "3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension");
+              "3)): an exchange needs every two ranks' ranges to be equal or disjoint in each dimension, or their boxes "
+              "disjoint");
   // Partial sums: an exchange does not add them.
   const device_mesh ab = parse_mesh("{a: 2, b: 2}");
   json sums = to_json(exchange_program(ab, parse_type(ab, "[{a}4]"), parse_type(ab, "[{b}4]")));
@@ -677,8 +678,14 @@ TEST_CASE("malformed programs on device sets are rejected with one line naming t
   CHECK(with([](json& j) { j["steps"][0]["groups"][0][0] = 9; }) ==
         "program JSON: steps[0].groups[0][0]: rank 9 out of range (the world has 8 ranks)");
   CHECK(with([](json& j) { j["format"] = "redist-program/1"; }).starts_with("program JSON: steps[0].groups[0][0]: rank "));
+  // Box layouts (redist/box.hpp): read, and refused naming the field (tests/lower/test_box_layout.cpp has more).
   CHECK(with([](json& j) { j["source"] = json::parse(R"({"boxes": []})"); }) ==
-        "program JSON: source: box layouts ({\"boxes\": ...}) are not read yet: give a type");
+        "program JSON: source.boxes: has 0 entries, expected one box or null per world rank (8)");
+  CHECK(with([](json& j) { j["source"] = json::parse(R"({"box": []})"); }) ==
+        "program JSON: source: missing field 'boxes'");
+  CHECK(with([](json& j) {
+          j["source"] = json::parse(R"({"boxes": [null, null, null, null, [[0, 8], [0, 8]], null, null, null]})");
+        }) == "program JSON: steps[0].op: 'allgather': a program with a box-layout source or target runs exchanges only");
 }
 
 TEST_CASE("program_check follows programs on device sets: ranks outside the mesh hold nothing", "[placed]") {

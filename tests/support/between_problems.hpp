@@ -16,11 +16,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
 #include "redist/lower/between.hpp"
@@ -386,6 +388,62 @@ std::string check_target_tile(const program& p, std::uint64_t r, std::int64_t po
   if (bad)
     return who + std::to_string(bad) + " wrong elements of " + std::to_string(n) + ", first at global index " +
            std::to_string(first_bad);
+  return {};
+}
+
+/// A random box layout (redist/box.hpp) of an array of `shape`: a guillotine partition into
+/// 1..W blocks (a random block cut along a random dimension, again and again), on a random
+/// subset of the W ranks; the others hold nothing.
+inline box_layout random_box_layout(std::mt19937& rng, const std::vector<std::uint64_t>& shape, std::uint64_t W) {
+  std::vector<box> pieces{whole_box(shape)};
+  const std::uint64_t want = 1 + rng() % W;
+  for (int tries = 0; pieces.size() < want && tries < 100; ++tries) {
+    box& b = pieces[rng() % pieces.size()];
+    const int d = static_cast<int>(rng() % shape.size());
+    if (b.extent(d) < 2) continue;
+    const auto i = static_cast<std::size_t>(d);
+    const std::uint64_t cut = b.lo[i] + 1 + rng() % (b.extent(d) - 1);
+    box c = b;
+    b.hi[i] = cut;
+    c.lo[i] = cut;
+    pieces.push_back(c);
+  }
+  std::vector<std::uint64_t> ranks(W);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  std::shuffle(ranks.begin(), ranks.end(), rng);
+  box_layout l;
+  l.shape = shape;
+  l.boxes.assign(W, std::nullopt);
+  for (std::size_t k = 0; k < pieces.size(); ++k) l.boxes[ranks[k]] = pieces[k];
+  return l;
+}
+
+/// Rank r's tile of box layout l (darray::of_layout), the expected value at every element.
+template <class T>
+darray<T> layout_tile(const box_layout& l, std::uint64_t r) {
+  darray<T> x = darray<T>::of_layout(l, static_cast<rank_t>(r));
+  for_each_global(x, [&](std::uint64_t g, T& v) { v = expected_value<T>(g); });
+  return x;
+}
+
+/// Check rank r's output tile `t` of box layout l: no tile for a rank without a box, else
+/// exactly its box with the expected values. "" if right, else what is wrong.
+template <class T>
+std::string check_layout_tile(const box_layout& l, std::uint64_t r, const darray<T>& t) {
+  const std::string who = "rank " + std::to_string(r) + ": ";
+  const std::optional<box>& want = l.boxes[r];
+  if (!want) {
+    if (t.holds() || t.size() != 0) return who + "holds a tile but has no box";
+    return {};
+  }
+  if (!t.of_box_layout() || !(t.held_box() == *want)) return who + "holds another box";
+  std::uint64_t n = 0, bad = 0;
+  for_each_global(t, [&](std::uint64_t g, const T& v) {
+    ++n;
+    bad += !(v == expected_value<T>(g));
+  });
+  if (n != want->size()) return who + "visited " + std::to_string(n) + " elements, its box has " + std::to_string(want->size());
+  if (bad) return who + std::to_string(bad) + " wrong elements of " + std::to_string(n);
   return {};
 }
 

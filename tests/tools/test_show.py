@@ -31,6 +31,21 @@ GRID = [
     "128 └───┴───┘",
 ]
 
+# DTensor [Shard(0), Shard(0)] of 10 x 5 on 2 x 2: nested chunks of 3, 2, 3, 2 rows, a box layout.
+BOX_LAYOUT = [
+    "box layout on a world of 4 ranks | global [10, 5] | padded tile [3, 5] | local size 15 elements",
+    "   0   5",
+    " 0 ┌───┐",
+    "   │ 0 │",
+    " 3 ├───┤",
+    "   │ 1 │",
+    " 5 ├───┤",
+    "   │ 2 │",
+    " 8 ├───┤",
+    "   │ 3 │",
+    "10 └───┘",
+]
+
 # (arguments, expected stderr line): bad input, exit 1, nothing on stdout.
 BAD_INPUT = [
     (["show"] + MESH + ["--type", "[64{z}128]"],
@@ -71,9 +86,22 @@ BAD_INPUT = [
      "before it"),
     (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--svg", "/nonexistent-dir/p.svg"],
      "redist: error: --svg: cannot write the file '/nonexistent-dir/p.svg'"),
-    (["run", "--backend", "host"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[6]", "--to", "[6]"],
-     "redist: error: --from-dtensor: dimension 0 of size 6: DTensor's nested chunks have lengths 2 1 2 1, redist's "
-     "tiles (ceil(6 / 4)) 2 2 2 0; the placements and the type put data in different places"),
+    # Box layouts (redist/box.hpp): --boxes refused in one line naming the ranks and the element or box.
+    (["show", "--boxes", "[[[0, 3], [0, 4]], [[2, 8], [0, 4]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: box layout: ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 4) and [2, 8) x [0, 4) "
+     "overlap)"),
+    (["show", "--boxes", "[[[0, 3], [0, 4]], null, [[3, 8], [0, 3]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: box layout: no rank holds the element (3, 3) (the boxes leave it uncovered)"),
+    (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 9], [0, 4]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: box layout: rank 1's box [3, 9) x [0, 4) is not inside the array [0, 8) x [0, 4)"),
+    (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 8]]]", "--shape", "[8, 4]"],
+     "redist: error: --boxes: [1]: has 1 ranges, expected one per dimension (2)"),
+    # Nested uneven chunks read as a box layout (redist/box.hpp), which holds every element once.
+    (["run", "--backend", "host", "--mesh", "{x: 2, y: 2, z: 2}", "--from-dtensor", "[Shard(0), Shard(0), Replicate()]",
+      "--shape", "[6]", "--to", "[6]"],
+     "redist: error: --from-dtensor: Replicate() on mesh dimension 2 of 2 devices: a box layout holds every element "
+     "once (no replicas)"),
+
     (["convert"] + MESH + ["--type", "[{x}8] sum{y}", "--to", "jax"],
      "redist: error: --to: the type has no JAX PartitionSpec: a type with pending sums has no PartitionSpec"),
     (["convert", "--mesh", "{x: 4}", "--type", "[4{x:(1)2}8]", "--to", "dtensor"],
@@ -251,6 +279,36 @@ def main():
            "convert, no placements: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--dtensor", "[Partial(), Shard(0)]", "--shape", "[8]", "--to", "redist"])
     expect(r.stdout == "[4{y}8] sum{x}\n", "convert dtensor partial: %r" % r.stdout)
+
+    # DTensor's nested uneven chunks (no type says them) drawn, planned and run as their box layout.
+    r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]"])
+    expect(r.returncode == 0 and r.stdout.splitlines() == BOX_LAYOUT, "show box layout:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["show", "--boxes", "[[[0, 3], [0, 5]], [[3, 5], [0, 5]], [[5, 8], [0, 5]], null, [[8, 10], [0, 5]]]",
+                     "--shape", "[10, 5]"])
+    want = [BOX_LAYOUT[0].replace("4 ranks", "5 ranks"), "ranks holding no elements: 3"] + BOX_LAYOUT[1:-2] + [
+        "   │ 4 │", BOX_LAYOUT[-1]]
+    expect(r.returncode == 0 and r.stdout.splitlines() == want, "show --boxes:\n%s%s" % (r.stdout, r.stderr))
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = os.path.join(tmp, "b.svg")
+        r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]", "--svg", svg])
+        expect(r.returncode == 0 and len(svg_tiles(svg)[1]) == 4, "show box layout --svg: %r" % r.stderr)
+        psvg = os.path.join(tmp, "p.svg")
+        r = run(redist, ["plan"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]",
+                                          "--to-dtensor", "[Shard(1), Shard(1)]", "--svg", psvg])
+        root, tiles = svg_tiles(psvg) if r.returncode == 0 else (None, [])
+        expect(r.returncode == 0 and len(tiles) == 8 and
+               root.find(SVG + "title").text == "redist program on a world of 4 ranks: a box layout -> a box layout, "
+               "4-byte elements", "plan box layouts --svg: %r %d tiles" % (r.stderr, len(tiles)))
+        expect(r.returncode == 0 and "the target box layout" in r.stdout, "plan box layouts table: %r" % r.stdout)
+        r = run(redist, ["plan"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]",
+                                          "--to-dtensor", "[Shard(1), Replicate()]", "--json"])
+        expect(r.returncode == 0 and json.loads(r.stdout)["source"] == {"boxes": [
+            [[0, 3], [0, 5]], [[3, 5], [0, 5]], [[5, 8], [0, 5]], [[8, 10], [0, 5]]]} and
+            json.loads(r.stdout)["steps"][0]["op"] == "exchange", "plan box layout --json: %r %r" % (r.stdout, r.stderr))
+    r = run(redist, ["run", "--backend", "host"] + MESH + ["--from-dtensor", "[Shard(0), Shard(0)]", "--shape", "[6]",
+                                                          "--to-dtensor", "[Shard(0), Replicate()]", "--verify"])
+    expect(r.returncode == 0 and "verify: OK, 12 elements checked on 4 ranks" in r.stdout,
+           "run box layout --verify:\n%s%s" % (r.stdout, r.stderr))
 
     for args, line in BAD_INPUT:
         r = run(redist, args)

@@ -13,8 +13,9 @@
 // torch.chunk, ceil-sized chunks with the last ones short or empty, which is redist's
 // uneven tiling (DESIGN.md section 2). Several mesh dimensions sharding one tensor
 // dimension chunk each chunk again (nested chunks); that equals redist's ceil tiles only
-// for some sizes, and placements whose nested chunks differ are refused with both tilings
-// shown (never silently mapped to other places). Types whose axis order within a
+// for some sizes: from_dtensor refuses placements whose nested chunks differ, with both
+// tilings shown (never silently mapped to other places), and dtensor_layout reads them as
+// the box layout they are (redist/box.hpp; dtensor_type_says tells which applies). Types whose axis order within a
 // dimension differs from mesh order, or that use sub-axes, have no placements.
 #pragma once
 
@@ -25,11 +26,13 @@
 #include <string_view>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/jax.hpp"
 #include "redist/core/lex.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/placement.hpp"
 
 namespace redist {
 
@@ -96,10 +99,18 @@ inline void check_nested_chunks(const device_mesh& m, std::uint64_t n, const std
 }
 }  // namespace detail
 
-/// Parse placements (`[Shard(0), Replicate()]`, `(Shard(dim=1), Partial())`), one per
-/// mesh axis in declared order, for an array of the given global shape. Throws
-/// redist_error naming the column.
-inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view placements) {
+namespace detail {
+/// Placements read: per tensor dimension the mesh axes sharding it (declared ids, major
+/// first, the placement order), the mesh axes of pending values and their reduction.
+struct dtensor_placements {
+  std::vector<std::vector<int>> axes;
+  std::vector<int> sums;
+  reduction reduce = reduction::sum;
+};
+
+/// Parse placements (from_dtensor's grammar); throws redist_error naming the column.
+inline dtensor_placements parse_placements(const device_mesh& m, std::span<const std::uint64_t> global,
+                                           std::string_view placements) {
   if (error e = detail::check_text_length(placements); !e.ok()) throw redist_error(e);
   detail::scanner sc{placements};
   auto fail = [&]() { throw redist_error(sc.err, placements); };
@@ -207,6 +218,27 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
   if (mesh_dim != m.naxes)
     throw redist_error(errc::syntax, "there are " + std::to_string(mesh_dim) + " placements but the mesh has " +
                                          std::to_string(m.naxes) + " axes; DTensor needs one per mesh dimension");
+  return {std::move(axes), std::move(sums), reduce};
+}
+
+/// True iff some dimension's nested chunks are not redist's ceil tiles (no type says them).
+inline bool nested_uneven(const device_mesh& m, std::span<const std::uint64_t> global, const dtensor_placements& pl) {
+  for (std::size_t d = 0; d < pl.axes.size() && d < global.size(); ++d) {
+    if (pl.axes[d].size() < 2) continue;
+    std::vector<std::uint64_t> sizes;
+    for (int a : pl.axes[d]) sizes.push_back(m.sizes[a]);
+    if (!nested_chunk_problem(global[d], sizes, static_cast<int>(d)).empty()) return true;
+  }
+  return false;
+}
+}  // namespace detail
+
+/// Parse placements (`[Shard(0), Replicate()]`, `(Shard(dim=1), Partial())`), one per
+/// mesh axis in declared order, for an array of the given global shape. Throws
+/// redist_error naming the column, and for nested chunks no type says (read those with
+/// dtensor_layout).
+inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view placements) {
+  auto [axes, sums, reduce] = detail::parse_placements(m, global, placements);
   for (std::size_t d = 0; d < axes.size() && d < global.size(); ++d)
     detail::check_nested_chunks(m, global[d], axes[d], static_cast<int>(d));
   for (auto& a : axes) std::reverse(a.begin(), a.end());  // minor-to-major
@@ -243,6 +275,61 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
                                                                        : "Partial('" + std::string(reduction_name(t.reduce)) + "')";
   }
   return detail::listed("[", place, "]");
+}
+
+/// True iff a type says the placements' layout (from_dtensor reads them); false where some
+/// dimension's nested chunks are not redist's ceil tiles (dtensor_layout reads them).
+/// Throws redist_error for malformed placements.
+inline bool dtensor_type_says(const device_mesh& m, std::span<const std::uint64_t> global, std::string_view placements) {
+  return !detail::nested_uneven(m, global, detail::parse_placements(m, global, placements));
+}
+
+/// The placements' layout as boxes (redist/box.hpp): mesh position p's box, DTensor's
+/// nested torch.chunk of every sharded dimension (mesh dimensions in placement order, each
+/// chunk split again into ceil-sized chunks, the last ones short or empty), on world rank
+/// pm.at(p) in a world of W ranks (0: pm.min_world()); the other ranks hold nothing. Throws
+/// redist_error for malformed placements, Partial() (a box layout holds values, not partial
+/// ones) and Replicate() over a mesh dimension of more than one device (a box layout holds
+/// every element once).
+inline box_layout dtensor_layout(const placed_mesh& pm, std::span<const std::uint64_t> global,
+                                 std::string_view placements, std::uint64_t W = 0) {
+  const device_mesh& m = pm.mesh;
+  const detail::dtensor_placements pl = detail::parse_placements(m, global, placements);
+  if (!pl.sums.empty())
+    throw redist_error(errc::rule, "Partial() on mesh dimension " + std::to_string(pl.sums.front()) +
+                                       ": a box layout holds values, not partial ones");
+  std::vector<bool> shards(static_cast<std::size_t>(m.naxes), false);
+  for (const auto& a : pl.axes)
+    for (int x : a) shards[static_cast<std::size_t>(x)] = true;
+  for (int a = 0; a < m.naxes; ++a)
+    if (!shards[static_cast<std::size_t>(a)] && m.sizes[a] > 1)
+      throw redist_error(errc::rule, "Replicate() on mesh dimension " + std::to_string(a) + " of " +
+                                         std::to_string(m.sizes[a]) +
+                                         " devices: a box layout holds every element once (no replicas)");
+  if (W == 0) W = pm.min_world();
+  if (error e = check_placement(pm, W)) throw redist_error(e);
+  box_layout l;
+  l.shape.assign(global.begin(), global.end());
+  l.boxes.assign(W, std::nullopt);
+  for (std::uint64_t p = 0; p < m.devices; ++p) {
+    std::vector<std::uint64_t> coord(static_cast<std::size_t>(m.naxes));  // of row-major position p
+    for (std::uint64_t a = coord.size(), rest = p; a-- > 0; rest /= m.sizes[a]) coord[a] = rest % m.sizes[a];
+    box b;
+    b.rank = static_cast<int>(global.size());
+    for (std::size_t d = 0; d < global.size(); ++d) {
+      std::uint64_t lo = 0, hi = global[d];
+      for (int a : pl.axes[d]) {  // torch.chunk of the chunk: ceil-sized pieces
+        const std::uint64_t len = hi - lo, s = m.sizes[a], c = len / s + (len % s != 0);
+        const std::uint64_t i = coord[static_cast<std::size_t>(a)];
+        hi = lo + clip_mul(i + 1, c, len);
+        lo = lo + clip_mul(i, c, len);
+      }
+      b.lo[d] = lo;
+      b.hi[d] = hi;
+    }
+    l.boxes[pm.at(p)] = b;
+  }
+  return l;
 }
 
 }  // namespace redist

@@ -19,6 +19,10 @@
 //               (each byte crosses to the target ranks once), then the target mesh's own
 //               plan back to the target (all-gathers inside the target ranks), Alpa's
 //               cross-mesh broadcast.
+// A box layout (redist/box.hpp; DESIGN.md section 2) at either end, or both, is planned by the
+// exchange alone (plan_between on array_layout): one exchange from the source's boxes to the
+// target's, moving exactly what every rank does not hold. A typed end with pending sums is
+// refused there (an exchange does not add them: reduce them first).
 // With `relabel`, the target mesh's positions may be put on its ranks in another order
 // (COSTA's relabelling): the order that keeps the most data where it is (an assignment of
 // positions to ranks maximizing the elements each rank already holds), taken when its
@@ -32,6 +36,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "redist/core/dtype.hpp"
@@ -234,6 +239,112 @@ inline program placed_plan(const placed_mesh& pm, const dist_type& a, const dist
 }
 
 }  // namespace detail
+
+/// Where an array lives: a type on a placed mesh, or a box layout (redist/box.hpp).
+using array_layout = std::variant<placed_layout, box_layout>;
+
+namespace detail {
+
+/// The type that says only the global shape (every dimension whole), carried by a program
+/// whose source or target is a box layout (program.hpp).
+inline dist_type shape_type(std::span<const std::uint64_t> shape) {
+  dist_type t;
+  t.rank = static_cast<int>(shape.size());
+  for (int d = 0; d < t.rank; ++d) t.dims[d].global = shape[static_cast<std::size_t>(d)];
+  return t;
+}
+inline std::vector<std::uint64_t> shape_of_type(const dist_type& t) {
+  std::vector<std::uint64_t> v;
+  for (int d = 0; d < t.rank; ++d) v.push_back(t.dims[d].global);
+  return v;
+}
+
+}  // namespace detail
+
+/// The exchange from layout a to layout b in a world of W ranks, either a box layout
+/// (format 2, program.hpp): one exchange step, also where every rank already holds its box
+/// (a box-layout end runs exchanges only). Throws redist_error for an invalid layout, other
+/// global shapes, a placement outside the world, pending sums, and exchanges beyond
+/// max_exchange_cells.
+inline program exchange_between(const array_layout& a, const array_layout& b, std::uint64_t W,
+                                std::uint64_t element_bytes) {
+  const auto* ta = std::get_if<placed_layout>(&a);
+  const auto* tb = std::get_if<placed_layout>(&b);
+  if (ta && tb) return exchange_between(*ta, *tb, W, element_bytes);
+  if (element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
+  const std::vector<std::uint64_t> shape =
+      ta ? detail::shape_of_type(ta->type) : std::get<box_layout>(a).shape;
+  for (const auto& [l, key] : {std::pair{&a, "source"}, std::pair{&b, "target"}}) {
+    if (const auto* t = std::get_if<placed_layout>(l)) {
+      if (error e = check(t->pm.mesh, t->type)) throw redist_error(e);
+      if (error e = check_placement(t->pm, W))
+        throw redist_error(e.code, std::string("the ") + key + " mesh " + placed_mesh_text(t->pm) + ": " + e.message.str());
+      if (t->type.nsum > 0)
+        throw redist_error(errc::rule, std::string("a box layout is planned by one exchange, which does not add partial "
+                                                   "sums, and the ") + key + " type " +
+                                           std::string(type_text(t->pm.mesh, t->type).view()) +
+                                           " has pending sums (reduce them first)");
+      if (detail::shape_of_type(t->type) != shape)
+        throw redist_error(errc::global_mismatch, std::string("the ") + key + " type " +
+                                                      std::string(type_text(t->pm.mesh, t->type).view()) +
+                                                      " has another global shape than the source");
+    } else {
+      const box_layout& bl = std::get<box_layout>(*l);
+      if (std::string e = box_layout_problem(bl, W); !e.empty())
+        throw redist_error(errc::rule, std::string("the ") + key + " box layout: " + e);
+      if (bl.shape != shape)
+        throw redist_error(errc::global_mismatch,
+                           std::string("the ") + key + " box layout has another global shape than the source");
+    }
+  }
+  program p;
+  p.element_bytes = element_bytes;
+  p.world = W;
+  // The meshes: a typed end's own; a box-layout end's carrier the other end's mesh, or one
+  // device on rank 0 where both are box layouts.
+  placed_mesh carrier;
+  if (error e = mesh_add_axis(carrier.mesh, "w", 1)) throw redist_error(e);
+  const placed_mesh& ma = ta ? ta->pm : tb ? tb->pm : carrier;
+  p.m = ma.mesh;
+  p.source_devices = ma.devices;
+  p.source = ta ? ta->type : detail::shape_type(shape);
+  if (!ta) p.source_layout = std::get<box_layout>(a);
+  if (tb) {
+    p.target = tb->type;
+    p.two_meshes = !(ma == tb->pm);
+    if (p.two_meshes) {
+      p.target_m = tb->pm.mesh;
+      p.target_devices = tb->pm.devices;
+    }
+  } else {
+    p.target = detail::shape_type(shape);
+    p.target_layout = std::get<box_layout>(b);
+  }
+  const std::uint64_t in = ta ? local_size(ta->pm.mesh, ta->type) : p.source_layout.padded_size();
+  const std::uint64_t out = tb ? local_size(tb->pm.mesh, tb->type) : p.target_layout.padded_size();
+  p.peak_local_elements = std::max(in, out);
+  p.memory_bound_elements = p.peak_local_elements;
+  const std::vector<box> before = source_boxes(p), after = target_boxes(p);
+  const exchange_plan x = plan_exchange(before, after);
+  if (!x.error.empty()) throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
+  step s;
+  s.kind = op::exchange;
+  s.boxes = flatten_boxes(after);
+  s.holds = target_holders(p);  // the others' boxes are empty: [0, 0)
+  if (tb) {
+    s.after = shape_of(tb->pm.mesh, tb->type);
+    s.type_after = tb->type;
+    s.type_exact = true;
+    s.on_target = p.two_meshes;
+  }
+  s.local_after = out;
+  s.cost = x.max_received;
+  p.cost_elements = s.cost;
+  p.steps.push_back(std::move(s));
+  for (std::vector<rank_t>* d : {&p.source_devices, &p.target_devices})  // 0..D-1: no list
+    if (placed_mesh{{}, *d}.identity()) d->clear();
+  return p;
+}
 
 /// The candidates for redistributing layout a to layout b in a world of W ranks (the header
 /// comment), each with its predicted time; the chosen one has the least (ties: the first).
@@ -483,8 +594,35 @@ inline plan_choice plan_between(const placed_layout& a, const placed_layout& b, 
   return c;
 }
 
+/// The plan from layout a to layout b, either a box layout, in a world of W ranks (0: the
+/// smallest world that holds both: a box layout's world is its number of entries). Two
+/// typed ends: plan_between above. Otherwise the exchange (the header comment), the one
+/// candidate.
+inline plan_choice plan_between(const array_layout& a, const array_layout& b, std::uint64_t W = 0,
+                                const between_options& o = {}) {
+  const auto* ta = std::get_if<placed_layout>(&a);
+  const auto* tb = std::get_if<placed_layout>(&b);
+  if (ta && tb) return plan_between(*ta, *tb, W, o);
+  if (W == 0)
+    for (const array_layout* l : {&a, &b})
+      W = std::max(W, std::holds_alternative<placed_layout>(*l) ? std::get<placed_layout>(*l).pm.min_world()
+                                                                 : std::get<box_layout>(*l).world());
+  const time_profile& P = o.synth.time_model ? *o.synth.time_model : builtin_profile;
+  plan_choice c;
+  c.candidates.push_back({"exchange", exchange_between(a, b, W, o.synth.element_bytes), 0});
+  c.candidates[0].seconds = predicted_seconds(c.candidates[0].prog, P);
+  c.reason = "exchange: predicted " + detail::seconds_text(c.candidates[0].seconds) + " (a box layout is planned by "
+             "the exchange alone; profile " + std::string(P.name_view()) + ")";
+  return c;
+}
+
 /// The program of plan_between.
 inline program synthesize_between(const placed_layout& a, const placed_layout& b, std::uint64_t W = 0,
+                                  const between_options& o = {}) {
+  plan_choice c = plan_between(a, b, W, o);
+  return std::move(c.candidates[c.chosen].prog);
+}
+inline program synthesize_between(const array_layout& a, const array_layout& b, std::uint64_t W = 0,
                                   const between_options& o = {}) {
   plan_choice c = plan_between(a, b, W, o);
   return std::move(c.candidates[c.chosen].prog);

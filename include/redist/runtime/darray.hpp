@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/config.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
@@ -192,6 +193,38 @@ class darray<T, void> {
   /// Device (mesh position) of a rank outside the mesh.
   static constexpr rank_t no_device = UINT32_MAX;
 
+  /// World rank r's tile of box layout l (redist/box.hpp): an owned, value-initialized padded
+  /// tile holding r's box at its start, or, for a rank with no box, no tile (holds() false).
+  /// Its type is the replicated type of the global shape; device() is the world rank.
+  static darray of_layout(const box_layout& l, rank_t r) {
+    darray a = boxed(l, r);
+    a.tile_ = local_tile<T>(a.tile_.shape());
+    return a;
+  }
+  /// The same tile borrowing `memory` (exactly the padded tile's elements; none for a rank
+  /// with no box), which the caller keeps alive.
+  static darray of_layout(const box_layout& l, rank_t r, std::span<T> memory) {
+    darray a = boxed(l, r);
+    if (memory.size() != a.tile_.shape().size())
+      throw redist_error(errc::runtime, "rank " + std::to_string(r) + "'s tile of the box layout has " +
+                                            std::to_string(a.tile_.shape().size()) + " elements, the memory " +
+                                            std::to_string(memory.size()));
+    a.tile_ = local_tile<T>(a.tile_.shape(), memory);
+    return a;
+  }
+  /// A tile of a box layout (of_layout).
+  [[nodiscard]] bool of_box_layout() const { return boxed_; }
+  /// The box of global indices the tile holds (of a box layout, or of its type).
+  [[nodiscard]] box held_box() const {
+    box b;
+    b.rank = rank();
+    for (int d = 0; d < b.rank; ++d) {
+      b.lo[static_cast<std::size_t>(d)] = holds() ? offset(d) : 0;
+      b.hi[static_cast<std::size_t>(d)] = b.lo[static_cast<std::size_t>(d)] + (holds() ? held_extent(d) : 0);
+    }
+    return b;
+  }
+
   [[nodiscard]] const redist::device_mesh& mesh() const { return m_; }
   [[nodiscard]] const dist_type& type() const { return t_; }
   /// The mesh position (a rank under the default device map) whose tile this is.
@@ -206,10 +239,13 @@ class darray<T, void> {
   [[nodiscard]] std::uint64_t local_extent(int d) const { return tile_.extent(d); }
   [[nodiscard]] std::uint64_t global_extent(int d) const { return t_.dims[d].global; }
   /// Global index of this tile's first element along d (base offset, Fig. 7a).
-  [[nodiscard]] std::uint64_t offset(int d) const { return base_offset(m_, t_.dims[d], device_); }
+  [[nodiscard]] std::uint64_t offset(int d) const {
+    return boxed_ ? box_.lo[static_cast<std::size_t>(d)] : base_offset(m_, t_.dims[d], device_);
+  }
   /// Indices of dimension d the tile holds: local_extent(d), or fewer on a short or empty
   /// tile of an uneven dimension (DESIGN.md section 2); the rest of the tile is padding.
   [[nodiscard]] std::uint64_t held_extent(int d) const {
+    if (boxed_) return box_.extent(d);
     return range_hi(m_, t_.dims[d], device_) - range_lo(m_, t_.dims[d], device_);
   }
 
@@ -233,10 +269,32 @@ class darray<T, void> {
     return tile_extents(m, t);
   }
 
+  /// The tile of box layout l on rank r, without storage (of_layout).
+  static darray boxed(const box_layout& l, rank_t r) {
+    if (std::string e = box_layout_problem(l); !e.empty()) throw redist_error(errc::rule, "box layout: " + e);
+    if (r >= l.world())
+      throw redist_error(errc::runtime, "rank " + std::to_string(r) + " is not in the box layout's world of " +
+                                            std::to_string(l.world()) + " ranks");
+    dist_type t;
+    t.rank = l.rank();
+    for (int d = 0; d < t.rank; ++d) t.dims[d].global = l.shape[static_cast<std::size_t>(d)];
+    extents x;  // zero along every dimension for a rank with no box
+    x.rank = t.rank;
+    const auto pad = l.padded();
+    if (l.boxes[r])
+      for (int d = 0; d < t.rank; ++d) x[d] = pad[static_cast<std::size_t>(d)];
+    darray a(redist::device_mesh{}, t, l.boxes[r] ? r : no_device, x);
+    a.boxed_ = true;
+    if (l.boxes[r]) a.box_ = *l.boxes[r];
+    return a;
+  }
+
   redist::device_mesh m_{};
   dist_type t_{};
   rank_t device_ = 0;
   local_tile<T> tile_{};
+  bool boxed_ = false;  ///< a tile of a box layout, holding box_
+  box box_{};
 };
 
 namespace detail {

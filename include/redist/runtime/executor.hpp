@@ -89,6 +89,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -172,6 +173,14 @@ inline std::uint64_t program_hash(const program& p, std::uint64_t tag = 0) {
     for (std::uint64_t v : s.boxes) f.u64(v);
     if (s.kind == op::allreduce || s.kind == op::reducescatter) f.u64(static_cast<std::uint64_t>(s.reduce));
   }
+  for (const box_layout* l : {&p.source_layout, &p.target_layout})  // box-layout ends (nothing otherwise)
+    for (const std::optional<box>& b : l->boxes) {
+      f.u64(b ? 1 : 0);
+      for (int d = 0; b && d < b->rank; ++d) {
+        f.u64(b->lo[static_cast<std::size_t>(d)]);
+        f.u64(b->hi[static_cast<std::size_t>(d)]);
+      }
+    }
   f.u64(tag);
   return f.h;
 }
@@ -204,11 +213,13 @@ enum class block_path : std::uint8_t {
 /// (programs on device sets, DESIGN.md section 2; in format 1 the tile of device r).
 template <class T>
 darray<T> source_tile(const program& p, rank_t r) {
+  if (p.boxed_source()) return darray<T>::of_layout(p.source_layout, r);
   const std::int64_t pos = p.source_position(r);
   return pos < 0 ? darray<T>::none(p.m, p.source) : darray<T>(p.m, p.source, static_cast<rank_t>(pos));
 }
 template <class T>
 darray<T> target_tile(const program& p, rank_t r) {
+  if (p.boxed_target()) return darray<T>::of_layout(p.target_layout, r);
   const std::int64_t pos = p.target_position(r);
   const device_mesh& tm = p.target_mesh();
   return pos < 0 ? darray<T>::none(tm, p.target) : darray<T>(tm, p.target, static_cast<rank_t>(pos));
@@ -530,10 +541,33 @@ class executor {
       if (std::string e = mem().check_pointer(static_cast<const T*>(a.data())); !e.empty()) return who + " " + e;
       return {};
     };
+    // Rank r's tile of box layout l (darray::of_layout): its box in the padded tile, or none.
+    auto boxed = [&](const darray<T>& a, rank_t r, const box_layout& l, const char* what) -> std::string {
+      const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
+      const std::optional<box>& want = l.boxes[r];
+      if (!a.of_box_layout()) return who + " must be a tile of the box layout (darray::of_layout)";
+      if (!want) {
+        if (a.holds() || a.size() != 0) return who + " must be empty: rank " + std::to_string(r) + " has no box";
+        return {};
+      }
+      if (!a.holds() || !(a.held_box() == *want))
+        return who + " holds " + (a.holds() ? box_text(a.held_box()) : std::string("nothing")) + ", its box is " +
+               box_text(*want);
+      if (a.size() != l.padded_size() || a.data() == nullptr)
+        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, the layout's padded tile " +
+               std::to_string(l.padded_size());
+      if (std::string e = mem().check_pointer(static_cast<const T*>(a.data())); !e.empty()) return who + " " + e;
+      return {};
+    };
     for (std::size_t i = 0; i < local_.size(); ++i) {
       const rank_t r = local_[i];
-      if (std::string e = one(in[i], r, p_.m, p_.source, p_.source_position(r), "input"); !e.empty()) return e;
-      if (std::string e = one(out[i], r, p_.target_mesh(), p_.target, p_.target_position(r), "output"); !e.empty())
+      if (std::string e = p_.boxed_source() ? boxed(in[i], r, p_.source_layout, "input")
+                                            : one(in[i], r, p_.m, p_.source, p_.source_position(r), "input");
+          !e.empty())
+        return e;
+      if (std::string e = p_.boxed_target() ? boxed(out[i], r, p_.target_layout, "output")
+                                            : one(out[i], r, p_.target_mesh(), p_.target, p_.target_position(r), "output");
+          !e.empty())
         return e;
     }
     return check_overlaps(in, out);

@@ -150,13 +150,35 @@ inline program_shapes check_program(const program& p) {
       problem = placement_problem(tm, p.target_devices, D, "the target mesh's devices");
     if (!problem.empty()) return fail(problem);
   }
-  const std::vector<rank_t>& tdev = p.two_meshes ? p.target_devices : p.source_devices;
-  s.holds_before = placed_holders(p.m.devices, p.source_devices, D);
+  // Box-layout ends (program.hpp; redist/box.hpp): valid layouts of the array, on W ranks,
+  // moved by exchanges only (their tiles are padded tiles no other step follows).
+  for (const auto& [l, key] : {std::pair{&p.source_layout, "source"}, std::pair{&p.target_layout, "target"}}) {
+    if (l->boxes.empty()) continue;
+    if (std::string e = box_layout_problem(*l, D); !e.empty()) return fail(std::string(key) + " box layout: " + e);
+    for (int d = 0; d < p.source.rank; ++d)
+      if (l->rank() != p.source.rank || l->shape[static_cast<std::size_t>(d)] != p.source.dims[d].global)
+        return fail(std::string(key) + " box layout: its shape is not the array's global shape");
+    for (std::size_t i = 0; i < p.steps.size(); ++i)
+      if (p.steps[i].kind != op::exchange)
+        return fail(step_name(p, i) + ": a program with a box-layout " + key + " runs exchanges only");
+    if (p.steps.empty() && !(p.source_layout == p.target_layout))
+      return fail(std::string("a program with a box-layout ") + key + " needs an exchange");
+  }
+  s.holds_before = source_holders(p);
   s.crossing = p.steps.size();
   std::vector<std::uint8_t> holds = s.holds_before;
-  std::uint64_t holders = p.m.devices;
+  std::uint64_t holders = 0;
+  for (std::uint8_t h : holds) holders += h != 0;
   const int R = p.source.rank;
-  extents x = tile_extents(p.m, p.source);
+  // The tile extents: the type's tile, or a box layout's padded tile.
+  auto layout_tile = [&](const box_layout& l) {
+    extents e;
+    e.rank = R;
+    const auto x = l.padded();
+    for (int d = 0; d < R; ++d) e[d] = x[static_cast<std::size_t>(d)];
+    return e;
+  };
+  extents x = p.boxed_source() ? layout_tile(p.source_layout) : tile_extents(p.m, p.source);
   const int uneven_at = p.uneven_at();
   s.ext.push_back(x);
   s.cap = x.size();
@@ -278,9 +300,10 @@ inline program_shapes check_program(const program& p) {
     s.cap = std::max(s.cap, x.size());
   }
   s.holds_after = holds;
-  if (placed && holds != placed_holders(tm.devices, tdev, D))
-    return fail("the last step leaves tiles on other ranks than the target mesh's devices");
-  const extents want = tile_extents(tm, p.target);
+  if (placed && holds != target_holders(p))
+    return fail(std::string("the last step leaves tiles on other ranks than the target ") +
+                (p.boxed_target() ? "layout's" : "mesh's devices"));
+  const extents want = p.boxed_target() ? layout_tile(p.target_layout) : tile_extents(tm, p.target);
   if (!(x == want))
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));
