@@ -20,7 +20,8 @@
 // every run and every element of every target tile is checked after each system's last run.
 // Prints markdown tables (ms, best and median, max/min over the runs) and the ratios of the
 // issue's goals; asserts nothing about time, exits 1 on wrong data.
-// Usage: mpirun --oversubscribe -np 8 reshard [runs] [layers] [dim]   (default 7 13 512)
+// Usage: mpirun --oversubscribe -np 8 reshard_bench [runs] [layers] [dim] [vocab]
+//        (default 7 13 512 50257; part 2 runs where dim >= 512)
 #include <mpi.h>
 
 #include <algorithm>
@@ -169,14 +170,15 @@ struct gather_slice {
 
 std::string mib(std::uint64_t b) { return std::to_string(b / (1024 * 1024)) + "." + std::to_string(b % (1024 * 1024) * 10 / (1024 * 1024)); }
 
-void model_state(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim) {
+void model_state(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, std::uint64_t vocab) {
   if (me == 0)
-    std::printf("## A model's state: %llu layers of width %llu (gpt_state), 8 ranks\n\n"
+    std::printf("## A model's state: %llu layers of width %llu, vocabulary %llu (gpt_state), 8 ranks\n\n"
                 "| target | arrays | MiB | system | rounds | messages | best ms | median ms | max/min | received / lower bound | message buffer / rank |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|\n",
-                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim));
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim),
+                static_cast<unsigned long long>(vocab));
   for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
-    const reshard_problem pr = example::gpt_state(layers, dim, target);
+    const reshard_problem pr = example::gpt_state(layers, dim, target, element_type::f32, vocab);
     std::uint64_t largest = 0, bytes = 0;
     for (const reshard_array& a : pr.arrays) {
       largest = std::max(largest, a.bytes());
@@ -185,8 +187,8 @@ void model_state(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t
     const reshard_plan joint = plan_reshard(pr);
     const reshard_plan budget = plan_reshard(pr, {.budget_bytes = largest / 8});
     const reshard_plan separate = plan_reshard(pr, {.joint = false});
-    mpi_backend packed(MPI_COMM_WORLD, {.alltoall_in_place = true, .allgather_in_place = true, .exchange_in_place = false});
-    reshard_executor<mpi_backend> ej(packed, joint), ei(mpi, joint), eb(packed, budget), es(mpi, separate);
+    reshard_executor<mpi_backend> ej(mpi, joint, reshard_messages::packed), ei(mpi, joint, reshard_messages::in_place),
+        eb(mpi, budget, reshard_messages::packed), es(mpi, separate);
     reshard_tiles t = make_reshard_tiles(ej);
     fill_reshard_sources(joint, ej.local_ranks(), t);
     gather_slice gs(joint);
@@ -266,7 +268,7 @@ void grid(mpi_backend& mpi, int runs) {
       pr.arrays.push_back({"a", element_type::f64, layout(from), layout(to)});
       const reshard_plan rp = plan_reshard(pr);
       const program x = exchange_between(pr.arrays[0].source, pr.arrays[0].target, 8, 8);
-      reshard_executor<mpi_backend> er(packed, rp), eri(mpi, rp);
+      reshard_executor<mpi_backend> er(mpi, rp, reshard_messages::packed), eri(mpi, rp, reshard_messages::in_place);
       executor<double, mpi_backend> ei(mpi, x), ep(packed, x);
       reshard_tiles t = make_reshard_tiles(er);
       fill_reshard_sources(rp, er.local_ranks(), t);
@@ -308,13 +310,14 @@ int main(int argc, char** argv) {
     const int runs = argc > 1 ? std::atoi(argv[1]) : 7;
     const std::uint64_t layers = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 13;
     const std::uint64_t dim = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 512;
+    const std::uint64_t vocab = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 50257;
     mpi_backend mpi(MPI_COMM_WORLD);
     if (mpi.devices() != 8) {
       if (me == 0) std::fprintf(stderr, "reshard: run on 8 ranks (mpirun -np 8)\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    model_state(mpi, runs, layers, dim);
-    if (layers >= 13) grid(mpi, runs);
+    model_state(mpi, runs, layers, dim, vocab);
+    if (dim >= 512) grid(mpi, runs);
   }
   MPI_Finalize();
   return wrong ? 1 : 0;

@@ -4,8 +4,8 @@
 // (tests/support/reshard_problems.hpp: 1-6 arrays between meshes on device sets, even and
 // uneven, pending sums on some sources), plans them jointly (every other problem under a
 // budget that cuts the pieces into several rounds; every fifth one call per array), runs them
-// through message rounds (runtime/reshard_executor.hpp: in place, and packed on every third
-// problem) and checks every element of its target tiles. It checks too that the message
+// through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
+// turn) and checks every element of its target tiles. It checks too that the message
 // buffers stay within the budget. Rank 0 prints
 // the totals; the exit status is non-zero on any failure on any rank.
 #include <mpi.h>
@@ -54,7 +54,9 @@ int main(int argc, char** argv) {
       }
       rounds += p.rounds.size();
       try {
-        redist::reshard_executor<redist::mpi_backend> ex(i % 3 == 0 ? packed : mpi, p);
+        // Messages packed, in place, and as the backend's options and the sizes choose.
+        const auto how = static_cast<redist::reshard_messages>(i % 3);
+        redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : mpi, p, how);
         redist::reshard_tiles t = redist::make_reshard_tiles(ex);
         redist::fill_reshard_sources(p, ex.local_ranks(), t);
         ex.run(t.sources(), t.targets());

@@ -12,10 +12,11 @@
 // held. With one rank per process every round is one message round (runtime/backend.hpp):
 // the receives posted first, the pieces the rank keeps copied from its source tiles to its
 // target tiles while messages fly (first round), and either
-//   in place (strided_message_backend, when the backend hands exchanges in place: MPI's
-//     mpi_options::exchange_in_place, the default): each message is one datatype of its
-//     pieces in the tiles (MPI: a struct of subarrays), packed and unpacked by MPI itself,
-//     nothing held here; or
+//   in place (strided_message_backend; reshard_messages::automatic takes it where the
+//     backend hands exchanges in place, MPI's mpi_options::exchange_in_place, the default,
+//     and the plan's messages average at least reshard_in_place_bytes): each message is one
+//     datatype of its pieces in the tiles (MPI: a struct of subarrays), packed and unpacked
+//     by MPI itself, nothing held here; or
 //   packed (message_backend): each message packed (its pieces back to back, in the plan's
 //     order) and sent at once, and unpacked into the target tiles as it arrives. One buffer
 //     holds a round's sends, then its receives; it is allocated once, the largest over the
@@ -158,10 +159,24 @@ void with_element_type(element_type t, bool reduces, F&& f) {
 
 }  // namespace detail
 
+/// How the messages of a one-rank-per-process backend move (the header comment).
+enum class reshard_messages : std::uint8_t {
+  automatic,  ///< in place where the backend hands exchanges in place and the plan's messages
+              ///< average at least reshard_in_place_bytes, packed otherwise
+  packed,
+  in_place,   ///< where the backend can (strided_message_backend), else packed
+};
+
+/// The average message size from which automatic moves messages in place: the reshard
+/// benchmark (docs/benchmarks.md, 8 MPI ranks) measured in place 1.6-1.8x faster on a 256 MiB
+/// state (messages of 6-10 MiB) and packed 1.2-1.4x faster on a 3.7 MiB one (60-160 KiB).
+inline constexpr std::uint64_t reshard_in_place_bytes = std::uint64_t{1} << 20;
+
 template <class B>
 class reshard_executor {
  public:
-  reshard_executor(B& backend, reshard_plan plan) : b_(backend), p_(std::move(plan)) {
+  reshard_executor(B& backend, reshard_plan plan, reshard_messages how = reshard_messages::automatic)
+      : b_(backend), p_(std::move(plan)), how_(how) {
     const auto local = b_.local_ranks();
     local_.assign(local.begin(), local.end());
     const std::uint64_t W = p_.world;
@@ -338,7 +353,17 @@ class reshard_executor {
   /// Whether the backend moves the pieces in place (strided_message_backend, when it hands
   /// exchanges' blocks in place: MPI's exchange_in_place).
   [[nodiscard]] bool in_place() const {
-    if constexpr (strided_message_backend<B>) return b_.strided_blocks(op::exchange);
+    if constexpr (strided_message_backend<B>) {
+      if (how_ == reshard_messages::packed || (how_ == reshard_messages::automatic && !b_.strided_blocks(op::exchange)))
+        return false;
+      if (how_ == reshard_messages::in_place) return true;
+      std::uint64_t bytes = 0, messages = 0;
+      for (std::size_t k = 0; k < p_.rounds.size(); ++k) {
+        messages += p_.messages(k);
+        for (const reshard_piece& pc : p_.rounds[k].pieces) bytes += p_.piece_bytes(pc);
+      }
+      return messages > 0 && bytes / messages >= reshard_in_place_bytes;
+    }
     return false;
   }
 
@@ -462,6 +487,7 @@ class reshard_executor {
 
   B& b_;
   reshard_plan p_;
+  reshard_messages how_;
   std::vector<rank_t> local_;
   std::vector<std::size_t> index_;
   std::vector<std::vector<box>> src_box_, dst_box_;
