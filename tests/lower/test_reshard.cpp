@@ -240,6 +240,10 @@ TEST_CASE("bad input names the array", "[reshard]") {
   pr.arrays.push_back(array_of("x", element_type::f32, "{a: 2}", "[{a}8]", "{a: 2}", "[8]"));
   pr.arrays.push_back(array_of("x", element_type::f32, "{a: 2}", "[{a}8]", "{a: 2}", "[8]"));
   REQUIRE_THROWS_WITH(plan_reshard(pr), "two arrays are named 'x'");
+  pr.arrays[1] = array_of("y", element_type::f32, "{a: 2}", "[{a}8]", "{b: 2} @ [2, 3]", "[8]");
+  pr.world = 3;
+  REQUIRE_THROWS_WITH(plan_reshard(pr), "array 'y': its meshes need a world of 4 ranks, the reshard has 3");
+  pr.world = 0;
   pr.arrays[1] = array_of("y", element_type::f32, "{a: 2}", "[{a}8]", "{a: 4}", "[{a}16]");
   try {
     plan_reshard(pr);

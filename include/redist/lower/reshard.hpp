@@ -222,7 +222,13 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     }
   }
   std::uint64_t W = pr.world;
-  for (const reshard_array& a : pr.arrays) W = std::max({W, a.source.pm.min_world(), a.target.pm.min_world()});
+  for (const reshard_array& a : pr.arrays) {
+    const std::uint64_t need = std::max(a.source.pm.min_world(), a.target.pm.min_world());
+    if (pr.world != 0 && need > pr.world)
+      throw redist_error(errc::bad_size, "array '" + a.name + "': its meshes need a world of " + std::to_string(need) +
+                                             " ranks, the reshard has " + std::to_string(pr.world));
+    W = std::max(W, need);
+  }
   rp.world = W;
   auto blame = [](const reshard_array& a, const redist_error& e) {
     return redist_error(e.code(), "array '" + a.name + "': " + e.what());
