@@ -1,8 +1,8 @@
 // benchmarks/fused_collectives.cpp -- fused collectives (lower/fuse.hpp) against the steps
 // they replace, on the MPI backend, side by side: for every problem and size, the weak path
 // the default search chooses lowered as the paper does (one collective per weak step,
-// lower_path) and with every fusable pair fused (fuse_collectives under a latency-only
-// profile), each run `reps` times alternating, best and median of the slowest rank, every
+// lower_path) and with every fusable pair fused (fuse_collectives under a pass-only
+// profile, tests/support/fuse_profile.hpp), each run `reps` times alternating, best and median of the slowest rank, every
 // output checked element by element. Prints a table; asserts nothing about time.
 // Usage: mpirun -np 8 fused_collectives [reps]
 #include <mpi.h>
@@ -17,6 +17,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/fuse_profile.hpp"
 
 namespace {
 
@@ -46,8 +47,7 @@ int main(int argc, char** argv) {
     redist::mpi_backend mpi(MPI_COMM_WORLD);
     const int me = static_cast<int>(mpi.rank());
     const int reps = argc > 1 ? std::atoi(argv[1]) : 50;
-    redist::time_profile latency;
-    for (redist::op o : redist::all_ops) latency[o] = {1.0, 0, 0};
+    const redist::time_profile fuse_all = redist::testing::fuse_all_profile();
     if (me == 0)
       std::printf("| problem (8 ranks) | elements per rank | steps apart / fused | apart: best, median us | fused: best, median us | apart / fused (median) |\n"
                   "|---|---:|---:|---:|---:|---:|\n");
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
         const redist::lowering_choice c = redist::choose_lowering(m, a, b, wp, redist::search_bgl(wp), 4);
         const redist::program apart = redist::lower_path(m, a, b, wp, c.path, 4, true, c.sum_order.data()).get();
         redist::program fused = apart;
-        redist::fuse_collectives(fused, latency, 4);
+        redist::fuse_collectives(fused, fuse_all, 4);
         redist::executor<float, redist::mpi_backend> xa(mpi, apart), xf(mpi, fused);
         redist::darray<float> in(m, a, mpi.rank());
         redist::fill_global_index(in);

@@ -20,6 +20,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/fuse_profile.hpp"
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
@@ -93,8 +94,7 @@ void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& 
       fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": the exchange receives more than the lower bound");
   } else if (fuse) {  // the paper's program with every fusable pair fused (lower/fuse.hpp)
     p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T), .goal = redist::objective::bytes});
-    redist::time_profile latency;
-    for (redist::op o : redist::all_ops) latency[o] = {1.0, 0, 0};
+    const redist::time_profile latency = redist::testing::fuse_all_profile();
     redist::fuse_collectives(p, latency, sizeof(T));
     bool any = false;
     for (const auto& st : p.steps) any = any || st.fused();

@@ -11,20 +11,13 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/program_json.hpp"
 #include "redist/runtime/program_check.hpp"
+#include "support/fuse_profile.hpp"
 #include "support/random_problems.hpp"
 #include "support/verify.hpp"
 
 namespace {
 
 using redist::op;
-
-/// Every step costs one latency: fusing always pays.
-redist::time_profile latency_only() {
-  redist::time_profile p;
-  p.set_name("latency");
-  for (op o : redist::all_ops) p[o] = {1.0, 0, 0};
-  return p;
-}
 
 std::size_t fused_steps(const redist::program& p, op k) {
   std::size_t n = 0;
@@ -39,7 +32,7 @@ redist::program bytes_plan(const std::string& mesh, const std::string& from, con
 }  // namespace
 
 TEST_CASE("fused collectives move exactly what the steps they replace move", "[fuse]") {
-  const redist::time_profile lat = latency_only();
+  const redist::time_profile lat = redist::testing::fuse_all_profile();
   std::size_t gathers = 0, alltoalls = 0, problems = 0;
   auto ws = redist::testing::mixed_workloads(1 << 12);
   ws.push_back(redist::testing::paper_workload(1 << 12));
@@ -100,9 +93,9 @@ TEST_CASE("Shardy gathers several dimensions in one all-gather, and so does redi
   CHECK(fused_steps(b, op::allgather) == 0);
 }
 
-TEST_CASE("XLA's multi-dimension all-to-all: two all-to-alls become one where latency counts", "[fuse]") {
+TEST_CASE("XLA's multi-dimension all-to-all: two all-to-alls become one where fusing pays", "[fuse]") {
   // xla/MultipleSourceTargetDimsInOneAllToAll3 on {p: 2, q: 2, r: 2, s: 8}.
-  const redist::time_profile lat = latency_only();
+  const redist::time_profile lat = redist::testing::fuse_all_profile();
   redist::program p = bytes_plan("{p: 2, q: 2, r: 2, s: 8}", "[{p}4, {r, q}4, {s}8, 8]", "[{r, p}4, {q}4, 8, {s}8]");
   REQUIRE(p.count(op::alltoall) == 2);
   const std::uint64_t received = p.received_elements();
@@ -148,4 +141,45 @@ TEST_CASE("steps whose groups do not fuse into one partition stay apart", "[fuse
   CHECK_FALSE(redist::detail::fusable_dims(x, y));
   y.split_dim = 3;
   CHECK(redist::detail::fusable_dims(x, y));
+}
+
+TEST_CASE("a fused step is priced in the pieces the executor moves it in", "[fuse]") {
+  // The benchmark's two gathers (docs/benchmarks.md "Fused collectives"), {x: 2, y: 2, z: 2},
+  // [{x}R, {y, z}C] -> [R, C]: gathers of 2 and 4, or one of 8.
+  const redist::time_profile& P = redist::builtin_profile;
+  const op g = op::allgather;
+  // Tiny tiles (R = 16, C = 8): 16 elements per rank before, 128 after. A fused allgather
+  // packs no sends, so its receives may fill the end tile (512 bytes): one piece of the
+  // whole block, one collective, priced as one step.
+  CHECK(redist::pack_budget_bytes(128, 4) == 256);        // a step that packs sends too: half
+  CHECK(redist::pack_budget_bytes(128, 4, true) == 512);  // a fused allgather, no sends packed: all
+  CHECK(redist::pack_budget_bytes(128, 4, true, 300) == 300);  // never above pack_chunk_bytes
+  CHECK(redist::pack_piece_elements(8, 16, 512, 4) == 16);
+  CHECK(redist::pack_piece_elements(8, 16, 256, 4) == 8);  // half the end tile: two pieces
+  CHECK(redist::fused_step_seconds(P, g, 8, 16, 128, 4, 128) == redist::step_seconds(P, g, 8, 16, 128, 4));
+  const redist::detail::fuse_times tiny = redist::detail::fuse_prediction(P, g, 2, 4, 16, 32, 128, 4, 128);
+  CHECK(tiny.faster());
+  CHECK(tiny.apart == redist::picoseconds(redist::step_seconds(P, g, 2, 16, 32, 4)) +
+                          redist::picoseconds(redist::step_seconds(P, g, 4, 32, 128, 4)));
+  // 2 MiB per rank after (R = 1024, C = 512): pieces of 1 MiB (executor_options' default),
+  // two collectives: the second costs a latency and the per-peer terms again.
+  CHECK(redist::pack_budget_bytes(524288, 4, true) == redist::default_pack_chunk_bytes);
+  CHECK(redist::pack_piece_elements(8, 65536, redist::default_pack_chunk_bytes, 4) == 32768);
+  CHECK(redist::fused_step_seconds(P, g, 8, 65536, 524288, 4, 524288) ==
+        redist::step_seconds(P, g, 8, 65536, 524288, 4) + (P[g].latency + P[g].per_peer * 7));
+  // An alltoall packs sends and receives: half the end tile. 64 elements per rank, 16
+  // members, chunks of 4: pieces of 2 (128 bytes / 16 / 4), two collectives.
+  CHECK(redist::pack_piece_elements(16, 4, redist::pack_budget_bytes(64, 4), 4) == 2);
+  CHECK(redist::fused_step_seconds(P, op::alltoall, 16, 64, 64, 4, 64) ==
+        redist::step_seconds(P, op::alltoall, 16, 64, 64, 4) + (P[op::alltoall].latency + P[op::alltoall].per_peer * 15));
+  // The time search fuses the tiny gathers, and the program's predicted time is the fused
+  // step's, as fuse_collectives priced it.
+  const redist::program chosen = redist::synthesize("{x: 2, y: 2, z: 2}", "[{x}16, {y, z}8]", "[16, 8]");
+  REQUIRE(chosen.steps.size() == 1);
+  REQUIRE(fused_steps(chosen, g) == 1);
+  CHECK(redist::end_tile_elements(chosen) == 128);
+  CHECK(redist::predicted_seconds(chosen, P) == redist::fused_step_seconds(P, g, 8, 16, 128, 4, 128));
+  // A piece is never empty, and never more than the block.
+  CHECK(redist::pack_piece_elements(8, 3, 4, 4) == 1);
+  CHECK(redist::pack_piece_elements(2, 5, 1u << 20, 4) == 5);
 }

@@ -15,6 +15,7 @@
 #include "redist/draw.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
+#include "support/fuse_profile.hpp"
 #include "support/random_problems.hpp"
 
 using namespace redist;
@@ -211,10 +212,9 @@ TEST_CASE("boxes followed through programs end on the target's tiles and match e
 }
 
 TEST_CASE("fused steps are drawn as the boxes trace_boxes follows", "[fuse]") {
-  // Every fusable pair fused (a profile where only latency counts): draw's boxes after every
+  // Every fusable pair fused (a profile where only the pass counts): draw's boxes after every
   // step are exchange.hpp's trace_boxes, and the picture of the plan renders.
-  time_profile latency;
-  for (op o : all_ops) latency[o] = {1.0, 0, 0};
+  const time_profile latency = testing::fuse_all_profile();
   std::mt19937_64 rng(9);
   std::size_t fused = 0;
   for (const auto& w : testing::mixed_workloads()) {

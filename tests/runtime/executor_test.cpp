@@ -12,6 +12,7 @@
 #include "redist/backends/host.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/fuse_profile.hpp"
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
@@ -489,10 +490,9 @@ TEST_CASE("the executor holds exactly its memory formula, and never writes the i
 
 TEST_CASE("fused collectives: exact tiles, in place and packed, and the memory formula", "[executor][fuse]") {
   // The paper's workload's programs with every fusable pair fused (a profile where only
-  // latency counts, lower/fuse.hpp): the tiles come out exact on the host backend, with its
+  // the pass counts, support/fuse_profile.hpp): the tiles come out exact on the host backend, with its
   // blocks in place and packed, and the executor holds its formula (fused steps pack whole).
-  redist::time_profile lat;
-  for (redist::op o : redist::all_ops) lat[o] = {1.0, 0, 0};
+  const redist::time_profile lat = redist::testing::fuse_all_profile();
   auto ws = redist::testing::mixed_workloads(1 << 10);
   ws.push_back(redist::testing::paper_workload(1 << 10));
   std::vector<redist::testing::problem_text> problems;
@@ -541,6 +541,15 @@ TEST_CASE("the memory formula on named programs", "[executor][memory]") {
     CHECK(run_checked<float>(packing, p, {.pack_chunk_bytes = 256}) == 2 * 4 * 16 * sizeof(float));
     // by default each pack buffer holds at most half of max(in, out) = 256 floats: pieces of 64
     CHECK(run_checked<float>(packing, p, {}) == 2 * 4 * 64 * sizeof(float));
+  }
+  SECTION("a fused all-gather packs no sends: its receives fill the end tile, one collective") {
+    // [{x}16, {y, z}8] -> [16, 8]: 16 elements per rank, 128 after, one gather of 8.
+    const auto p = redist::synthesize("{x: 2, y: 2, z: 2}", "[{x}16, {y, z}8]", "[16, 8]");  // time: fused
+    REQUIRE(p.steps.size() == 1);
+    REQUIRE(p.steps[0].fused());
+    redist::host_backend host(8);
+    CHECK(run_checked<float>(host, p, {}) == 128 * sizeof(float));  // the whole block in one piece
+    CHECK(run_checked<float>(host, p, {.pack_chunk_bytes = 256}) == 64 * sizeof(float));  // two pieces of 8
   }
   SECTION("Example 3.1: the intermediate tiles in one scratch buffer and the output tile") {
     const auto p = redist::synthesize("{x: 4, y: 6}", "[3{x}12, 2{y}12]", "[2{y}12, 3{x}12]", {.goal = redist::objective::bytes});

@@ -84,15 +84,19 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
     if ((S - i) % 2 == 1) A = std::max(A, ti);
     else if (ti > out) B = std::max(B, ti);
   }
+  bool packs_sends = false;  // some step packs sends (whatever this rank sends)
   for (std::size_t s = 0; s < S; ++s) {
     const step& st = p.steps[s];
     const std::uint64_t n = st.parts, L = product(t[s]);
     const bool as_exchange = moves_as_exchange(p, s);  // steps on uneven tiles run as exchanges
     const std::uint64_t C = std::min(pack_chunk_bytes, std::max(product(t[0]), out) * e / 2);
     auto piece = [&](std::uint64_t block) { return n * std::min(block, std::max<std::uint64_t>(1, C / (n * e))); };
-    if (st.fused()) {  // packed on every backend, in pieces
-      Pr = std::max(Pr, piece(st.kind == op::alltoall ? L / n : L));
-      if (st.kind == op::alltoall) Ps = std::max(Ps, piece(L / n));
+    if (st.fused()) {  // packed on every backend, in pieces (an allgather's: below, after every send)
+      if (st.kind == op::alltoall) {
+        Pr = std::max(Pr, piece(L / n));
+        Ps = std::max(Ps, piece(L / n));
+        packs_sends = true;
+      }
       continue;
     }
     const bool send_ok = st.kind == op::alltoall || st.kind == op::reducescatter ? chunks_contiguous(t[s], st.split_dim, n)
@@ -103,11 +107,17 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
     if (st.kind == op::alltoall && !as_exchange && !(send_ok && recv_ok) && !fb.alltoall_in_place) {
       Ps = std::max(Ps, piece(L / n));
       Pr = std::max(Pr, piece(L / n));
+      packs_sends = true;
     }
-    if (st.kind == op::reducescatter && t[s][static_cast<std::size_t>(st.split_dim)] % n != 0)
+    if (st.kind == op::reducescatter && t[s][static_cast<std::size_t>(st.split_dim)] % n != 0) {
       Ps = std::max(Ps, piece(product(t[s + 1])));  // padded to n chunks of the new tile, in pieces
-    else if (st.kind == op::reducescatter && !send_ok) Ps = std::max(Ps, piece(L / n));
+      packs_sends = true;
+    } else if (st.kind == op::reducescatter && !send_ok) {
+      Ps = std::max(Ps, piece(L / n));
+      packs_sends = true;
+    }
     if (as_exchange && !fb.all_local && !fb.exchange_in_place) {
+      packs_sends = true;
       // packed: the distinct pieces the rank sends to the others (each packed once), and
       // what it receives, whole
       const exchange_plan x = plan_exchange(p, s);
@@ -121,6 +131,16 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
       Ps = std::max(Ps, sent);
       Pr = std::max(Pr, x.received[rank]);
     }
+  }
+  // A fused allgather packs no sends: where no step packs sends, its receives may take the
+  // larger end tile.
+  const std::uint64_t in_out = std::max(product(t[0]), out);
+  for (std::size_t s = 0; s < S; ++s) {
+    const step& st = p.steps[s];
+    if (!st.fused() || st.kind != op::allgather) continue;
+    const std::uint64_t n = st.parts, L = product(t[s]);
+    const std::uint64_t C = std::min(pack_chunk_bytes, packs_sends ? in_out * e / 2 : in_out * e);
+    Pr = std::max(Pr, n * std::min(L, std::max<std::uint64_t>(1, C / (n * e))));
   }
   return (A + B + Ps + Pr) * e;
 }

@@ -19,6 +19,8 @@
 //   exchange                 peers = the most ranks one rank sends to or receives from,
 //                            bytes = the most one rank receives (redist/exchange.hpp)
 //   tile = the tile after the step (0 for an allpermute that moves nothing: no time at all)
+//   fused allgather/alltoall: the same, plus latency and per-peer terms for every further
+//   piece the executor moves it in (fused_step_seconds)
 //
 // A program's predicted time is the sum over its steps. Profiles come from measurement
 // (`redist calibrate --backend host|mpi`, runtime/calibrate.hpp; JSON in
@@ -97,6 +99,56 @@ constexpr double step_seconds(const time_profile& P, op o, std::uint64_t n, std:
     default: bytes = n > 0 ? peers * static_cast<double>(before / n) * e : 0; break;  // alltoall
   }
   return t.latency + t.per_peer * peers + t.per_byte * bytes + P.pass_per_byte * tile;
+}
+
+/// The executor's default bound on the pieces of a packed step, in bytes
+/// (runtime/executor.hpp executor_options::pack_chunk_bytes).
+inline constexpr std::uint64_t default_pack_chunk_bytes = std::uint64_t{1} << 20;
+
+/// The bytes one packed step may pack at a time (runtime/executor.hpp, its memory formula),
+/// in a program whose larger end tile holds `in_out` elements of `element_bytes` bytes:
+/// C = min(chunk_bytes, in_out * e / 2), so that a step's send and receive buffers together
+/// stay within the end tile. A fused allgather packs no sends: in a program where no step
+/// packs sends (`whole`), its receives may take the whole end tile, min(chunk_bytes,
+/// in_out * e). Every rank computes the same (the pieces are collectives).
+constexpr std::uint64_t pack_budget_bytes(std::uint64_t in_out, std::uint64_t element_bytes, bool whole = false,
+                                          std::uint64_t chunk_bytes = default_pack_chunk_bytes) {
+  const std::uint64_t e = element_bytes > 0 ? element_bytes : 1;
+  const std::uint64_t tile = in_out > UINT64_MAX / e ? UINT64_MAX : in_out * e;
+  const std::uint64_t bytes = whole ? tile : tile / 2;
+  return chunk_bytes < bytes ? chunk_bytes : bytes;
+}
+
+/// Elements of every block per piece of a packed step over groups of n whose blocks hold
+/// `block` elements, within `budget` bytes for the n pieces (pack_budget_bytes): at least
+/// one, at most the block.
+constexpr std::uint64_t pack_piece_elements(std::uint64_t n, std::uint64_t block, std::uint64_t budget,
+                                            std::uint64_t element_bytes) {
+  const std::uint64_t e = element_bytes > 0 ? element_bytes : 1;
+  const std::uint64_t per = n == 0 ? budget / e : budget / (n * e);
+  const std::uint64_t piece = per > 1 ? per : 1;
+  return block < piece ? block : piece;
+}
+
+/// Predicted seconds of one fused allgather or alltoall (program.hpp: several dimensions in
+/// one collective) of kind o over groups of n members holding `before` elements, in a
+/// program whose larger end tile holds `in_out` elements: step_seconds, plus the latency
+/// and per-peer terms once more for every further piece. The executor packs a fused step on
+/// every backend (runtime/executor.hpp run_fused): it moves the blocks (the tile of an
+/// allgather, the n chunks of an alltoall) in pieces of pack_piece_elements, one backend
+/// collective each, where a one-dimension step on the host and MPI backends is one
+/// collective in place. Priced as on those backends, where an even program without a fused
+/// alltoall packs no sends (an allgather's pieces may fill the end tile; an alltoall's, half).
+constexpr double fused_step_seconds(const time_profile& P, op o, std::uint64_t n, std::uint64_t before,
+                                    std::uint64_t after, std::uint64_t element_bytes, std::uint64_t in_out) {
+  const bool gather = o != op::alltoall;
+  const std::uint64_t block = gather ? before : (n > 0 ? before / n : before);
+  const std::uint64_t piece = pack_piece_elements(n, block, pack_budget_bytes(in_out, element_bytes, gather), element_bytes);
+  const std::uint64_t pieces = block == 0 ? 1 : (block + piece - 1) / piece;
+  const op_time& t = P[o];
+  const double peers = n > 0 ? static_cast<double>(n - 1) : 0;
+  return step_seconds(P, o, n, before, after, element_bytes) +
+         static_cast<double>(pieces - 1) * (t.latency + t.per_peer * peers);
 }
 
 /// Seconds as whole picoseconds, the unit the search adds (integers add exactly, in any

@@ -2,7 +2,8 @@
 // collectives"): two adjacent allgathers on different dimensions, or two adjacent alltoalls
 // on four different dimensions, become one collective over the union of their groups, where
 // the time model predicts the one faster than the two (one latency instead of two, the
-// per-peer term of the larger group). The peers emit such steps: Shardy gathers several
+// per-peer term of the larger group; the executor moves a fused step in pieces, one
+// collective each, and on small tiles in two: core/time_model.hpp fused_step_seconds). The peers emit such steps: Shardy gathers several
 // dimensions in one all-gather, XLA moves several dimensions in one all-to-all.
 //
 // Fusing a then b (b's digits more significant): the fused group of rank r lists, for every
@@ -30,6 +31,13 @@
 
 namespace redist {
 
+/// The larger of a program's first and last tile, in elements: what bounds the pieces the
+/// executor moves a packed step in (core/time_model.hpp pack_piece_elements).
+constexpr std::uint64_t end_tile_elements(const program& p) {
+  const std::uint64_t first = local_size(p.m, p.source);
+  return p.steps.empty() ? first : std::max(first, p.steps.back().local_after);
+}
+
 namespace detail {
 
 /// Whether the dimensions of a (earlier) and b fuse: an allgather's concat dimensions all
@@ -46,18 +54,19 @@ constexpr bool fusable_dims(const step& a, const step& b) {
   return true;
 }
 
-/// Predicted picoseconds of the fused step and of the two steps it replaces (the search's
-/// unit, core/time_model.hpp), for steps of kind k: a over n_a members from `before` to
-/// `mid` elements, b over n_b members from `mid` to `after`.
+/// Predicted picoseconds of the fused step (in pieces, core/time_model.hpp
+/// fused_step_seconds) and of the two steps it replaces (the search's unit), for steps of
+/// kind k: a over n_a members from `before` to `mid` elements, b over n_b members from `mid`
+/// to `after`, in a program whose larger end tile holds `in_out` elements.
 struct fuse_times {
   std::uint64_t fused = 0, apart = 0;
   [[nodiscard]] constexpr bool faster() const { return fused < apart; }
 };
 constexpr fuse_times fuse_prediction(const time_profile& P, op k, std::uint64_t na, std::uint64_t nb,
                                      std::uint64_t before, std::uint64_t mid, std::uint64_t after,
-                                     std::uint64_t element_bytes) {
+                                     std::uint64_t element_bytes, std::uint64_t in_out) {
   fuse_times t;
-  t.fused = picoseconds(step_seconds(P, k, na * nb, before, after, element_bytes));
+  t.fused = picoseconds(fused_step_seconds(P, k, na * nb, before, after, element_bytes, in_out));
   const std::uint64_t x = picoseconds(step_seconds(P, k, na, before, mid, element_bytes)),
                       y = picoseconds(step_seconds(P, k, nb, mid, after, element_bytes));
   t.apart = x > UINT64_MAX - y ? UINT64_MAX : x + y;
@@ -118,14 +127,14 @@ constexpr step_grid joined(const step_grid& b, const step_grid& a) {
 /// next). Recomputes the program's Fig. 11 cost and height.
 constexpr void fuse_collectives(program& prog, const time_profile& P, std::uint64_t element_bytes) {
   if (prog.steps.size() < 2 || prog.uneven()) return;
-  const std::uint64_t D = prog.m.devices;
+  const std::uint64_t D = prog.m.devices, in_out = end_tile_elements(prog);
   std::vector<step> out;
   std::uint64_t local = local_size(prog.m, prog.source), before_last = local;
   for (step& s : prog.steps) {
     if (!out.empty() && detail::fusable_dims(out.back(), s)) {
       step& a = out.back();
       if (detail::fuse_prediction(P, s.kind, a.parts, s.parts, before_last, a.local_after, s.local_after,
-                                  element_bytes)
+                                  element_bytes, in_out)
               .faster()) {
         std::vector<rank_t> members = detail::fused_members(a, s, D);
         if (!members.empty()) {

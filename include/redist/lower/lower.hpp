@@ -462,13 +462,17 @@ constexpr result<program> lower_and_fuse(const device_mesh& m, const dist_type& 
 }
 
 /// Predicted seconds of collective step s (not one that moves as an exchange) on ranks that
-/// hold `local` elements before it: core/time_model.hpp step_seconds, the search's edge
-/// weight; an allpermute is priced as moving its tile unless every rank keeps its own (0).
+/// hold `local` elements before it, in a program whose larger end tile holds `in_out`
+/// elements (end_tile_elements): core/time_model.hpp step_seconds, the search's edge weight
+/// (a fused step: fused_step_seconds, in pieces); an allpermute is priced as moving its tile
+/// unless every rank keeps its own (0).
 constexpr double collective_step_seconds(const time_profile& P, const step& s, std::uint64_t local,
-                                         std::uint64_t element_bytes) {
+                                         std::uint64_t element_bytes, std::uint64_t in_out) {
   bool moves = s.kind != op::allpermute;
   for (std::size_t r = 0; !moves && r < s.dest.size(); ++r) moves = s.dest[r] != r;
-  return moves ? step_seconds(P, s.kind, s.parts, local, s.local_after, element_bytes) : 0.0;
+  if (!moves) return 0.0;
+  return s.fused() ? fused_step_seconds(P, s.kind, s.parts, local, s.local_after, element_bytes, in_out)
+                   : step_seconds(P, s.kind, s.parts, local, s.local_after, element_bytes);
 }
 
 /// Predicted picoseconds of a lowered collective program under the problem's time
@@ -476,8 +480,9 @@ constexpr double collective_step_seconds(const time_profile& P, const step& s, s
 constexpr std::uint64_t lowered_time(const weak_problem& p, const program& prog) {
   if (p.goal != objective::time) return 0;
   std::uint64_t t = 0, local = local_size(prog.m, prog.source);
+  const std::uint64_t in_out = end_tile_elements(prog);
   for (const step& s : prog.steps) {
-    const std::uint64_t ps = picoseconds(collective_step_seconds(p.profile, s, local, p.element_bytes));
+    const std::uint64_t ps = picoseconds(collective_step_seconds(p.profile, s, local, p.element_bytes, in_out));
     t = t > UINT64_MAX - ps ? UINT64_MAX : t + ps;
     local = s.local_after;
   }
@@ -515,6 +520,7 @@ constexpr program_rank path_rank(const weak_problem& p, const std::vector<weak_s
   program_rank r;
   r.steps = path.size();
   std::uint64_t local = p.ctx.local_size(p.source);
+  const std::uint64_t in_out = std::max(local, p.target_local);  // end_tile_elements of what it lowers to
   const bool fuse = p.goal == objective::time;
   // The last step as fusion leaves it: its kind, dimensions, group size, tile before, time.
   op kind = op::dynslice;
@@ -530,7 +536,7 @@ constexpr program_rank path_rank(const weak_problem& p, const std::vector<weak_s
     bool fused = false;
     if (fuse && mine != 0 && e.kind == kind && (dims & mine) == 0) {
       const detail::fuse_times f =
-          detail::fuse_prediction(p.profile, e.kind, n, e.factor, before, local, after, p.element_bytes);
+          detail::fuse_prediction(p.profile, e.kind, n, e.factor, before, local, after, p.element_bytes, in_out);
       if (f.faster()) {  // replace the last step's time by the fused step's
         r.time -= last;
         t = last = f.fused;

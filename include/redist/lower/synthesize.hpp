@@ -68,7 +68,7 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
     } else {
-      t += collective_step_seconds(P, s, local, e);  // the search's weights
+      t += collective_step_seconds(P, s, local, e, end_tile_elements(p));  // the search's weights
     }
     local = s.local_after;
   }

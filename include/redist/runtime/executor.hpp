@@ -22,7 +22,8 @@
 //
 //   scratch = A + B elements, A = max{ t_i : 0 < i < S, S - i odd },
 //                             B = max{ t_i : 0 < i < S, S - i even, t_i > t_S }
-//   pack    = Ps + Pr elements: with C = min(pack_chunk_bytes, max(t_0, t_S) e / 2) bytes,
+//   pack    = Ps + Pr elements: with C = min(pack_chunk_bytes, max(t_0, t_S) e / 2) bytes
+//             (core/time_model.hpp pack_budget_bytes),
 //             for every step the executor packs (below), n its group size and b its block
 //             (all-to-all, reduce-scatter: L/n of its input tile of L elements; all-gather:
 //             L), piece = min(b, max(1, floor(C / (n e)))):
@@ -41,7 +42,11 @@
 //             at most its tile after the step); a backend driving every rank copies
 //             the pieces tile to tile and MPI's datatypes move them in place: nothing;
 //             a fused step (program.hpp: a grid of blocks, no one strided layout) is
-//             packed on every backend, as above
+//             packed on every backend, as above, but a fused all-gather (it packs no
+//             sends) in a program where no step packs sends (Ps = 0) with
+//             C = min(pack_chunk_bytes, max(t_0, t_S) e) bytes: its receives may take the
+//             larger end tile, so that a small one is one collective, not two, and pack
+//             stays within max(t_0, t_S) as before
 //   held    = (scratch + pack) * e bytes
 //
 // A step is packed when its blocks are not contiguous in the tiles (pack.hpp's
@@ -99,6 +104,7 @@
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/time_model.hpp"
 #include "redist/exchange.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
@@ -197,7 +203,7 @@ struct step_stats {
 struct executor_options {
   /// The most bytes of one pack buffer (sends or receives) of a step the executor packs;
   /// a step moving more is split into pieces (see the memory formula above).
-  std::uint64_t pack_chunk_bytes = std::uint64_t{1} << 20;
+  std::uint64_t pack_chunk_bytes = default_pack_chunk_bytes;
 };
 
 /// How the executor moves the blocks of a step.
@@ -399,9 +405,11 @@ class executor {
       auto piece = [&](std::uint64_t block) { return n * piece_elements(s, block); };
       if (st.fused()) {  // a grid of blocks is no one strided layout: packed, in pieces
         path_[s] = block_path::packed;
-        const std::uint64_t block = st.kind == op::alltoall ? L / n : L;
-        pack_recv_ = std::max(pack_recv_, piece(block));
-        if (st.kind == op::alltoall) pack_send_ = std::max(pack_send_, piece(block));
+        if (st.kind == op::alltoall) {  // a fused allgather's pieces: below, once every step's path is known
+          pack_recv_ = std::max(pack_recv_, piece(L / n));
+          pack_send_ = std::max(pack_send_, piece(L / n));
+          packs_sends_ = true;
+        }
         continue;
       }
       switch (moves_as_exchange(p_, s) ? op::exchange : st.kind) {
@@ -418,16 +426,19 @@ class executor {
           if (path_[s] == block_path::packed) {
             pack_send_ = std::max(pack_send_, piece(L / n));
             pack_recv_ = std::max(pack_recv_, piece(L / n));
+            packs_sends_ = true;
           }
           break;
         case op::reducescatter:
           if (padded_scatter(s)) {  // padded to n chunks of the new tile, packed in pieces
             path_[s] = block_path::packed;
             pack_send_ = std::max(pack_send_, piece(shapes_.ext[s + 1].size()));
+            packs_sends_ = true;
             break;
           }
           path_[s] = send_layout(s).contiguous() ? block_path::direct : block_path::packed;
           if (path_[s] == block_path::packed) pack_send_ = std::max(pack_send_, piece(L / n));
+          packs_sends_ = packs_sends_ || path_[s] == block_path::packed;
           break;
         case op::exchange: {
           if (local_.size() == p_.world_size()) {  // every rank here: tile to tile
@@ -436,6 +447,7 @@ class executor {
           }
           path_[s] = in_place(op::exchange) ? block_path::in_place : block_path::packed;
           if (path_[s] == block_path::packed) {
+            packs_sends_ = true;  // on every rank, whatever this one sends
             const exchange_plan& x = shapes_.exchanges[s];
             packed_[s] = packed_pieces(x, local_[0]);
             std::uint64_t sent = 0;
@@ -448,6 +460,9 @@ class executor {
         default: break;
       }
     }
+    for (std::size_t s = 0; s < S; ++s)  // fused allgathers: receives within the end tile where nothing packs sends
+      if (p_.steps[s].fused() && p_.steps[s].kind == op::allgather)
+        pack_recv_ = std::max(pack_recv_, p_.steps[s].parts * piece_elements(s, shapes_.ext[s].size()));
   }
 
   /// The distinct boxes rank r sends to other ranks in exchange x, each with its offset in
@@ -487,12 +502,16 @@ class executor {
   block_layout recv_layout(std::size_t s) const {
     return split_layout(shapes_.ext[s + 1].span(), p_.steps[s].concat_dim, p_.steps[s].parts);
   }
-  /// The elements of block `block` per piece in a packed step.
+  /// The elements of block `block` per piece in a packed step (core/time_model.hpp
+  /// pack_budget_bytes and pack_piece_elements, which the time model prices fused steps
+  /// by): a fused allgather's within the whole end tile where no step packs sends
+  /// (packs_sends_, complete by the time it is asked; the same on every rank).
   std::uint64_t piece_elements(std::size_t s, std::uint64_t block) const {
-    const std::uint64_t n = p_.steps[s].parts;
+    const step& st = p_.steps[s];
     const std::uint64_t in_out = std::max(shapes_.ext.front().size(), shapes_.ext.back().size());
-    const std::uint64_t chunk = std::min(opt_.pack_chunk_bytes, in_out * sizeof(T) / 2);
-    return std::min(block, std::max<std::uint64_t>(1, chunk / (n * sizeof(T))));
+    const bool whole = st.fused() && st.kind == op::allgather && !packs_sends_;
+    return pack_piece_elements(st.parts, block, pack_budget_bytes(in_out, sizeof(T), whole, opt_.pack_chunk_bytes),
+                               sizeof(T));
   }
 
   /// Local rank i's buffer at location w.
@@ -1086,6 +1105,7 @@ class executor {
   std::vector<block_path> path_;    ///< how step s moves its blocks
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;
+  bool packs_sends_ = false;  ///< some step packs sends (on every rank: its path, not its bytes)
   std::vector<const T*> in_;
   std::vector<T*> out_;
   std::vector<T*> send_, recv_;
