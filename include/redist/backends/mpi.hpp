@@ -450,10 +450,23 @@ class mpi_backend {
   static constexpr int tag_message = 8192;  ///< message rounds: 8192 + (round mod 1024)
   std::uint64_t rounds_ = 0;
 
+  /// A committed datatype this object frees (movable, not copyable): the base of the
+  /// datatypes below, which commit `type` in their constructors.
+  struct owned_type {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    owned_type() = default;
+    owned_type(owned_type&& o) noexcept : type(o.type) { o.type = MPI_DATATYPE_NULL; }
+    owned_type(const owned_type&) = delete;
+    owned_type& operator=(const owned_type&) = delete;
+    owned_type& operator=(owned_type&&) = delete;
+    ~owned_type() {
+      if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
+    }
+  };
+
   /// The committed datatype of one block of a layout (its runs, resized to the distance
   /// between blocks), freed by the destructor.
-  struct block_type {
-    MPI_Datatype type = MPI_DATATYPE_NULL;
+  struct block_type : owned_type {
     block_type(const block_layout& l, MPI_Datatype t, std::size_t elem) {
       MPI_Datatype runs = MPI_DATATYPE_NULL;
       call(MPI_Type_vector(checked_count(l.outer), checked_count(l.run), checked_count(l.row), t, &runs),
@@ -463,16 +476,10 @@ class mpi_backend {
       call(rc, "MPI_Type_create_resized");
       call(MPI_Type_commit(&type), "MPI_Type_commit");
     }
-    block_type(const block_type&) = delete;
-    block_type& operator=(const block_type&) = delete;
-    ~block_type() {
-      if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
-    }
   };
 
   /// The committed subarray datatype of one region of a tile, freed by the destructor.
-  struct region_type {
-    MPI_Datatype type = MPI_DATATYPE_NULL;
+  struct region_type : owned_type {
     region_type(std::span<const std::uint64_t> ext, const tile_region& r, MPI_Datatype t) {
       const auto R = ext.size();
       std::vector<int> sizes(R), sub(R), start(R);
@@ -485,29 +492,16 @@ class mpi_backend {
            "MPI_Type_create_subarray");
       call(MPI_Type_commit(&type), "MPI_Type_commit");
     }
-    region_type(region_type&& o) noexcept : type(o.type) { o.type = MPI_DATATYPE_NULL; }
-    region_type(const region_type&) = delete;
-    region_type& operator=(const region_type&) = delete;
-    ~region_type() {
-      if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
-    }
   };
 
   /// The committed struct datatype of one message: its pieces' datatypes at absolute
   /// addresses (sent from or received into MPI_BOTTOM), freed by the destructor.
-  struct message_type {
-    MPI_Datatype type = MPI_DATATYPE_NULL;
+  struct message_type : owned_type {
     message_type(std::vector<MPI_Datatype>& parts, std::vector<MPI_Aint>& at) {
       std::vector<int> ones(parts.size(), 1);
       call(MPI_Type_create_struct(static_cast<int>(parts.size()), ones.data(), at.data(), parts.data(), &type),
            "MPI_Type_create_struct");
       call(MPI_Type_commit(&type), "MPI_Type_commit");
-    }
-    message_type(message_type&& o) noexcept : type(o.type) { o.type = MPI_DATATYPE_NULL; }
-    message_type(const message_type&) = delete;
-    message_type& operator=(const message_type&) = delete;
-    ~message_type() {
-      if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
     }
   };
 

@@ -265,8 +265,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     rp.reason = std::to_string(A) + " arrays, one call each: predicted " + detail::seconds_text(rp.separate_seconds);
     return rp;
   }
-  // Every joint array's pieces (the exchange's sender rule).
+  // Every joint array's pieces (the exchange's sender rule), and its lower bound from the
+  // boxes alone: a rank's target box minus what it held.
   std::vector<std::vector<reshard_piece>> pieces(A);
+  std::vector<std::vector<std::uint64_t>> bound(A);
   for (std::size_t i = 0; i < A; ++i) {
     if (forced[i]) continue;
     const reshard_array& a = pr.arrays[i];
@@ -274,6 +276,8 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     if (!x.error.empty())
       throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
     for (const exchange_piece& pc : x.pieces) pieces[i].push_back({static_cast<std::uint32_t>(i), pc.from, pc.to, pc.b});
+    for (std::uint64_t r = 0; r < W; ++r)
+      bound[i].push_back((x.after[r].size() - intersect(x.after[r], x.before[r]).size()) * a.element_bytes());
   }
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
@@ -341,14 +345,9 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
     rp.joint_seconds += t.seconds(P);
   }
-  // The lower bound, from the layouts alone: a rank's target box minus what it held.
-  for (std::size_t i = 0; i < A; ++i) {
-    if (rp.route[i] != reshard_route::joint) continue;
-    const std::vector<box> before = detail::layout_boxes(pr.arrays[i].source, W);
-    const std::vector<box> after = detail::layout_boxes(pr.arrays[i].target, W);
-    for (std::uint64_t r = 0; r < W; ++r)
-      rp.lower_bound_bytes[r] += (after[r].size() - intersect(after[r], before[r]).size()) * pr.arrays[i].element_bytes();
-  }
+  for (std::size_t i = 0; i < A; ++i)
+    if (rp.route[i] == reshard_route::joint)
+      for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r];
   rp.seconds = rp.joint_seconds;
   std::string owned;
   std::size_t named = 0;

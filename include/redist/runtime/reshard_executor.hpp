@@ -182,6 +182,13 @@ class reshard_executor {
     local_.assign(local.begin(), local.end());
     const std::uint64_t W = p_.world;
     const std::size_t A = p_.arrays.size();
+    // Every world rank's tile bytes of every array, before and after (0 off the mesh).
+    for (const bool source : {true, false})
+      for (std::size_t a = 0; a < A; ++a) {
+        const placed_layout& l = source ? p_.arrays[a].source : p_.arrays[a].target;
+        const std::uint64_t bytes = local_size(l.pm.mesh, l.type) * p_.arrays[a].element_bytes();
+        for (const std::int64_t pos : l.pm.positions(W)) (source ? in_bytes_ : out_bytes_).push_back(pos < 0 ? 0 : bytes);
+      }
     if (W != b_.devices()) {
       error_ = "the communicator has " + std::to_string(b_.devices()) + " ranks but the reshard runs on a world of " +
                std::to_string(W) + " ranks";
@@ -288,9 +295,7 @@ class reshard_executor {
 
  private:
   [[nodiscard]] std::uint64_t tile_bytes(std::size_t a, rank_t r, bool source) const {
-    const placed_layout& l = source ? p_.arrays[a].source : p_.arrays[a].target;
-    if (l.pm.positions(p_.world)[r] < 0) return 0;
-    return local_size(l.pm.mesh, l.type) * p_.arrays[a].element_bytes();
+    return (source ? in_bytes_ : out_bytes_)[a * p_.world + r];
   }
 
   std::string check_tiles(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) const {
@@ -494,6 +499,7 @@ class reshard_executor {
   std::vector<std::vector<box>> src_box_, dst_box_;
   std::vector<extents> src_ext_, dst_ext_;
   std::vector<std::unique_ptr<detail::own_runner>> own_;
+  std::vector<std::uint64_t> in_bytes_, out_bytes_;  ///< tile bytes of array a on rank r: [a * W + r]
   std::vector<std::byte> buf_;
   std::uint64_t buf_bytes_ = 0, own_held_ = 0, hash_ = 0;
   std::string error_;
