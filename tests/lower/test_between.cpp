@@ -36,6 +36,7 @@
 #include "redist/runtime/program_check.hpp"
 #include "redist/runtime/verify.hpp"
 #include "support/between_problems.hpp"
+#include "support/test_boxes.hpp"
 
 namespace {
 
@@ -111,18 +112,7 @@ std::string check_program_fully(const program& p, const placed_layout& a, const 
     return "peak " + std::to_string(p.peak_local_elements) +
            " elements above max(local source, local target) = " + std::to_string(bound);
   if (!(p.target == b.type) || !(p.target_mesh() == b.pm.mesh)) return "the program's target is not the problem's";
-  try {
-    const std::string j = redist::program_json_text(p);
-    const std::string k = redist::program_json_text(redist::program_from_json_text(j));
-    if (j != k) return "JSON round trip differs:\n" + j + "\n" + k;
-    if (jsonl) {
-      std::string line = j;
-      line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
-      *jsonl << line << '\n';
-    }
-  } catch (const redist::redist_error& e) {
-    return std::string("JSON round trip: ") + e.what();
-  }
+  if (std::string e = json_round_trip(p, jsonl); !e.empty()) return e;
   return run_and_check<T>(p, a);
 }
 

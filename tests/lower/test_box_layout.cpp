@@ -24,6 +24,7 @@
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "support/between_problems.hpp"
+#include "support/test_boxes.hpp"
 
 namespace {
 
@@ -34,16 +35,6 @@ using redist::darray;
 using redist::placed_layout;
 using redist::program;
 using namespace redist::testing;
-
-box make_box(std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges) {
-  box b;
-  b.rank = static_cast<int>(ranges.size());
-  for (std::size_t d = 0; d < ranges.size(); ++d) {
-    b.lo[d] = ranges[d].first;
-    b.hi[d] = ranges[d].second;
-  }
-  return b;
-}
 
 /// Rank r's source tile of layout a, the expected value at every element it holds.
 template <class T>
@@ -89,18 +80,7 @@ std::string check_fully(const program& p, const array_layout& a, std::ofstream* 
   for (std::size_t r = 0; r < before.size(); ++r)
     most = std::max(most, after[r].size() - redist::intersect(after[r], before[r]).size());
   if (p.cost_elements != most) return "cost " + std::to_string(p.cost_elements) + ", the bound " + std::to_string(most);
-  try {
-    const std::string j = redist::program_json_text(p);
-    const std::string k = redist::program_json_text(redist::program_from_json_text(j));
-    if (j != k) return "JSON round trip differs:\n" + j + "\n" + k;
-    if (jsonl) {
-      std::string line = j;
-      line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
-      *jsonl << line << '\n';
-    }
-  } catch (const redist::redist_error& e) {
-    return std::string("JSON round trip: ") + e.what();
-  }
+  if (std::string e = json_round_trip(p, jsonl); !e.empty()) return e;
   return run_and_check<T>(p, a);
 }
 

@@ -15,8 +15,10 @@
 #include "redist/runtime/program_check.hpp"
 #include "support/random_problems.hpp"
 #include "support/verify.hpp"
+#include "support/test_boxes.hpp"
 
 using namespace redist;
+using redist::testing::make_box;
 
 namespace {
 
@@ -67,16 +69,6 @@ std::string verify_error(const program& p) {
 std::string check_error(const program& p) {
   const detail::program_shapes s = detail::check_program(p);
   return s.error.empty() ? std::string("accepted") : s.error;
-}
-
-box make_box(std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges) {
-  box b;
-  b.rank = static_cast<int>(ranges.size());
-  for (std::size_t d = 0; d < ranges.size(); ++d) {
-    b.lo[d] = ranges[d].first;
-    b.hi[d] = ranges[d].second;
-  }
-  return b;
 }
 
 // {x: 2, y: 3}: [3{x}6, 2{y}6] -> [2{y}6, 3{x}6]; rank = 3 x + y.

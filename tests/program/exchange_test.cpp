@@ -20,20 +20,12 @@
 #include "redist/runtime/verify.hpp"
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
+#include "support/test_boxes.hpp"
 
 namespace {
 
 using namespace redist;
-
-box make_box(std::vector<std::pair<std::uint64_t, std::uint64_t>> r) {
-  box b;
-  b.rank = static_cast<int>(r.size());
-  for (std::size_t d = 0; d < r.size(); ++d) {
-    b.lo[d] = r[d].first;
-    b.hi[d] = r[d].second;
-  }
-  return b;
-}
+using redist::testing::make_box;
 
 /// Run p on the host backend; returns the number of wrong target elements.
 template <class T>
