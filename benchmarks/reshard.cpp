@@ -252,7 +252,8 @@ void grid(mpi_backend& mpi, int runs) {
       {"{x: 8}|[{x}R, C]", "{x: 2, y: 4}|[{y}R, {x}C]"},
   };
   std::vector<double> ratios;
-  for (const auto& [rows, cols] : {std::pair<int, int>{4096, 4096}, {8192, 4096}}) {
+  for (const auto& shape : {std::pair<int, int>{4096, 4096}, {8192, 4096}}) {
+    const int rows = shape.first, cols = shape.second;  // named, not bound: clang 14 cannot capture bindings
     for (const auto& [from, to] : pairs) {
       auto layout = [&](const std::string& s) {
         std::string t = s.substr(s.find('|') + 1);

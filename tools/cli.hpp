@@ -201,6 +201,25 @@ inline box_layout dtensor_boxes_option(const placed_mesh& pm, const type_option&
   return for_option(o.dtensor_name, [&] { return dtensor_layout(pm, g, o.dtensor, W); });
 }
 
+/// True iff the option gives a Shardy sharding that no type says (sub-axes in another order
+/// than redist's prime sub-axes, core/shardy.hpp): it is read as a box layout
+/// (shardy_boxes_option).
+inline bool shardy_needs_boxes(const type_option& o, const std::string& shape) {
+  if (o.shardy_opt->count() == 0) return false;
+  const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  return !for_option(o.shardy_name, [&] { return shardy_type_says(o.shardy, g); });
+}
+
+/// The Shardy sharding of the option as a box layout in a world of W ranks (0: its mesh's),
+/// blaming the option; `pm` is set to its placed mesh.
+inline box_layout shardy_boxes_option(const type_option& o, const std::string& shape, std::uint64_t W, placed_mesh& pm) {
+  const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  return for_option(o.shardy_name, [&] {
+    pm = from_shardy_mesh(detail::shardy_split(o.shardy).first);
+    return shardy_layout(o.shardy, g, W);
+  });
+}
+
 /// The options of a command about one type (show, convert): --mesh, --shape and the type
 /// as --type, --jax, --dtensor, --xla or --shardy (the last two place their own mesh).
 struct one_type_options {
@@ -339,8 +358,9 @@ struct problem {
   std::uint64_t bytes = 4;
   placed_mesh src, dst;
   std::uint64_t world = 0;
-  /// DTensor placements no type says (nested uneven chunks) read as box layouts (then
-  /// `from` / `to` is the replicated type of the global shape).
+  /// DTensor placements (nested uneven chunks) and Shardy shardings (sub-axes in another
+  /// order) that no type says, read as box layouts (then `from` / `to` is the replicated
+  /// type of the global shape).
   std::optional<box_layout> from_boxes, to_boxes;
   /// The problem needs a program on device sets (format 2): a device list, another target
   /// mesh, a larger world, or a box layout.
@@ -367,6 +387,7 @@ inline problem parse_problem(const problem_options& o) {
   // target's unless --to-mesh or the target's notation places it).
   const bool from_placed = carries_mesh(o.from), to_placed = carries_mesh(o.to);
   bool from_nested = false, to_nested = false;  // DTensor placements read as box layouts
+  const bool from_sub = shardy_needs_boxes(o.from, o.shape), to_sub = shardy_needs_boxes(o.to, o.shape);  // Shardy's
   if (!from_placed && o.mesh_opt->count() == 0) throw CLI::RequiredError("--mesh");
   if (from_placed && o.mesh_opt->count() > 0)
     throw CLI::ValidationError("--mesh", given_name(o.from) + " places the source's mesh itself");
@@ -378,7 +399,10 @@ inline problem parse_problem(const problem_options& o) {
   // XLA's {replicated} names no devices: as many as the other side's mesh (or --world).
   std::uint64_t replicated = o.world_opt->count() ? o.world : given ? given->mesh.devices : 1;
   if (o.to_mesh_opt->count() && !o.world_opt->count()) replicated = p.dst.mesh.devices;
-  if (from_placed) {
+  if (from_sub) {
+    p.from_boxes = shardy_boxes_option(o.from, o.shape, 0, p.src);
+    p.from = detail::shape_type(p.from_boxes->shape);
+  } else if (from_placed) {
     placed_type x = parse_placed_type_option(o.from, o.shape, replicated);
     p.src = std::move(x.pm);
     p.from = x.type;
@@ -387,7 +411,10 @@ inline problem parse_problem(const problem_options& o) {
     from_nested = dtensor_needs_boxes(p.src.mesh, o.from, o.shape);
     p.from = from_nested ? detail::shape_type(parse_shape(p.src.mesh, o.shape)) : parse_type_option(p.src.mesh, o.from, o.shape);
   }
-  if (to_placed) {
+  if (to_sub) {
+    p.to_boxes = shardy_boxes_option(o.to, o.shape, 0, p.dst);
+    p.to = detail::shape_type(p.to_boxes->shape);
+  } else if (to_placed) {
     placed_type x = parse_placed_type_option(o.to, o.shape, o.world_opt->count() ? o.world : p.src.mesh.devices);
     p.dst = std::move(x.pm);
     p.to = x.type;
@@ -404,6 +431,8 @@ inline problem parse_problem(const problem_options& o) {
     throw input_error(o.world_opt->count() ? "--world" : o.to_mesh_opt->count() ? "--to-mesh" : given_name(o.to), e.message.str());
   if (from_nested) p.from_boxes = dtensor_boxes_option(p.src, o.from, o.shape, p.world);
   if (to_nested) p.to_boxes = dtensor_boxes_option(p.dst, o.to, o.shape, p.world);
+  if (from_sub) p.from_boxes = shardy_boxes_option(o.from, o.shape, p.world, p.src);
+  if (to_sub) p.to_boxes = shardy_boxes_option(o.to, o.shape, p.world, p.dst);
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say (for even types on one mesh;
   // uneven ones and meshes on device sets need the same global shape, lower/synthesize.hpp

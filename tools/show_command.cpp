@@ -79,10 +79,16 @@ box_layout boxes_option(const show_options& o) {
   return l;
 }
 
-/// A box layout: --boxes, or DTensor placements no type says; false for every other type.
+/// A box layout: --boxes, DTensor placements or a Shardy sharding no type says; false for
+/// every other type.
 bool show_boxes(const show_options& o) {
   if (o.boxes_opt->count() > 0) {
     draw_layout(o, boxes_option(o), "--boxes");
+    return true;
+  }
+  if (shardy_needs_boxes(o.in.type, o.in.shape)) {
+    placed_mesh pm;
+    draw_layout(o, shardy_boxes_option(o.in.type, o.in.shape, 0, pm), given_name(o.in.type));
     return true;
   }
   if (o.in.type.dtensor_opt->count() == 0 || o.in.mesh_opt->count() == 0) return false;

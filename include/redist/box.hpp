@@ -3,9 +3,11 @@
 //
 // A box is one half-open range [lo, hi) of global indices per dimension. A box layout says
 // where an array lives where no type can say it (DTensor's nested uneven chunks, a user's
-// custom blocks): one box per world rank, or none (the rank holds nothing). A valid layout
-// covers every element of the array exactly once: its boxes lie inside the array, do not
-// overlap, and leave no element uncovered (check_box_layout).
+// custom blocks): one box per world rank, or none (the rank holds nothing). Ranks holding
+// equal boxes are replicas of each other (a Shardy or DTensor layout that replicates over
+// some axes). A valid layout covers every element of the array: its boxes lie inside the
+// array, two boxes are equal or share no element, and no element is left uncovered
+// (check_box_layout).
 //
 // A rank's tile of a box layout is the layout's padded tile: per dimension the longest box
 // of any rank, the rank's box at its start, row-major with the padded tile's strides (as a
@@ -129,6 +131,14 @@ struct box_layout {
   bool operator==(const box_layout&) const = default;
 };
 
+/// Throws redist_error(errc::capacity) for a box layout on a world of more than
+/// max_program_devices ranks (it lists every rank, as a program does).
+inline void check_box_world(std::uint64_t W) {
+  if (W > max_program_devices)
+    throw redist_error(errc::capacity, "a box layout lists every rank: at most " + std::to_string(max_program_devices) +
+                                           " ranks, the world has " + std::to_string(W));
+}
+
 /// The whole array of shape `shape` as one box.
 inline box whole_box(const std::vector<std::uint64_t>& shape) {
   box b;
@@ -139,7 +149,7 @@ inline box whole_box(const std::vector<std::uint64_t>& shape) {
 
 /// The problem with layout l in a world of W ranks (0: any), in one line naming the rank(s)
 /// and the box or element, or "": one entry per world rank, boxes of the array's rank inside
-/// it, no two boxes sharing an element, every element in some box.
+/// it, two boxes equal (replicas) or sharing no element, every element in some box.
 inline std::string box_layout_problem(const box_layout& l, std::uint64_t W = 0) {
   const int R = l.rank();
   if (R < 1 || R > max_dims) return "the array has " + std::to_string(R) + " dimensions (1 to " + std::to_string(max_dims) + ")";
@@ -162,18 +172,27 @@ inline std::string box_layout_problem(const box_layout& l, std::uint64_t W = 0) 
     }
   }
   if (!any) return "no rank holds a box";
+  // The distinct non-empty boxes (replicas count once), each with its smallest holder.
+  std::vector<std::pair<box, std::size_t>> distinct;
   std::uint64_t covered = 0;
   for (std::size_t r = 0; r < l.boxes.size(); ++r) {
     if (!l.boxes[r] || l.boxes[r]->empty()) continue;
-    covered += l.boxes[r]->size();
-    for (std::size_t q = 0; q < r; ++q) {
-      if (!l.boxes[q]) continue;
-      const box c = intersect(*l.boxes[q], *l.boxes[r]);
+    const box& b = *l.boxes[r];
+    bool replica = false;
+    for (const auto& [o, q] : distinct) {
+      if (o == b) {
+        replica = true;
+        break;
+      }
+      const box c = intersect(o, b);
       if (!c.empty())
         return "ranks " + std::to_string(q) + " and " + std::to_string(r) + " both hold the element " +
-               element_text(c.lo, R) + " (boxes " + box_text(*l.boxes[q]) + " and " + box_text(*l.boxes[r]) +
-               " overlap)";
+               element_text(c.lo, R) + " (boxes " + box_text(o) + " and " + box_text(b) +
+               " overlap; replicas hold equal boxes)";
     }
+    if (replica) continue;
+    distinct.emplace_back(b, r);
+    covered += b.size();
   }
   if (covered == all.size()) return {};
   // Disjoint boxes holding fewer elements than the array: the first element (row-major) of

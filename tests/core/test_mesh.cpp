@@ -265,3 +265,25 @@ TEST_CASE("names holding a quote print back in the other quote (fuzz regression)
   CHECK(redist::type_text(m, t).view() == R"([2{'a"b', "it's"}12, 2])");
   CHECK(redist::parse_type(m, redist::type_text(m, t).view()) == t);
 }
+
+TEST_CASE("another order of an axis's prime sub-axes keeps the device map (Shardy's sub-axes)", "[mesh]") {
+  const redist::device_mesh m = redist::parse_mesh("{x: 2, y: 12, z: 2}");  // y = 2 x 2 x 3
+  const std::uint64_t order[] = {3, 2, 2};                                   // y's 3 major
+  const redist::device_mesh o = redist::with_subaxis_order(m, 1, order, 3);
+  REQUIRE(o.sub_count[1] == 3);
+  const int y = o.sub_begin[1];
+  CHECK(o.sub[y].size == 3);
+  CHECK(o.sub[y].pre == 1);
+  CHECK(o.sub[y + 1].pre == 3);
+  CHECK(o.sub[y + 2].pre == 6);
+  CHECK(o.sub[y + 2].stride == 2);  // z's size below it
+  CHECK(o.sub[y].stride == 8);
+  CHECK(o == m);  // the same axes and sizes: the same mesh to its users
+  for (std::uint64_t r = 0; r < m.devices; ++r) {
+    for (int a = 0; a < 3; ++a) CHECK(o.axis_coord(a, r) == m.axis_coord(a, r));
+    CHECK(o.coord(y, r) == m.axis_coord(1, r) / 4);  // "y":(1)3: the y coordinate over 12 / 3
+  }
+  const std::uint64_t wrong[] = {5, 2, 2};  // not a factorization of 12: unchanged
+  const redist::device_mesh same = redist::with_subaxis_order(m, 1, wrong, 3);
+  for (int k = 0; k < m.nsub; ++k) CHECK(same.sub[k].size == m.sub[k].size);
+}

@@ -250,7 +250,7 @@ TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") 
   const char* s3 = R"(#sdy.sharding<@mesh, [{"y":(1)3}, {}]>)";
   CHECK_THROWS_WITH(redist::from_shardy(pm, s3, g),
                     Catch::StartsWith(R"(sub-axis "y":(1)3 is not a run of the prime sub-axes of "y" (size 6: "y":(1)2, "y":(2)3); )"
-                                      R"(sub-axes in another order are not supported yet (at column 24)"));
+                                      R"(no type on this mesh says it (shardy_layout reads it as a box layout) (at column 24)"));
   CHECK(column_of([&] { redist::from_shardy(pm, s3, g); }) == 23);
   CHECK(via_shardy(R"(<["x"=2, "y"=6]>)", R"(<@mesh, [{"y":(2)3}, {"y":(1)2}]>)", g) == "[4{y:(2)3}12, 6{y:(1)2}12]");
   CHECK_THROWS_WITH(redist::from_shardy(pm, R"(<@mesh, [{"y":(4)3}, {}]>)", g),
@@ -285,6 +285,55 @@ TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") 
                     Catch::StartsWith("pending max values have no Shardy spelling"));
   const redist::placed_mesh q = redist::parse_placed_mesh(R"({'say "x"': 2})");
   CHECK_THROWS_WITH(redist::to_shardy_mesh(q), Catch::Contains("holds a quote or backslash"));
+}
+
+TEST_CASE("Shardy sub-axes in any order read as the boxes they name", "[core][shardy][box]") {
+  const std::string mesh = R"(sdy.mesh @mesh = <["x"=2, "y"=6]> )";
+  const shape g{12, 12};
+  auto make = [](std::pair<std::uint64_t, std::uint64_t> a, std::pair<std::uint64_t, std::uint64_t> b) {
+    redist::box x;
+    x.rank = 2;
+    x.lo = {a.first, b.first};
+    x.hi = {a.second, b.second};
+    return x;
+  };
+  // y's 3 major ("y":(1)3 on y = 2 x 3): the y coordinate c cuts the rows by c / 2; ranks
+  // that differ along x or c % 2 only are replicas.
+  const std::string t1 = mesh + R"(#sdy.sharding<@mesh, [{"y":(1)3}, {}]>)";
+  CHECK_FALSE(redist::shardy_type_says(t1, g));
+  CHECK_THROWS_WITH(redist::from_shardy_text(t1, g), Catch::Contains("no type on this mesh says it"));
+  const redist::box_layout l = redist::shardy_layout(t1, g);
+  REQUIRE(l.world() == 12);
+  for (std::uint64_t r = 0; r < 12; ++r) {
+    const std::uint64_t c = r % 6;
+    CHECK(*l.boxes[r] == make({4 * (c / 2), 4 * (c / 2) + 4}, {0, 12}));
+  }
+  CHECK(redist::box_layout_problem(l).empty());
+  // XLA writes the same layout as a transposed iota: devices [2, 3, 2] (x, y's 3, y's 2),
+  // y's 3 first, the other two replicating.
+  const redist::placed_type x = redist::from_xla("{devices=[3,1,4]<=[2,3,2]T(1,0,2) last_tile_dim_replicate}", g, 12);
+  for (const auto& [r, b] : held(x.pm, x.type)) CHECK(*l.boxes[r] == b);
+
+  // y's 2 minor on the rows, its 3 major on the columns, on listed devices in a world of 16.
+  const std::string t2 = R"(sdy.mesh @mesh = <["x"=2, "y"=6], device_ids=[11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]> )"
+                         R"(#sdy.sharding<@mesh, [{"y":(3)2}, {"y":(1)3}]>)";
+  CHECK_FALSE(redist::shardy_type_says(t2, g));
+  const redist::box_layout l2 = redist::shardy_layout(t2, g, 16);
+  REQUIRE(l2.world() == 16);
+  for (std::uint64_t p = 0; p < 12; ++p) {
+    const std::uint64_t c = p % 6;
+    CHECK(*l2.boxes[11 - p] == make({6 * (c % 2), 6 * (c % 2) + 6}, {4 * (c / 2), 4 * (c / 2) + 4}));
+  }
+  for (std::uint64_t r = 12; r < 16; ++r) CHECK_FALSE(l2.boxes[r].has_value());
+  // Uneven: 7 rows in ceil tiles of 3 (3, 3, 1).
+  const redist::box_layout l3 = redist::shardy_layout(t1, shape{7, 2});
+  CHECK(*l3.boxes[5] == make({6, 7}, {0, 2}));
+  // Sub-axes in redist's order stay types; sums and overlapping sub-axes are refused.
+  CHECK(redist::shardy_type_says(mesh + R"(#sdy.sharding<@mesh, [{"y":(2)3}, {"y":(1)2}]>)", g));
+  CHECK_THROWS_WITH(redist::shardy_layout(mesh + R"(#sdy.sharding<@mesh, [{"y":(1)3}, {}], unreduced={"x"}>)", g),
+                    "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
+  CHECK_THROWS_WITH(redist::shardy_layout(mesh + R"(#sdy.sharding<@mesh, [{"y":(1)2}, {"y":(1)3}]>)", g),
+                    Catch::StartsWith(R"(sub-axis "y":(1)3 is not a run of the prime sub-axes of "y")"));
 }
 
 TEST_CASE("every prefix of a mesh or sharding parses or is refused with a redist_error", "[core][shardy][fuzz]") {

@@ -2,7 +2,8 @@
 // arbitrary text. Input: a Shardy mesh on the first line (a fixed one when it does not
 // parse), a global shape on the second (`[8, 6]`; a fixed one when it does not parse), the
 // sharding on the rest. A mesh or sharding that parses is well-formed and reads back the
-// same from what the writers make of it.
+// same from what the writers make of it; the box layout shardy_layout reads from the mesh and
+// the sharding (sub-axes in any order) is valid.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,6 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string back;
     if (!fuzz::refused_cleanly_or_ran([&] { back = to_shardy(pm, t, "m"); })) return;
     if (!(from_shardy(pm, back, global) == t)) fuzz::finding("to_shardy does not read back the same");
+  });
+  // Sub-axes in any order: the box layout, valid wherever it is read.
+  fuzz::refused_cleanly_or_ran([&] {
+    const box_layout l = shardy_layout(to_shardy_mesh(pm) + " " + std::string(f[2]), global);
+    if (!box_layout_problem(l).empty()) fuzz::finding("shardy_layout gave an invalid box layout: " + box_layout_problem(l));
   });
   return 0;
 }

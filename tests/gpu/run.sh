@@ -50,10 +50,10 @@ echo "== one rank on one GPU"
 if [ "$have_mpi" = 1 ]; then
   MPIRUN=$(command -v mpirun || command -v mpiexec)
   echo "== MPI bootstrap, one rank per GPU: $MPIRUN -np $gpus"
-  "$MPIRUN" -np "$gpus" "$bin/backends/backends_nccl_mpi_test"
+  timeout 300 "$MPIRUN" -np "$gpus" "$bin/backends/backends_nccl_mpi_test"
   if [ "$gpus" -eq 1 ]; then
     echo "== 2 ranks on 1 GPU: NCCL cannot, the backend must refuse clearly"
-    "$MPIRUN" -np 2 "$bin/backends/backends_nccl_mpi_test"
+    timeout 120 "$MPIRUN" -np 2 "$bin/backends/backends_nccl_mpi_test"
   fi
 else
   echo "== MPI not found: the MPI bootstrap test was not built"

@@ -143,6 +143,30 @@ TEST_CASE("box layouts: DTensor [Shard(0), Shard(0)] of 10 x 5 on 2 x 2 reads as
   }
 }
 
+TEST_CASE("box layouts: replicas, from DTensor's Replicate() beside nested uneven chunks", "[box][named]") {
+  // [Shard(0), Shard(0), Replicate()] of 10 x 5 on 2 x 2 x 2: rows 3, 2, 3, 2, each on the
+  // two ranks that differ only along z.
+  const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 2, y: 2, z: 2}");
+  const std::vector<std::uint64_t> shape{10, 5};
+  const box_layout l = redist::dtensor_layout(pm, shape, "[Shard(0), Shard(0), Replicate()]");
+  REQUIRE(l.world() == 8);
+  const std::pair<std::uint64_t, std::uint64_t> rows[] = {{0, 3}, {3, 5}, {5, 8}, {8, 10}};
+  for (std::uint64_t r = 0; r < 8; ++r) CHECK(*l.boxes[r] == make_box({rows[r / 2], {0, 5}}));
+  CHECK(redist::box_layout_problem(l).empty());
+  const placed_layout t{pm, redist::from_dtensor(pm.mesh, shape, "[Shard(1), Replicate(), Replicate()]")};
+  // From the replicas: every piece once, the sending shared between the replicas.
+  const program p = plan<double>(l, t);
+  CHECK(check_fully<double>(p, l, nullptr) == "");
+  const redist::exchange_plan x = redist::plan_exchange(redist::source_boxes(p), redist::target_boxes(p));
+  std::vector<std::uint64_t> sends(8, 0);
+  for (const auto& pc : x.pieces)
+    if (pc.from != pc.to) ++sends[pc.from];
+  for (std::uint64_t r = 0; r < 8; ++r) CHECK(sends[r] > 0);
+  // To the replicas: each receives its box.
+  const program q = plan<float>(t, l);
+  CHECK(check_fully<float>(q, t, nullptr) == "");
+}
+
 TEST_CASE("box layouts: random guillotine blocks to and from types and layouts, every element checked",
           "[box][random]") {
   std::mt19937 rng(0x5b0c5u);
@@ -194,10 +218,10 @@ TEST_CASE("box layouts: bad input, one clear line each", "[box][errors]") {
   l.shape = {4, 4};
   l.boxes = {make_box({{0, 3}, {0, 4}}), make_box({{2, 4}, {0, 4}})};
   CHECK(redist::box_layout_problem(l) ==
-        "ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 4) and [2, 4) x [0, 4) overlap)");
+        "ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 4) and [2, 4) x [0, 4) overlap; replicas hold equal boxes)");
   CHECK_THROWS_WITH(redist::check_box_layout(l),
                     "box layout: ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 4) and [2, 4) x [0, 4) "
-                    "overlap)");
+                    "overlap; replicas hold equal boxes)");
   l.boxes = {make_box({{0, 2}, {0, 4}}), std::nullopt, make_box({{2, 4}, {0, 3}})};
   CHECK(redist::box_layout_problem(l) == "no rank holds the element (2, 3) (the boxes leave it uncovered)");
   l.boxes = {make_box({{0, 2}, {0, 4}}), make_box({{2, 5}, {0, 4}})};
@@ -220,9 +244,14 @@ TEST_CASE("box layouts: bad input, one clear line each", "[box][errors]") {
                                  array_layout{l}),
       "a box layout is planned by one exchange, which does not add partial sums, and the source type [4, 4] sum{x} "
       "has pending sums (reduce them first)");
-  CHECK_THROWS_WITH(redist::dtensor_layout(redist::parse_placed_mesh("{x: 2, y: 2}"), std::vector<std::uint64_t>{10, 5},
-                                           "[Shard(0), Replicate()]"),
-                    "Replicate() on mesh dimension 1 of 2 devices: a box layout holds every element once (no replicas)");
+  // Replicas hold equal boxes; a box that meets another without equalling it is refused.
+  l.boxes = {make_box({{0, 2}, {0, 4}}), make_box({{2, 4}, {0, 4}}), make_box({{0, 2}, {0, 4}})};
+  CHECK(redist::box_layout_problem(l).empty());
+  l.boxes[2] = make_box({{0, 2}, {0, 3}});
+  CHECK(redist::box_layout_problem(l) ==
+        "ranks 0 and 2 both hold the element (0, 0) (boxes [0, 2) x [0, 4) and [0, 2) x [0, 3) overlap; replicas hold "
+        "equal boxes)");
+  l.boxes.pop_back();
 
   // JSON: the field and the rank named.
   const program p = redist::synthesize_between(array_layout{l}, array_layout{placed_layout{pm, redist::parse_type(pm.mesh, "[4, {x}4]")}});
@@ -230,7 +259,7 @@ TEST_CASE("box layouts: bad input, one clear line each", "[box][errors]") {
   j["source"]["boxes"][1] = nlohmann::json::parse("[[1, 4], [0, 4]]");
   CHECK_THROWS_WITH(redist::program_from_json(j),
                     "program JSON: source.boxes: ranks 0 and 1 both hold the element (1, 0) (boxes [0, 2) x [0, 4) and "
-                    "[1, 4) x [0, 4) overlap)");
+                    "[1, 4) x [0, 4) overlap; replicas hold equal boxes)");
   j["source"]["boxes"][1] = nlohmann::json::parse("[[3, 4], [0, 4]]");
   CHECK_THROWS_WITH(redist::program_from_json(j),
                     "program JSON: source.boxes: no rank holds the element (2, 0) (the boxes leave it uncovered)");

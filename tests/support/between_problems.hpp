@@ -393,7 +393,8 @@ std::string check_target_tile(const program& p, std::uint64_t r, std::int64_t po
 
 /// A random box layout (redist/box.hpp) of an array of `shape`: a guillotine partition into
 /// 1..W blocks (a random block cut along a random dimension, again and again), on a random
-/// subset of the W ranks; the others hold nothing.
+/// subset of the W ranks; each other rank holds a replica of a random block (one in three)
+/// or nothing.
 inline box_layout random_box_layout(std::mt19937& rng, const std::vector<std::uint64_t>& shape, std::uint64_t W) {
   std::vector<box> pieces{whole_box(shape)};
   const std::uint64_t want = 1 + rng() % W;
@@ -415,6 +416,8 @@ inline box_layout random_box_layout(std::mt19937& rng, const std::vector<std::ui
   l.shape = shape;
   l.boxes.assign(W, std::nullopt);
   for (std::size_t k = 0; k < pieces.size(); ++k) l.boxes[ranks[k]] = pieces[k];
+  for (std::size_t k = pieces.size(); k < W; ++k)
+    if (rng() % 3 == 0) l.boxes[ranks[k]] = pieces[rng() % pieces.size()];
   return l;
 }
 

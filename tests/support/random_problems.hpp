@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <iterator>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -187,8 +188,12 @@ inline std::vector<problem_text> random_problems(const workload& w, std::size_t 
 /// is a prime, smaller than its number of tiles (empty tiles), lcm * t - 1, or any size
 /// up to three times its tile counts; at least one dimension of the source or the target
 /// is uneven. With w.partial_sums the source may carry pending sums (the target none).
-/// Tiles are inferred (`{x}7`) or written (`2{x}7`, ceil) at random.
+/// Tiles are inferred (`{x}7`) or written (`2{x}7`, ceil) at random. A mesh of one device
+/// has no uneven problem: std::invalid_argument (it used to loop forever).
 inline problem_text random_uneven_problem(std::mt19937_64& rng, const workload& w) {
+  std::uint64_t devices = 1;
+  for (const auto& a : w.axes) devices *= a.second;
+  if (devices < 2) throw std::invalid_argument("random_uneven_problem: a mesh of one device has no uneven problem");
   static constexpr std::uint64_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71};
   for (;;) {
     const int rank = w.min_dims + static_cast<int>(rng() % static_cast<std::uint64_t>(w.max_dims - w.min_dims + 1));

@@ -31,6 +31,24 @@ GRID = [
     "128 └───┴───┘",
 ]
 
+# Shardy's mesh of 2 x 6 devices, whose y a sharding may cut into sub-axes in any order.
+SHARDY_MESH = 'sdy.mesh @mesh = <["x"=2, "y"=6]>'
+
+# Shardy's "y":(1)3 on y = 6 (y's 3 major, no run of redist's prime sub-axes 2 then 3) of 12 x 4:
+# rows cut by the y coordinate c into c / 2, each block on the four ranks that differ along x
+# and c % 2 only (replicas), a box layout.
+SHARDY_BOXES = [
+    "box layout on a world of 12 ranks | global [12, 4] | padded tile [4, 4] | local size 16 elements",
+    "   0           4",
+    " 0 ┌───────────┐",
+    "   │  0,1,6,7  │",
+    " 4 ├───────────┤",
+    "   │  2,3,8,9  │",
+    " 8 ├───────────┤",
+    "   │ 4,5,10,11 │",
+    "12 └───────────┘",
+]
+
 # DTensor [Shard(0), Shard(0)] of 10 x 5 on 2 x 2: nested chunks of 3, 2, 3, 2 rows, a box layout.
 BOX_LAYOUT = [
     "box layout on a world of 4 ranks | global [10, 5] | padded tile [3, 5] | local size 15 elements",
@@ -89,18 +107,17 @@ BAD_INPUT = [
     # Box layouts (redist/box.hpp): --boxes refused in one line naming the ranks and the element or box.
     (["show", "--boxes", "[[[0, 3], [0, 4]], [[2, 8], [0, 4]]]", "--shape", "[8, 4]"],
      "redist: error: --boxes: box layout: ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 4) and [2, 8) x [0, 4) "
-     "overlap)"),
+     "overlap; replicas hold equal boxes)"),
     (["show", "--boxes", "[[[0, 3], [0, 4]], null, [[3, 8], [0, 3]]]", "--shape", "[8, 4]"],
      "redist: error: --boxes: box layout: no rank holds the element (3, 3) (the boxes leave it uncovered)"),
     (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 9], [0, 4]]]", "--shape", "[8, 4]"],
      "redist: error: --boxes: box layout: rank 1's box [3, 9) x [0, 4) is not inside the array [0, 8) x [0, 4)"),
     (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 8]]]", "--shape", "[8, 4]"],
      "redist: error: --boxes: [1]: has 1 ranges, expected one per dimension (2)"),
-    # Nested uneven chunks read as a box layout (redist/box.hpp), which holds every element once.
-    (["run", "--backend", "host", "--mesh", "{x: 2, y: 2, z: 2}", "--from-dtensor", "[Shard(0), Shard(0), Replicate()]",
-      "--shape", "[6]", "--to", "[6]"],
-     "redist: error: --from-dtensor: Replicate() on mesh dimension 2 of 2 devices: a box layout holds every element "
-     "once (no replicas)"),
+    # A box layout (redist/box.hpp) holds values, not partial ones.
+    (["plan", "--from-shardy", SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(1)3}], unreduced={"x"}>', "--shape", "[6]",
+      "--to", "[6]"],
+     "redist: error: --from-shardy: unreduced={...}: a box layout holds values, not partial ones (reduce them first)"),
 
     (["convert"] + MESH + ["--type", "[{x}8] sum{y}", "--to", "jax"],
      "redist: error: --to: the type has no JAX PartitionSpec: a type with pending sums has no PartitionSpec"),
@@ -309,6 +326,26 @@ def main():
                                                           "--to-dtensor", "[Shard(0), Replicate()]", "--verify"])
     expect(r.returncode == 0 and "verify: OK, 12 elements checked on 4 ranks" in r.stdout,
            "run box layout --verify:\n%s%s" % (r.stdout, r.stderr))
+
+    # DTensor's Replicate() beside nested uneven chunks: replicas in the box layout.
+    r = run(redist, ["run", "--backend", "host", "--mesh", "{x: 2, y: 2, z: 2}", "--from-dtensor",
+                     "[Shard(0), Shard(0), Replicate()]", "--shape", "[6]", "--to", "[6]", "--verify"])
+    expect(r.returncode == 0 and "verify: OK, 48 elements checked on 8 ranks" in r.stdout,
+           "run replicated box layout --verify:\n%s%s" % (r.stdout, r.stderr))
+
+    # Shardy's sub-axes in any order: drawn, planned and run as their box layout.
+    y13 = SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(1)3}, {}]>'
+    r = run(redist, ["show", "--shardy", y13, "--shape", "[12, 4]", "--color", "never"])
+    expect(r.returncode == 0 and r.stdout.splitlines() == SHARDY_BOXES, "show Shardy sub-axes:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["plan", "--from-shardy", y13, "--to-shardy", SHARDY_MESH + ' #sdy.sharding<@mesh, [{"x"}, {"y"}]>',
+                     "--shape", "[12, 12]", "--json"])
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    expect(r.returncode == 0 and j["source"]["boxes"][7] == [[0, 4], [0, 12]] and j["target"] == "[6{x}12, 2{y}12]" and
+           [s["op"] for s in j["steps"]] == ["exchange"], "plan Shardy sub-axes --json: %r %r" % (r.stdout, r.stderr))
+    r = run(redist, ["run", "--backend", "host", "--from-shardy", y13, "--to-shardy",
+                     SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(3)2}, {"y":(1)3}]>', "--shape", "[12, 7]", "--verify"])
+    expect(r.returncode == 0 and "verify: OK, " in r.stdout and "on 12 ranks, all in place" in r.stdout,
+           "run Shardy sub-axes --verify:\n%s%s" % (r.stdout, r.stderr))
 
     for args, line in BAD_INPUT:
         r = run(redist, args)

@@ -287,10 +287,10 @@ inline bool dtensor_type_says(const device_mesh& m, std::span<const std::uint64_
 /// The placements' layout as boxes (redist/box.hpp): mesh position p's box, DTensor's
 /// nested torch.chunk of every sharded dimension (mesh dimensions in placement order, each
 /// chunk split again into ceil-sized chunks, the last ones short or empty), on world rank
-/// pm.at(p) in a world of W ranks (0: pm.min_world()); the other ranks hold nothing. Throws
-/// redist_error for malformed placements, Partial() (a box layout holds values, not partial
-/// ones) and Replicate() over a mesh dimension of more than one device (a box layout holds
-/// every element once).
+/// pm.at(p) in a world of W ranks (0: pm.min_world()); the other ranks hold nothing; ranks
+/// that differ only along Replicate() mesh dimensions hold equal boxes (replicas). Throws
+/// redist_error for malformed placements and Partial() (a box layout holds values, not
+/// partial ones).
 inline box_layout dtensor_layout(const placed_mesh& pm, std::span<const std::uint64_t> global,
                                  std::string_view placements, std::uint64_t W = 0) {
   const device_mesh& m = pm.mesh;
@@ -298,15 +298,8 @@ inline box_layout dtensor_layout(const placed_mesh& pm, std::span<const std::uin
   if (!pl.sums.empty())
     throw redist_error(errc::rule, "Partial() on mesh dimension " + std::to_string(pl.sums.front()) +
                                        ": a box layout holds values, not partial ones");
-  std::vector<bool> shards(static_cast<std::size_t>(m.naxes), false);
-  for (const auto& a : pl.axes)
-    for (int x : a) shards[static_cast<std::size_t>(x)] = true;
-  for (int a = 0; a < m.naxes; ++a)
-    if (!shards[static_cast<std::size_t>(a)] && m.sizes[a] > 1)
-      throw redist_error(errc::rule, "Replicate() on mesh dimension " + std::to_string(a) + " of " +
-                                         std::to_string(m.sizes[a]) +
-                                         " devices: a box layout holds every element once (no replicas)");
   if (W == 0) W = pm.min_world();
+  check_box_world(W);
   if (error e = check_placement(pm, W)) throw redist_error(e);
   box_layout l;
   l.shape.assign(global.begin(), global.end());

@@ -166,6 +166,32 @@ constexpr error mesh_add_axis(device_mesh& m, std::string_view name, std::uint64
   return {};
 }
 
+/// Mesh m with axis a's prime sub-axes in the order `primes` (n of them, major to minor,
+/// their product the axis's size; ascending is mesh_add_axis's order): Shardy's sub-axes in
+/// any order (`"y":(1)3` on y: 6 needs y's 3 major, core/shardy.hpp). Sub-axis ids, the
+/// device map and every other axis stay as they are; only a's pieces, their `pre` and
+/// strides change. Returns m unchanged where `primes` is not a factorization of the axis.
+constexpr device_mesh with_subaxis_order(device_mesh m, int a, const std::uint64_t* primes, int n) {
+  if (a < 0 || a >= m.naxes || n != m.sub_count[a]) return m;
+  std::uint64_t product = 1;
+  for (int i = 0; i < n; ++i) product *= primes[i];
+  if (product != m.sizes[a]) return m;
+  const int lo = m.sub_begin[a], hi = lo + n;
+  const std::uint64_t axis_stride = n > 0 ? m.sub[hi - 1].stride : 1;  // the minor-most piece's
+  std::uint64_t pre = 1;
+  for (int i = 0; i < n; ++i) {
+    m.sub[lo + i].size = primes[i];
+    m.sub[lo + i].pre = pre;
+    pre *= primes[i];
+  }
+  std::uint64_t stride = axis_stride;
+  for (int k = hi - 1; k >= lo; --k) {
+    m.sub[k].stride = stride;
+    stride *= m.sub[k].size;
+  }
+  return m;
+}
+
 /// Parse `{x: 4, y: 8}` (names bare or quoted; JSON `{"x": 4, "y": 8}` is the same
 /// grammar). An empty mesh `{}` has one device.
 constexpr result<device_mesh> parse_mesh_text(std::string_view s) {

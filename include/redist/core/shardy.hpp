@@ -10,20 +10,26 @@
 // (`sum{x}`). Read and ignored: open dimensions (`{"x", ?}` and `{?}` mean what they list),
 // priorities (`{"x"}p1`), `replicated={...}` (the axes a type does not use replicate it).
 // redist splits every axis into prime sub-axes, ascending from major to minor (core/mesh.hpp);
-// a Shardy sub-axis that is not a run of them (`"y":(1)3` on y of size 6) is refused.
+// a Shardy sub-axis that is not a run of them (`"y":(1)3` on y of size 6, whose 3 is major)
+// names no type on the mesh: from_shardy refuses it, and shardy_layout reads the sharding,
+// with the sub-axes in any order, as the box layout it is (redist/box.hpp; DESIGN.md
+// section 2, "Sub-axes in any order"), which plan, run and show take.
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/lex.hpp"
 #include "redist/core/mesh.hpp"
+#include "redist/core/offsets.hpp"
 #include "redist/core/placement.hpp"
 
 namespace redist {
@@ -148,7 +154,7 @@ inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>&
           "sub-axis \"" + std::string(n) + "\":(" + std::to_string(pre) + ")" + std::to_string(size) +
               (fits ? " is not a run of the prime sub-axes of \"" + std::string(n) + "\" (size " +
                           std::to_string(m.sizes[a]) + ": " + pieces +
-                          "); sub-axes in another order are not supported yet"
+                          "); no type on this mesh says it (shardy_layout reads it as a box layout)"
                     : " does not fit in axis \"" + std::string(n) + "\" of size " + std::to_string(m.sizes[a])),
           col);
       fail();
@@ -376,10 +382,9 @@ inline std::string to_shardy(const placed_mesh& pm, const dist_type& t, std::str
   return s + ">";
 }
 
-/// Shardy's text as a user copies it from an MLIR dump: the mesh (`sdy.mesh @mesh = <...>`,
-/// `<[...]>`), then the sharding (`#sdy.sharding<@mesh, [...]>`); or a sharding with its mesh
-/// inline (`#sdy.sharding<mesh<[...]>, [...]>`), for an array of the given global shape.
-inline placed_type from_shardy_text(const std::string& text, std::span<const std::uint64_t> g) {
+namespace detail {
+/// Shardy's text split into the mesh's and the sharding's (from_shardy_text).
+inline std::pair<std::string, std::string> shardy_split(const std::string& text) {
   std::size_t at = text.find("#sdy.sharding");
   if (at == std::string::npos) at = text.find("sharding<");
   if (at == std::string::npos)
@@ -399,10 +404,134 @@ inline placed_type from_shardy_text(const std::string& text, std::span<const std
     }
     mesh = sharding.substr(m0, end + 1 - m0);
   }
+  return {mesh, sharding};
+}
+
+/// Mesh m with each axis's prime sub-axes ordered so that every sub-axis reference
+/// `"x":(pre)size` in the sharding's text is a run of them: its bounds pre and pre * size
+/// are cuts of one chain 1 | c1 | ... | size(x) (each cut divides the next), and the primes
+/// between two cuts ascend (core/mesh.hpp with_subaxis_order). An axis whose references
+/// fit no chain (they overlap) keeps its order: the parse then names the reference.
+inline device_mesh shardy_subaxis_mesh(const device_mesh& m, std::string_view s) {
+  std::vector<std::vector<std::uint64_t>> cuts(static_cast<std::size_t>(m.naxes));
+  auto number = [&](std::size_t& k, std::uint64_t& v) {
+    const std::size_t k0 = k;
+    v = 0;
+    for (; k < s.size() && is_digit(s[k]) && v < (std::uint64_t{1} << 59); ++k) v = v * 10 + static_cast<std::uint64_t>(s[k] - '0');
+    return k > k0;
+  };
+  auto spaces = [&](std::size_t& k) {
+    while (k < s.size() && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n')) ++k;
+  };
+  for (std::size_t i = s.find('"'); i != std::string_view::npos; i = s.find('"', i)) {
+    const std::size_t j = s.find('"', i + 1);
+    if (j == std::string_view::npos) break;
+    const int a = m.find(s.substr(i + 1, j - i - 1));
+    std::size_t k = j + 1;
+    i = j + 1;
+    std::uint64_t pre = 0, size = 0;
+    spaces(k);
+    if (a < 0 || k >= s.size() || s[k] != ':') continue;
+    ++k;
+    spaces(k);
+    if (k >= s.size() || s[k] != '(') continue;
+    ++k;
+    if (!number(k, pre) || k >= s.size() || s[k] != ')') continue;
+    ++k;
+    if (!number(k, size)) continue;
+    const std::uint64_t n = m.sizes[a];
+    if (pre == 0 || size < 2 || n % pre != 0 || (n / pre) % size != 0) continue;  // the parse says why
+    cuts[static_cast<std::size_t>(a)].push_back(pre);
+    cuts[static_cast<std::size_t>(a)].push_back(pre * size);
+  }
+  device_mesh out = m;
+  for (int a = 0; a < m.naxes; ++a) {
+    auto& c = cuts[static_cast<std::size_t>(a)];
+    if (c.empty()) continue;
+    c.push_back(1);
+    c.push_back(m.sizes[a]);
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    bool chain = true;
+    for (std::size_t k = 1; k < c.size(); ++k) chain = chain && c[k] % c[k - 1] == 0;
+    if (!chain) continue;
+    std::uint64_t primes[max_subaxes]{};
+    int np = 0;
+    for (std::size_t k = 1; k < c.size(); ++k)
+      for (std::uint64_t r = c[k] / c[k - 1]; r > 1 && np < max_subaxes;) {
+        const std::uint64_t p = smallest_prime_factor(r);  // the mesh factored the axis: never 0
+        primes[np++] = p;
+        r /= p;
+      }
+    out = with_subaxis_order(out, a, primes, np);
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Shardy's text as a user copies it from an MLIR dump: the mesh (`sdy.mesh @mesh = <...>`,
+/// `<[...]>`), then the sharding (`#sdy.sharding<@mesh, [...]>`); or a sharding with its mesh
+/// inline (`#sdy.sharding<mesh<[...]>, [...]>`), for an array of the given global shape.
+inline placed_type from_shardy_text(const std::string& text, std::span<const std::uint64_t> g) {
+  const auto [mesh, sharding] = detail::shardy_split(text);
   placed_type r;
   r.pm = from_shardy_mesh(mesh);
   r.type = from_shardy(r.pm, sharding, g);
   return r;
+}
+
+/// True iff a type on the sharding's mesh says it (from_shardy_text reads it); false where a
+/// sub-axis needs another order of redist's prime sub-axes (`"y":(1)3` on y: 6; then
+/// shardy_layout reads it). Throws redist_error for a malformed mesh or sharding.
+inline bool shardy_type_says(const std::string& text, std::span<const std::uint64_t> g) {
+  const auto [mesh, sharding] = detail::shardy_split(text);
+  placed_mesh pm = from_shardy_mesh(mesh);
+  const device_mesh ordered = detail::shardy_subaxis_mesh(pm.mesh, sharding);
+  bool same = true;
+  for (int k = 0; k < pm.mesh.nsub; ++k) same = same && ordered.sub[k].size == pm.mesh.sub[k].size;
+  if (same) return true;
+  // Another order of sub-axes may still say what the default one says (`{"y":(1)3,
+  // "y":(3)2}` is all of y): the type if the default order reads it.
+  try {
+    (void)from_shardy(pm, sharding, g);
+    return true;
+  } catch (const redist_error&) {
+    pm.mesh = ordered;
+    (void)from_shardy(pm, sharding, g);  // a malformed sharding throws here
+    return false;
+  }
+}
+
+/// The Shardy text's layout as boxes (redist/box.hpp), with sub-axes in any order: mesh
+/// position p's tile, under the order of prime sub-axes that makes every referenced sub-axis
+/// a run of them (`"y":(1)3` on y: 6: y's 3 major, its 2 minor), on world rank pm.at(p) in a
+/// world of W ranks (0: the mesh's smallest world); the other ranks hold nothing, and ranks
+/// that differ only along axes the sharding does not use hold equal boxes (replicas).
+/// Throws redist_error for what from_shardy_text throws and for `unreduced` axes (a box
+/// layout holds values, not partial ones).
+inline box_layout shardy_layout(const std::string& text, std::span<const std::uint64_t> g, std::uint64_t W = 0) {
+  const auto [mesh, sharding] = detail::shardy_split(text);
+  placed_mesh pm = from_shardy_mesh(mesh);
+  pm.mesh = detail::shardy_subaxis_mesh(pm.mesh, sharding);
+  const dist_type t = from_shardy(pm, sharding, g);
+  if (t.nsum > 0)
+    throw redist_error(errc::rule, "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
+  if (W == 0) W = pm.min_world();
+  check_box_world(W);
+  if (error e = check_placement(pm, W)) throw redist_error(e);
+  box_layout l;
+  l.shape.assign(g.begin(), g.end());
+  l.boxes.assign(W, std::nullopt);
+  for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) {
+    box b;
+    b.rank = t.rank;
+    for (int d = 0; d < t.rank; ++d) {
+      b.lo[static_cast<std::size_t>(d)] = range_lo(pm.mesh, t.dims[d], p);
+      b.hi[static_cast<std::size_t>(d)] = range_hi(pm.mesh, t.dims[d], p);
+    }
+    l.boxes[pm.at(p)] = b;
+  }
+  return l;
 }
 
 }  // namespace redist
