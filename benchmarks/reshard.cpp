@@ -115,8 +115,8 @@ struct gather_slice {
     for (const reshard_array& a : p.arrays) {
       array_plan ap;
       ap.e = a.element_bytes();
-      ap.src = detail::layout_boxes(a.source, W);
-      ap.dst = detail::layout_boxes(a.target, W);
+      ap.src = layout_boxes(a.source, W);
+      ap.dst = layout_boxes(a.target, W);
       ap.counts.assign(W, 0);
       ap.displs.assign(W, 0);
       ap.boxes.assign(W, box{});
@@ -133,8 +133,8 @@ struct gather_slice {
       most = std::max(most, ap.total);
       most_send = std::max(most_send, ap.src[static_cast<std::size_t>(me)].size() * ap.e);
       arrays.push_back(std::move(ap));
-      src_ext.push_back(tile_extents(a.source.pm.mesh, a.source.type));
-      dst_ext.push_back(tile_extents(a.target.pm.mesh, a.target.type));
+      src_ext.push_back(detail::layout_extents(a.source));
+      dst_ext.push_back(detail::layout_extents(a.target));
     }
     full.resize(most);
     send.resize(most_send);
@@ -279,8 +279,8 @@ void grid(mpi_backend& mpi, int runs) {
         (void)src;
         return pos < 0 ? darray<double>::none(l.pm.mesh, l.type) : darray<double>(l.pm.mesh, l.type, static_cast<rank_t>(pos), s);
       };
-      const darray<double> din = as_d(t.in[0], pr.arrays[0].source, true);
-      darray<double> dout = as_d(t.out[0], pr.arrays[0].target, false);
+      const darray<double> din = as_d(t.in[0], std::get<placed_layout>(pr.arrays[0].source), true);
+      darray<double> dout = as_d(t.out[0], std::get<placed_layout>(pr.arrays[0].target), false);
       const auto in = t.sources();
       const auto out = t.targets();
       std::vector<series> s = {{"in place", {}}, {"packed", {}}, {"rounds", {}}, {"rounds in place", {}}};

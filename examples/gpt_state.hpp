@@ -50,8 +50,8 @@ inline redist::reshard_problem gpt_state(std::uint64_t layers, std::uint64_t dim
     reshard_array a;
     a.name = name;
     a.dtype = dtype;
-    a.source = {train, parse_type(train.mesh, dims(from))};
-    a.target = {infer, parse_type(infer.mesh, dims(to))};
+    a.source = placed_layout{train, parse_type(train.mesh, dims(from))};
+    a.target = placed_layout{infer, parse_type(infer.mesh, dims(to))};
     pr.arrays.push_back(std::move(a));
   };
   const std::uint64_t D = dim;

@@ -65,18 +65,10 @@ void draw_layout(const show_options& o, const box_layout& l, std::string_view op
 /// --boxes (with --shape): the box layout, one box or null per world rank, checked.
 box_layout boxes_option(const show_options& o) {
   if (o.in.shape_opt->count() == 0) throw CLI::RequiredError("--shape");
-  box_layout l;
-  l.shape = parse_shape(device_mesh{}, o.in.shape);
-  try {
-    const nlohmann::json j = detail::parse_json_text(o.boxes, max_json_depth, "not JSON");
-    l.boxes = detail::json_boxes(j, "", static_cast<int>(l.shape.size()), j.is_array() ? j.size() : 0);
-  } catch (const redist_error& e) {  // the reader's messages, without its "program JSON: "
-    std::string m = e.what();
-    if (const std::string_view head = "program JSON: "; m.starts_with(head)) m.erase(0, head.size());
-    throw input_error("--boxes", m);
-  }
-  for_option("--boxes", [&] { check_box_layout(l); });
-  return l;
+  const std::vector<std::uint64_t> shape = parse_shape(device_mesh{}, o.in.shape);
+  return for_option("--boxes", [&] {
+    return detail::box_layout_from_json(detail::parse_json_text(o.boxes, max_json_depth, "not JSON"), shape);
+  });
 }
 
 /// A box layout: --boxes, DTensor placements or a Shardy sharding no type says; false for

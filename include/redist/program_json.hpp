@@ -455,6 +455,24 @@ inline std::vector<std::optional<box>> json_boxes(const nlohmann::json& v, const
   return out;
 }
 
+/// A box layout of an array of `shape` from its JSON list, one box or null per world rank (W
+/// of them; 0: as many as listed), checked (box_layout_problem). Throws redist_error naming
+/// the entry or the problem, without the "program JSON: " of a program's errors (the command
+/// line's --boxes, the reshard manifest).
+inline box_layout box_layout_from_json(const nlohmann::json& v, std::vector<std::uint64_t> shape, std::uint64_t W = 0) {
+  box_layout l;
+  l.shape = std::move(shape);
+  try {
+    l.boxes = json_boxes(v, "", l.rank(), W ? W : v.is_array() ? v.size() : 0);
+  } catch (const redist_error& e) {
+    std::string m = e.what();
+    if (const std::string_view head = "program JSON: "; m.starts_with(head)) m.erase(0, head.size());
+    throw redist_error(e.code(), m);
+  }
+  check_box_layout(l);
+  return l;
+}
+
 /// A format-2 program whose source or target is a box layout (program.hpp): the mesh, world
 /// and devices read into p; the ends, exchange steps and totals here. Every box lies inside
 /// the array, the layouts cover it exactly once (redist/box.hpp), the steps are exchanges and

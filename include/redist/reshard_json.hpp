@@ -20,7 +20,10 @@
 //
 // A layout is an object with one notation: "type" (redist's syntax), "jax" (a PartitionSpec)
 // or "dtensor" (placements), each with "mesh" naming one of "meshes"; or "xla" (HloSharding
-// text) or "shardy" (mesh then sharding), which carry their own devices and take no "mesh".
+// text) or "shardy" (mesh then sharding), which carry their own devices and take no "mesh";
+// or "boxes", a box layout (redist/box.hpp: one [[lo, hi], ...] box or null per world rank).
+// DTensor placements and Shardy shardings that no type says (nested uneven chunks, sub-axes
+// in another order) are read as the box layouts they are (dtensor_layout, shardy_layout).
 // dtype: f64, f32, bf16, f16, i64, i32, i8, u8. Every error names the array and the field.
 #pragma once
 
@@ -88,11 +91,11 @@ auto manifest_blame(const std::string& where, F&& f) -> decltype(f()) {
 }
 
 /// One layout object (the header comment).
-inline placed_layout manifest_layout(const nlohmann::json& v, const std::string& where,
-                                     const std::map<std::string, placed_mesh>& meshes,
-                                     const std::vector<std::uint64_t>& shape, std::uint64_t world) {
+inline array_layout manifest_layout(const nlohmann::json& v, const std::string& where,
+                                    const std::map<std::string, placed_mesh>& meshes,
+                                    const std::vector<std::uint64_t>& shape, std::uint64_t world) {
   if (!v.is_object()) manifest_fail(errc::syntax, where, "expected an object with a notation, found " + json_excerpt(v));
-  static constexpr const char* notations[] = {"type", "jax", "dtensor", "xla", "shardy"};
+  static constexpr const char* notations[] = {"type", "jax", "dtensor", "xla", "shardy", "boxes"};
   const char* which = nullptr;
   for (const char* n : notations)
     if (v.contains(n)) {
@@ -104,24 +107,29 @@ inline placed_layout manifest_layout(const nlohmann::json& v, const std::string&
     for (const char* n : notations) known = known || key == n;
     if (!known)
       manifest_fail(errc::syntax, where, "unknown field '" + key + "' (a layout has 'mesh' and one of type, jax, dtensor, "
-                                         "xla, shardy)");
+                                         "xla, shardy, boxes)");
   }
-  if (!which) manifest_fail(errc::syntax, where, "no notation: give one of type, jax, dtensor, xla, shardy");
+  if (!which) manifest_fail(errc::syntax, where, "no notation: give one of type, jax, dtensor, xla, shardy, boxes");
   const std::string w = json_join(where, which);
-  const std::string text = manifest_string(v[which], w);
   const std::string_view n = which;
-  if (n == "xla" || n == "shardy") {
+  if (n == "xla" || n == "shardy" || n == "boxes") {
     if (v.contains("mesh")) manifest_fail(errc::syntax, where, "'" + std::string(n) + "' carries its own devices: no 'mesh'");
-    placed_type t = manifest_blame(w, [&] {
-      return n == "xla" ? from_xla(text, shape, world ? world : 1) : from_shardy_text(text, shape);
+    if (n == "boxes") return manifest_blame(w, [&] { return box_layout_from_json(v[which], shape, world); });
+    const std::string text = manifest_string(v[which], w);
+    return manifest_blame(w, [&]() -> array_layout {
+      if (n == "shardy" && !shardy_type_says(text, shape)) return shardy_layout(text, shape, world);
+      placed_type t = n == "xla" ? from_xla(text, shape, world ? world : 1) : from_shardy_text(text, shape);
+      return placed_layout{std::move(t.pm), t.type};
     });
-    return {std::move(t.pm), t.type};
   }
+  const std::string text = manifest_string(v[which], w);
   const std::string mw = json_join(where, "mesh");
   const std::string mesh = manifest_string(manifest_field(v, "mesh", where), mw);
   const auto it = meshes.find(mesh);
   if (it == meshes.end()) manifest_fail(errc::syntax, mw, "no mesh named '" + mesh + "' in 'meshes'");
   const placed_mesh& pm = it->second;
+  if (n == "dtensor" && !manifest_blame(w, [&] { return dtensor_type_says(pm.mesh, shape, text); }))
+    return manifest_blame(w, [&] { return dtensor_layout(pm, shape, text, world); });
   const dist_type t = manifest_blame(w, [&] {
     if (n == "jax") return from_jax(pm.mesh, shape, text);
     if (n == "dtensor") return from_dtensor(pm.mesh, shape, text);
@@ -135,7 +143,7 @@ inline placed_layout manifest_layout(const nlohmann::json& v, const std::string&
     }
     return d;
   });
-  return {pm, t};
+  return placed_layout{pm, t};
 }
 
 inline nlohmann::json box_json(const box& b) {
@@ -145,8 +153,20 @@ inline nlohmann::json box_json(const box& b) {
   return j;
 }
 
-inline std::string layout_text(const placed_layout& l) {
-  return std::string(type_text(l.pm.mesh, l.type).view()) + " on " + placed_mesh_text(l.pm);
+/// One line: "type on mesh", or "a box layout on W ranks".
+inline std::string layout_text(const array_layout& l) {
+  if (const auto* t = std::get_if<placed_layout>(&l))
+    return std::string(type_text(t->pm.mesh, t->type).view()) + " on " + placed_mesh_text(t->pm);
+  return "a box layout on " + std::to_string(std::get<box_layout>(l).world()) + " ranks";
+}
+
+/// A layout in the plan's JSON: its text, or a box layout's {"boxes": [...]}.
+inline nlohmann::json layout_json(const array_layout& l) {
+  const auto* b = std::get_if<box_layout>(&l);
+  if (!b) return layout_text(l);
+  nlohmann::json boxes = nlohmann::json::array();
+  for (const auto& x : b->boxes) boxes.push_back(x ? box_json(*x) : nlohmann::json(nullptr));
+  return {{"boxes", std::move(boxes)}};
 }
 
 }  // namespace detail
@@ -236,8 +256,8 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
     json ja;
     ja["name"] = x.name;
     ja["dtype"] = element_type_name(x.dtype);
-    ja["source"] = detail::layout_text(x.source);
-    ja["target"] = detail::layout_text(x.target);
+    ja["source"] = detail::layout_json(x.source);
+    ja["target"] = detail::layout_json(x.target);
     ja["route"] = reshard_route_name(p.route[a]);
     const plan_candidate& c = p.own[a].candidates[p.own[a].chosen];
     ja["own_plan"] = c.name;

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < problems; ++i) {
       redist::testing::reshard_case c = redist::testing::random_reshard(rng, w);
-      c.problem.world = mpi.devices();
+      redist::testing::widen_world(c.problem, mpi.devices());
       redist::reshard_options o;
       o.joint = i % 5 != 4;
       redist::reshard_plan p = redist::plan_reshard(c.problem, o);

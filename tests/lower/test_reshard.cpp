@@ -59,9 +59,9 @@ std::string check_plan(const reshard_plan& p, std::uint64_t budget) {
   if (budget == 0 && p.rounds.size() > 1) return "more than one round without a budget";
   for (std::size_t a = 0; a < A; ++a) {
     const reshard_array& x = p.arrays[a];
-    const bool sums = x.source.type.nsum > 0 || x.target.type.nsum > 0;
+    const bool sums = x.source_pending() || x.target_pending();
     if (sums != (p.route[a] == reshard_route::own) && sums) return "array " + x.name + " has sums but is joint";
-    const std::vector<box> before = detail::layout_boxes(x.source, W), after = detail::layout_boxes(x.target, W);
+    const std::vector<box> before = layout_boxes(x.source, W), after = layout_boxes(x.target, W);
     for (std::uint64_t r = 0; r < W; ++r) {
       const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});
       const std::vector<reshard_piece> none;
@@ -98,10 +98,9 @@ reshard_array array_of(const std::string& name, element_type t, const std::strin
   reshard_array a;
   a.name = name;
   a.dtype = t;
-  a.source.pm = parse_placed_mesh(from_mesh);
-  a.source.type = parse_type(a.source.pm.mesh, from);
-  a.target.pm = parse_placed_mesh(to_mesh);
-  a.target.type = parse_type(a.target.pm.mesh, to);
+  const placed_mesh pa = parse_placed_mesh(from_mesh), pb = parse_placed_mesh(to_mesh);
+  a.source = placed_layout{pa, parse_type(pa.mesh, from)};
+  a.target = placed_layout{pb, parse_type(pb.mesh, to)};
   return a;
 }
 
@@ -110,10 +109,11 @@ reshard_array array_of(const std::string& name, element_type t, const std::strin
 TEST_CASE("random reshards: pieces tile every target, the lower bound, the budget", "[reshard]") {
   std::mt19937 rng(2611);
   testing::reshard_workload w;
-  int planned = 0, budgeted = 0, owned = 0, rounds = 0;
+  int planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0;
   for (int i = 0; i < 1500; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, w);
     INFO(c.text);
+    for (const reshard_array& a : c.problem.arrays) boxed += !layout_type(a.source) || !layout_type(a.target);
     const reshard_plan p = plan_reshard(c.problem);
     REQUIRE(check_plan(p, 0).empty());
     ++planned;
@@ -141,6 +141,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
   CHECK(planned == 1500);
   CHECK(budgeted > 1000);
   CHECK(owned > 300);        // pending sums
+  CHECK(boxed > 300);        // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
 }
 

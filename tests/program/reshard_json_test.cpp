@@ -58,14 +58,20 @@ TEST_CASE("a manifest in every notation", "[reshard_json]") {
   REQUIRE(m.problem.world == 8);
   REQUIRE(m.budget_bytes == 4096);
   REQUIRE(m.problem.arrays.size() == 4);
-  const auto& a = m.problem.arrays;
-  REQUIRE(a[0].name == "wte");
-  REQUIRE(a[0].dtype == element_type::bf16);
+  struct typed {  // the arrays' layouts, all typed here
+    placed_layout source, target;
+  };
+  std::vector<typed> a;
+  for (const reshard_array& x : m.problem.arrays)
+    a.push_back({std::get<placed_layout>(x.source), std::get<placed_layout>(x.target)});
+  const auto& arr = m.problem.arrays;
+  REQUIRE(arr[0].name == "wte");
+  REQUIRE(arr[0].dtype == element_type::bf16);
   REQUIRE(std::string(type_text(a[0].source.pm.mesh, a[0].source.type).view()) == "[500{tp}1000, 16{fsdp}64]");
   REQUIRE(placed_mesh_text(a[0].target.pm) == "{tp: 4} @ [4, 5, 6, 7]");
   REQUIRE(std::string(type_text(a[0].target.pm.mesh, a[0].target.type).view()) == "[250{tp}1000, 64]");
   REQUIRE(std::string(type_text(a[1].source.pm.mesh, a[1].source.type).view()) == "[16{fsdp}64, 96{tp}192]");
-  REQUIRE(a[2].dtype == element_type::i8);
+  REQUIRE(arr[2].dtype == element_type::i8);
   REQUIRE(a[2].source.pm.mesh.devices == 8);
   REQUIRE(a[2].target.pm.devices == std::vector<std::uint32_t>{4, 5, 6, 7});
   REQUIRE(a[3].source.type.nsum == 1);
@@ -105,4 +111,72 @@ TEST_CASE("bad manifests name the array and the field", "[reshard_json]") {
           "reshard manifest: arrays[0] ('wte').target: gives both 'type' and 'jax'");
   REQUIRE(error_of(with("\"world\": 8", "\"world\": 4")) ==
           "reshard manifest: meshes.infer: device 4 (position 0) is not a rank of the world of 4 ranks");
+}
+
+TEST_CASE("box layouts in a manifest: explicit boxes, DTensor's nested chunks, Shardy's sub-axes", "[reshard_json][box]") {
+  const std::string text = R"J({
+  "format": "redist-reshard/1",
+  "world": 8,
+  "meshes": {"m": "{x: 2, y: 2, z: 2}"},
+  "arrays": [
+    {"name": "rows", "shape": [4, 3], "dtype": "f32",
+     "source": {"boxes": [[[0, 1], [0, 3]], [[1, 4], [0, 3]], null, null, null, null, null, [[1, 4], [0, 3]]]},
+     "target": {"mesh": "m", "type": "[{x}4, 3]"}},
+    {"name": "nested", "shape": [10, 5], "dtype": "f64",
+     "source": {"mesh": "m", "dtensor": "[Shard(0), Shard(0), Replicate()]"},
+     "target": {"mesh": "m", "type": "[10, {z}5]"}},
+    {"name": "sub", "shape": [12, 4], "dtype": "i32",
+     "source": {"mesh": "m", "type": "[{x, y, z}12, 4]"},
+     "target": {"shardy": "sdy.mesh @s = <[\"a\"=2, \"b\"=4]> #sdy.sharding<@s, [{\"b\":(1)2}, {\"b\":(2)2}]>"}}
+  ]
+})J";
+  const reshard_manifest m = read_reshard_manifest(text);
+  const auto& a = m.problem.arrays;
+  REQUIRE(a.size() == 3);
+  const auto* rows = std::get_if<box_layout>(&a[0].source);
+  REQUIRE(rows);
+  CHECK(rows->world() == 8);
+  CHECK(rows->boxes[7] == rows->boxes[1]);  // replicas
+  const auto* nested = std::get_if<box_layout>(&a[1].source);
+  REQUIRE(nested);
+  CHECK(nested->boxes[1]->lo[0] == 0);  // rows 3, 2, 3, 2, each on two ranks
+  CHECK(nested->boxes[2]->lo[0] == 3);
+  CHECK(nested->boxes[2]->hi[0] == 5);
+  // "b":(1)2 and "b":(2)2 on b = 4 are redist's own sub-axes: a type, not boxes.
+  REQUIRE(std::holds_alternative<placed_layout>(a[2].target));
+  const reshard_plan p = plan_reshard(m.problem);
+  CHECK(p.count(reshard_route::joint) == 3);
+  CHECK(p.received_bytes == p.lower_bound_bytes);
+  const nlohmann::json j = nlohmann::json::parse(reshard_plan_to_json(p));
+  CHECK(j["arrays"][0]["source"]["boxes"][7] == nlohmann::json::parse("[[1, 4], [0, 3]]"));
+  CHECK(j["arrays"][0]["source"]["boxes"][2].is_null());
+  CHECK(j["arrays"][0]["target"] == "[2{x}4, 3] on {x: 2, y: 2, z: 2}");
+
+  // Sub-axes out of redist's prime order read as boxes.
+  std::string sub = text;
+  const std::string order = R"(#sdy.sharding<@s, [{\"b\":(1)2}, {\"b\":(2)2}]>)";
+  sub.replace(sub.find(order), order.size(), R"(#sdy.sharding<@s, [{\"b\":(1)2}, {}]>)");
+  sub.replace(sub.find(R"(\"b\"=4)"), 7, R"(\"b\"=6)");
+  sub.replace(sub.find(R"(\"a\"=2)"), 7, R"(\"a\"=1)");
+  CHECK(std::holds_alternative<placed_layout>(read_reshard_manifest(sub).problem.arrays[2].target));
+  sub.replace(sub.find(R"(\"b\":(1)2)"), 10, R"(\"b\":(1)3)");
+  const reshard_manifest ms = read_reshard_manifest(sub);
+  const auto* sl = std::get_if<box_layout>(&ms.problem.arrays[2].target);
+  REQUIRE(sl);
+  CHECK(sl->world() == 8);  // the manifest's world; the mesh holds ranks 0..5
+  CHECK(sl->boxes[3]->lo[0] == 4);  // b's coordinate 3 is in its major 3's block 1 (rows [4, 8))
+  CHECK_FALSE(sl->boxes[6].has_value());
+
+  // Bad boxes: the array, the field, the entry.
+  std::string bad = text;
+  bad.replace(bad.find("null, null, null, null, null, [[1, 4]"), 37, "null, null, null, null, [[1, 4]");
+  CHECK(error_of(bad) == "reshard manifest: arrays[0] ('rows').source.boxes: has 7 entries, expected one box or null "
+                         "per world rank (8)");
+  bad = text;
+  bad.replace(bad.find("[[1, 4], [0, 3]], null"), 16, "[[0, 4], [0, 3]]");
+  CHECK(error_of(bad) == "reshard manifest: arrays[0] ('rows').source.boxes: box layout: ranks 0 and 1 both hold the "
+                         "element (0, 0) (boxes [0, 1) x [0, 3) and [0, 4) x [0, 3) overlap; replicas hold equal boxes)");
+  bad = text;
+  bad.replace(bad.find("{\"boxes\""), 8, "{\"mesh\": \"m\", \"boxes\"");
+  CHECK(error_of(bad) == "reshard manifest: arrays[0] ('rows').source: 'boxes' carries its own devices: no 'mesh'");
 }

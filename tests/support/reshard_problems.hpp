@@ -2,8 +2,9 @@
 // (lower/reshard.hpp): a world of W ranks and 1 to `max_arrays` arrays, each a
 // random redistribution between meshes on device sets of that world
 // (support/between_problems.hpp: every relation of device sets, even and
-// uneven shapes, pending sums on some sources), with a random element type
-// (bf16 and f16 only where nothing is reduced).
+// uneven shapes, pending sums on some sources; a random box layout, replicas too, at one
+// end of some arrays), with a random element type (bf16 and f16 only where nothing is
+// reduced).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct reshard_workload {
   std::size_t max_arrays = 6;
   std::uint64_t max_elements = 2048;  ///< per array
   bool target_sums = false;           ///< a target on the source's placed mesh may keep pending sums
+  bool box_layouts = true;            ///< one array in four without sums: a box layout at one end
 };
 
 /// A random problem, and its text for messages.
@@ -50,11 +52,31 @@ inline reshard_case random_reshard(std::mt19937& rng, const reshard_workload& w)
     if (bp.a.type.nsum > 0 && !element_type_reduces(a.dtype)) a.dtype = element_type::f32;
     a.source = bp.a;
     a.target = bp.b;
-    c.text += " " + a.name + " " + std::string(element_type_name(a.dtype)) + " " + bp.text.from + " on " +
-              bp.text.from_mesh + " -> " + bp.text.to + " on " + bp.text.to_mesh + ";";
+    std::string from = bp.text.from + " on " + bp.text.from_mesh, to = bp.text.to + " on " + bp.text.to_mesh;
+    if (w.box_layouts && bp.a.type.nsum == 0 && bp.b.type.nsum == 0 && rng() % 4 == 0) {  // a box layout at one end
+      std::vector<std::uint64_t> shape;
+      for (int d = 0; d < bp.a.type.rank; ++d) shape.push_back(bp.a.type.dims[d].global);
+      const box_layout l = random_box_layout(rng, shape, W);
+      if (rng() % 2 == 0) {
+        a.source = l;
+        from = box_layout_text(l);
+      } else {
+        a.target = l;
+        to = box_layout_text(l);
+      }
+    }
+    c.text += " " + a.name + " " + std::string(element_type_name(a.dtype)) + " " + from + " -> " + to + ";";
     c.problem.arrays.push_back(std::move(a));
   }
   return c;
+}
+
+/// The same problem in a world of W >= its own ranks: box layouts gain entries of no box.
+inline void widen_world(reshard_problem& pr, std::uint64_t W) {
+  pr.world = W;
+  for (reshard_array& a : pr.arrays)
+    for (array_layout* l : {&a.source, &a.target})
+      if (auto* b = std::get_if<box_layout>(l)) b->boxes.resize(W);
 }
 
 /// The largest row (dimension 0 index) of any piece between ranks, in bytes: the

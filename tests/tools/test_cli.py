@@ -243,6 +243,23 @@ def check_reshard(redist, checks):
         expect(r.returncode == 0 and "verified: 78080 elements, 0 wrong" in r.stdout,
                "reshard run %s: rc %d\n%s%s" % (extra, r.returncode, r.stdout[-300:], r.stderr))
     with tempfile.TemporaryDirectory() as d:
+        # Box layouts: explicit boxes with replicas, and Shardy's sub-axes out of prime order.
+        boxed = os.path.join(d, "boxes.json")
+        with open(boxed, "w") as f:
+            json.dump({"format": "redist-reshard/1", "world": 6, "meshes": {"m": "{x: 6}"}, "arrays": [
+                {"name": "b", "shape": [6, 5], "dtype": "f64",
+                 "source": {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None, [[0, 2], [0, 5]], None, None]},
+                 "target": {"mesh": "m", "type": "[{x}6, 5]"}},
+                {"name": "s", "shape": [12, 2], "dtype": "i32", "source": {"mesh": "m", "type": "[{x}12, 2]"},
+                 "target": {"shardy": 'sdy.mesh @s = <["y"=6]> #sdy.sharding<@s, [{"y":(1)3}, {}]>'}}]}, f)
+        r = run(redist, ["reshard", "run", "--manifest", boxed, "--backend", "host", "--verify"])
+        expect(r.returncode == 0 and "verified: 78 elements, 0 wrong" in r.stdout,
+               "reshard run box layouts: rc %d\n%s%s" % (r.returncode, r.stdout[-400:], r.stderr))
+        r = run(redist, ["reshard", "plan", "--manifest", boxed, "--json"])
+        plan = json.loads(r.stdout) if r.returncode == 0 else {}
+        expect(plan.get("arrays", [{}])[0].get("source") == {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None,
+                                                                      [[0, 2], [0, 5]], None, None]},
+               "reshard plan box layouts --json: %r %r" % (r.stdout[:300], r.stderr))
         for text, err in [
             ('{"format": "redist-reshard/1", "arrays": []}',
              "--manifest: reshard manifest: arrays: expected a non-empty array of arrays, found []"),

@@ -261,6 +261,48 @@ inline std::vector<std::uint64_t> shape_of_type(const dist_type& t) {
 
 }  // namespace detail
 
+/// The type of a typed layout; nullptr for a box layout (which holds values, no pending ones).
+inline const dist_type* layout_type(const array_layout& l) {
+  const auto* t = std::get_if<placed_layout>(&l);
+  return t ? &t->type : nullptr;
+}
+
+/// The global shape of layout l.
+inline std::vector<std::uint64_t> layout_shape(const array_layout& l) {
+  const dist_type* t = layout_type(l);
+  return t ? detail::shape_of_type(*t) : std::get<box_layout>(l).shape;
+}
+
+/// The smallest world that holds layout l: its mesh's largest rank plus one, or a box
+/// layout's number of entries.
+inline std::uint64_t layout_world(const array_layout& l) {
+  const auto* t = std::get_if<placed_layout>(&l);
+  return t ? t->pm.min_world() : std::get<box_layout>(l).world();
+}
+
+/// Every world rank's box of layout l in a world of W ranks (empty off the mesh). A box
+/// layout lists exactly W entries (box_layout_problem(l, W)).
+inline std::vector<box> layout_boxes(const array_layout& l, std::uint64_t W) {
+  if (const auto* t = std::get_if<placed_layout>(&l)) return placed_boxes(t->pm.mesh, t->type, t->pm.devices, W);
+  return std::get<box_layout>(l).all_boxes();
+}
+
+/// Every world rank's tile elements of layout l in a world of W ranks: the type's local
+/// size, or the box layout's padded tile, on the ranks that hold one; 0 elsewhere.
+inline std::vector<std::uint64_t> layout_tile_elements(const array_layout& l, std::uint64_t W) {
+  std::vector<std::uint64_t> n(W, 0);
+  if (const auto* t = std::get_if<placed_layout>(&l)) {
+    const std::uint64_t e = local_size(t->pm.mesh, t->type);
+    for (std::uint64_t p = 0; p < t->pm.mesh.devices; ++p)
+      if (t->pm.at(p) < W) n[t->pm.at(p)] = e;
+    return n;
+  }
+  const box_layout& b = std::get<box_layout>(l);
+  const std::uint64_t e = b.padded_size();
+  for (std::uint64_t r = 0; r < W && r < b.world(); ++r) n[r] = b.boxes[r] ? e : 0;
+  return n;
+}
+
 /// The exchange from layout a to layout b in a world of W ranks, either a box layout
 /// (format 2, program.hpp): one exchange step, also where every rank already holds its box
 /// (a box-layout end runs exchanges only). Throws redist_error for an invalid layout, other
@@ -603,10 +645,7 @@ inline plan_choice plan_between(const array_layout& a, const array_layout& b, st
   const auto* ta = std::get_if<placed_layout>(&a);
   const auto* tb = std::get_if<placed_layout>(&b);
   if (ta && tb) return plan_between(*ta, *tb, W, o);
-  if (W == 0)
-    for (const array_layout* l : {&a, &b})
-      W = std::max(W, std::holds_alternative<placed_layout>(*l) ? std::get<placed_layout>(*l).pm.min_world()
-                                                                 : std::get<box_layout>(*l).world());
+  if (W == 0) W = std::max(layout_world(a), layout_world(b));
   const time_profile& P = o.synth.time_model ? *o.synth.time_model : builtin_profile;
   plan_choice c;
   c.candidates.push_back({"exchange", exchange_between(a, b, W, o.synth.element_bytes), 0});

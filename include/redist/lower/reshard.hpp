@@ -46,18 +46,22 @@
 
 namespace redist {
 
-/// One array of a reshard: its name, element type and where it lives before and after.
+/// One array of a reshard: its name, element type and where it lives before and after: a
+/// type on a placed mesh, or a box layout (redist/box.hpp) listing one entry per world rank.
 struct reshard_array {
   std::string name;
   element_type dtype = element_type::f32;
-  placed_layout source, target;
+  array_layout source, target;
   [[nodiscard]] std::uint64_t element_bytes() const { return element_type_bytes(dtype); }
   /// The whole array's bytes.
   [[nodiscard]] std::uint64_t bytes() const {
     std::uint64_t n = element_bytes();
-    for (int d = 0; d < source.type.rank; ++d) n *= source.type.dims[d].global;
+    for (std::uint64_t g : layout_shape(source)) n *= g;
     return n;
   }
+  /// Pending values at the source (the target): a typed end with sum axes.
+  [[nodiscard]] bool source_pending() const { return layout_type(source) && layout_type(source)->nsum > 0; }
+  [[nodiscard]] bool target_pending() const { return layout_type(target) && layout_type(target)->nsum > 0; }
 };
 
 /// Many arrays moved together in a world of `world` ranks (0: the smallest world that holds
@@ -132,11 +136,6 @@ struct reshard_plan {
 };
 
 namespace detail {
-
-/// The boxes of a layout on every world rank.
-inline std::vector<box> layout_boxes(const placed_layout& l, std::uint64_t W) {
-  return placed_boxes(l.pm.mesh, l.type, l.pm.devices, W);
-}
 
 /// Per-rank tallies of a set of pieces between ranks (one round).
 struct round_tally {
@@ -223,7 +222,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   }
   std::uint64_t W = pr.world;
   for (const reshard_array& a : pr.arrays) {
-    const std::uint64_t need = std::max(a.source.pm.min_world(), a.target.pm.min_world());
+    const std::uint64_t need = std::max(layout_world(a.source), layout_world(a.target));
     if (pr.world != 0 && need > pr.world)
       throw redist_error(errc::bad_size, "array '" + a.name + "': its meshes need a world of " + std::to_string(need) +
                                              " ranks, the reshard has " + std::to_string(pr.world));
@@ -247,10 +246,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       throw blame(a, e);
     }
     rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds;
-    if (a.source.type.nsum > 0 || a.target.type.nsum > 0) {
-      if ((a.source.type.nsum > 0 && !element_type_reduces(a.dtype)))
+    if (a.source_pending() || a.target_pending()) {
+      if (a.source_pending() && !element_type_reduces(a.dtype))
         throw redist_error(errc::rule, "array '" + a.name + "': its pending " +
-                                           std::string(reduction_name(a.source.type.reduce)) + " needs arithmetic on " +
+                                           std::string(reduction_name(layout_type(a.source)->reduce)) + " needs arithmetic on " +
                                            std::string(element_type_name(a.dtype)) + " elements, which redist does not do");
       rp.route[i] = reshard_route::own;
       forced[i] = 1;
@@ -272,7 +271,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   for (std::size_t i = 0; i < A; ++i) {
     if (forced[i]) continue;
     const reshard_array& a = pr.arrays[i];
-    const exchange_plan x = plan_exchange(detail::layout_boxes(a.source, W), detail::layout_boxes(a.target, W));
+    const exchange_plan x = plan_exchange(layout_boxes(a.source, W), layout_boxes(a.target, W));
     if (!x.error.empty())
       throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
     for (const exchange_piece& pc : x.pieces) pieces[i].push_back({static_cast<std::uint32_t>(i), pc.from, pc.to, pc.b});

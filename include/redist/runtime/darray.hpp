@@ -58,6 +58,15 @@ inline extents tile_extents(const device_mesh& m, const dist_type& t) {
   return x;
 }
 
+/// The padded tile extents of a box layout (redist/box.hpp: per dimension its longest box).
+inline extents tile_extents(const box_layout& l) {
+  extents x;
+  x.rank = l.rank();
+  const auto pad = l.padded();
+  for (int d = 0; d < x.rank; ++d) x[d] = pad[static_cast<std::size_t>(d)];
+  return x;
+}
+
 /// The global extents of a distributed type.
 inline extents global_extents(const dist_type& t) {
   extents x;

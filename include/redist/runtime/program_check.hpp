@@ -171,14 +171,7 @@ inline program_shapes check_program(const program& p) {
   for (std::uint8_t h : holds) holders += h != 0;
   const int R = p.source.rank;
   // The tile extents: the type's tile, or a box layout's padded tile.
-  auto layout_tile = [&](const box_layout& l) {
-    extents e;
-    e.rank = R;
-    const auto x = l.padded();
-    for (int d = 0; d < R; ++d) e[d] = x[static_cast<std::size_t>(d)];
-    return e;
-  };
-  extents x = p.boxed_source() ? layout_tile(p.source_layout) : tile_extents(p.m, p.source);
+  extents x = p.boxed_source() ? tile_extents(p.source_layout) : tile_extents(p.m, p.source);
   const int uneven_at = p.uneven_at();
   s.ext.push_back(x);
   s.cap = x.size();
@@ -303,7 +296,7 @@ inline program_shapes check_program(const program& p) {
   if (placed && holds != target_holders(p))
     return fail(std::string("the last step leaves tiles on other ranks than the target ") +
                 (p.boxed_target() ? "layout's" : "mesh's devices"));
-  const extents want = p.boxed_target() ? layout_tile(p.target_layout) : tile_extents(tm, p.target);
+  const extents want = p.boxed_target() ? tile_extents(p.target_layout) : tile_extents(tm, p.target);
   if (!(x == want))
     return fail("the last step leaves tiles of shape " + extents_text(x) + ", the target's tiles are " +
                 extents_text(want));

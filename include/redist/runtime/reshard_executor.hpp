@@ -101,6 +101,12 @@ inline void copy_region(const std::byte* from, const byte_region& f, std::byte* 
                     [&](const strided_copy& c) { host_memory{}.strided(c, from, to); });
 }
 
+/// The extents of layout l's tile: the type's, or the box layout's padded tile.
+inline extents layout_extents(const array_layout& l) {
+  if (const auto* t = std::get_if<placed_layout>(&l)) return tile_extents(t->pm.mesh, t->type);
+  return tile_extents(std::get<box_layout>(l));
+}
+
 /// Runs one own program on byte tiles, with the program's element type.
 struct own_runner {
   virtual ~own_runner() = default;
@@ -123,12 +129,17 @@ struct typed_runner final : own_runner {
         using V = std::conditional_t<std::is_const_v<typename decltype(bytes)::element_type>, const T, T>;
         return std::span<V>(reinterpret_cast<V*>(bytes.data()), bytes.size() / sizeof(T));
       };
-      if (sp < 0) ins.push_back(darray<T>::none(p.m, p.source));
-      else {
+      if (p.boxed_source()) {  // a box layout: every world rank's entry, a tile or none
+        const std::span<const T> s = as_t(in[i]);
+        ins.push_back(darray<T>::of_layout(p.source_layout, local[i], std::span<T>(const_cast<T*>(s.data()), s.size())));
+      } else if (sp < 0) {
+        ins.push_back(darray<T>::none(p.m, p.source));
+      } else {
         const std::span<const T> s = as_t(in[i]);
         ins.emplace_back(p.m, p.source, static_cast<rank_t>(sp), std::span<T>(const_cast<T*>(s.data()), s.size()));
       }
-      if (tp < 0) outs.push_back(darray<T>::none(p.target_mesh(), p.target));
+      if (p.boxed_target()) outs.push_back(darray<T>::of_layout(p.target_layout, local[i], as_t(out[i])));
+      else if (tp < 0) outs.push_back(darray<T>::none(p.target_mesh(), p.target));
       else outs.emplace_back(p.target_mesh(), p.target, static_cast<rank_t>(tp), as_t(out[i]));
     }
     ex.run(std::span<const darray<T>>(ins), std::span<darray<T>>(outs));
@@ -185,9 +196,9 @@ class reshard_executor {
     // Every world rank's tile bytes of every array, before and after (0 off the mesh).
     for (const bool source : {true, false})
       for (std::size_t a = 0; a < A; ++a) {
-        const placed_layout& l = source ? p_.arrays[a].source : p_.arrays[a].target;
-        const std::uint64_t bytes = local_size(l.pm.mesh, l.type) * p_.arrays[a].element_bytes();
-        for (const std::int64_t pos : l.pm.positions(W)) (source ? in_bytes_ : out_bytes_).push_back(pos < 0 ? 0 : bytes);
+        const array_layout& l = source ? p_.arrays[a].source : p_.arrays[a].target;
+        for (const std::uint64_t n : layout_tile_elements(l, W))
+          (source ? in_bytes_ : out_bytes_).push_back(n * p_.arrays[a].element_bytes());
       }
     if (W != b_.devices()) {
       error_ = "the communicator has " + std::to_string(b_.devices()) + " ranks but the reshard runs on a world of " +
@@ -210,10 +221,10 @@ class reshard_executor {
     dst_ext_.resize(A);
     for (std::size_t a = 0; a < A; ++a) {
       const reshard_array& x = p_.arrays[a];
-      src_box_[a] = detail::layout_boxes(x.source, W);
-      dst_box_[a] = detail::layout_boxes(x.target, W);
-      src_ext_[a] = tile_extents(x.source.pm.mesh, x.source.type);
-      dst_ext_[a] = tile_extents(x.target.pm.mesh, x.target.type);
+      src_box_[a] = layout_boxes(x.source, W);
+      dst_box_[a] = layout_boxes(x.target, W);
+      src_ext_[a] = detail::layout_extents(x.source);
+      dst_ext_[a] = detail::layout_extents(x.target);
     }
     hash_ = plan_hash();
     // Own programs.
@@ -222,7 +233,7 @@ class reshard_executor {
       if (p_.route[a] != reshard_route::own) continue;
       const reshard_array& x = p_.arrays[a];
       const program& prog = p_.own[a].chosen_program();
-      const bool reduces = x.source.type.nsum > 0;
+      const bool reduces = x.source_pending();
       detail::with_element_type(x.dtype, reduces, [&](auto t) {
         using T = decltype(t);
         if constexpr (backend_for<B, T>) {

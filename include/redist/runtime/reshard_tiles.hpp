@@ -41,17 +41,19 @@ struct reshard_tiles {
 
 namespace detail {
 
-/// Call f(darray<T>&) on rank r's tile of layout l held in `bytes` (nothing off its mesh),
-/// T the C++ type of the array's element type.
+/// Call f(darray<T>&) on rank r's tile of layout l held in `bytes` (nothing off its mesh or
+/// without a box), T the C++ type of the array's element type.
 template <class F>
-void with_tile(const reshard_array& x, const placed_layout& l, std::uint64_t W, rank_t r, std::span<std::byte> bytes,
+void with_tile(const reshard_array& x, const array_layout& l, std::uint64_t W, rank_t r, std::span<std::byte> bytes,
                F&& f) {
-  const std::int64_t pos = l.pm.positions(W)[r];
+  const auto* t = std::get_if<placed_layout>(&l);
+  const std::int64_t pos = t ? t->pm.positions(W)[r] : std::get<box_layout>(l).boxes[r] ? 0 : -1;
   if (pos < 0) return;
-  with_element_type(x.dtype, element_type_reduces(x.dtype), [&](auto t) {
-    using T = decltype(t);
-    darray<T> a(l.pm.mesh, l.type, static_cast<rank_t>(pos),
-                std::span<T>(reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)));
+  with_element_type(x.dtype, element_type_reduces(x.dtype), [&](auto e) {
+    using T = decltype(e);
+    const std::span<T> mem(reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T));
+    darray<T> a = t ? darray<T>(t->pm.mesh, t->type, static_cast<rank_t>(pos), mem)
+                    : darray<T>::of_layout(std::get<box_layout>(l), r, mem);
     f(a);
   });
 }
@@ -93,7 +95,7 @@ inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<cons
   reshard_check c;
   const std::size_t A = p.arrays.size();
   for (std::size_t a = 0; a < A; ++a) {
-    if (p.arrays[a].target.type.nsum > 0) {
+    if (p.arrays[a].target_pending()) {
       ++c.unchecked_arrays;
       continue;
     }
