@@ -35,6 +35,7 @@
 #include "redist/lower/between.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/profile_json.hpp"
+#include "redist/program_json.hpp"
 #include "redist/program.hpp"
 #include "redist/search/weak_graph.hpp"
 
@@ -63,22 +64,24 @@ auto for_option(std::string_view option, F&& f) -> decltype(f()) {
 /// XLA HloSharding text (`--from-xla`) and Shardy's mesh and sharding (`--from-shardy`)
 /// carry their device lists: they place the type's mesh themselves (DESIGN.md section 5).
 struct type_option {
-  std::string paper, jax, dtensor, xla, shardy;                            ///< the values given
-  std::string paper_name, jax_name, dtensor_name, xla_name, shardy_name;  ///< the option names
+  std::string paper, jax, dtensor, xla, shardy, boxes;                                ///< the values given
+  std::string paper_name, jax_name, dtensor_name, xla_name, shardy_name, boxes_name;  ///< the option names
   CLI::Option* paper_opt = nullptr;
   CLI::Option* jax_opt = nullptr;
   CLI::Option* dtensor_opt = nullptr;
   CLI::Option* xla_opt = nullptr;
   CLI::Option* shardy_opt = nullptr;
+  CLI::Option* boxes_opt = nullptr;  ///< a box layout as JSON (plan, run); nullptr where not offered
+  [[nodiscard]] bool has_boxes() const { return boxes_opt && boxes_opt->count() > 0; }
 };
 
-/// Register the three spellings of a type (`name`, `name-jax`, `name-dtensor`, or
-/// `name`, `jax`, `dtensor` when `jax_name`/`dtensor_name` are given) as mutually
-/// exclusive options; the JAX and DTensor ones need `shape`.
+/// Register the spellings of a type (`name`, `name-jax`, `name-dtensor`, `name-xla`,
+/// `name-shardy`, or the names given) as mutually exclusive options; all but the first need
+/// `shape`. With `boxes`, also `name-boxes`, a box layout as JSON.
 inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, const std::string& name,
                             const std::string& what, const std::string& jax_name = {},
                             const std::string& dtensor_name = {}, const std::string& xla_name = {},
-                            const std::string& shardy_name = {}) {
+                            const std::string& shardy_name = {}, bool boxes = false) {
   o.paper_name = name;
   o.jax_name = jax_name.empty() ? name + "-jax" : jax_name;
   o.dtensor_name = dtensor_name.empty() ? name + "-dtensor" : dtensor_name;
@@ -108,11 +111,24 @@ inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, c
                      ->excludes(o.jax_opt)
                      ->excludes(o.dtensor_opt)
                      ->excludes(o.xla_opt);
+  if (!boxes) return;
+  o.boxes_name = name + "-boxes";
+  o.boxes_opt = cmd.add_option(o.boxes_name, o.boxes,
+                               what + " as a box layout: one box ([[lo, hi], ...], a range per dimension) or null "
+                                      "per world rank, as JSON, e.g. '[[[0, 3], [0, 5]], [[3, 10], [0, 5]]]' (with "
+                                      "--shape); ranks with equal boxes are replicas")
+                    ->needs(shape)
+                    ->excludes(o.paper_opt)
+                    ->excludes(o.jax_opt)
+                    ->excludes(o.dtensor_opt)
+                    ->excludes(o.xla_opt)
+                    ->excludes(o.shardy_opt);
 }
 
 /// The name of the spelling given: `--from`, `--from-jax` or `--from-dtensor`.
 inline const std::string& given_name(const type_option& o) {
-  return o.jax_opt->count()       ? o.jax_name
+  return o.has_boxes()            ? o.boxes_name
+         : o.jax_opt->count()     ? o.jax_name
          : o.dtensor_opt->count() ? o.dtensor_name
          : o.xla_opt->count()     ? o.xla_name
          : o.shardy_opt->count()  ? o.shardy_name
@@ -120,7 +136,9 @@ inline const std::string& given_name(const type_option& o) {
 }
 
 /// True if the type is given in the XLA or Shardy notation, which place its mesh.
-inline bool carries_mesh(const type_option& o) { return o.xla_opt->count() + o.shardy_opt->count() > 0; }
+inline bool carries_mesh(const type_option& o) {
+  return o.xla_opt->count() + o.shardy_opt->count() > 0 || o.has_boxes();
+}
 
 /// True if the type is given in a notation without the global shape (which needs --shape).
 inline bool needs_shape(const type_option& o) {
@@ -130,8 +148,9 @@ inline bool needs_shape(const type_option& o) {
 /// A usage error (exit 2) unless one of the spellings was given.
 inline void require_type(const type_option& o) {
   if (o.paper_opt->count() + o.jax_opt->count() + o.dtensor_opt->count() + o.xla_opt->count() +
-          o.shardy_opt->count() ==
-      0)
+              o.shardy_opt->count() ==
+          0 &&
+      !o.has_boxes())
     throw CLI::RequiredError(o.paper_name);
 }
 
@@ -217,6 +236,15 @@ inline box_layout shardy_boxes_option(const type_option& o, const std::string& s
   return for_option(o.shardy_name, [&] {
     pm = from_shardy_mesh(detail::shardy_split(o.shardy).first);
     return shardy_layout(o.shardy, g, W);
+  });
+}
+
+/// The box layout of the option's JSON (--from-boxes, --to-boxes) for an array of --shape,
+/// checked, blaming the option.
+inline box_layout boxes_option(const type_option& o, const std::string& shape) {
+  const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  return for_option(o.boxes_name, [&] {
+    return detail::box_layout_from_json(detail::parse_json_text(o.boxes, max_json_depth, "not JSON"), g);
   });
 }
 
@@ -344,8 +372,8 @@ inline void add_problem_options(CLI::App& cmd, problem_options& o) {
                                "ranks of the communicator (default: the smallest that holds both meshes)")
                     ->type_name("UINT");
   o.shape_opt = add_shape_option(cmd, o.shape);
-  add_type_option(cmd, o.from, o.shape_opt, "--from", "source type");
-  add_type_option(cmd, o.to, o.shape_opt, "--to", "target type (on --to-mesh when given)");
+  add_type_option(cmd, o.from, o.shape_opt, "--from", "source type", {}, {}, {}, {}, true);
+  add_type_option(cmd, o.to, o.shape_opt, "--to", "target type (on --to-mesh when given)", {}, {}, {}, {}, true);
   cmd.add_option("--bytes", o.bytes, "bytes per element")->type_name("UINT")->capture_default_str();
 }
 
@@ -399,7 +427,11 @@ inline problem parse_problem(const problem_options& o) {
   // XLA's {replicated} names no devices: as many as the other side's mesh (or --world).
   std::uint64_t replicated = o.world_opt->count() ? o.world : given ? given->mesh.devices : 1;
   if (o.to_mesh_opt->count() && !o.world_opt->count()) replicated = p.dst.mesh.devices;
-  if (from_sub) {
+  if (o.from.has_boxes()) {  // its carrier: the target's mesh (set below), else one device on rank 0
+    p.from_boxes = boxes_option(o.from, o.shape);
+    p.from = detail::shape_type(p.from_boxes->shape);
+    p.src = {};
+  } else if (from_sub) {
     p.from_boxes = shardy_boxes_option(o.from, o.shape, 0, p.src);
     p.from = detail::shape_type(p.from_boxes->shape);
   } else if (from_placed) {
@@ -411,7 +443,11 @@ inline problem parse_problem(const problem_options& o) {
     from_nested = dtensor_needs_boxes(p.src.mesh, o.from, o.shape);
     p.from = from_nested ? detail::shape_type(parse_shape(p.src.mesh, o.shape)) : parse_type_option(p.src.mesh, o.from, o.shape);
   }
-  if (to_sub) {
+  if (o.to.has_boxes()) {
+    p.to_boxes = boxes_option(o.to, o.shape);
+    p.to = detail::shape_type(p.to_boxes->shape);
+    p.dst = p.src;
+  } else if (to_sub) {
     p.to_boxes = shardy_boxes_option(o.to, o.shape, 0, p.dst);
     p.to = detail::shape_type(p.to_boxes->shape);
   } else if (to_placed) {
@@ -423,8 +459,14 @@ inline problem parse_problem(const problem_options& o) {
     to_nested = dtensor_needs_boxes(p.dst.mesh, o.to, o.shape);
     p.to = to_nested ? detail::shape_type(parse_shape(p.dst.mesh, o.shape)) : parse_type_option(p.dst.mesh, o.to, o.shape);
   }
+  if (o.from.has_boxes() && !o.to.has_boxes()) p.src = p.dst;
   p.m = p.src.mesh;
   p.world = o.world_opt->count() ? o.world : std::max(p.src.min_world(), p.dst.min_world());
+  for (const auto& b : {p.from_boxes, p.to_boxes})  // explicit box layouts list every world rank
+    if (b && !o.world_opt->count()) p.world = std::max(p.world, b->world());
+  for (const auto& [b, t] : {std::pair{&p.from_boxes, &o.from}, std::pair{&p.to_boxes, &o.to}})
+    if (t->has_boxes())
+      if (std::string e = box_layout_problem(**b, p.world); !e.empty()) throw input_error(given_name(*t), e);
   if (error e = check_placement(p.src, p.world))
     throw input_error(o.world_opt->count() ? "--world" : given_name(o.from) == o.from.paper_name ? "--mesh" : given_name(o.from), e.message.str());
   if (error e = check_placement(p.dst, p.world))

@@ -114,6 +114,13 @@ BAD_INPUT = [
      "redist: error: --boxes: box layout: rank 1's box [3, 9) x [0, 4) is not inside the array [0, 8) x [0, 4)"),
     (["show", "--boxes", "[[[0, 3], [0, 4]], [[3, 8]]]", "--shape", "[8, 4]"],
      "redist: error: --boxes: [1]: has 1 ranges, expected one per dimension (2)"),
+    # --from-boxes / --to-boxes: a box layout as JSON, checked.
+    (["plan", "--from-boxes", "[[[0, 3], [0, 5]], [[2, 10], [0, 5]]]", "--to", "[10, 5]", "--to-mesh", "{x: 2}",
+      "--shape", "[10, 5]"],
+     "redist: error: --from-boxes: box layout: ranks 0 and 1 both hold the element (2, 0) (boxes [0, 3) x [0, 5) and "
+     "[2, 10) x [0, 5) overlap; replicas hold equal boxes)"),
+    (["plan", "--from", "[10, 5]", "--mesh", "{x: 2}", "--to-boxes", "[[[0, 10], [0, 5]]]", "--shape", "[10, 5]"],
+     "redist: error: --to-boxes: the box layout lists 1 entries, the world has 2 ranks (one box or null per rank)"),
     # A box layout (redist/box.hpp) holds values, not partial ones.
     (["plan", "--from-shardy", SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(1)3}], unreduced={"x"}>', "--shape", "[6]",
       "--to", "[6]"],
@@ -136,6 +143,9 @@ USAGE = [
     (["plan"] + MESH + ["--from", "[8]", "--from-dtensor", "[Replicate(), Replicate()]", "--shape", "[8]", "--to", "[8]"],
      "--from excludes --from-dtensor"),
     (["plan"] + MESH + ["--from-jax", "P()", "--to", "[8]"], "--from-jax requires --shape"),
+    (["plan"] + MESH + ["--from-boxes", "[[[0, 8]]]", "--to", "[8]", "--shape", "[8]"],
+     "--mesh: --from-boxes places the source's mesh itself"),
+    (["plan", "--from-boxes", "[[[0, 8]]]", "--to-boxes", "[[[0, 8]]]"], "--from-boxes requires --shape"),
     (["plan"] + MESH + ["--from", "[8]"], "--to is required"),
     (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--json", "--notation", "jax"], "--json excludes --notation"),
     (["run", "--backend", "host"] + MESH + ["--from", "[8]", "--to", "[8]", "--shape", "[8]"],
@@ -332,6 +342,18 @@ def main():
                      "[Shard(0), Shard(0), Replicate()]", "--shape", "[6]", "--to", "[6]", "--verify"])
     expect(r.returncode == 0 and "verify: OK, 48 elements checked on 8 ranks" in r.stdout,
            "run replicated box layout --verify:\n%s%s" % (r.stdout, r.stderr))
+
+    # A box layout given as JSON, replicas on ranks 0 and 2, to a type on other ranks, and between two layouts.
+    r = run(redist, ["run", "--backend", "host", "--verify", "--from-boxes",
+                     "[[[0, 3], [0, 5]], [[3, 10], [0, 5]], [[0, 3], [0, 5]], null]", "--to-mesh", "{x: 2} @ [3, 1]",
+                     "--to", "[{x}10, 5]", "--shape", "[10, 5]"])
+    expect(r.returncode == 0 and "verify: OK, 50 elements checked on 4 ranks" in r.stdout,
+           "run --from-boxes --verify:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["plan", "--from-boxes", "[[[0, 3], [0, 5]], [[3, 10], [0, 5]]]", "--to-boxes",
+                     "[[[0, 10], [0, 2]], [[0, 10], [2, 5]]]", "--shape", "[10, 5]", "--json"])
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    expect(r.returncode == 0 and j.get("world") == 2 and j["target"] == {"boxes": [[[0, 10], [0, 2]], [[0, 10], [2, 5]]]},
+           "plan --from-boxes --to-boxes --json: %r %r" % (r.stdout[:300], r.stderr))
 
     # Shardy's sub-axes in any order: drawn, planned and run as their box layout.
     y13 = SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(1)3}, {}]>'
