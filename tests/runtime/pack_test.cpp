@@ -177,3 +177,32 @@ TEST_CASE("for_range_regions covers exactly the elements [a, b), in order, in at
     RC_ASSERT(regions <= 2 * R - 1);
   });
 }
+
+TEST_CASE("run_offset: a region's offset exactly when its elements are one run of the tile", "[pack]") {
+  rc::prop("every region of every small tile", [] {
+    const auto R = *rc::gen::inRange<std::size_t>(1, 5);
+    const auto ext = *rc::gen::container<std::vector<std::uint64_t>>(R, rc::gen::inRange<std::uint64_t>(1, 4));
+    redist::tile_region r;
+    for (std::size_t d = 0; d < R; ++d) {
+      r.start[d] = *rc::gen::inRange<std::uint64_t>(0, ext[d]);
+      r.size[d] = *rc::gen::inRange<std::uint64_t>(0, ext[d] - r.start[d] + 1);
+    }
+    // The region's elements, row-major, as flat indices of the tile.
+    std::vector<std::uint64_t> flat;
+    const std::uint64_t n = r.elements(static_cast<int>(R));
+    std::vector<std::uint64_t> idx(R, 0);
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::uint64_t f = 0;
+      for (std::size_t d = 0; d < R; ++d) f = f * ext[d] + r.start[d] + idx[d];
+      flat.push_back(f);
+      for (std::size_t d = R; d-- > 0;) {
+        if (++idx[d] < r.size[d]) break;
+        idx[d] = 0;
+      }
+    }
+    bool run = n > 0;
+    for (std::size_t k = 1; k < flat.size(); ++k) run = run && flat[k] == flat[k - 1] + 1;
+    const std::uint64_t at = redist::detail::run_offset(std::span<const std::uint64_t>(ext), r);
+    RC_ASSERT(at == (run ? flat[0] : redist::detail::no_run));
+  });
+}

@@ -95,6 +95,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -1057,25 +1058,37 @@ class executor {
           if constexpr (message_backend<B> && std::is_same_v<memory_type, host_memory>) {
             // Pipelined (runtime/backend.hpp message_round): receives posted first, each piece
             // packed and sent at once (a piece for several ranks packed once), the own piece
-            // copied while they fly (above), each piece unpacked as it arrives.
+            // copied while they fly (above), each piece unpacked as it arrives. A piece that
+            // is one contiguous run of the sender's tile is sent from the tile, and one that
+            // is a run of the receiver's tile is received into it: no pack, no unpack.
             std::vector<message> sends, recvs;
-            std::vector<const box*> sent;
+            std::vector<const box*> sent;  // per send: the piece to pack, nullptr when sent from the tile
+            std::vector<char> unpacks;     // per receive: unpack it (0: received in place)
+            T* in_tile = const_cast<T*>(src(0));
             for (const exchange_piece& pc : x.pieces)
               if (pc.from == me && pc.to != me) {
-                sends.push_back({pc.to, reinterpret_cast<std::byte*>(ps + sd[pc.to]), sc[pc.to] * sizeof(T)});
-                sent.push_back(&pc.b);
+                const std::uint64_t at = detail::run_offset(before.span(), region(pc.b, x.before[me]));
+                const bool run = at != detail::no_run;
+                sends.push_back({pc.to, reinterpret_cast<std::byte*>(run ? in_tile + at : ps + sd[pc.to]), sc[pc.to] * sizeof(T)});
+                sent.push_back(run ? nullptr : &pc.b);
               }
             for (std::uint64_t k = 0; k < D; ++k)
-              if (in[k] != nullptr) recvs.push_back({static_cast<rank_t>(k), reinterpret_cast<std::byte*>(pr + ro[k]), rc[k] * sizeof(T)});
-            std::vector<char> done(packed.size(), 0);
+              if (in[k] != nullptr) {
+                const std::uint64_t at = detail::run_offset(after.span(), region(in[k]->b, x.after[me]));
+                const bool run = at != detail::no_run;
+                recvs.push_back({static_cast<rank_t>(k), reinterpret_cast<std::byte*>(run ? dst(0) + at : pr + ro[k]),
+                                 rc[k] * sizeof(T)});
+                unpacks.push_back(!run);
+              }
+            std::set<const box*> done;  // pieces packed (one piece may go to several ranks)
             b_.message_round(
                 std::span<const message>(sends), std::span<const message>(recvs),
                 [&](std::size_t m) {
-                  const auto i = static_cast<std::size_t>(std::distance(packed.begin(), packed.find(*sent[m])));
-                  if (!done[i]) pack(*sent[m]);
-                  done[i] = 1;
+                  if (sent[m] && done.insert(&packed.find(*sent[m])->first).second) pack(*sent[m]);
                 },
-                [] {}, [&](std::size_t m) { unpack(recvs[m].peer); });
+                [] {}, [&](std::size_t m) {
+                  if (unpacks[m]) unpack(recvs[m].peer);
+                });
           } else {
             for (const auto& [b, at] : packed) pack(b);
             bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });

@@ -342,6 +342,26 @@ struct tile_region {
   }
 };
 
+namespace detail {
+inline constexpr std::uint64_t no_run = UINT64_MAX;
+
+/// The row-major offset (in elements) of region r of a tile of extents `ext` when r's
+/// elements are one contiguous run of the tile (every dimension after the first that r
+/// spans more than one index of is whole), else no_run (also for an empty region).
+inline std::uint64_t run_offset(std::span<const std::uint64_t> ext, const tile_region& r) {
+  const std::size_t R = ext.size();
+  std::size_t d0 = 0;
+  for (std::size_t d = 0; d < R; ++d)
+    if (r.size[d] == 0) return no_run;
+  while (d0 < R && r.size[d0] == 1) ++d0;
+  for (std::size_t d = d0 + 1; d < R; ++d)
+    if (r.start[d] != 0 || r.size[d] != ext[d]) return no_run;
+  std::uint64_t at = 0;
+  for (std::size_t d = 0; d < R; ++d) at = at * ext[d] + r.start[d];
+  return at;
+}
+}  // namespace detail
+
 /// The elements [a, b) (row-major order) of a tile of extents `ext` as at most 2R - 1
 /// regions, in order: emit(region, first), `first` the row-major index of the region's
 /// first element. Every region's elements are contiguous in that order, so a region is
