@@ -11,6 +11,8 @@
 #    refused with a clear message;
 # 4. prints the pack/unpack bandwidth table (vs a device-to-device copy, 256 MiB tiles).
 # Fails if there is no CUDA device or any step fails.
+# On a GPU machine lent by the device tool, whose image lacks the Debian packages: run
+# tests/gpu/prepare_device.sh here first, then tests/gpu/device_run.sh there (carrying .devdeps).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build-gpu}
