@@ -96,6 +96,24 @@ Json mesh_to_json(const device_mesh& m) {
   return axes;
 }
 
+/// A box as JSON: one [lo, hi] range per dimension.
+template <class Json>
+Json box_to_json(const box& b) {
+  Json j = Json::array();
+  for (int d = 0; d < b.rank; ++d) j.push_back(Json::array({b.lo[static_cast<std::size_t>(d)], b.hi[static_cast<std::size_t>(d)]}));
+  return j;
+}
+
+/// A box layout as JSON (format 2): {"boxes": [box or null per world rank]}.
+template <class Json>
+Json box_layout_to_json(const box_layout& l) {
+  Json boxes = Json::array();
+  for (const std::optional<box>& b : l.boxes) boxes.push_back(b ? box_to_json<Json>(*b) : Json(nullptr));
+  Json o;
+  o["boxes"] = std::move(boxes);
+  return o;
+}
+
 /// A placement's rank list (0..D-1 when it is empty).
 inline std::vector<rank_t> rank_list_of(const std::vector<rank_t>& devices, std::uint64_t D) {
   if (!devices.empty()) return devices;
@@ -123,26 +141,9 @@ Json program_to_json(const program& p) {
   for (int d = 0; d < p.source.rank; ++d) shape.push_back(p.source.dims[d].global);
   j["global_shape"] = shape;
   j["element_bytes"] = p.element_bytes;
-  // A box layout (format 2): {"boxes": [box or null per world rank]}.
-  auto layout = [](const box_layout& l) {
-    Json boxes = Json::array();
-    for (const std::optional<box>& b : l.boxes) {
-      if (!b) {
-        boxes.push_back(nullptr);
-        continue;
-      }
-      Json jb = Json::array();
-      for (int d = 0; d < b->rank; ++d)
-        jb.push_back(Json::array({b->lo[static_cast<std::size_t>(d)], b->hi[static_cast<std::size_t>(d)]}));
-      boxes.push_back(std::move(jb));
-    }
-    Json o;
-    o["boxes"] = std::move(boxes);
-    return o;
-  };
-  if (p.boxed_source()) j["source"] = layout(p.source_layout);
+  if (p.boxed_source()) j["source"] = box_layout_to_json<Json>(p.source_layout);
   else j["source"] = checked_text(type_text(m, p.source), "the source type");
-  if (p.boxed_target()) j["target"] = layout(p.target_layout);
+  if (p.boxed_target()) j["target"] = box_layout_to_json<Json>(p.target_layout);
   else j["target"] = checked_text(type_text(p.target_mesh(), p.target), "the target type");
   auto bytes = [&](std::uint64_t elements) {
     std::uint64_t b = 0;

@@ -146,13 +146,6 @@ inline array_layout manifest_layout(const nlohmann::json& v, const std::string& 
   return placed_layout{pm, t};
 }
 
-inline nlohmann::json box_json(const box& b) {
-  nlohmann::json j = nlohmann::json::array();
-  for (int d = 0; d < b.rank; ++d)
-    j.push_back({b.lo[static_cast<std::size_t>(d)], b.hi[static_cast<std::size_t>(d)]});
-  return j;
-}
-
 /// One line: "type on mesh", or "a box layout on W ranks".
 inline std::string layout_text(const array_layout& l) {
   if (const auto* t = std::get_if<placed_layout>(&l))
@@ -163,10 +156,7 @@ inline std::string layout_text(const array_layout& l) {
 /// A layout in the plan's JSON: its text, or a box layout's {"boxes": [...]}.
 inline nlohmann::json layout_json(const array_layout& l) {
   const auto* b = std::get_if<box_layout>(&l);
-  if (!b) return layout_text(l);
-  nlohmann::json boxes = nlohmann::json::array();
-  for (const auto& x : b->boxes) boxes.push_back(x ? box_json(*x) : nlohmann::json(nullptr));
-  return {{"boxes", std::move(boxes)}};
+  return b ? box_layout_to_json<nlohmann::json>(*b) : nlohmann::json(layout_text(l));
 }
 
 }  // namespace detail
@@ -268,7 +258,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   j["arrays"] = std::move(arrays);
   auto pieces = [&](const std::vector<reshard_piece>& v) {
     json out = json::array();
-    for (const reshard_piece& pc : v) out.push_back({pc.array, pc.from, pc.to, detail::box_json(pc.b)});
+    for (const reshard_piece& pc : v) out.push_back({pc.array, pc.from, pc.to, detail::box_to_json<json>(pc.b)});
     return out;
   };
   j["local"] = pieces(p.local);
