@@ -229,22 +229,24 @@ inline bool shardy_needs_boxes(const type_option& o, const std::string& shape) {
   return !for_option(o.shardy_name, [&] { return shardy_type_says(o.shardy, g); });
 }
 
-/// The Shardy sharding of the option as a box layout in a world of W ranks (0: its mesh's),
-/// blaming the option; `pm` is set to its placed mesh.
-inline box_layout shardy_boxes_option(const type_option& o, const std::string& shape, std::uint64_t W, placed_mesh& pm) {
-  const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
-  return for_option(o.shardy_name, [&] {
-    pm = from_shardy_mesh(detail::shardy_split(o.shardy).first);
-    return shardy_layout(o.shardy, g, W);
-  });
+/// The placed mesh of the option's Shardy text, blaming the option.
+inline placed_mesh shardy_mesh_option(const type_option& o) {
+  return for_option(o.shardy_name, [&] { return from_shardy_mesh(detail::shardy_split(o.shardy).first); });
 }
 
-/// The box layout of the option's JSON (--from-boxes, --to-boxes) for an array of --shape,
-/// checked, blaming the option.
-inline box_layout boxes_option(const type_option& o, const std::string& shape) {
+/// The Shardy sharding of the option as a box layout in a world of W ranks (0: its mesh's),
+/// blaming the option.
+inline box_layout shardy_boxes_option(const type_option& o, const std::string& shape, std::uint64_t W) {
   const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
-  return for_option(o.boxes_name, [&] {
-    return detail::box_layout_from_json(detail::parse_json_text(o.boxes, max_json_depth, "not JSON"), g);
+  return for_option(o.shardy_name, [&] { return shardy_layout(o.shardy, g, W); });
+}
+
+/// A box layout given as JSON (`show --boxes`, `--from-boxes`, `--to-boxes`) for an array of
+/// --shape, checked, blaming `option`.
+inline box_layout boxes_json_option(std::string_view option, const std::string& json, const std::string& shape) {
+  const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  return for_option(option, [&] {
+    return detail::box_layout_from_json(detail::parse_json_text(json, max_json_depth, "not JSON"), g);
   });
 }
 
@@ -428,12 +430,12 @@ inline problem parse_problem(const problem_options& o) {
   std::uint64_t replicated = o.world_opt->count() ? o.world : given ? given->mesh.devices : 1;
   if (o.to_mesh_opt->count() && !o.world_opt->count()) replicated = p.dst.mesh.devices;
   if (o.from.has_boxes()) {  // its carrier: the target's mesh (set below), else one device on rank 0
-    p.from_boxes = boxes_option(o.from, o.shape);
+    p.from_boxes = boxes_json_option(o.from.boxes_name, o.from.boxes, o.shape);
     p.from = detail::shape_type(p.from_boxes->shape);
     p.src = {};
-  } else if (from_sub) {
-    p.from_boxes = shardy_boxes_option(o.from, o.shape, 0, p.src);
-    p.from = detail::shape_type(p.from_boxes->shape);
+  } else if (from_sub) {  // the boxes once the world is known (below)
+    p.src = shardy_mesh_option(o.from);
+    p.from = detail::shape_type(parse_shape(p.src.mesh, o.shape));
   } else if (from_placed) {
     placed_type x = parse_placed_type_option(o.from, o.shape, replicated);
     p.src = std::move(x.pm);
@@ -444,12 +446,12 @@ inline problem parse_problem(const problem_options& o) {
     p.from = from_nested ? detail::shape_type(parse_shape(p.src.mesh, o.shape)) : parse_type_option(p.src.mesh, o.from, o.shape);
   }
   if (o.to.has_boxes()) {
-    p.to_boxes = boxes_option(o.to, o.shape);
+    p.to_boxes = boxes_json_option(o.to.boxes_name, o.to.boxes, o.shape);
     p.to = detail::shape_type(p.to_boxes->shape);
     p.dst = p.src;
   } else if (to_sub) {
-    p.to_boxes = shardy_boxes_option(o.to, o.shape, 0, p.dst);
-    p.to = detail::shape_type(p.to_boxes->shape);
+    p.dst = shardy_mesh_option(o.to);
+    p.to = detail::shape_type(parse_shape(p.dst.mesh, o.shape));
   } else if (to_placed) {
     placed_type x = parse_placed_type_option(o.to, o.shape, o.world_opt->count() ? o.world : p.src.mesh.devices);
     p.dst = std::move(x.pm);
@@ -473,8 +475,8 @@ inline problem parse_problem(const problem_options& o) {
     throw input_error(o.world_opt->count() ? "--world" : o.to_mesh_opt->count() ? "--to-mesh" : given_name(o.to), e.message.str());
   if (from_nested) p.from_boxes = dtensor_boxes_option(p.src, o.from, o.shape, p.world);
   if (to_nested) p.to_boxes = dtensor_boxes_option(p.dst, o.to, o.shape, p.world);
-  if (from_sub) p.from_boxes = shardy_boxes_option(o.from, o.shape, p.world, p.src);
-  if (to_sub) p.to_boxes = shardy_boxes_option(o.to, o.shape, p.world, p.dst);
+  if (from_sub) p.from_boxes = shardy_boxes_option(o.from, o.shape, p.world);
+  if (to_sub) p.to_boxes = shardy_boxes_option(o.to, o.shape, p.world);
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say (for even types on one mesh;
   // uneven ones and meshes on device sets need the same global shape, lower/synthesize.hpp

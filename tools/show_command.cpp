@@ -65,10 +65,7 @@ void draw_layout(const show_options& o, const box_layout& l, std::string_view op
 /// --boxes (with --shape): the box layout, one box or null per world rank, checked.
 box_layout boxes_option(const show_options& o) {
   if (o.in.shape_opt->count() == 0) throw CLI::RequiredError("--shape");
-  const std::vector<std::uint64_t> shape = parse_shape(device_mesh{}, o.in.shape);
-  return for_option("--boxes", [&] {
-    return detail::box_layout_from_json(detail::parse_json_text(o.boxes, max_json_depth, "not JSON"), shape);
-  });
+  return boxes_json_option("--boxes", o.boxes, o.in.shape);
 }
 
 /// A box layout: --boxes, DTensor placements or a Shardy sharding no type says; false for
@@ -79,8 +76,7 @@ bool show_boxes(const show_options& o) {
     return true;
   }
   if (shardy_needs_boxes(o.in.type, o.in.shape)) {
-    placed_mesh pm;
-    draw_layout(o, shardy_boxes_option(o.in.type, o.in.shape, 0, pm), given_name(o.in.type));
+    draw_layout(o, shardy_boxes_option(o.in.type, o.in.shape, 0), given_name(o.in.type));
     return true;
   }
   if (o.in.type.dtensor_opt->count() == 0 || o.in.mesh_opt->count() == 0) return false;
