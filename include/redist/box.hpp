@@ -131,14 +131,6 @@ struct box_layout {
   bool operator==(const box_layout&) const = default;
 };
 
-/// Throws redist_error(errc::capacity) for a box layout on a world of more than
-/// max_program_devices ranks (it lists every rank, as a program does).
-inline void check_box_world(std::uint64_t W) {
-  if (W > max_program_devices)
-    throw redist_error(errc::capacity, "a box layout lists every rank: at most " + std::to_string(max_program_devices) +
-                                           " ranks, the world has " + std::to_string(W));
-}
-
 /// The whole array of shape `shape` as one box.
 inline box whole_box(const std::vector<std::uint64_t>& shape) {
   box b;

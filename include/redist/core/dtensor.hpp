@@ -298,12 +298,7 @@ inline box_layout dtensor_layout(const placed_mesh& pm, std::span<const std::uin
   if (!pl.sums.empty())
     throw redist_error(errc::rule, "Partial() on mesh dimension " + std::to_string(pl.sums.front()) +
                                        ": a box layout holds values, not partial ones");
-  if (W == 0) W = pm.min_world();
-  check_box_world(W);
-  if (error e = check_placement(pm, W)) throw redist_error(e);
-  box_layout l;
-  l.shape.assign(global.begin(), global.end());
-  l.boxes.assign(W, std::nullopt);
+  box_layout l = placed_box_layout(pm, global, W);
   for (std::uint64_t p = 0; p < m.devices; ++p) {
     std::vector<std::uint64_t> coord(static_cast<std::size_t>(m.naxes));  // of row-major position p
     for (std::uint64_t a = coord.size(), rest = p; a-- > 0; rest /= m.sizes[a]) coord[a] = rest % m.sizes[a];

@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "redist/box.hpp"
 #include "redist/core/dtype.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/lex.hpp"
@@ -170,5 +173,22 @@ struct placed_type {
   placed_mesh pm;
   dist_type type;
 };
+
+/// A box layout of an array of `shape` on the ranks of a world of W ranks (0:
+/// pm.min_world()) in which no rank holds a box yet: the start of a layout read from a
+/// notation on pm (dtensor_layout, shardy_layout), which gives pm's ranks their boxes.
+/// Throws redist_error for a world of more than max_program_devices ranks (a box layout lists
+/// every rank, as a program does) and for pm's ranks outside the world.
+inline box_layout placed_box_layout(const placed_mesh& pm, std::span<const std::uint64_t> shape, std::uint64_t W) {
+  if (W == 0) W = pm.min_world();
+  if (W > max_program_devices)
+    throw redist_error(errc::capacity, "a box layout lists every rank: at most " + std::to_string(max_program_devices) +
+                                           " ranks, the world has " + std::to_string(W));
+  if (error e = check_placement(pm, W)) throw redist_error(e);
+  box_layout l;
+  l.shape.assign(shape.begin(), shape.end());
+  l.boxes.assign(W, std::nullopt);
+  return l;
+}
 
 }  // namespace redist

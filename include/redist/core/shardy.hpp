@@ -17,7 +17,6 @@
 #pragma once
 
 #include <algorithm>
-#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -516,12 +515,7 @@ inline box_layout shardy_layout(const std::string& text, std::span<const std::ui
   const dist_type t = from_shardy(pm, sharding, g);
   if (t.nsum > 0)
     throw redist_error(errc::rule, "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
-  if (W == 0) W = pm.min_world();
-  check_box_world(W);
-  if (error e = check_placement(pm, W)) throw redist_error(e);
-  box_layout l;
-  l.shape.assign(g.begin(), g.end());
-  l.boxes.assign(W, std::nullopt);
+  box_layout l = placed_box_layout(pm, g, W);
   for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) {
     box b;
     b.rank = t.rank;
