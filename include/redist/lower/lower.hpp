@@ -607,9 +607,10 @@ struct lowering_choice {
   error err{};
 };
 
-/// Choose what to lower: the best program (detail::program_rank: fewer bytes, then fewer
-/// bytes received, then fewer steps; then the first in enumeration order) among the
-/// shortest paths the search enumerated (weak_plan::ties) and, unless one of those is
+/// Choose what to lower: the best program (detail::program_rank: less predicted time, fewer
+/// bytes, then fewer bytes received, then fewer steps; then the first in enumeration order)
+/// among the shortest paths the search enumerated (weak_plan::ties; the tie_limit best of
+/// them by detail::path_rank are lowered) and, unless one of those is
 /// already best possible, weak paths up to two steps longer. The enumeration is
 /// canonical: every node of a shortest path other than the target has a smaller (cost,
 /// height, steps) than the target, so both searches settle it with its exact distance
@@ -647,18 +648,27 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
     return have && best.rank.time == floor_time && best.rank.cost == floor && best.rank.received <= least_received;
   };
   auto at_floor = [&] { return best.rank.time == floor_time && best.rank.cost == floor; };
-  // The ties, fewest bytes received first, in canonical order among equals.
-  // Lowered, a tie either needs no permutation and keeps its rank, or costs more bytes;
-  // so once one needs none, the remaining ones cannot beat it.
-  std::vector<std::pair<std::uint64_t, std::size_t>> by_received;
-  for (std::size_t i = 0; i < candidates.size(); ++i)
-    by_received.emplace_back(detail::path_rank(p, candidates[i]).received, i);
-  std::sort(by_received.begin(), by_received.end());  // (received, index): stable
-  for (std::size_t k = 0; k < by_received.size() && !optimal(); ++k) {
-    const error e = consider(candidates[by_received[k].second]);
-    if (k == 0) chosen.err = e;
-    if (have && at_floor() && best.prog.count(op::allpermute) == 0) break;
-  }
+  // The ties, best rank before lowering first (detail::path_rank: the fusions the lowering
+  // will make, then bytes, bytes received, steps), in canonical order among equals; at most
+  // tie_limit of them are lowered (each lowering costs O(devices)), of the up to
+  // tie_enumeration_limit the search enumerated. Lowered, a tie either needs no permutation
+  // and keeps its rank, or ranks worse; so once one needs none, the rest cannot beat it.
+  const std::size_t lowered_at_most = tie_limit(m.devices);
+  auto lower_best = [&](const std::vector<std::vector<weak_step>>& paths) {
+    std::vector<std::pair<detail::program_rank, std::size_t>> by_rank;
+    for (std::size_t i = 0; i < paths.size(); ++i) by_rank.emplace_back(detail::path_rank(p, paths[i]), i);
+    std::sort(by_rank.begin(), by_rank.end(), [](const auto& x, const auto& y) {
+      return x.first < y.first || (!(y.first < x.first) && x.second < y.second);
+    });
+    error first{};
+    for (std::size_t k = 0; k < by_rank.size() && k < lowered_at_most && !optimal(); ++k) {
+      const error e = consider(paths[by_rank[k].second]);
+      if (k == 0) first = e;
+      if (have && at_floor() && best.prog.count(op::allpermute) == 0) break;
+    }
+    return first;
+  };
+  chosen.err = lower_best(candidates);
   if (!have) return chosen;
   chosen.err = error{};
   // Under the time objective the weak graph does not see the permutation a path may need
@@ -668,17 +678,18 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   if (p.goal == objective::time && !optimal()) {
     weak_problem q = p;
     q.goal = objective::bytes;
-    const weak_plan fewest = search_constexpr(q);
-    const std::vector<std::vector<weak_step>> one{fewest.steps};
-    for (std::vector<weak_step> path : fewest.ties.empty() ? one : fewest.ties) {  // with its ties
-      if (!fewest.found || optimal()) break;
-      std::uint64_t local = p.ctx.local_size(p.source);
-      for (weak_step& st : path) {  // the time objective's weights
-        const std::uint64_t after = p.ctx.local_size(st.after);
-        st.weight = p.weight(st.edge, local, after);
-        local = after;
+    weak_plan fewest = search_constexpr(q);
+    if (fewest.found) {
+      if (fewest.ties.empty()) fewest.ties.push_back(fewest.steps);
+      for (std::vector<weak_step>& path : fewest.ties) {  // the time objective's weights
+        std::uint64_t local = p.ctx.local_size(p.source);
+        for (weak_step& st : path) {
+          const std::uint64_t after = p.ctx.local_size(st.after);
+          st.weight = p.weight(st.edge, local, after);
+          local = after;
+        }
       }
-      consider(path);
+      lower_best(fewest.ties);
     }
   }
   // A costlier weak path may need no permutation, or need it on a smaller tile, or keep

@@ -203,9 +203,9 @@ inline weak_plan search_bgl(const weak_problem& p) {
       p, get(dmap, t),
       [&](const shape& x) {
         std::size_t v = g.find(x);
-        return v == SIZE_MAX ? node_info{} : node_info{get(dmap, v), g.potential(v)};
+        return v == SIZE_MAX ? node_info{} : node_info{get(dmap, v), g.potential(v), v};
       },
-      tie_limit(p.ctx.devices), 20000);
+      tie_enumeration_limit(p.ctx.devices), 20000);
   return plan;
 }
 

@@ -115,12 +115,12 @@ constexpr weak_plan search_constexpr(const weak_problem& p) {
       [&](const shape& x) {
         std::size_t h = hash(x) & (table.size() - 1);
         while (table[h] != SIZE_MAX) {
-          if (nodes[table[h]].s == x) return node_info{nodes[table[h]].dist, nodes[table[h]].h};
+          if (nodes[table[h]].s == x) return node_info{nodes[table[h]].dist, nodes[table[h]].h, table[h]};
           h = (h + 1) & (table.size() - 1);
         }
         return node_info{};
       },
-      tie_limit(p.ctx.devices), 20000);
+      tie_enumeration_limit(p.ctx.devices), 20000);
   return plan;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "redist/search/weak_graph.hpp"
@@ -15,33 +16,50 @@
 namespace redist {
 
 /// What a search knows of a node: its distance (on reduced weights; infinity if never
-/// reached) and its potential.
+/// reached), its potential and its number in the search (SIZE_MAX if never reached).
 struct node_info {
   path_cost dist = path_cost::infinity();
   std::uint64_t potential = 0;
+  std::size_t id = SIZE_MAX;
 };
 
 namespace detail {
+/// The depth-first walk of tight_paths. Returns true when the walk below `cur` was complete
+/// and found no path: such a node is marked in `dead` (by its id) and not walked again when
+/// another tight path reaches it, so that the walk costs the tight edges once each rather
+/// than once per path into them.
 template <class Lookup>
-constexpr void tight_dfs(const weak_problem& p, const shape& cur, const node_info& at, const path_cost& goal,
+constexpr bool tight_dfs(const weak_problem& p, const shape& cur, const node_info& at, const path_cost& goal,
                          Lookup& lookup, std::vector<weak_step>& path, std::vector<std::vector<weak_step>>& out,
-                         std::size_t max_paths, std::size_t& budget) {
+                         std::size_t max_paths, std::size_t& budget, std::vector<std::uint8_t>& dead) {
   if (cur == p.target) {
     if (at.dist == goal) out.push_back(path);
-    return;
+    return !(at.dist == goal);
   }
+  bool none = true;
   for_each_successor(p, cur, [&](const weak_edge& e, const shape& next, const path_cost& w) {
-    if (out.size() >= max_paths || budget == 0) return;
+    if (out.size() >= max_paths || budget == 0) {
+      none = false;  // not walked to the end
+      return;
+    }
     --budget;
     node_info n = lookup(next);
     if (n.dist == path_cost::infinity()) return;
+    if (n.id < dead.size() && dead[n.id]) return;
     const path_cost dn = at.dist + p.reduced(at.potential, n.potential, w);
     if (goal < dn || !(n.dist == dn)) return;
     if (dn == goal && !(next == p.target)) return;
     path.push_back(weak_step{e, next, w});
-    tight_dfs(p, next, node_info{dn, n.potential}, goal, lookup, path, out, max_paths, budget);
+    const bool empty = tight_dfs(p, next, node_info{dn, n.potential, n.id}, goal, lookup, path, out, max_paths, budget, dead);
     path.pop_back();
+    if (!empty) {
+      none = false;
+    } else if (n.id != SIZE_MAX) {
+      if (n.id >= dead.size()) dead.resize(n.id + 1, 0);
+      dead[n.id] = 1;
+    }
   });
+  return none;
 }
 }  // namespace detail
 
@@ -54,8 +72,9 @@ constexpr std::vector<std::vector<weak_step>> tight_paths(const weak_problem& p,
                                                           std::size_t max_paths, std::size_t max_expansions) {
   std::vector<std::vector<weak_step>> out;
   std::vector<weak_step> path;
+  std::vector<std::uint8_t> dead;
   std::size_t budget = max_expansions;
-  detail::tight_dfs(p, p.source, lookup(p.source), goal, lookup, path, out, max_paths, budget);
+  detail::tight_dfs(p, p.source, lookup(p.source), goal, lookup, path, out, max_paths, budget, dead);
   return out;
 }
 
@@ -100,10 +119,18 @@ constexpr std::size_t near_paths(const weak_problem& p, const std::uint64_t& bud
   return expansions;
 }
 
-/// How many tied paths to hand to the lowering: each lowering attempt costs O(devices).
+/// How many tied paths the lowering lowers at most: each lowering attempt costs O(devices).
 constexpr std::size_t tie_limit(std::uint64_t devices) {
   std::uint64_t n = devices ? 4096 / devices : 32;
   return n < 2 ? 2 : n > 32 ? 32 : static_cast<std::size_t>(n);
+}
+
+/// How many tied paths the searches enumerate for the lowering to rank before it lowers the
+/// best tie_limit of them: ranking a path costs O(its steps), and ties of equal weight in the
+/// weak graph differ in what the lowering fuses.
+constexpr std::size_t tie_enumeration_limit(std::uint64_t devices) {
+  const std::size_t n = 4 * tie_limit(devices);
+  return n > 64 ? 64 : n;
 }
 
 }  // namespace redist

@@ -106,7 +106,7 @@ struct weak_problem {
   time_profile profile{};                ///< the time objective's profile
   std::uint64_t element_bytes = 4;
   std::uint64_t time_floor_ps = 0;       ///< time_potential: the least collective's fixed picoseconds
-  double time_per_element_ps = 0;        ///< time_potential: picoseconds at least, per Fig. 11 cost element
+  std::uint64_t time_per_element_ps = 0; ///< time_potential: picoseconds at least, per element received
 
   /// Apply an edge; false if its rule does not hold.
   constexpr bool apply(const shape& s, const weak_edge& e, shape& out) const {
@@ -119,49 +119,61 @@ struct weak_problem {
       default: return false;
     }
   }
-  /// A lower bound on the cost of any path from `s` to the target: the larger of two
-  /// consistent potentials (h(u) <= w(u, v) + h(v) on every edge), so it is one too.
-  ///  - Data: a device must receive its target tile minus what its current tile can
-  ///    share with it, at least L(target) - prod_d min(tile_d, target tile_d) elements,
-  ///    and every collective costs at least what a device receives in it (Fig. 11
-  ///    charges the full tile where a device receives (n-1)/n of it). One edge raises
-  ///    the overlap by at most its cost; a dynslice only lowers it.
-  ///  - Dimensions: every allgather or alltoall removes factors from exactly one
-  ///    dimension and costs at least floor(global / devices); a dimension with a factor
-  ///    the target lacks needs one of them. Dynslices remove nothing.
-  /// On problems with uneven types the search runs without one (0): an all-to-all there
-  /// may change the padded local size, which the data term does not bound.
-  [[nodiscard]] constexpr std::uint64_t potential(const shape& s) const {
-    if (ctx.uneven) return 0;
-    std::uint64_t bad = 0, overlap = 1;
-    bad += target.sums % s.sums != 0;  // pending sums to reduce
+  /// The two lower bounds potential() and time_potential() are built from, at node `s`:
+  ///  - data: a device must receive its target tile minus what its current tile can share
+  ///    with it, target_local - prod_d min(tile_d, target tile_d) elements. One edge raises
+  ///    that overlap by at most what a device receives in it (the tiles as boxes from the
+  ///    origin: an allgather or an all-to-all adds at most its tile minus what it keeps, a
+  ///    dynslice or a reduce-scatter only shrinks the tile, an all-reduce keeps it), and by
+  ///    at most its Fig. 11 cost, which charges at least what a device receives.
+  ///  - steps: collectives still needed. A dimension with a factor the target lacks needs one
+  ///    that removes factors from it (an allgather or an all-to-all out of it, one dimension
+  ///    each), pending sums one that reduces them, and dynslices only add factors; every step
+  ///    lowers the count by at most one. Each of them costs at least floor(global / devices)
+  ///    in Fig. 11 elements and receives at least half that (an all-to-all of 2 members).
+  struct bounds {
+    std::uint64_t data = 0;
+    std::uint64_t steps = 0;
+  };
+  [[nodiscard]] constexpr bounds lower_bounds(const shape& s) const {
+    bounds b;
+    std::uint64_t overlap = 1;
+    b.steps += target.sums % s.sums != 0;  // pending sums to reduce
     for (int d = 0; d < ctx.rank; ++d) {
-      bad += target.parts[d] % s.parts[d] != 0;
+      b.steps += target.parts[d] % s.parts[d] != 0;
       const std::uint64_t c = ctx.tile(s, d), t = ctx.tile(target, d);
       overlap *= c < t ? c : t;
     }
-    const std::uint64_t data = target_local - overlap, dims = bad * min_local;
-    return data > dims ? data : dims;
+    b.data = target_local - overlap;
+    return b;
+  }
+  /// A lower bound on the Fig. 11 cost of any path from `s` to the target: the larger of
+  /// the two consistent potentials of lower_bounds (h(u) <= w(u, v) + h(v) on every edge),
+  /// so it is one too. On problems with uneven types the search runs without one (0): an
+  /// all-to-all there may change the padded local size, which the data term does not bound.
+  [[nodiscard]] constexpr std::uint64_t potential(const shape& s) const {
+    if (ctx.uneven) return 0;
+    const bounds b = lower_bounds(s);
+    const std::uint64_t dims = b.steps * min_local;
+    return b.data > dims ? b.data : dims;
   }
   /// A lower bound on the picoseconds of any path from `s` to the target (objective::time),
-  /// consistent like potential() (none on uneven problems): some collectives are still to
-  /// run, each costing at least time_floor_ps (the least latency plus one peer of the kinds
-  /// the graph has, and the pass over a tile of at least min_local elements, less 2 ps for
-  /// rounding) plus its bytes received, at least half its Fig. 11
-  /// cost, at the least per-byte rate (time_per_element_ps a cost element; potential() bounds
-  /// the cost, and a dynslice never lowers it). How many: a dimension with a factor the target
-  /// lacks needs a collective that removes factors from it (an allgather or an alltoall out
-  /// of it, one dimension each), pending sums one that reduces them, and dynslices only add
-  /// factors; at least one while potential() > 0. Every step lowers that count by at most one.
+  /// consistent like potential() (none on uneven problems): the collectives still to run
+  /// (lower_bounds' steps, at least one while the data term is positive) each cost at least
+  /// time_floor_ps (the least latency plus one peer of the kinds the graph has, and the pass
+  /// over a tile of at least min_local elements, less 2 ps for rounding), and the bytes
+  /// still to receive at least the larger of lower_bounds' data and half a floor(global /
+  /// devices) tile per step, at the least per-byte rate (time_per_element_ps, whole
+  /// picoseconds rounded down, so that a difference of two potentials is exact). The two
+  /// terms bound disjoint parts of every edge's weight, so their sum is consistent.
   [[nodiscard]] constexpr std::uint64_t time_potential(const shape& s) const {
     if (ctx.uneven) return 0;
-    const std::uint64_t h = potential(s);
-    std::uint64_t steps = target.sums % s.sums != 0;
-    for (int d = 0; d < ctx.rank; ++d) steps += target.parts[d] % s.parts[d] != 0;
-    if (steps == 0 && h == 0) return 0;
-    if (steps == 0) steps = 1;
-    const double v = time_per_element_ps * static_cast<double>(h);
-    const std::uint64_t moved = v >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(v);
+    const bounds b = lower_bounds(s);
+    if (b.steps == 0 && b.data == 0) return 0;
+    const std::uint64_t steps = b.steps == 0 ? 1 : b.steps;
+    const std::uint64_t dims = b.steps * (min_local / 2), data = b.data > dims ? b.data : dims;
+    const std::uint64_t moved =
+        time_per_element_ps != 0 && data > UINT64_MAX / time_per_element_ps ? UINT64_MAX : time_per_element_ps * data;
     const std::uint64_t fixed = time_floor_ps > UINT64_MAX / steps ? UINT64_MAX : time_floor_ps * steps;
     return moved > UINT64_MAX - fixed ? UINT64_MAX : fixed + moved;
   }
@@ -176,7 +188,9 @@ struct weak_problem {
   /// still lie on a path as good as the best one, and finds the same optimum.
   [[nodiscard]] constexpr path_cost reduced(std::uint64_t h_cur, std::uint64_t h_next, path_cost w) const {
     std::uint64_t& k = goal == objective::time ? w.time : w.cost;
-    k = k + h_next - h_cur;
+    // A profile with no fixed terms at all leaves the time potential no slack for the
+    // weights' rounding to the nearest picosecond: never below 0 then.
+    k = h_next >= h_cur ? k + (h_next - h_cur) : k >= h_cur - h_next ? k - (h_cur - h_next) : 0;
     return w;
   }
   /// A path's total from its reduced total (the target's heuristic is 0).
@@ -239,7 +253,8 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
     fixed += p.profile.pass_per_byte * static_cast<double>(p.min_local) * static_cast<double>(p.element_bytes);
   const std::uint64_t fixed_ps = picoseconds(fixed);
   p.time_floor_ps = fixed_ps > 2 ? fixed_ps - 2 : 0;
-  p.time_per_element_ps = per_byte > 0 ? 0.5 * static_cast<double>(p.element_bytes) * per_byte * 1e12 : 0;
+  const double rate = per_byte > 0 ? static_cast<double>(p.element_bytes) * per_byte * 1e12 : 0;
+  p.time_per_element_ps = rate >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(rate);
   std::uint64_t la = local_size(m, a), lb = local_size(m, b);
   std::uint64_t mx = la > lb ? la : lb;
   if (error e = check_budget(opt.memory_budget)) {
