@@ -228,7 +228,7 @@ TEST_CASE("the search potential is consistent and zero at the target", "[weak_gr
         REQUIRE(q.time_potential(q.target) == 0);
         for (const shape& s : reachable(q)) {
           const std::uint64_t hu = q.time_potential(s);
-          if (q.potential(s) > 0) CHECK(hu >= q.time_floor_ps);  // some collective is still to run
+          if (q.potential(s) > 0) CHECK(hu >= q.collective_floor_ps + q.pass_floor_ps);  // some collective is still to run
           for_each_successor(q, s, [&](const weak_edge& e, const shape& n, const path_cost& w) {
             INFO("edge " << op_name(e.kind) << " " << int(e.from) << " -> " << int(e.to) << " by " << e.factor);
             CHECK(hu <= w.time + q.time_potential(n));

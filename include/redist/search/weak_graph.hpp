@@ -105,7 +105,9 @@ struct weak_problem {
   objective goal = objective::time;      ///< what the weights put first
   time_profile profile{};                ///< the time objective's profile
   std::uint64_t element_bytes = 4;
-  std::uint64_t time_floor_ps = 0;       ///< time_potential: the least collective's fixed picoseconds
+  std::uint64_t collective_floor_ps = 0; ///< time_potential: a collective's least latency and peer term
+  std::uint64_t pass_floor_ps = 0;       ///< time_potential: an edge's least pass over its tile
+  std::uint64_t pass_target_ps = 0;      ///< time_potential: the pass over the target's tile
   std::uint64_t time_per_element_ps = 0; ///< time_potential: picoseconds at least, per element received
 
   /// Apply an edge; false if its rule does not hold.
@@ -119,7 +121,7 @@ struct weak_problem {
       default: return false;
     }
   }
-  /// The two lower bounds potential() and time_potential() are built from, at node `s`:
+  /// The lower bounds potential() and time_potential() are built from, at node `s`:
   ///  - data: a device must receive its target tile minus what its current tile can share
   ///    with it, target_local - prod_d min(tile_d, target tile_d) elements. One edge raises
   ///    that overlap by at most what a device receives in it (the tiles as boxes from the
@@ -131,16 +133,25 @@ struct weak_problem {
   ///    each), pending sums one that reduces them, and dynslices only add factors; every step
   ///    lowers the count by at most one. Each of them costs at least floor(global / devices)
   ///    in Fig. 11 elements and receives at least half that (an all-to-all of 2 members).
+  ///  - adds: dimensions where the target has a factor the tile lacks. Every edge adds
+  ///    factors to one dimension at most (a dynslice, an all-to-all or a reduce-scatter into
+  ///    it) and removing factors never supplies one, so every edge lowers the count by at
+  ///    most one: at least max(steps, adds) edges remain, each writing a tile.
   struct bounds {
     std::uint64_t data = 0;
     std::uint64_t steps = 0;
+    std::uint64_t adds = 0;
   };
   [[nodiscard]] constexpr bounds lower_bounds(const shape& s) const {
     bounds b;
     std::uint64_t overlap = 1;
     b.steps += target.sums % s.sums != 0;  // pending sums to reduce
     for (int d = 0; d < ctx.rank; ++d) {
-      b.steps += target.parts[d] % s.parts[d] != 0;
+      const std::uint64_t have = s.parts[d], want = target.parts[d];
+      b.steps += want % have != 0;
+      std::uint64_t g = have, r = want;  // gcd(have, want)
+      while (r != 0) { const std::uint64_t t = g % r; g = r; r = t; }
+      b.adds += want / g > 1;
       const std::uint64_t c = ctx.tile(s, d), t = ctx.tile(target, d);
       overlap *= c < t ? c : t;
     }
@@ -158,24 +169,30 @@ struct weak_problem {
     return b.data > dims ? b.data : dims;
   }
   /// A lower bound on the picoseconds of any path from `s` to the target (objective::time),
-  /// consistent like potential() (none on uneven problems): the collectives still to run
-  /// (lower_bounds' steps, at least one while the data term is positive) each cost at least
-  /// time_floor_ps (the least latency plus one peer of the kinds the graph has, and the pass
-  /// over a tile of at least min_local elements, less 2 ps for rounding), and the bytes
-  /// still to receive at least the larger of lower_bounds' data and half a floor(global /
-  /// devices) tile per step, at the least per-byte rate (time_per_element_ps, whole
-  /// picoseconds rounded down, so that a difference of two potentials is exact). The two
-  /// terms bound disjoint parts of every edge's weight, so their sum is consistent.
+  /// consistent like potential() (none on uneven problems), the sum of three bounds on
+  /// disjoint parts of every edge's weight (core/time_model.hpp):
+  ///  - latency and peers: the collectives still to run (lower_bounds' steps, at least one
+  ///    while the data term is positive), each at least collective_floor_ps (the least
+  ///    latency plus one peer of the kinds the graph has);
+  ///  - the pass over memory: at least max(steps, adds) more edges, each writing a tile of
+  ///    at least min_local elements (pass_floor_ps; a dynslice too), the last of them the
+  ///    target's tile (pass_target_ps);
+  ///  - bytes: still to receive at least the larger of lower_bounds' data and half a
+  ///    floor(global / devices) tile per collective, at the least per-byte rate
+  ///    (time_per_element_ps, whole picoseconds rounded down, so that a difference of two
+  ///    potentials is exact).
+  /// Both floors are 1 ps below the terms, for the weights' rounding to whole picoseconds.
   [[nodiscard]] constexpr std::uint64_t time_potential(const shape& s) const {
     if (ctx.uneven) return 0;
     const bounds b = lower_bounds(s);
-    if (b.steps == 0 && b.data == 0) return 0;
-    const std::uint64_t steps = b.steps == 0 ? 1 : b.steps;
+    if (b.steps == 0 && b.data == 0 && b.adds == 0) return 0;
+    const std::uint64_t steps = b.steps == 0 && b.data > 0 ? 1 : b.steps;
+    const std::uint64_t edges = steps > b.adds ? steps : b.adds;
     const std::uint64_t dims = b.steps * (min_local / 2), data = b.data > dims ? b.data : dims;
-    const std::uint64_t moved =
-        time_per_element_ps != 0 && data > UINT64_MAX / time_per_element_ps ? UINT64_MAX : time_per_element_ps * data;
-    const std::uint64_t fixed = time_floor_ps > UINT64_MAX / steps ? UINT64_MAX : time_floor_ps * steps;
-    return moved > UINT64_MAX - fixed ? UINT64_MAX : fixed + moved;
+    auto times = [](std::uint64_t x, std::uint64_t n) { return x != 0 && n > UINT64_MAX / x ? UINT64_MAX : x * n; };
+    auto plus = [](std::uint64_t x, std::uint64_t y) { return x > UINT64_MAX - y ? UINT64_MAX : x + y; };
+    const std::uint64_t pass = edges == 0 ? 0 : plus(pass_target_ps, times(pass_floor_ps, edges - 1));
+    return plus(plus(times(collective_floor_ps, steps), pass), times(time_per_element_ps, data));
   }
   /// The potential the searches reduce the objective's component by: potential() for
   /// bytes, time_potential() for time.
@@ -243,16 +260,24 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   p.goal = opt.goal;
   p.profile = opt.profile;
   p.element_bytes = opt.element_bytes;
-  double fixed = 1e300, per_byte = 1e300;  // the least over the kinds of the graph's edges
+  double fixed = 1e300, per_byte = 1e300;  // the least over the kinds of the graph's collectives
   for (op o : {op::allgather, op::alltoall, op::allreduce, op::reducescatter}) {
     fixed = fixed < p.profile[o].latency + p.profile[o].per_peer ? fixed : p.profile[o].latency + p.profile[o].per_peer;
     per_byte = per_byte < p.profile[o].per_byte ? per_byte : p.profile[o].per_byte;
   }
-  // Every collective also writes its tile, of at least min_local elements.
-  if (p.profile.pass_per_byte > 0)
-    fixed += p.profile.pass_per_byte * static_cast<double>(p.min_local) * static_cast<double>(p.element_bytes);
   const std::uint64_t fixed_ps = picoseconds(fixed);
-  p.time_floor_ps = fixed_ps > 2 ? fixed_ps - 2 : 0;
+  p.collective_floor_ps = fixed_ps > 1 ? fixed_ps - 1 : 0;
+  // Every edge writes its tile, of at least min_local elements.
+  const std::uint64_t pass_ps =
+      p.profile.pass_per_byte > 0
+          ? picoseconds(p.profile.pass_per_byte * static_cast<double>(p.min_local) * static_cast<double>(p.element_bytes))
+          : 0;
+  p.pass_floor_ps = pass_ps > 1 ? pass_ps - 1 : 0;
+  const std::uint64_t last_ps =
+      p.profile.pass_per_byte > 0 ? picoseconds(p.profile.pass_per_byte * static_cast<double>(p.target_local) *
+                                                static_cast<double>(p.element_bytes))
+                                  : 0;
+  p.pass_target_ps = last_ps > 1 ? last_ps - 1 : 0;
   const double rate = per_byte > 0 ? static_cast<double>(p.element_bytes) * per_byte * 1e12 : 0;
   p.time_per_element_ps = rate >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(rate);
   std::uint64_t la = local_size(m, a), lb = local_size(m, b);
