@@ -127,10 +127,11 @@ constexpr std::size_t tie_limit(std::uint64_t devices) {
 
 /// How many tied paths the searches enumerate for the lowering to rank before it lowers the
 /// best tie_limit of them: ranking a path costs O(its steps), and ties of equal weight in the
-/// weak graph differ in what the lowering fuses.
+/// weak graph differ in what the lowering fuses. At least 16, where tie_limit is small (more
+/// than 256 devices).
 constexpr std::size_t tie_enumeration_limit(std::uint64_t devices) {
-  const std::size_t n = 4 * tie_limit(devices);
-  return n > 64 ? 64 : n;
+  const std::size_t n = tie_limit(devices);
+  return n < 16 ? 16 : n;
 }
 
 }  // namespace redist
