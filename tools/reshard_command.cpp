@@ -76,7 +76,8 @@ reshard_plan plan_from(const reshard_cli_options& o, time_profile& profile) {
 void print_plan(const reshard_plan& p, bool explain) {
   std::uint64_t bytes = 0;
   for (const reshard_array& a : p.arrays) bytes += a.bytes();
-  fmt::print("redist reshard: {} arrays ({}) in a world of {} ranks, {}\n", p.arrays.size(), bytes_text(bytes), p.world,
+  fmt::print("redist reshard: {} arra{} ({}) in a world of {} ranks, {}\n", p.arrays.size(),
+             p.arrays.size() == 1 ? "y" : "ys", bytes_text(bytes), p.world,
              p.budget_bytes ? "budget " + bytes_text(p.budget_bytes) + " per rank" : std::string("no budget"));
   std::size_t w = 5;
   for (const reshard_array& a : p.arrays) w = std::max(w, a.name.size());
@@ -137,7 +138,9 @@ int run_on(B& b, const reshard_plan& p, const reshard_cli_options& o, bool print
                o.backend, p.world, o.repeat, best * 1e3, bytes_text(held));
     if (o.verify)
       fmt::print("verified: {} elements, {} wrong{}{}\n", checked, wrong,
-                 c.unchecked_arrays ? fmt::format(" ({} arrays keep pending values: not checked)", c.unchecked_arrays) : "",
+                 c.unchecked_arrays ? fmt::format(" ({} arra{} pending values: not checked)", c.unchecked_arrays,
+                                                   c.unchecked_arrays == 1 ? "y keeps" : "ys keep")
+                                   : "",
                  c.first.empty() ? "" : "; first: " + c.first);
   }
   return wrong == 0 ? 0 : 1;

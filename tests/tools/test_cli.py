@@ -255,6 +255,15 @@ def check_reshard(redist, checks):
         r = run(redist, ["reshard", "run", "--manifest", boxed, "--backend", "host", "--verify"])
         expect(r.returncode == 0 and "verified: 78 elements, 0 wrong" in r.stdout,
                "reshard run box layouts: rc %d\n%s%s" % (r.returncode, r.stdout[-400:], r.stderr))
+        one = os.path.join(d, "one.json")
+        with open(one, "w") as f:
+            json.dump({"format": "redist-reshard/1", "world": 4, "meshes": {"m": "{x: 4}"}, "arrays": [
+                {"name": "w", "shape": [8, 4], "dtype": "f32", "source": {"mesh": "m", "type": "[{x}8, 4]"},
+                 "target": {"mesh": "m", "type": "[8, {x}4]"}}]}, f)
+        r = run(redist, ["reshard", "plan", "--manifest", one])
+        expect(r.returncode == 0 and r.stdout.splitlines()[0] ==
+               "redist reshard: 1 array (128 B) in a world of 4 ranks, no budget",
+               "reshard plan, one array: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         r = run(redist, ["reshard", "plan", "--manifest", boxed, "--json"])
         plan = json.loads(r.stdout) if r.returncode == 0 else {}
         expect(plan.get("arrays", [{}])[0].get("source") == {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None,
