@@ -632,8 +632,17 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   const std::uint64_t least_received = movement_lower_bound(m, a, b);
   detail::ranked_program best;
   bool have = false;  // best holds a lowered program
+  // The edges of every path lowered so far: the candidates below overlap (the fewest-bytes
+  // paths may be ties, and the second near-path phase walks the first's paths again), and a
+  // path lowers to the same program every time, so it is lowered once.
+  std::vector<std::vector<weak_edge>> lowered;
   auto consider = [&](const std::vector<weak_step>& path) {
     if (have && !(detail::path_rank(p, path) < best.rank)) return error{};  // cannot win
+    std::vector<weak_edge> edges;
+    for (const weak_step& st : path) edges.push_back(st.edge);
+    for (const std::vector<weak_edge>& seen : lowered)
+      if (seen == edges) return error{};
+    lowered.push_back(std::move(edges));
     result<detail::ranked_program> r = detail::lower_any_sum_order(m, a, b, p, path, element_bytes, order);
     if (r.ok() && (!have || r.value.rank < best.rank)) {
       best = std::move(r.value);
