@@ -28,6 +28,13 @@
 
 namespace redist {
 
+namespace detail {
+constexpr std::uint64_t gcd(std::uint64_t a, std::uint64_t b) {
+  while (b) { std::uint64_t t = a % b; a = b; b = t; }
+  return a;
+}
+}  // namespace detail
+
 /// What the search minimizes first.
 enum class objective : std::uint8_t {
   time,   ///< predicted time under a profile (core/time_model.hpp), then Fig. 11 bytes
@@ -149,9 +156,7 @@ struct weak_problem {
     for (int d = 0; d < ctx.rank; ++d) {
       const std::uint64_t have = s.parts[d], want = target.parts[d];
       b.steps += want % have != 0;
-      std::uint64_t g = have, r = want;  // gcd(have, want)
-      while (r != 0) { const std::uint64_t t = g % r; g = r; r = t; }
-      b.adds += want / g > 1;
+      b.adds += want / detail::gcd(have, want) > 1;
       const std::uint64_t c = ctx.tile(s, d), t = ctx.tile(target, d);
       overlap *= c < t ? c : t;
     }
@@ -189,10 +194,10 @@ struct weak_problem {
     const std::uint64_t steps = b.steps == 0 && b.data > 0 ? 1 : b.steps;
     const std::uint64_t edges = steps > b.adds ? steps : b.adds;
     const std::uint64_t dims = b.steps * (min_local / 2), data = b.data > dims ? b.data : dims;
-    auto times = [](std::uint64_t x, std::uint64_t n) { return x != 0 && n > UINT64_MAX / x ? UINT64_MAX : x * n; };
-    auto plus = [](std::uint64_t x, std::uint64_t y) { return x > UINT64_MAX - y ? UINT64_MAX : x + y; };
-    const std::uint64_t pass = edges == 0 ? 0 : plus(pass_target_ps, times(pass_floor_ps, edges - 1));
-    return plus(plus(times(collective_floor_ps, steps), pass), times(time_per_element_ps, data));
+    constexpr std::uint64_t most = UINT64_MAX;  // the sums and products saturate (core/dtype.hpp)
+    const std::uint64_t pass = edges == 0 ? 0 : clip_add(pass_target_ps, clip_mul(edges - 1, pass_floor_ps, most), most);
+    return clip_add(clip_add(clip_mul(steps, collective_floor_ps, most), pass, most),
+                    clip_mul(data, time_per_element_ps, most), most);
   }
   /// The potential the searches reduce the objective's component by: potential() for
   /// bytes, time_potential() for time.
@@ -327,10 +332,6 @@ constexpr void for_each_divisor(const weak_problem& p, std::uint64_t n, F&& f) {
       for (int e = 0; e < cur[t]; ++e) d *= p.primes[t];
     f(d);
   }
-}
-constexpr std::uint64_t gcd(std::uint64_t a, std::uint64_t b) {
-  while (b) { std::uint64_t t = a % b; a = b; b = t; }
-  return a;
 }
 }  // namespace detail
 
