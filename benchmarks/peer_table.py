@@ -10,7 +10,9 @@ count is its list of collectives without the local ones (dynamic-slice). It prin
   * one table with a row per peer: the cases, those whose peer count is exact (read from the
     test's CHECK lines or counters), and over the exact ones how many plans have fewer / the same /
     more collectives than the peer, the collectives summed over them, and how many plans use one
-    all-reduce where the peer has one;
+    all-reduce where the peer reduces pending values with one (XLA's all-reduce that broadcasts a
+    single device's value, the zeros of the others added to it, is not a reduction: redist
+    plans those as one exchange);
   * per peer, the exact cases where the plan has more collectives: id, the peer's sequence and
     redist's (local steps in parentheses).
 
@@ -47,6 +49,11 @@ def plan_ops(redist, c, extra):
     return ops
 
 
+def pending_source(c):
+    """The case's source holds pending values (a sum, max, ... the peer reduces)."""
+    return any(w in c["from"] for w in ("sum{", "max{", "min{", "prod{", "avg{", "Partial", "unreduced"))
+
+
 def seq(items, is_local):
     return ", ".join("(%s)" % x if is_local(x) else x for x in items) or "none"
 
@@ -67,7 +74,7 @@ def main(argv):
         r = rows.setdefault(c["peer"], dict(cases=0, exact=0, fewer=0, same=0, more=0, peer_sum=0, ours_sum=0,
                                             ar_peer=0, ar_ours=0))
         r["cases"] += 1
-        if c["peer_collectives"].count("all-reduce") == 1:
+        if c["peer_collectives"].count("all-reduce") == 1 and pending_source(c):
             r["ar_peer"] += 1
             r["ar_ours"] += ops.count("allreduce") == 1
         if not c["exact"]:
@@ -88,7 +95,7 @@ def main(argv):
                % (os.path.relpath(a.cases), len(doc["cases"]),
                   "; redist plan options: `%s`" % " ".join(extra) if extra else ""))
     out.append("")
-    out.append("| peer | cases | exact | fewer | same | more | collectives: peer / redist | one all-reduce where the peer has one |")
+    out.append("| peer | cases | exact | fewer | same | more | collectives: peer / redist | one all-reduce where the peer reduces with one |")
     out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     total = dict(cases=0, exact=0, fewer=0, same=0, more=0, peer_sum=0, ours_sum=0, ar_peer=0, ar_ours=0)
     for p in PEERS + tuple(sorted(set(rows) - set(PEERS))):

@@ -59,10 +59,11 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
     const std::uint64_t bytes = run_received_elements(k.prog) * k.prog.element_bytes;  // what a run receives
     std::string what;
     if (k.name == "exchange" && k.prog.count(op::exchange) == 1) {
-      const std::size_t at = k.prog.steps.size() - 1;  // the last step (after an allreduce of sums)
+      std::size_t at = 0;  // the exchange (after an allreduce of sums, before a partial step)
+      while (k.prog.steps[at].kind != op::exchange) ++at;
       const exchange_plan x = plan_exchange(k.prog, at);
-      what = fmt::format("{} step{}, {} peers, {} received per rank", at + 1, at ? "s" : "", x.messages,
-                         byte_text(bytes));
+      const std::size_t n = k.prog.steps.size();
+      what = fmt::format("{} step{}, {} peers, {} received per rank", n, n > 1 ? "s" : "", x.messages, byte_text(bytes));
     } else {
       what = fmt::format("{} step{}, {} received per rank", k.prog.steps.size(), k.prog.steps.size() == 1 ? "" : "s",
                          byte_text(bytes));

@@ -161,7 +161,8 @@ std::string group_text(const step& s) {
     case op::allgather:
     case op::alltoall:
     case op::allreduce:
-    case op::reducescatter: return fmt::format("{} x {}", s.group_count(), s.parts);
+    case op::reducescatter:
+    case op::partial: return fmt::format("{} x {}", s.group_count(), s.parts);
     case op::allpermute: {
       std::size_t moved = 0;
       for (std::size_t r = 0; r < s.dest.size(); ++r) moved += s.dest[r] != r;

@@ -332,6 +332,8 @@ class legacy_executor {
       }
       case op::exchange:  // came after it
         throw redist_error(errc::runtime, "the executor before #13 does not run exchanges");
+      case op::partial:  // came after it
+        throw redist_error(errc::runtime, "the executor before #13 does not run partial steps");
     }
   }
 

@@ -162,6 +162,14 @@ inline std::vector<device_boxes> program_boxes(const program& p) {
             for (rank_t r : s.group(g)) b.partials[r] = sum;
           }
           break;
+        case op::partial:  // member k of a group holds part k of each value it held
+          b.total_partials = cur.total_partials * static_cast<std::uint32_t>(s.parts);
+          for (std::size_t g = 0; g < s.group_count(); ++g)
+            for (std::size_t k = 0; k < s.parts; ++k) {
+              std::vector<std::uint32_t>& mine = b.partials[s.group(g)[k]];
+              for (std::uint32_t& v : mine) v = v * static_cast<std::uint32_t>(s.parts) + static_cast<std::uint32_t>(k);
+            }
+          break;
         case op::exchange: {  // whole values only (program_check): a holder has every partial
           std::vector<std::uint32_t> all(cur.total_partials);
           for (std::uint32_t k = 0; k < cur.total_partials; ++k) all[k] = k;

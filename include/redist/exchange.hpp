@@ -277,6 +277,14 @@ inline std::string step_boxes(const program& p, std::size_t si, const std::vecto
     case op::exchange:
       for (std::uint64_t r = 0; r < D; ++r) next[r] = step_box(s, R, r);
       break;
+    case op::partial:  // local: a group's members hold one box (replicas), which stays
+      for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
+        const auto grp = s.group(g);
+        for (rank_t k : grp)
+          if (!(cur[k] == cur[grp[0]]))
+            problem = "the boxes of a group differ (" + box_text(cur[k]) + ", " + box_text(cur[grp[0]]) + ")";
+      }
+      break;
   }
   return problem.empty() ? problem : "step " + std::to_string(si) + " (" + std::string(op_name(s.kind)) + "): " + problem;
 }

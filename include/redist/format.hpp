@@ -156,7 +156,8 @@ inline std::string exchange_note(const program& p, std::size_t i) {
              (s.fused() ? grid_ok(s.concat_grid) && grid_ok(s.split_grid)
                         : dim_ok(s.concat_dim) && (s.kind == op::allgather || dim_ok(s.split_dim)));
         break;
-      case op::allreduce: ok = ok && ranks_ok(s.members); break;
+      case op::allreduce:
+      case op::partial: ok = ok && ranks_ok(s.members); break;
       case op::reducescatter: ok = ok && ranks_ok(s.members) && dim_ok(s.split_dim); break;
     }
     if (!ok) return {};

@@ -15,6 +15,9 @@
 //       avg: core/dtype.hpp reduction) of the group's tiles, element by element.
 //   reducescatter(split_dim, groups, reduce): every member splits its tile into n chunks
 //       along split_dim; member m ends with the reduction of everyone's chunk m.
+//   partial(groups, reduce): local; every group's first member keeps its tile, the others
+//       take the reduction's identity (sum 0, prod 1); max, min, avg: every member keeps
+//       its tile (core/cost.hpp op::partial, lower/partial.hpp). Boxes do not change.
 //   exchange(boxes): every rank ends with exactly its listed box of global indices; each
 //       element comes from a rank that held it (the rank itself where it did; the sender
 //       rule is in redist/exchange.hpp). Does not add partial sums.
@@ -46,7 +49,7 @@ namespace redist {
 using rank_t = std::uint32_t;
 
 /// The ops redist runs on tiles of uneven types (DESIGN.md section 2; docs/reference.md
-/// "Uneven dimensions"): all of them. The allreduce keeps every box; the reduce-scatter
+/// "Uneven dimensions"): all of them. The allreduce and the partial step keep every box; the reduce-scatter
 /// splits every member's padded tile into ceil-sized chunks (the executor pads its send
 /// where they do not divide it) and never runs as an exchange (it reduces); the others
 /// move boxes, and run as exchanges of exactly the elements the boxes hold
@@ -278,7 +281,7 @@ struct program {
 /// group member with exactly the elements their boxes hold (no padding moves).
 constexpr bool moves_as_exchange(const program& p, std::size_t i) {
   const op k = p.steps[i].kind;
-  return k == op::exchange || (p.uneven() && k != op::allreduce && k != op::reducescatter);
+  return k == op::exchange || (p.uneven() && k != op::allreduce && k != op::reducescatter && k != op::partial);
 }
 
 }  // namespace redist

@@ -187,6 +187,7 @@ Json program_to_json(const program& p) {
         break;
       case op::allpermute: js["dest"] = s.dest; break;
       case op::allreduce: break;
+      case op::partial: break;
       case op::reducescatter: js["split_dim"] = s.split_dim; break;
       case op::exchange: {
         const std::uint64_t D = p.world_size();
@@ -216,7 +217,7 @@ Json program_to_json(const program& p) {
       }
       js["groups"] = groups;
     }
-    if ((s.kind == op::allreduce || s.kind == op::reducescatter) && s.reduce != reduction::sum)
+    if ((s.kind == op::allreduce || s.kind == op::reducescatter || s.kind == op::partial) && s.reduce != reduction::sum)
       js["reduce"] = reduction_name(s.reduce);  // written only when not the default
     if (s.type_after.rank == p.source.rank) {
       js["type"] = checked_text(type_text(p.mesh_after(i), s.type_after), "an intermediate type");
@@ -669,7 +670,9 @@ inline program program_from_json(const nlohmann::json& j) {
   p.source = json_type(m, json_field(j, "source", ""), "source");
   p.target = json_type(tm, json_field(j, "target", ""), "target");
   if (error e = check_same_global(p.source, p.target); !e.ok()) json_fail(e.code, "target", std::string(e.message.view()));
-  if (p.source.nsum > 0 && p.target.nsum > 0 && p.source.reduce != p.target.reduce)
+  // Pending axes the target keeps keep their kind; those it creates may take any (lower/partial.hpp).
+  if (p.source.nsum > 0 && (p.two_meshes ? p.target : before_partial(p.source, p.target)).nsum > 0 &&
+      p.source.reduce != p.target.reduce)
     json_fail(errc::rule, "target",
               "its partial values combine by " + std::string(reduction_name(p.target.reduce)) + ", the source's by " +
                   std::string(reduction_name(p.source.reduce)) + " (a redistribution keeps the reduction kind)");
@@ -697,8 +700,8 @@ inline program program_from_json(const nlohmann::json& j) {
   const int uneven_at = p.uneven_at();
   const bool uneven = uneven_at >= 0;
   const char* exchange_sums =
-      "an exchange does not add partial sums: every pending sum must be reduced before it, and the target may have "
-      "none";
+      "an exchange does not add partial sums: every pending sum must be reduced before it (a partial step after "
+      "the last exchange creates the target's)";
 
   const auto& jsteps = json_array(json_field(j, "steps", ""), "steps");
   for (std::size_t i = 0; i < jsteps.size(); ++i) {
@@ -721,7 +724,8 @@ inline program program_from_json(const nlohmann::json& j) {
       case op::allgather:
       case op::alltoall:
       case op::allreduce:
-      case op::reducescatter: {
+      case op::reducescatter:
+      case op::partial: {
         const bool fused = (s.kind == op::allgather || s.kind == op::alltoall) && js.contains("concat_dims");
         if (fused) {
           if (uneven) json_fail(errc::rule, where, "a fused " + name + " runs on even programs only");
@@ -768,7 +772,7 @@ inline program program_from_json(const nlohmann::json& j) {
             s.members.push_back(static_cast<rank_t>(r));
           }
         }
-        if (s.kind == op::allreduce || s.kind == op::reducescatter) {  // "reduce": default sum
+        if (s.kind == op::allreduce || s.kind == op::reducescatter || s.kind == op::partial) {  // "reduce": default sum
           if (auto it = js.find("reduce"); it != js.end()) {
             const std::string rn = json_string(*it, where + ".reduce");
             if (!reduction_from_name(rn, s.reduce))
@@ -776,7 +780,14 @@ inline program program_from_json(const nlohmann::json& j) {
                         "unknown reduction '" + (rn.size() > 40 ? rn.substr(0, 37) + "..." : rn) +
                             "' (expected sum, max, min, prod or avg)");
           }
-          if (p.source.nsum > 0 && s.reduce != p.source.reduce)
+          if (s.kind == op::partial) {  // creates the target's pending values
+            if (p.target.nsum == 0 || s.reduce != p.target.reduce)
+              json_fail(errc::rule, where + ".reduce",
+                        "'" + std::string(reduction_name(s.reduce)) + "' but " +
+                            (p.target.nsum == 0 ? std::string("the target has no pending values")
+                                                : "the target's partial values combine by " +
+                                                      std::string(reduction_name(p.target.reduce))));
+          } else if (p.source.nsum > 0 && s.reduce != p.source.reduce)
             json_fail(errc::rule, where + ".reduce",
                       "'" + std::string(reduction_name(s.reduce)) + "' but the source's partial values combine by " +
                           std::string(reduction_name(p.source.reduce)));
@@ -800,6 +811,7 @@ inline program program_from_json(const nlohmann::json& j) {
           case op::allgather: typed_ok = weak_allgather(ctx, cur, s.concat_dim, s.parts, next); break;
           case op::alltoall: typed_ok = weak_alltoall(ctx, cur, s.concat_dim, s.split_dim, s.parts, next); break;
           case op::allreduce: typed_ok = weak_allreduce(ctx, cur, s.parts, next); break;
+          case op::partial: typed_ok = weak_partial(ctx, cur, s.parts, next); break;
           default: typed_ok = weak_reducescatter(ctx, cur, s.split_dim, s.parts, next); break;
         }
         break;
@@ -831,7 +843,7 @@ inline program program_from_json(const nlohmann::json& j) {
         break;
       }
       case op::exchange: {
-        if (p.target.nsum > 0 || cur.sums > 1)  // pending sums must be reduced before
+        if (cur.sums > 1)  // pending sums must be reduced before (and are created after: program_check)
           json_fail(errc::rule, where, exchange_sums);
         // boxes: D lists of R [lo, hi] pairs inside the array, tiles of a tiling: one shape
         // for all on even types; on uneven ones (DESIGN.md section 2) the longest box per

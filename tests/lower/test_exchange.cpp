@@ -212,7 +212,7 @@ TEST_CASE("corrupted exchanges are rejected by verify.hpp and by program_check",
           "step 0 (exchange): an exchange while ranks hold partial sums (every pending sum must be reduced before it)");
     CHECK(check_error(p) ==
           "invalid program: an exchange does not add partial sums: every pending sum must be reduced before the first "
-          "exchange, and the target may have none");
+          "exchange, and the target's pending values created after the last one");
     CHECK_THROWS_WITH(exchange_program(m, p.source, parse_type(m, "[{a}4]")),
                       Catch::Matchers::StartsWith("an exchange does not add partial sums"));
   }

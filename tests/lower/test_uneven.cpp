@@ -350,7 +350,7 @@ TEST_CASE("uneven: pending sums are reduced; kept in the target only where colle
   bad.steps.erase(bad.steps.begin());
   CHECK(detail::check_program(bad).error ==
         "invalid program: an exchange does not add partial sums: every pending sum must be reduced before the first "
-        "exchange, and the target may have none");
+        "exchange, and the target's pending values created after the last one");
 }
 
 TEST_CASE("uneven: hand-written steps on uneven tiles follow the box semantics or are refused", "[uneven]") {

@@ -45,6 +45,7 @@ KINDS = {
     "reduce-scatter": "collective",
     "collective-permute": "collective",
     "dynamic-slice": "local",
+    "sharded-to-unreduced": "local",
 }
 NOTATIONS = ("redist", "jax", "dtensor", "xla", "shardy")
 # Notations whose `from` and `to` place their own meshes (XLA HloSharding text, Shardy's mesh then
@@ -59,6 +60,7 @@ REDIST_OPS = {
     "reducescatter": "collective",
     "exchange": "collective",
     "dynslice": "local",
+    "partial": "local",
 }
 REQUIRED = {
     "id": str,

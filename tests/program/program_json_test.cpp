@@ -559,8 +559,8 @@ TEST_CASE("malformed exchanges are rejected with one line naming the field", "[e
   sums["source"] = "[{a}4] sum{b}";
   sums["target"] = "[{b}4] sum{a}";
   CHECK(read_error(sums) ==
-        "program JSON: steps[0]: an exchange does not add partial sums: every pending sum must be reduced before it, "
-        "and the target may have none");
+        "program JSON: steps[0]: an exchange does not add partial sums: every pending sum must be reduced before it "
+        "(a partial step after the last exchange creates the target's)");
 }
 
 TEST_CASE("hostile exchange JSON is refused with one line, never a crash", "[exchange][fuzz]") {
@@ -600,8 +600,8 @@ TEST_CASE("an exchange must come after the reduction of every pending sum", "[ex
   CHECK(p.steps[1].cost == 0);
   // Exchanged first: refused.
   CHECK(read_error(json::parse(head + exchange + ", " + reduce + "]}")) ==
-        "program JSON: steps[0]: an exchange does not add partial sums: every pending sum must be reduced before it, "
-        "and the target may have none");
+        "program JSON: steps[0]: an exchange does not add partial sums: every pending sum must be reduced before it "
+        "(a partial step after the last exchange creates the target's)");
 }
 
 // ---- Format 2: programs on device sets (DESIGN.md section 4, lower/between.hpp) ----

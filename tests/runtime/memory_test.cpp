@@ -33,7 +33,7 @@ struct tagged_memory {
   };
 
   std::set<const void*> mine;
-  std::uint64_t allocations = 0, copies = 0, split_copies = 0, splits = 0, concats = 0, strided_copies = 0, checks = 0;
+  std::uint64_t allocations = 0, copies = 0, fills = 0, split_copies = 0, splits = 0, concats = 0, strided_copies = 0, checks = 0;
 
   template <class T>
   buffer<T> allocate(std::size_t n) {
@@ -46,6 +46,11 @@ struct tagged_memory {
   void copy(T* dst, const T* src, std::size_t n) {
     ++copies;
     redist::host_memory{}.copy(dst, src, n);
+  }
+  template <class T>
+  void fill(T* dst, std::size_t n, const T& v) {
+    ++fills;
+    redist::host_memory{}.fill(dst, n, v);
   }
   template <class T>
   void split_copy(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::uint64_t m,

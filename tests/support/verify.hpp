@@ -241,6 +241,7 @@ inline verify_result verify(const program& p) {
     return false;
   };
   std::uint64_t local = local_size(m, p.source);
+  std::uint64_t created = 1;  // pending parts created by partial steps (rank 0 keeps its value in each)
   res.peak = local;
   // Uneven types (DESIGN.md section 2): the boxes of a step may differ in shape.
   const bool uneven = !even(m, p.source) || !even(m, p.target);
@@ -479,11 +480,30 @@ inline verify_result verify(const program& p) {
         }
         break;
       }
+      case op::partial: {  // local: every group's first member keeps its value, the others hold none
+        if (p.target.nsum == 0 || s.reduce != p.target.reduce)
+          return fail(si, str_cat("creates values pending by ", reduction_name(s.reduce), " for a target ",
+                                  type_text(m, p.target).view()));
+        if (!detail::check_groups(s, D, why)) return fail(si, why);
+        for (std::size_t g = 0; g * s.parts < s.members.size(); ++g) {
+          const rank_t* grp = s.members.data() + g * s.parts;
+          for (std::uint64_t k = 1; k < s.parts; ++k) {
+            for (int d = 0; d < R; ++d)
+              if (cur.l(grp[0], d) != cur.l(grp[k], d) || cur.h(grp[0], d) != cur.h(grp[k], d))
+                return fail(si, str_cat("group ", g, ": ranks ", grp[0], " and ", grp[k], " hold different boxes ",
+                                        cur.text(grp[0]), " and ", cur.text(grp[k])));
+            if (!same_partials(g, grp[0], grp[k], why)) return fail(si, why);
+            nextK[grp[k]].clear();
+          }
+        }
+        created *= s.parts;
+        break;
+      }
       case op::exchange: {
         if (s.boxes.size() != 2 * D * static_cast<std::uint64_t>(R))
           return fail(si, str_cat("boxes lists ", s.boxes.size(), " range ends, expected 2 x ", R, " dimensions x ", D,
                                   " ranks"));
-        if (p.target.nsum > 0 || std::any_of(K.begin(), K.end(), [&](const auto& k) { return k.size() != nsrc; }))
+        if (std::any_of(K.begin(), K.end(), [&](const auto& k) { return k.size() != nsrc; }))
           return fail(si, "an exchange while ranks hold partial sums (every pending sum must be reduced before it)");
         for (std::uint64_t r = 0; r < D; ++r)
           for (int d = 0; d < R; ++d) {
@@ -564,7 +584,7 @@ inline verify_result verify(const program& p) {
       return fail(si, str_cat("step cost ", s.cost, s.kind == op::exchange ? ", the most one rank receives is " : ", Fig. 11 gives ", c));
     if (s.local_after != after) return fail(si, str_cat("local_after ", s.local_after, ", the boxes hold ", after));
     if (s.after.rank != R) return fail(si, str_cat("after has rank ", s.after.rank));
-    if (s.after.sums * nextK[0].size() != nsrc)
+    if (s.after.sums * nextK[0].size() != nsrc * created)
       return fail(si, str_cat("after.sums = ", s.after.sums, " but ranks hold sums of ", nextK[0].size(),
                               " of the source's ", nsrc, " partials"));
     for (int d = 0; d < R; ++d)

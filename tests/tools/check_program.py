@@ -43,7 +43,14 @@ dimension). The checker asks only what the data needs, not how the library plans
 box lies inside the array, all boxes have one shape (but on uneven types), every element of
 every rank's new box is held before the step by some rank (the union of the boxes before
 covers it; whichever replica sends is not checked), and every rank holds the complete sum
-then (pending sums reduced before it; the target has none).
+then (pending sums reduced before it; the target's, if any, are created after the last one).
+
+Creating pending values (an extension): {"op": "partial", "groups": [[...], ...], "reduce":
+kind} is local: in every group (whose members hold the same block and partials) the first
+member keeps its value and the others hold the reduction's identity (sum, prod) or the value
+again (max, min, avg): either way the group's reduction is the value (tracked as the first
+member's partials, the others none). Its kind is the target's; values pending by another
+kind than the source's are created only once every rank holds the complete value.
 
 Uneven dimensions (section 2): the tile of n split into k is ceil(n / k), tile i covers
 [i*t, min((i+1)*t, n)), possibly empty; the local size is the padded tile (on uneven types:
@@ -632,6 +639,17 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
             if i >= parts:
                 fail("%s: index[%d] = %d is not below parts = %d" % (where, r, i, parts))
             out[r] = (split(state[r][0], d, parts, where, r, ceil=True)[i], state[r][1])
+    elif op == "partial":  # local: a group's first member keeps its value, the others hold the identity
+        groups = check_groups(step, where, D, holders)
+        kind = step.get("reduce", "sum")
+        if kind not in REDUCTIONS:
+            fail("%s: unknown reduction %r" % (where, kind))
+        for g in groups:
+            for r in g[1:]:
+                if state[r] != state[g[0]]:
+                    fail("%s: ranks %d and %d of group %s hold different blocks or partial values"
+                         % (where, g[0], r, g))
+                out[r] = (state[r][0], frozenset())
     elif op == "exchange":
         if shape is None:
             fail("%s: an exchange needs the global shape" % where)
@@ -656,7 +674,7 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
 def cost_elements(op, before, after):
     """Fig. 11, elements per device (allreduce, reducescatter: ring costs)."""
     return {"allgather": after, "alltoall": before, "allpermute": before, "dynslice": 0,
-            "allreduce": 2 * before, "reducescatter": before}[op]
+            "allreduce": 2 * before, "reducescatter": before, "partial": 0}[op]
 
 
 def local_of(state, where, uneven=False):
@@ -823,8 +841,6 @@ def check(prog, memory=True):
     if src.global_shape != shape or dst.global_shape != shape:
         fail("global_shape %s, source %s, target %s differ" % (shape, src.global_shape, dst.global_shape))
     ebytes = uint(field(prog, "element_bytes", "program"), "element_bytes")
-    if src.sums and dst.sums and src.reduce != dst.reduce:
-        fail("the source's partial values combine by %s, the target's by %s" % (src.reduce, dst.reduce))
     rank = len(shape)
 
     uneven = src.uneven or dst.uneven
@@ -837,12 +853,24 @@ def check(prog, memory=True):
     if not isinstance(steps, list):
         fail("steps: expected a list")
     ops = [s.get("op") if isinstance(s, dict) else None for s in steps]
-    if "exchange" in ops and dst.sums:
+    # Pending values of another kind than the source's: the source's are all reduced before
+    # the target's are created (partial steps, checked below).
+    if src.sums and dst.sums and src.reduce != dst.reduce and "partial" not in ops:
+        fail("the source's partial values combine by %s, the target's by %s" % (src.reduce, dst.reduce))
+    last_exchange = max((i for i, op in enumerate(ops) if op == "exchange"), default=None)
+    if last_exchange is not None and dst.sums and "partial" not in ops[last_exchange:]:
         fail("steps[%d] (exchange): an exchange in a program with partial sums" % ops.index("exchange"))
     placements = [(tmesh, tdevices), (mesh, devices)] if fmt2 else [(mesh, devices)]
     for i, step in enumerate(steps):
         where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
         before = state
+        if isinstance(step, dict) and step.get("op") == "partial":
+            if not dst.sums or step.get("reduce", "sum") != dst.reduce:
+                fail("%s: creates values pending by %s, the target's %s" % (
+                    where, step.get("reduce", "sum"), "combine by " + dst.reduce if dst.sums else "are whole"))
+            if src.reduce != dst.reduce and any(x is not None and x[1] != everything for x in state):
+                fail("%s: creates values pending by %s while ranks hold values pending by %s"
+                     % (where, dst.reduce, src.reduce))
         state = apply_step(step, state, where, rank, W, shape, uneven, everything, src.reduce if src.sums else None,
                            world=fmt2)
         after = local_of(state, where, uneven)

@@ -65,6 +65,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <span>
@@ -346,6 +347,25 @@ class cuda_memory {
   void copy(T* dst, const T* src, std::size_t n) const {
     if (n == 0) return;
     REDIST_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  /// Store v in n elements from dst: one memset when v is all zero bytes; otherwise v is
+  /// copied into the first element and the filled prefix doubled by device copies (no
+  /// allocation; about log2(n) copies).
+  template <class T>
+  void fill(T* dst, std::size_t n, const T& v) const {
+    if (n == 0) return;
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &v, sizeof(T));
+    bool zero = true;
+    for (unsigned char c : bytes) zero = zero && c == 0;
+    if (zero) {
+      REDIST_CUDA_CHECK(cudaMemsetAsync(dst, 0, n * sizeof(T), stream_));
+      return;
+    }
+    // From pageable host memory: staged before the call returns, so `bytes` may go.
+    REDIST_CUDA_CHECK(cudaMemcpyAsync(dst, bytes, sizeof(T), cudaMemcpyHostToDevice, stream_));
+    for (std::size_t done = 1; done < n; done *= 2) copy(dst + done, dst, std::min(done, n - done));
   }
 
   /// pack.hpp's split_copy in device memory.

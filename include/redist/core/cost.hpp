@@ -10,6 +10,7 @@
 //   exchange   = the most elements one device receives (extension: every device receives
 //                exactly its new box minus what it held; the step records it, see
 //                redist/exchange.hpp)
+//   partial    = 0                     local (extension: creates pending values, see below)
 #pragma once
 
 #include <cstdint>
@@ -17,11 +18,22 @@
 
 namespace redist {
 
-/// The collectives of a program.
-enum class op : std::uint8_t { allgather, alltoall, dynslice, allpermute, allreduce, reducescatter, exchange };
+/// The steps of a program. `partial` (extension) is local: it turns replicated values into
+/// pending ones (DTensor's Replicate() -> Partial()): in every group of the ranks that differ
+/// only along the new pending axes, the first member keeps its tile and the others take the
+/// reduction's identity (0 for sum, 1 for prod); for max, min and avg every member keeps its
+/// tile, whose reduction over the group is the tile itself.
+enum class op : std::uint8_t { allgather, alltoall, dynslice, allpermute, allreduce, reducescatter, exchange, partial };
 
+/// The kinds of step a time profile has terms for (core/time_model.hpp, `redist calibrate`,
+/// the profile JSON), in their order there. A partial step writes its tile and nothing
+/// else: it has no terms of its own (priced as one pass over its tile).
 inline constexpr op all_ops[] = {op::allgather, op::alltoall,  op::dynslice, op::allpermute,
                                  op::allreduce, op::reducescatter, op::exchange};
+
+/// Every kind of step a program may hold (the program JSON's "op" names).
+inline constexpr op program_ops[] = {op::allgather,     op::alltoall, op::dynslice, op::allpermute, op::allreduce,
+                                     op::reducescatter, op::exchange, op::partial};
 
 constexpr std::string_view op_name(op o) {
   switch (o) {
@@ -32,13 +44,14 @@ constexpr std::string_view op_name(op o) {
     case op::allreduce: return "allreduce";
     case op::reducescatter: return "reducescatter";
     case op::exchange: return "exchange";
+    case op::partial: return "partial";
   }
   return "?";
 }
 
-/// Parse an op name; returns false if unknown.
+/// Parse an op name (any of program_ops); returns false if unknown.
 constexpr bool op_from_name(std::string_view s, op& out) {
-  for (op o : all_ops)
+  for (op o : program_ops)
     if (op_name(o) == s) { out = o; return true; }
   return false;
 }
@@ -57,6 +70,7 @@ constexpr std::uint64_t cost_elements(op o, std::uint64_t local_before, std::uin
     // An exchange receives at most its whole new tile; the exact figure depends on the
     // boxes and is recorded in the step (redist/exchange.hpp).
     case op::exchange: return local_after;
+    case op::partial: return 0;
   }
   return 0;
 }
@@ -79,6 +93,7 @@ constexpr std::uint64_t received_elements(op o, std::uint64_t n, std::uint64_t l
     case op::allreduce: return 2 * (n - 1) * (local_before / n);
     case op::allpermute: return local_before;
     case op::dynslice: return 0;
+    case op::partial: return 0;
     case op::exchange: return local_before;  // an upper bound; counted per device from the boxes
   }
   return 0;

@@ -219,6 +219,59 @@ constexpr result<dist_type> rule_reducescatter(const device_mesh& m, const dist_
   return r;
 }
 
+/// T-Partial (extension, a local step): the sub-axes xs, which partition no dimension and
+/// are not pending, become pending axes of the reduction r (core/cost.hpp op::partial says
+/// what the ranks do); a type's pending axes have one kind, so a type already pending by
+/// another reduction is ill-typed here.
+constexpr result<dist_type> rule_partial(const device_mesh& m, const dist_type& t, const std::uint8_t* xs, int n,
+                                         reduction r) {
+  result<dist_type> out{t, {}};
+  if (n < 1) { out.err = detail::rule_error("partial", "no axis given"); return out; }
+  if (t.nsum > 0 && t.reduce != r) {
+    out.err = detail::rule_error("partial", "the type's partial values combine by another reduction");
+    return out;
+  }
+  if (t.nsum + n > max_subaxes) { out.err = detail::rule_error("partial", "too many axes"); return out; }
+  dist_type& o = out.value;
+  for (int q = 0; q < n; ++q) {
+    if (xs[q] >= m.nsub || (used_mask(o) >> xs[q]) & 1) {
+      out.err = detail::rule_error("partial", "the axis is not a free sub-axis of the type");
+      return out;
+    }
+    int at = o.nsum;  // pending ids stay ascending (core/dtype.hpp)
+    while (at > 0 && o.sum[at - 1] > xs[q]) {
+      o.sum[at] = o.sum[at - 1];
+      --at;
+    }
+    o.sum[at] = xs[q];
+    ++o.nsum;
+  }
+  o.reduce = r;
+  return out;
+}
+
+/// Bit k set iff sub-axis k is a pending axis of b and not of a: the pending axes a plan
+/// from a to b creates.
+constexpr std::uint64_t new_pending_mask(const dist_type& a, const dist_type& b) {
+  std::uint64_t had = 0, mask = 0;
+  for (int i = 0; i < a.nsum; ++i) had |= std::uint64_t{1} << a.sum[i];
+  for (int i = 0; i < b.nsum; ++i)
+    if (!((had >> b.sum[i]) & 1)) mask |= std::uint64_t{1} << b.sum[i];
+  return mask;
+}
+
+/// b without the pending axes a plan from a creates (new_pending_mask): the type the plan
+/// reaches before its partial step; b itself when it creates none.
+constexpr dist_type before_partial(const dist_type& a, const dist_type& b) {
+  const std::uint64_t mask = new_pending_mask(a, b);
+  dist_type t = b;
+  t.nsum = 0;
+  for (int i = 0; i < b.nsum; ++i)
+    if (!((mask >> b.sum[i]) & 1)) t.sum[t.nsum++] = b.sum[i];
+  if (t.nsum == 0) t.reduce = reduction::sum;  // nothing pending (core/dtype.hpp)
+  return t;
+}
+
 /// T-Permute: local and global shapes must match.
 constexpr error rule_allpermute(const device_mesh& m, const dist_type& a, const dist_type& b) {
   if (!same_global(a, b)) return detail::rule_error("allpermute", "the global shapes differ");
@@ -335,6 +388,13 @@ constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, 
   out = s;
   out.sums /= f;
   out.parts[i] *= f;
+  return true;
+}
+/// Weak partial: a factor f of free sub-axes becomes pending (a local step, no data moves).
+constexpr bool weak_partial(const weak_context& c, const shape& s, std::uint64_t f, shape& out) {
+  if (f < 2 || c.free(s) % f != 0) return false;
+  out = s;
+  out.sums *= f;
   return true;
 }
 /// Weak dynslice of dimension i by a factor f of free sub-axes.

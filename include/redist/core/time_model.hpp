@@ -16,6 +16,7 @@
 //   allreduce, reducescatter        (core/cost.hpp received_elements times the element size)
 //   allpermute               peers = 1, bytes = the tile (0 if every rank keeps its own)
 //   dynslice                 peers = 0, bytes = the new tile (a local copy)
+//   partial                  no terms of its own: the pass over its tile alone
 //   exchange                 peers = the most ranks one rank sends to or receives from,
 //                            bytes = the most one rank receives (redist/exchange.hpp)
 //   tile = the tile after the step (0 for an allpermute that moves nothing: no time at all)
@@ -47,7 +48,7 @@ struct op_time {
   constexpr bool operator==(const op_time&) const = default;
 };
 
-inline constexpr int op_count = 7;
+inline constexpr int op_count = 8;  // every op; a partial step's terms stay 0 (core/cost.hpp all_ops)
 
 /// A backend's profile: the terms of every kind of step.
 struct time_profile {
@@ -88,10 +89,14 @@ constexpr double step_seconds(const time_profile& P, op o, std::uint64_t n, std:
   const double e = static_cast<double>(element_bytes), tile = static_cast<double>(after) * e;
   const op_time& t = P[o];
   // core/cost.hpp received_elements, in floating point.
-  const double peers = o == op::dynslice ? 0 : o == op::allpermute ? 1 : n > 0 ? static_cast<double>(n - 1) : 0;
+  const double peers = o == op::dynslice || o == op::partial ? 0
+                       : o == op::allpermute                  ? 1
+                       : n > 0                                ? static_cast<double>(n - 1)
+                                                              : 0;
   double bytes = 0;
   switch (o) {
     case op::dynslice: bytes = tile; break;
+    case op::partial: break;
     case op::allpermute: bytes = static_cast<double>(before) * e; break;
     case op::allgather: bytes = peers * static_cast<double>(before) * e; break;
     case op::allreduce: bytes = n > 0 ? 2 * peers * static_cast<double>(before / n) * e : 0; break;

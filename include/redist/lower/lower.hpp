@@ -39,6 +39,7 @@
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
 #include "redist/lower/fuse.hpp"
+#include "redist/lower/partial.hpp"
 #include "redist/program.hpp"
 #include "redist/search/constexpr_search.hpp"
 #include "redist/search/tight_paths.hpp"
@@ -452,12 +453,16 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
 /// The program a weak path becomes: lower_path, then, under the time objective, its
 /// adjacent collectives fused where predicted faster (lower/fuse.hpp). Under
 /// objective::bytes, lower_path's program: one weak step per collective, as in the paper.
+/// A target with pending axes the source lacks: the path reaches before_partial(a, b) (the
+/// weak problem's target), and the partial step that creates them ends the program
+/// (lower/partial.hpp).
 constexpr result<program> lower_and_fuse(const device_mesh& m, const dist_type& a, const dist_type& b,
                                          const weak_problem& p, const std::vector<weak_step>& path,
                                          std::uint64_t element_bytes = 4, bool annotate = true,
                                          const std::uint8_t* sum_order = nullptr) {
-  result<program> r = lower_path(m, a, b, p, path, element_bytes, annotate, sum_order);
+  result<program> r = lower_path(m, a, before_partial(a, b), p, path, element_bytes, annotate, sum_order);
   if (r.ok() && p.goal == objective::time) fuse_collectives(r.value, p.profile, p.element_bytes);
+  if (r.ok()) append_partial(r.value, b);
   return r;
 }
 
@@ -628,7 +633,12 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   std::array<std::uint8_t, max_subaxes> order{};
   const std::vector<std::vector<weak_step>> primary{wp.steps};
   const std::vector<std::vector<weak_step>>& candidates = wp.ties.empty() ? primary : wp.ties;
-  const std::uint64_t floor_time = wp.total.time, floor = wp.total.cost;
+  // The weak optimum, plus the partial step every program of a target with new pending
+  // axes ends with (lower/partial.hpp; outside the graph, the same for every path).
+  std::uint64_t floor_time = wp.total.time;
+  if (p.goal == objective::time && new_pending_mask(a, b) != 0)
+    floor_time += picoseconds(step_seconds(p.profile, op::partial, 1, p.target_local, p.target_local, p.element_bytes));
+  const std::uint64_t floor = wp.total.cost;
   const std::uint64_t least_received = movement_lower_bound(m, a, b);
   detail::ranked_program best;
   bool have = false;  // best holds a lowered program

@@ -119,9 +119,10 @@ inline program search_program(const device_mesh& m, const dist_type& a, const di
 /// The exchange program for types with an uneven dimension (DESIGN.md section 2), or
 /// nothing for even ones: an allreduce of the pending sums (if any; every member of a
 /// group holds the same box, so it stays exact), then one exchange to the target's boxes
-/// (short and empty tiles move exactly their elements). It receives the data-movement
-/// lower bound and never holds more than max(localsize(source), localsize(target)).
-/// Throws for a target with pending sums (an exchange does not keep them apart).
+/// (short and empty tiles move exactly their elements), then the partial step of pending
+/// axes the target creates (lower/partial.hpp). It receives the data-movement lower bound
+/// and never holds more than max(localsize(source), localsize(target)). Throws for a target
+/// that keeps pending sums of the source (an exchange does not keep them apart).
 inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
                                               std::uint64_t element_bytes) {
   if (error e = check(m, a)) throw redist_error(e);
@@ -129,15 +130,16 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   if (error e = check_same_global(a, b)) throw redist_error(e);
   const int d = uneven_dim(m, a, b);
   if (d < 0) return std::nullopt;
-  if (b.nsum > 0)
+  const dist_type kept = before_partial(a, b);
+  if (kept.nsum > 0)
     throw redist_error(errc::rule, "the target " + std::string(type_text(m, b).view()) +
-                                       " keeps pending sums, and dimension " + std::to_string(d) +
+                                       " keeps pending sums of the source, and dimension " + std::to_string(d) +
                                        " is uneven: redist reduces partial sums of uneven types, it does not "
                                        "redistribute them unreduced");
   dist_type reduced = a;
   reduced.nsum = 0;
   reduced.reduce = reduction::sum;
-  program p = exchange_program(m, reduced, b, element_bytes);
+  program p = exchange_program(m, reduced, kept, element_bytes);
   p.source = a;
   if (a.nsum > 0) {  // groups: the ranks that differ only along the sum axes, in rank order
     std::uint64_t sum_mask = 0;
@@ -163,6 +165,7 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
     p.cost_elements += s.cost;
     p.steps.insert(p.steps.begin(), std::move(s));
   }
+  append_partial(p, b);
   return p;
 }
 
@@ -187,11 +190,14 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     if (uneven_at < 0 || e.code() == errc::bad_size) throw;
     no_collective = "no collective program: " + std::string(e.what());
   }
+  // The type before the partial step that creates the target's new pending axes, if any
+  // (lower/partial.hpp): the exchange reaches it, then that step ends the program.
+  const dist_type kept = before_partial(a, b);
   if (uneven_at >= 0) {
     const dist_type& t = uneven_dim(m, a) >= 0 ? a : b;
-    if (a == b)
-      no_exchange = "source and target are the same type";
-    else if (b.nsum > 0)
+    if (a == kept)
+      no_exchange = a == b ? "source and target are the same type" : "source and target hold the same tiles";
+    else if (kept.nsum > 0)
       no_exchange = "the target keeps pending sums and " + uneven_text(m, t, uneven_dim(m, t)).str() +
                     ": an exchange does not keep partial sums apart";
     else
@@ -199,13 +205,15 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     if (c.candidates.empty())
       throw redist_error(errc::rule, "no plan for " + std::string(type_text(m, a).view()) + " -> " +
                                          std::string(type_text(m, b).view()) + ": " + no_collective + "; " + no_exchange);
-  } else if (a.nsum > 0 || b.nsum > 0) {
+  } else if (a.nsum > 0 || kept.nsum > 0) {
     no_exchange = "the types carry partial sums, which only collectives add";
-  } else if (a == b) {
-    no_exchange = "source and target are the same type";
+  } else if (a == kept) {
+    no_exchange = a == b ? "source and target are the same type" : "source and target hold the same tiles";
   } else {
     try {
-      c.candidates.push_back({"exchange", exchange_program(m, a, b, opt.element_bytes), 0});
+      program x = exchange_program(m, a, kept, opt.element_bytes);
+      append_partial(x, b);
+      c.candidates.push_back({"exchange", std::move(x), 0});
     } catch (const redist_error& e) {
       if (e.code() != errc::capacity) throw;
       no_exchange = e.what();

@@ -178,7 +178,8 @@ inline std::uint64_t program_hash(const program& p, std::uint64_t tag = 0) {
     f.ranks(s.dest);
     f.u64(s.boxes.size());
     for (std::uint64_t v : s.boxes) f.u64(v);
-    if (s.kind == op::allreduce || s.kind == op::reducescatter) f.u64(static_cast<std::uint64_t>(s.reduce));
+    if (s.kind == op::allreduce || s.kind == op::reducescatter || s.kind == op::partial)
+      f.u64(static_cast<std::uint64_t>(s.reduce));
   }
   for (const box_layout* l : {&p.source_layout, &p.target_layout})  // box-layout ends (nothing otherwise)
     for (const std::optional<box>& b : l->boxes) {
@@ -847,6 +848,23 @@ class executor {
       case op::exchange:
         run_exchange(si);
         break;
+      case op::partial: {  // local (lower/partial.hpp): a group's first member keeps its tile
+        if constexpr (reducing_backend_for<B, T>) {
+          const bool identity = s.reduce == reduction::sum || s.reduce == reduction::prod;
+          std::vector<std::uint8_t>& keeps = keeps_;  // sized once (no allocation after the first run)
+          keeps.assign(p_.world_size(), 1);
+          if (identity)
+            for (std::size_t g = 0; g < s.group_count(); ++g)
+              for (rank_t r : s.group(g).subspan(1)) keeps[r] = 0;
+          const T id = s.reduce == reduction::prod ? T(1) : T{};
+          each_rank(bytes, [&](std::size_t i) {
+            if (keeps[local_[i]]) mem().copy(dst(i), src(i), L);
+            else mem().fill(dst(i), L, id);
+          });
+          live(2 * L);
+        }
+        break;
+      }
     }
   }
 
@@ -1115,6 +1133,7 @@ class executor {
   std::vector<std::size_t> index_;  ///< local index of each rank (local_.size() if not local)
   std::vector<rank_state> ranks_;
   std::vector<std::uint8_t> loc_;   ///< where tile t_i lives (enum where)
+  std::vector<std::uint8_t> keeps_;  ///< a partial step: 1 for the world ranks that keep their tile
   std::vector<block_path> path_;    ///< how step s moves its blocks
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;

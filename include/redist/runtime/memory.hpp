@@ -21,6 +21,8 @@
 //                         its destructor; movable. Called when the executor is built,
 //                         never during a run. May throw redist_error (out of memory).
 //   mem.copy(dst, src, n) copy n elements from src to dst (T*, const T*; no overlap).
+//   mem.fill(dst, n, v)   store the value v (const T&) in n elements from dst (a partial
+//                         step's identity, lower/partial.hpp).
 //   mem.split_copy(tile, ext, d, n, m, chunk)
 //   mem.split_all(tile, ext, d, n, chunks)
 //   mem.concat_all(chunks, chunk_ext, d, n, tile)
@@ -44,6 +46,7 @@
 // that stream). Step times (executor::stats) then measure the host time spent issuing.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -69,6 +72,10 @@ struct host_memory {
   template <class T>
   void copy(T* dst, const T* src, std::size_t n) const {
     if (n != 0) std::memcpy(dst, src, n * sizeof(T));
+  }
+  template <class T>
+  void fill(T* dst, std::size_t n, const T& v) const {
+    std::fill_n(dst, n, v);
   }
   template <class T>
   void split_copy(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n, std::uint64_t m,
@@ -102,6 +109,7 @@ concept memory_space_for =
              std::span<const std::uint64_t> ext, int d, std::uint64_t parts) {
       { mem.template allocate<T>(n).data() } -> std::same_as<T*>;
       mem.copy(p, cp, n);
+      mem.fill(p, n, *cp);
       mem.split_copy(in, ext, d, parts, parts, out);
       mem.split_all(in, ext, d, parts, out);
       mem.concat_all(in, ext, d, parts, out);

@@ -138,7 +138,8 @@ inline program_shapes check_program(const program& p) {
   if (error e = check(p.m, p.source)) return fail("source type: " + e.message.str());
   if (error e = check(tm, p.target)) return fail("target type: " + e.message.str());
   if (error e = check_same_global(p.source, p.target)) return fail(e.message.str());
-  if (p.source.nsum > 0 && p.target.nsum > 0 && p.source.reduce != p.target.reduce)
+  if (p.source.nsum > 0 && (p.two_meshes ? p.target : before_partial(p.source, p.target)).nsum > 0 &&
+      p.source.reduce != p.target.reduce)  // the pending axes it keeps keep their kind
     return fail("the source's partial values combine by " + std::string(reduction_name(p.source.reduce)) +
                 ", the target's by " + std::string(reduction_name(p.target.reduce)));
   // Format 2 (program.hpp): world ranks, and the ranks that hold tiles, step by step.
@@ -257,6 +258,15 @@ inline program_shapes check_program(const program& p) {
         s.sums = true;
         s.reductions |= 1u << static_cast<unsigned>(st.reduce);
         break;
+      case op::partial:  // local: creates pending values (lower/partial.hpp)
+        if (!(problem = groups_problem(st)).empty()) break;
+        if (p.target.nsum == 0 || st.reduce != p.target.reduce)
+          problem = "it creates values pending by " + std::string(reduction_name(st.reduce)) +
+                    (p.target.nsum == 0 ? ", but the target has no pending values"
+                                        : ", but the target's combine by " + std::string(reduction_name(p.target.reduce)));
+        s.sums = true;
+        s.reductions |= 1u << static_cast<unsigned>(st.reduce);
+        break;
       case op::exchange:
         problem = exchange_problem(p, st, x);
         if (problem.empty() && placed && st.holds.empty())
@@ -302,19 +312,24 @@ inline program_shapes check_program(const program& p) {
                 extents_text(want));
   {  // the pieces of the steps that run as exchanges, and the end
     // Partial sums are allowed only when reductions before the first exchange add all of
-    // them (the uneven plans of lower/synthesize.hpp: allreduce, then exchange).
-    std::uint64_t reduced = 1;
+    // them (the uneven plans of lower/synthesize.hpp: allreduce, then exchange), and
+    // pending values are created after the last exchange only (partial steps, which
+    // create all of the target's).
+    std::uint64_t reduced = 1, created = 1;
     bool after_exchange = false, late_sum = false;
     for (const step& st : p.steps) {
       after_exchange = after_exchange || st.kind == op::exchange;
+      if (st.kind == op::exchange) created = 1;
+      if (st.kind == op::partial) created *= st.parts;
       if (st.kind == op::allreduce || st.kind == op::reducescatter) {
         late_sum = late_sum || after_exchange;
         reduced *= st.parts;
       }
     }
-    if (p.count(op::exchange) > 0 && (p.target.nsum > 0 || late_sum || reduced != sum_parts(p.m, p.source)))
+    if (p.count(op::exchange) > 0 &&
+        (created != sum_parts(tm, p.target) || late_sum || reduced != sum_parts(p.m, p.source)))
       return fail("an exchange does not add partial sums: every pending sum must be reduced before the first "
-                  "exchange, and the target may have none");
+                  "exchange, and the target's pending values created after the last one");
     s.exchanges.resize(p.steps.size());
     for (std::size_t i = 0; i < p.steps.size(); ++i)
       if (moves_as_exchange(p, i)) {

@@ -236,19 +236,16 @@ struct weak_problem {
 };
 
 /// Build the weak problem of redistributing `a` to `b` over `m`; checks both types and
-/// that their global shapes agree.
-constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dist_type& a, const dist_type& b,
+/// that their global shapes agree. The problem's target is before_partial(a, b)
+/// (lower/partial.hpp): pending axes the source does not have are created by the partial
+/// step the lowering appends, outside the graph.
+constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dist_type& a, const dist_type& target,
                                                  search_options opt = {}) {
   result<weak_problem> r;
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
-  if (error e = check(m, b); !e.ok()) { r.err = e; return r; }
-  if (error e = check_same_global(a, b); !e.ok()) { r.err = e; return r; }
-  if (sum_parts(m, a) % sum_parts(m, b) != 0) {
-    r.err = error::make(errc::rule,
-                        "the target has pending sums the source does not have: a redistribution can reduce partial "
-                        "sums, not create them");
-    return r;
-  }
+  if (error e = check(m, target); !e.ok()) { r.err = e; return r; }
+  if (error e = check_same_global(a, target); !e.ok()) { r.err = e; return r; }
+  const dist_type b = before_partial(a, target);
   if (a.nsum > 0 && b.nsum > 0 && a.reduce != b.reduce) {
     text t("the source's partial values combine by ");
     t.append(reduction_name(a.reduce)).append(", the target's by ").append(reduction_name(b.reduce))

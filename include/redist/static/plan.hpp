@@ -58,6 +58,7 @@ struct static_program {
     std::uint64_t cost = 0;  ///< elements per device
     dist_type type_after{};
     bool type_exact = false;
+    reduction reduce = reduction::sum;  ///< allreduce, reducescatter, partial (program.hpp)
   };
 
   device_mesh m{};
@@ -113,6 +114,7 @@ struct static_program {
       s.cost = f.cost;
       s.type_after = f.type_after;
       s.type_exact = f.type_exact;
+      s.reduce = f.reduce;
       p.steps.push_back(s);
     }
     return p;
@@ -146,6 +148,7 @@ constexpr static_program<NSteps, D> freeze(const program& p) {
     f.cost = x.cost;
     f.type_after = x.type_after;
     f.type_exact = x.type_exact;
+    f.reduce = x.reduce;
   }
   return s;
 }

@@ -1,0 +1,205 @@
+// Creating pending values (lower/partial.hpp, core/rules.hpp rule_partial): DTensor's
+// Replicate() -> Partial() and every target whose pending axes the source lacks. Named
+// cases (the one-step plan, every reduction on real data, the step's groups), random
+// problems (the targets of random problems given new pending axes of a random kind: the
+// plan verified by tests/support/verify.hpp and the executor's check, run on the host with
+// every element checked, read back from its JSON), plan equality between the compile-time
+// and run-time searches, and the errors.
+//
+// The random problems' programs are also written, one JSON document per line, to
+// `partial_programs.jsonl`; the ctest `lower_partial_python_check` runs
+// tests/tools/check_program.py over them.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fuzz/host_run.hpp"
+#include "redist/core/dtensor.hpp"
+#include "redist/lower/synthesize.hpp"
+#include "redist/program_json.hpp"
+#include "redist/runtime/executor.hpp"
+#include "redist/runtime/program_check.hpp"
+#include "redist/static/plan.hpp"
+#include "support/random_problems.hpp"
+#include "support/verify.hpp"
+
+using namespace redist;
+
+namespace {
+
+/// The program is well-formed for both checkers and exact on the host with 32-bit integers
+/// and doubles.
+void check_runs(const program& p) {
+  INFO(testing::describe(p));
+  const testing::verify_result v = testing::verify(p);
+  INFO(v.message);
+  CHECK(v.ok);
+  CHECK(detail::check_program(p).error.empty());
+  program q = p;  // costs are in elements: the same program for elements of any size
+  q.element_bytes = sizeof(std::int32_t);
+  CHECK(fuzz::host_run_exact<std::int32_t>(q));
+  q.element_bytes = sizeof(double);
+  CHECK(fuzz::host_run_exact<double>(q));
+}
+
+}  // namespace
+
+TEST_CASE("partial: Replicate() -> Partial() is one local step, exact for every reduction", "[partial]") {
+  const device_mesh m = parse_mesh("{x: 4}");
+  for (reduction r : all_reductions) {
+    const std::string kind(reduction_name(r));
+    INFO(kind);
+    const program p = synthesize(m, parse_type(m, "[12, 3]"), parse_type(m, "[12, 3] " + kind + "{x}"));
+    REQUIRE(p.steps.size() == 1);
+    const step& s = p.steps[0];
+    CHECK(s.kind == op::partial);
+    CHECK(s.reduce == r);
+    CHECK(s.members == std::vector<rank_t>{0, 1, 2, 3});
+    CHECK(s.cost == 0);
+    CHECK(p.cost_elements == 0);
+    CHECK(p.received_elements() == 0);
+    check_runs(p);
+  }
+  // DTensor's notation, and a target kept sharded: one group per tile, in rank order.
+  const device_mesh m2 = parse_mesh("{x: 2, y: 2}");
+  const std::uint64_t shape[] = {12, 3};
+  const program q = synthesize(m2, from_dtensor(m2, shape, "[Shard(0), Replicate()]"),
+                               from_dtensor(m2, shape, "[Shard(0), Partial('max')]"));
+  REQUIRE(q.steps.size() == 1);
+  CHECK(q.steps[0].members == std::vector<rank_t>{0, 1, 2, 3});
+  CHECK(q.steps[0].parts == 2);
+  check_runs(q);
+  const program q2 = synthesize(m2, parse_type(m2, "[{y}12, 3]"), parse_type(m2, "[{y}12, 3] prod{x}"));
+  CHECK(q2.steps.back().members == std::vector<rank_t>{0, 2, 1, 3});
+  check_runs(q2);
+}
+
+TEST_CASE("partial: pending values reduced by one kind, then created by another", "[partial]") {
+  const device_mesh m = parse_mesh("{x: 4, y: 2}");
+  const program p = synthesize(m, parse_type(m, "[{y}4, 8] sum{x}"), parse_type(m, "[4, {x}8] max{y}"));
+  CHECK(p.steps.back().kind == op::partial);
+  CHECK(p.count(op::partial) == 1);
+  check_runs(p);
+  // Kept pending axes keep their kind.
+  CHECK_THROWS_WITH(synthesize(m, parse_type(m, "[4, 8] sum{x}"), parse_type(m, "[4, 8] max{x, y}")),
+                    "the source's partial values combine by sum, the target's by max: a redistribution keeps the "
+                    "reduction kind");
+  // An exchange before the partial step (uneven types, where the exchange is a candidate).
+  const device_mesh m3 = parse_mesh("{x: 2, y: 4}");
+  const plan_choice c = choose_plan(m3, parse_type(m3, "[{x}5, 3]"), parse_type(m3, "[5, {x}3] sum{y}"));
+  REQUIRE(c.candidates.size() == 2);
+  for (const plan_candidate& k : c.candidates) {
+    CHECK(k.prog.steps.back().kind == op::partial);
+    check_runs(k.prog);
+  }
+}
+
+TEST_CASE("partial: rule_partial and the JSON form", "[partial]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 3}");
+  const dist_type t = parse_type(m, "[{x}4, 6]");
+  const std::uint8_t y[] = {1}, x[] = {0};
+  const result<dist_type> ok = rule_partial(m, t, y, 1, reduction::min);
+  REQUIRE(ok.ok());
+  CHECK(ok.value == parse_type(m, "[{x}4, 6] min{y}"));
+  CHECK(std::string(rule_partial(m, t, x, 1, reduction::sum).err.message.view()) ==
+        "partial: the axis is not a free sub-axis of the type");
+  CHECK(std::string(rule_partial(m, ok.value, y, 0, reduction::min).err.message.view()) == "partial: no axis given");
+  const dist_type pending = parse_type(m, "[4, 6] sum{x}");
+  CHECK(std::string(rule_partial(m, pending, y, 1, reduction::max).err.message.view()) ==
+        "partial: the type's partial values combine by another reduction");
+
+  const program p = synthesize(m, t, parse_type(m, "[{x}4, 6] avg{y}"));
+  const std::string text = program_json_text(p);
+  CHECK(text.find("\"op\": \"partial\"") != std::string::npos);
+  CHECK(text.find("\"reduce\": \"avg\"") != std::string::npos);
+  const program back = program_from_json_text(text);
+  REQUIRE(back.steps.size() == p.steps.size());
+  CHECK(back.steps[0].kind == op::partial);
+  CHECK(back.steps[0].reduce == reduction::avg);
+  CHECK(back.steps[0].members == p.steps[0].members);
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["steps"][0]["reduce"] = "sum";
+  try {
+    (void)program_from_json(j);
+    FAIL("read a partial step of another kind than the target's");
+  } catch (const redist_error& e) {
+    CHECK(std::string(e.what()) ==
+          "program JSON: steps[0].reduce: 'sum' but the target's partial values combine by avg");
+  }
+  j["steps"][0]["reduce"] = "avg";
+  j["steps"][0]["groups"] = {{0, 2, 4}, {1, 3, 5}};  // along x: ranks holding different tiles
+  j["target"] = "[{x}4, 6] avg{x}";
+  try {
+    (void)program_from_json(j);
+    FAIL("read a partial step over a partitioning axis");
+  } catch (const redist_error& e) {
+    CHECK(std::string(e.what()).find("program JSON: ") == 0);
+  }
+}
+
+TEST_CASE("partial: random targets with new pending axes, checked and run", "[partial][random]") {
+  std::ofstream jsonl("partial_programs.jsonl");
+  std::mt19937_64 rng(2611);
+  std::size_t planned = 0;
+  for (testing::workload w : testing::mixed_workloads(1 << 11)) {
+    w.max_dims = 3;
+    w.partial_sums = true;
+    for (const testing::problem_text& pt : testing::random_problems(w, 100, rng())) {
+      const device_mesh m = parse_mesh(pt.mesh);
+      const dist_type a = parse_type(m, pt.from);
+      dist_type b = parse_type(m, pt.to);
+      // New pending axes: free sub-axes of the target, each with probability 1/2.
+      std::uint8_t xs[max_subaxes];
+      int n = 0;
+      for (int k = 0; k < m.nsub; ++k)
+        if (!((used_mask(b) >> k) & 1) && !((used_mask(a) >> k) & 1 && a.nsum > 0) && rng() % 2 == 0)
+          xs[n++] = static_cast<std::uint8_t>(k);
+      if (n == 0) continue;
+      const reduction r = b.nsum > 0 ? b.reduce : all_reductions[rng() % 5];
+      const result<dist_type> bt = rule_partial(m, b, xs, n, r);
+      REQUIRE(bt.ok());
+      b = bt.value;
+      INFO(pt.mesh << " " << pt.from << " -> " << std::string(type_text(m, b).view()));
+      const program p = synthesize(m, a, b);
+      CHECK(p.target == b);
+      CHECK(p.steps.back().kind == op::partial);
+      check_runs(p);
+      const std::string text = program_json_text(p);
+      CHECK(program_hash(program_from_json_text(text)) == program_hash(p));
+      std::string line = text;
+      line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
+      jsonl << line << '\n';
+      ++planned;
+    }
+  }
+  CHECK(planned >= 150);
+}
+
+namespace {
+using XY = mesh<"{x: 2, y: 4}">;
+using Sharded = dtype<XY, "[{x}8, 6]">;
+using PendingY = dtype<XY, "[8, {x}6] sum{y}">;
+constexpr auto compile_time_plan = plan_for<Sharded, PendingY>();
+static_assert(compile_time_plan.steps() > 0 &&
+                  compile_time_plan.step(compile_time_plan.steps() - 1).kind == op::partial,
+              "the compile-time plan ends with the partial step");
+}  // namespace
+
+TEST_CASE("partial: the compile-time plan is the run-time plan", "[partial][static]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 4}");
+  const program p = search_program(m, parse_type(m, "[{x}8, 6]"), parse_type(m, "[8, {x}6] sum{y}"), synth_options{});
+  const program q = compile_time_plan.to_program();
+  REQUIRE(p.steps.size() == q.steps.size());
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    CHECK(p.steps[i].kind == q.steps[i].kind);
+    CHECK(p.steps[i].members == q.steps[i].members);
+    CHECK(p.steps[i].index == q.steps[i].index);
+    CHECK(p.steps[i].reduce == q.steps[i].reduce);
+  }
+  check_runs(q);
+}
