@@ -277,9 +277,19 @@ inline std::string step_boxes(const program& p, std::size_t si, const std::vecto
     case op::exchange:
       for (std::uint64_t r = 0; r < D; ++r) next[r] = step_box(s, R, r);
       break;
-    case op::partial:  // local: a group's members hold one box (replicas), which stays
+    case op::partial:  // local: a group's members hold one box (replicas), which stays;
+      // padded (concat_dim): every member ends with the group's boxes concatenated, as an
+      // allgather's members do (its own block, the identity around it)
       for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
         const auto grp = s.group(g);
+        if (s.concat_dim >= 0) {
+          parts.clear();
+          for (rank_t k : grp) parts.push_back(cur[k]);
+          box b;
+          problem = concat(parts, s.concat_dim, b);
+          for (rank_t k : grp) next[k] = b;
+          continue;
+        }
         for (rank_t k : grp)
           if (!(cur[k] == cur[grp[0]]))
             problem = "the boxes of a group differ (" + box_text(cur[k]) + ", " + box_text(cur[grp[0]]) + ")";

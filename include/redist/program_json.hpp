@@ -187,7 +187,9 @@ Json program_to_json(const program& p) {
         break;
       case op::allpermute: js["dest"] = s.dest; break;
       case op::allreduce: break;
-      case op::partial: break;
+      case op::partial:
+        if (s.concat_dim >= 0) js["concat_dim"] = s.concat_dim;  // padded
+        break;
       case op::reducescatter: js["split_dim"] = s.split_dim; break;
       case op::exchange: {
         const std::uint64_t D = p.world_size();
@@ -736,7 +738,8 @@ inline program program_from_json(const nlohmann::json& j) {
               json_fail(errc::rule, where + ".split_dims",
                         "dimension " + std::to_string(s.split_grid.dim[q]) + " is in concat_dims too");
         } else {
-          if (s.kind == op::allgather || s.kind == op::alltoall) s.concat_dim = json_dim(js, "concat_dim", where, R);
+          if (s.kind == op::allgather || s.kind == op::alltoall || (s.kind == op::partial && js.contains("concat_dim")))
+            s.concat_dim = json_dim(js, "concat_dim", where, R);
           if (s.kind == op::alltoall || s.kind == op::reducescatter) s.split_dim = json_dim(js, "split_dim", where, R);
           if (s.kind == op::alltoall && s.split_dim == s.concat_dim)
             json_fail(errc::rule, where, "concat_dim and split_dim must differ");
@@ -781,6 +784,8 @@ inline program program_from_json(const nlohmann::json& j) {
                             "' (expected sum, max, min, prod or avg)");
           }
           if (s.kind == op::partial) {  // creates the target's pending values
+            if (s.concat_dim >= 0 && s.reduce == reduction::avg)
+              json_fail(errc::rule, where + ".reduce", "'avg' pads no tiles (the mean of padded tiles is not the value)");
             if (p.target.nsum == 0 || s.reduce != p.target.reduce)
               json_fail(errc::rule, where + ".reduce",
                         "'" + std::string(reduction_name(s.reduce)) + "' but " +
@@ -811,7 +816,7 @@ inline program program_from_json(const nlohmann::json& j) {
           case op::allgather: typed_ok = weak_allgather(ctx, cur, s.concat_dim, s.parts, next); break;
           case op::alltoall: typed_ok = weak_alltoall(ctx, cur, s.concat_dim, s.split_dim, s.parts, next); break;
           case op::allreduce: typed_ok = weak_allreduce(ctx, cur, s.parts, next); break;
-          case op::partial: typed_ok = weak_partial(ctx, cur, s.parts, next); break;
+          case op::partial: typed_ok = weak_partial(ctx, cur, s.parts, next, s.concat_dim); break;
           default: typed_ok = weak_reducescatter(ctx, cur, s.split_dim, s.parts, next); break;
         }
         break;

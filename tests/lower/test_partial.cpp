@@ -1,7 +1,7 @@
-// Creating pending values (lower/partial.hpp, core/rules.hpp rule_partial): DTensor's
-// Replicate() -> Partial() and every target whose pending axes the source lacks. Named
-// cases (the one-step plan, every reduction on real data, the step's groups), random
-// problems (the targets of random problems given new pending axes of a random kind: the
+// Creating pending values (lower/partial.hpp, core/rules.hpp rule_partial and
+// rule_partial_padded): DTensor's Replicate() -> Partial(), Shardy's sharded_to_unreduced,
+// and every target whose pending axes the source lacks. Named cases (the one-step plans,
+// every reduction on real data, the steps' groups), random problems (the targets of random problems given new pending axes of a random kind: the
 // plan verified by tests/support/verify.hpp and the executor's check, run on the host with
 // every element checked, read back from its JSON), plan equality between the compile-time
 // and run-time searches, and the errors.
@@ -79,6 +79,60 @@ TEST_CASE("partial: Replicate() -> Partial() is one local step, exact for every 
   check_runs(q2);
 }
 
+TEST_CASE("partial: Shardy's sharded_to_unreduced is one padded step, nothing moves", "[partial]") {
+  struct named {
+    const char* mesh;
+    const char* from;
+    const char* to;
+    int concat_dim;
+    std::uint64_t parts;
+  };
+  // reshard_to_collectives.mlir: sharded_to_unreduced_1, _single_axis, _multiple_axes,
+  // _with_subaxis (one dimension each), in redist's notation (tests/peers/cases.json).
+  const named cases[] = {
+      {"{x: 6}", "[{x}24, 8]", "[24, 8] sum{x}", 0, 6},
+      {"{x: 2, y: 2}", "[{y}16, {x}8]", "[{y}16, 8] sum{x}", 1, 2},
+      {"{x: 2, y: 2, z: 2}", "[{y, z, x}16, 8]", "[{x}16, 8] sum{y, z}", 0, 4},
+      {"{x: 2, y: 8}", "[{y}16, {x}8]", "[{y:(1)4}16, {x}8] sum{y:(4)2}", 0, 2},
+  };
+  for (const named& c : cases) {
+    INFO(c.mesh << " " << c.from << " -> " << c.to);
+    const device_mesh m = parse_mesh(c.mesh);
+    const program p = synthesize(m, parse_type(m, c.from), parse_type(m, c.to));
+    REQUIRE(p.steps.size() == 1);
+    CHECK(p.steps[0].kind == op::partial);
+    CHECK(p.steps[0].concat_dim == c.concat_dim);
+    CHECK(p.steps[0].parts == c.parts);
+    CHECK(p.cost_elements == 0);
+    CHECK(p.received_elements() == 0);
+    CHECK(p.memory_efficient());
+    check_runs(p);
+  }
+  // _multiple_dims: a padded step per dimension.
+  const device_mesh m3 = parse_mesh("{x: 2, y: 2, z: 2}");
+  const program md = synthesize(m3, parse_type(m3, "[{z, y}16, {x}8]"), parse_type(m3, "[{y}16, 8] sum{x, z}"));
+  REQUIRE(md.steps.size() == 2);
+  CHECK((md.steps[0].kind == op::partial && md.steps[0].concat_dim == 0));
+  CHECK((md.steps[1].kind == op::partial && md.steps[1].concat_dim == 1));
+  check_runs(md);
+  // Every kind that has an identity pads; avg gathers, then keeps every member's tile.
+  const device_mesh m2 = parse_mesh("{x: 2, y: 2}");
+  for (reduction r : all_reductions) {
+    const std::string kind(reduction_name(r));
+    INFO(kind);
+    const program p = synthesize(m2, parse_type(m2, "[{y}16, {x}8]"), parse_type(m2, "[{y}16, 8] " + kind + "{x}"));
+    CHECK(p.steps.back().kind == op::partial);
+    CHECK(p.steps.back().concat_dim == (r == reduction::avg ? -1 : 1));
+    CHECK(p.count(op::allgather) == (r == reduction::avg ? 1u : 0u));
+    check_runs(p);
+  }
+  // rule_partial_padded refuses avg, and where the axes are not the minor-most.
+  CHECK(std::string(rule_partial_padded(m2, parse_type(m2, "[{y}16, {x}8]"), 1, 1, reduction::avg).err.message.view())
+            .find("partial: the mean of zero-padded tiles") == 0);
+  CHECK(std::string(rule_partial_padded(m2, parse_type(m2, "[{y}16, 8]"), 1, 1, reduction::sum).err.message.view()) ==
+        "partial: the dimension is not partitioned by that many axes");
+}
+
 TEST_CASE("partial: pending values reduced by one kind, then created by another", "[partial]") {
   const device_mesh m = parse_mesh("{x: 4, y: 2}");
   const program p = synthesize(m, parse_type(m, "[{y}4, 8] sum{x}"), parse_type(m, "[4, {x}8] max{y}"));
@@ -145,7 +199,7 @@ TEST_CASE("partial: rule_partial and the JSON form", "[partial]") {
 TEST_CASE("partial: random targets with new pending axes, checked and run", "[partial][random]") {
   std::ofstream jsonl("partial_programs.jsonl");
   std::mt19937_64 rng(2611);
-  std::size_t planned = 0;
+  std::size_t planned = 0, padded = 0;
   for (testing::workload w : testing::mixed_workloads(1 << 11)) {
     w.max_dims = 3;
     w.partial_sums = true;
@@ -156,8 +210,10 @@ TEST_CASE("partial: random targets with new pending axes, checked and run", "[pa
       // New pending axes: free sub-axes of the target, each with probability 1/2.
       std::uint8_t xs[max_subaxes];
       int n = 0;
+      std::uint64_t pending_a = 0;
+      for (int i = 0; i < a.nsum; ++i) pending_a |= std::uint64_t{1} << a.sum[i];
       for (int k = 0; k < m.nsub; ++k)
-        if (!((used_mask(b) >> k) & 1) && !((used_mask(a) >> k) & 1 && a.nsum > 0) && rng() % 2 == 0)
+        if (!((used_mask(b) >> k) & 1) && !((pending_a >> k) & 1) && rng() % 2 == 0)
           xs[n++] = static_cast<std::uint8_t>(k);
       if (n == 0) continue;
       const reduction r = b.nsum > 0 ? b.reduce : all_reductions[rng() % 5];
@@ -168,6 +224,8 @@ TEST_CASE("partial: random targets with new pending axes, checked and run", "[pa
       const program p = synthesize(m, a, b);
       CHECK(p.target == b);
       CHECK(p.steps.back().kind == op::partial);
+      padded += p.steps.back().concat_dim >= 0 || (p.steps.size() > 1 && p.steps[p.steps.size() - 2].concat_dim >= 0 &&
+                                                   p.steps[p.steps.size() - 2].kind == op::partial);
       check_runs(p);
       const std::string text = program_json_text(p);
       CHECK(program_hash(program_from_json_text(text)) == program_hash(p));
@@ -178,6 +236,7 @@ TEST_CASE("partial: random targets with new pending axes, checked and run", "[pa
     }
   }
   CHECK(planned >= 150);
+  CHECK(padded >= 30);
 }
 
 namespace {
@@ -185,6 +244,12 @@ using XY = mesh<"{x: 2, y: 4}">;
 using Sharded = dtype<XY, "[{x}8, 6]">;
 using PendingY = dtype<XY, "[8, {x}6] sum{y}">;
 constexpr auto compile_time_plan = plan_for<Sharded, PendingY>();
+using ShardedXY = dtype<XY, "[{y}8, {x}6]">;
+using PendingX = dtype<XY, "[{y}8, 6] max{x}">;
+constexpr auto padded_plan = plan_for<ShardedXY, PendingX>();
+static_assert(padded_plan.steps() == 1 && padded_plan.step(0).kind == op::partial &&
+                  padded_plan.step(0).concat_dim == 1 && padded_plan.step(0).reduce == reduction::max,
+              "the compile-time plan pads, as the run-time one");
 static_assert(compile_time_plan.steps() > 0 &&
                   compile_time_plan.step(compile_time_plan.steps() - 1).kind == op::partial,
               "the compile-time plan ends with the partial step");
@@ -202,4 +267,10 @@ TEST_CASE("partial: the compile-time plan is the run-time plan", "[partial][stat
     CHECK(p.steps[i].reduce == q.steps[i].reduce);
   }
   check_runs(q);
+  const program pr = search_program(m, parse_type(m, "[{y}8, {x}6]"), parse_type(m, "[{y}8, 6] max{x}"), synth_options{});
+  const program pq = padded_plan.to_program();
+  REQUIRE(pr.steps.size() == 1);
+  CHECK(pr.steps[0].members == pq.steps[0].members);
+  CHECK(pr.steps[0].concat_dim == pq.steps[0].concat_dim);
+  check_runs(pq);
 }

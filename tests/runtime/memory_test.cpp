@@ -33,7 +33,7 @@ struct tagged_memory {
   };
 
   std::set<const void*> mine;
-  std::uint64_t allocations = 0, copies = 0, fills = 0, split_copies = 0, splits = 0, concats = 0, strided_copies = 0, checks = 0;
+  std::uint64_t allocations = 0, copies = 0, fills = 0, concat_copies = 0, split_copies = 0, splits = 0, concats = 0, strided_copies = 0, checks = 0;
 
   template <class T>
   buffer<T> allocate(std::size_t n) {
@@ -57,6 +57,12 @@ struct tagged_memory {
                   std::span<T> chunk) {
     ++split_copies;
     redist::split_copy<T>(tile, ext, d, n, m, chunk);
+  }
+  template <class T>
+  void concat_copy(std::span<const T> chunk, std::span<const std::uint64_t> ext, int d, std::uint64_t n,
+                   std::uint64_t m, std::span<T> tile) {
+    ++concat_copies;
+    redist::concat_copy<T>(chunk, ext, d, n, m, tile);
   }
   template <class T>
   void split_all(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n,

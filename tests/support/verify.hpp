@@ -251,6 +251,39 @@ inline verify_result verify(const program& p) {
     const step& s = p.steps[si];
     boxes next = cur;
     std::vector<std::vector<std::uint32_t>> nextK = K;
+    // An allgather's boxes (and a padded partial step's): member k's box is the k-th block
+    // along concat_dim of the group's, every member ends with their concatenation.
+    auto gather_boxes = [&](std::string& problem) {
+      if (!check_dim(s.concat_dim)) {
+        problem = str_cat("concat_dim ", s.concat_dim, " out of range");
+        return false;
+      }
+      if (!detail::check_groups(s, D, problem)) return false;
+      const int c = s.concat_dim;
+      for (std::size_t g = 0; g * s.parts < s.members.size(); ++g) {
+        const rank_t* grp = s.members.data() + g * s.parts;
+        for (std::uint64_t k = 1; k < s.parts; ++k) {
+          const rank_t a = grp[k - 1], b = grp[k];
+          if (!same_partials(g, a, b, problem)) return false;
+          if (cur.h(a, c) != cur.l(b, c)) {
+            problem = str_cat("group ", g, ": rank ", b, "'s box ", cur.text(b), " does not follow member ", a,
+                              "'s box ", cur.text(a), " along dimension ", c);
+            return false;
+          }
+          for (int d = 0; d < R; ++d)
+            if (d != c && (cur.l(a, d) != cur.l(b, d) || cur.h(a, d) != cur.h(b, d))) {
+              problem = str_cat("group ", g, ": ranks ", a, " and ", b, " disagree on dimension ", d, " (", cur.text(a),
+                                " vs ", cur.text(b), ")");
+              return false;
+            }
+        }
+        for (std::uint64_t k = 0; k < s.parts; ++k) {
+          next.l(grp[k], c) = cur.l(grp[0], c);
+          next.h(grp[k], c) = cur.h(grp[s.parts - 1], c);
+        }
+      }
+      return true;
+    };
     std::string why;
     std::uint64_t exchange_cost = 0;  // an exchange's: the most elements one rank receives
     if ((s.kind == op::allgather || s.kind == op::alltoall) && s.fused()) {
@@ -318,29 +351,9 @@ inline verify_result verify(const program& p) {
           }
         }
       }
-    } else switch (s.kind) {
+    } else switch (s.kind) {  // (gather_boxes: above)
       case op::allgather: {
-        if (!check_dim(s.concat_dim)) return fail(si, str_cat("concat_dim ", s.concat_dim, " out of range"));
-        if (!detail::check_groups(s, D, why)) return fail(si, why);
-        const int c = s.concat_dim;
-        for (std::size_t g = 0; g * s.parts < s.members.size(); ++g) {
-          const rank_t* grp = s.members.data() + g * s.parts;
-          for (std::uint64_t k = 1; k < s.parts; ++k) {
-            const rank_t a = grp[k - 1], b = grp[k];
-            if (!same_partials(g, a, b, why)) return fail(si, why);
-            if (cur.h(a, c) != cur.l(b, c))
-              return fail(si, str_cat("group ", g, ": rank ", b, "'s box ", cur.text(b), " does not follow member ", a,
-                                      "'s box ", cur.text(a), " along dimension ", c));
-            for (int d = 0; d < R; ++d)
-              if (d != c && (cur.l(a, d) != cur.l(b, d) || cur.h(a, d) != cur.h(b, d)))
-                return fail(si, str_cat("group ", g, ": ranks ", a, " and ", b, " disagree on dimension ", d, " (",
-                                        cur.text(a), " vs ", cur.text(b), ")"));
-          }
-          for (std::uint64_t k = 0; k < s.parts; ++k) {
-            next.l(grp[k], c) = cur.l(grp[0], c);
-            next.h(grp[k], c) = cur.h(grp[s.parts - 1], c);
-          }
-        }
+        if (!gather_boxes(why)) return fail(si, why);
         break;
       }
       case op::alltoall: {
@@ -484,6 +497,14 @@ inline verify_result verify(const program& p) {
         if (p.target.nsum == 0 || s.reduce != p.target.reduce)
           return fail(si, str_cat("creates values pending by ", reduction_name(s.reduce), " for a target ",
                                   type_text(m, p.target).view()));
+        if (s.concat_dim >= 0) {  // padded: the boxes as an allgather's, the first member's value
+          if (s.reduce == reduction::avg) return fail(si, "avg pads no tiles");
+          if (!gather_boxes(why)) return fail(si, why);
+          for (std::size_t g = 0; g * s.parts < s.members.size(); ++g)
+            for (std::uint64_t k = 1; k < s.parts; ++k) nextK[s.members[g * s.parts + k]].clear();
+          created *= s.parts;
+          break;
+        }
         if (!detail::check_groups(s, D, why)) return fail(si, why);
         for (std::size_t g = 0; g * s.parts < s.members.size(); ++g) {
           const rank_t* grp = s.members.data() + g * s.parts;

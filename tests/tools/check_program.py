@@ -49,7 +49,9 @@ Creating pending values (an extension): {"op": "partial", "groups": [[...], ...]
 kind} is local: in every group (whose members hold the same block and partials) the first
 member keeps its value and the others hold the reduction's identity (sum, prod) or the value
 again (max, min, avg): either way the group's reduction is the value (tracked as the first
-member's partials, the others none). Its kind is the target's; values pending by another
+member's partials, the others none). With "concat_dim" (padded, not avg) every member ends
+with the group's blocks concatenated as an allgather's would be, its own block in place and
+the identity around it, so the group's reduction is the concatenation (tracked the same way). Its kind is the target's; values pending by another
 kind than the source's are created only once every rank holds the complete value.
 
 Uneven dimensions (section 2): the tile of n split into k is ceil(n / k), tile i covers
@@ -644,6 +646,16 @@ def apply_step(step, state, where, rank, D, shape=None, uneven=False, everything
         kind = step.get("reduce", "sum")
         if kind not in REDUCTIONS:
             fail("%s: unknown reduction %r" % (where, kind))
+        if "concat_dim" in step:  # padded: every member's block inside the group's concatenation
+            if kind == "avg":
+                fail("%s: avg pads no tiles" % where)
+            d = dim_index(step, "concat_dim", where, rank)
+            for g in groups:
+                whole = concat([state[r] for r in g], d, where, "group %s" % g)
+                out[g[0]] = whole
+                for r in g[1:]:
+                    out[r] = (whole[0], frozenset())
+            return out
         for g in groups:
             for r in g[1:]:
                 if state[r] != state[g[0]]:
@@ -861,6 +873,7 @@ def check(prog, memory=True):
     if last_exchange is not None and dst.sums and "partial" not in ops[last_exchange:]:
         fail("steps[%d] (exchange): an exchange in a program with partial sums" % ops.index("exchange"))
     placements = [(tmesh, tdevices), (mesh, devices)] if fmt2 else [(mesh, devices)]
+    created = False  # a partial step ran
     for i, step in enumerate(steps):
         where = "steps[%d] (%s)" % (i, step.get("op") if isinstance(step, dict) else "?")
         before = state
@@ -868,9 +881,11 @@ def check(prog, memory=True):
             if not dst.sums or step.get("reduce", "sum") != dst.reduce:
                 fail("%s: creates values pending by %s, the target's %s" % (
                     where, step.get("reduce", "sum"), "combine by " + dst.reduce if dst.sums else "are whole"))
-            if src.reduce != dst.reduce and any(x is not None and x[1] != everything for x in state):
+            if (src.sums and src.reduce != dst.reduce and not created
+                    and any(x is not None and x[1] != everything for x in state)):
                 fail("%s: creates values pending by %s while ranks hold values pending by %s"
                      % (where, dst.reduce, src.reduce))
+            created = True
         state = apply_step(step, state, where, rank, W, shape, uneven, everything, src.reduce if src.sums else None,
                            world=fmt2)
         after = local_of(state, where, uneven)

@@ -250,6 +250,35 @@ constexpr result<dist_type> rule_partial(const device_mesh& m, const dist_type& 
   return out;
 }
 
+/// T-Partial, padded (extension, a local step): the `count` minor-most axes of dimension i
+/// become pending axes of the reduction r, as an allgather would remove them (rule_allgather),
+/// but nothing moves: every member of a group places its tile at its block of the larger
+/// tile and writes the reduction's identity around it (Shardy's sharded_to_unreduced). The
+/// mean of such tiles is not the value, so `avg` is refused.
+constexpr result<dist_type> rule_partial_padded(const device_mesh& m, const dist_type& t, int i, int count,
+                                                reduction r) {
+  result<dist_type> out{t, detail::check_dim("partial", t, i)};
+  if (!out.ok()) return out;
+  if (r == reduction::avg) {
+    out.err = detail::rule_error("partial", "the mean of zero-padded tiles is not the value (avg creates pending "
+                                            "values of replicated data only)");
+    return out;
+  }
+  const dim& d = t.dims[i];
+  if (count < 1 || count > d.n) {
+    out.err = detail::rule_error("partial", "the dimension is not partitioned by that many axes");
+    return out;
+  }
+  result<dist_type> g = rule_allgather(m, t, i, count);
+  if (!g.ok()) {
+    out.err = detail::rule_error("partial", "the padded boxes would not make the larger tiles");
+    return out;
+  }
+  std::uint8_t xs[max_subaxes]{};
+  for (int q = 0; q < count; ++q) xs[q] = d.axes[q];
+  return rule_partial(m, g.value, xs, count, r);
+}
+
 /// Bit k set iff sub-axis k is a pending axis of b and not of a: the pending axes a plan
 /// from a to b creates.
 constexpr std::uint64_t new_pending_mask(const dist_type& a, const dist_type& b) {
@@ -269,6 +298,36 @@ constexpr dist_type before_partial(const dist_type& a, const dist_type& b) {
   for (int i = 0; i < b.nsum; ++i)
     if (!((mask >> b.sum[i]) & 1)) t.sum[t.nsum++] = b.sum[i];
   if (t.nsum == 0) t.reduce = reduction::sum;  // nothing pending (core/dtype.hpp)
+  return t;
+}
+
+/// The type a plan from a to b reaches before its partial steps when it creates b's new
+/// pending axes by padding where it can (rule_partial_padded): b with every new pending
+/// sub-axis that a partitions dimension d with put back as a minor-most axis of d (in a's
+/// order), the others left to the replicated partial step. before_partial(a, b) where no
+/// new pending axis partitions a dimension of a, for avg, on uneven types, or where that
+/// type is ill-formed.
+constexpr dist_type before_padded_partial(const device_mesh& m, const dist_type& a, const dist_type& b) {
+  const dist_type plain = before_partial(a, b);
+  const std::uint64_t mask = new_pending_mask(a, b);
+  if (mask == 0 || b.reduce == reduction::avg || !even(m, a) || !even(m, b)) return plain;
+  dist_type t = plain;
+  std::uint64_t moved = 0;
+  for (int d = 0; d < a.rank && d < t.rank; ++d) {
+    const dim& ad = a.dims[d];
+    int n = 0;
+    std::uint8_t xs[max_subaxes]{};
+    for (int q = 0; q < ad.n; ++q)
+      if ((mask >> ad.axes[q]) & 1) xs[n++] = ad.axes[q];
+    if (n == 0) continue;
+    dim& td = t.dims[d];
+    if (td.n + n > max_subaxes) return plain;
+    for (int q = td.n - 1; q >= 0; --q) td.axes[q + n] = td.axes[q];
+    for (int q = 0; q < n; ++q) td.axes[q] = xs[q];
+    td.n += n;
+    for (int q = 0; q < n; ++q) moved |= std::uint64_t{1} << xs[q];
+  }
+  if (moved == 0 || !check(m, t).ok() || !even(m, t)) return plain;
   return t;
 }
 
@@ -390,8 +449,15 @@ constexpr bool weak_reducescatter(const weak_context& c, const shape& s, int i, 
   out.parts[i] *= f;
   return true;
 }
-/// Weak partial: a factor f of free sub-axes becomes pending (a local step, no data moves).
-constexpr bool weak_partial(const weak_context& c, const shape& s, std::uint64_t f, shape& out) {
+/// Weak partial: a factor f of free sub-axes becomes pending (a local step, no data moves);
+/// padded (dimension i >= 0): a factor f of dimension i's partitioning does, as an allgather
+/// would gather it.
+constexpr bool weak_partial(const weak_context& c, const shape& s, std::uint64_t f, shape& out, int i = -1) {
+  if (i >= 0) {
+    if (!weak_allgather(c, s, i, f, out)) return false;
+    out.sums *= f;
+    return true;
+  }
   if (f < 2 || c.free(s) % f != 0) return false;
   out = s;
   out.sums *= f;

@@ -453,14 +453,15 @@ constexpr result<program> lower_path(const device_mesh& m, const dist_type& a, c
 /// The program a weak path becomes: lower_path, then, under the time objective, its
 /// adjacent collectives fused where predicted faster (lower/fuse.hpp). Under
 /// objective::bytes, lower_path's program: one weak step per collective, as in the paper.
-/// A target with pending axes the source lacks: the path reaches before_partial(a, b) (the
-/// weak problem's target), and the partial step that creates them ends the program
-/// (lower/partial.hpp).
+/// A target with pending axes the source lacks: the path reaches the weak problem's target
+/// (partial_reach: before_partial(a, b), or with pad_pending before_padded_partial), and the
+/// partial steps that create them end the program (lower/partial.hpp).
 constexpr result<program> lower_and_fuse(const device_mesh& m, const dist_type& a, const dist_type& b,
                                          const weak_problem& p, const std::vector<weak_step>& path,
                                          std::uint64_t element_bytes = 4, bool annotate = true,
                                          const std::uint8_t* sum_order = nullptr) {
-  result<program> r = lower_path(m, a, before_partial(a, b), p, path, element_bytes, annotate, sum_order);
+  result<program> r =
+      lower_path(m, a, partial_reach(m, a, b, p.pad_pending), p, path, element_bytes, annotate, sum_order);
   if (r.ok() && p.goal == objective::time) fuse_collectives(r.value, p.profile, p.element_bytes);
   if (r.ok()) append_partial(r.value, b);
   return r;
@@ -489,6 +490,23 @@ constexpr std::uint64_t lowered_time(const weak_problem& p, const program& prog)
   for (const step& s : prog.steps) {
     const std::uint64_t ps = picoseconds(collective_step_seconds(p.profile, s, local, p.element_bytes, in_out));
     t = t > UINT64_MAX - ps ? UINT64_MAX : t + ps;
+    local = s.local_after;
+  }
+  return t;
+}
+
+/// Predicted picoseconds of the partial steps every program of problem p from a to b ends
+/// with (lower/partial.hpp; 0 without new pending axes or under objective::bytes).
+constexpr std::uint64_t partial_tail_time(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                          const weak_problem& p) {
+  if (p.goal != objective::time || new_pending_mask(a, b) == 0) return 0;
+  program tail;
+  tail.m = m;
+  tail.target = partial_reach(m, a, b, p.pad_pending);
+  std::uint64_t t = 0, local = local_size(m, tail.target);
+  append_partial(tail, b);
+  for (const step& s : tail.steps) {
+    t += picoseconds(collective_step_seconds(p.profile, s, local, p.element_bytes, local));
     local = s.local_after;
   }
   return t;
@@ -633,11 +651,9 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   std::array<std::uint8_t, max_subaxes> order{};
   const std::vector<std::vector<weak_step>> primary{wp.steps};
   const std::vector<std::vector<weak_step>>& candidates = wp.ties.empty() ? primary : wp.ties;
-  // The weak optimum, plus the partial step every program of a target with new pending
+  // The weak optimum, plus the partial steps every program of a target with new pending
   // axes ends with (lower/partial.hpp; outside the graph, the same for every path).
-  std::uint64_t floor_time = wp.total.time;
-  if (p.goal == objective::time && new_pending_mask(a, b) != 0)
-    floor_time += picoseconds(step_seconds(p.profile, op::partial, 1, p.target_local, p.target_local, p.element_bytes));
+  const std::uint64_t floor_time = wp.total.time + partial_tail_time(m, a, b, p);
   const std::uint64_t floor = wp.total.cost;
   const std::uint64_t least_received = movement_lower_bound(m, a, b);
   detail::ranked_program best;
@@ -747,6 +763,20 @@ constexpr result<program> lower(const device_mesh& m, const dist_type& a, const 
     return r;
   }
   return lower_and_fuse(m, a, b, p, c.path, element_bytes, true, c.sum_order.data());
+}
+
+/// b creates pending axes that a partitions a dimension with, so that the planners lower
+/// both routes of creating them (lower/partial.hpp) and keep the better program.
+constexpr bool pads_pending(const device_mesh& m, const dist_type& a, const dist_type& b) {
+  return !(before_padded_partial(m, a, b) == before_partial(a, b));
+}
+
+/// Program x (of problem px) ranks before program y (of problem py) by detail::program_rank:
+/// less predicted time under the time objective, fewer bytes, fewer received, fewer steps.
+constexpr bool ranks_before(const weak_problem& px, const program& x, const weak_problem& py, const program& y) {
+  const detail::program_rank rx{lowered_time(px, x), x.cost_elements, x.received_elements(), x.steps.size()};
+  const detail::program_rank ry{lowered_time(py, y), y.cost_elements, y.received_elements(), y.steps.size()};
+  return rx < ry;
 }
 
 }  // namespace redist

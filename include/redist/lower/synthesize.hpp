@@ -109,11 +109,20 @@ inline program synthesize(const device_mesh& m, const dist_type& a, const dist_t
 /// (objective::bytes) within the memory bound (the search, Boost.Graph, then the
 /// lowering); on uneven types with the rules' uneven forms (core/rules.hpp). Throws
 /// redist_error where none exists.
+/// A target that creates pending axes from dimensions the source partitions: both routes
+/// (lower/partial.hpp), the better program (ranks_before).
 inline program search_program(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
   if (error e = check_budget(opt.memory_budget)) throw redist_error(e);
-  weak_problem p = make_weak_problem(m, a, b, opt.search()).get();
-  weak_plan wp = search_bgl(p);
-  return lower(m, a, b, p, wp, opt.element_bytes).get();
+  const weak_problem p = make_weak_problem(m, a, b, opt.search()).get();
+  program best = lower(m, a, b, p, search_bgl(p), opt.element_bytes).get();
+  if (pads_pending(m, a, b)) {
+    search_options o = opt.search();
+    o.pad_pending = true;
+    const weak_problem q = make_weak_problem(m, a, b, o).get();
+    result<program> padded = lower(m, a, b, q, search_bgl(q), opt.element_bytes);
+    if (padded.ok() && ranks_before(q, padded.value, p, best)) best = std::move(padded.value);
+  }
+  return best;
 }
 
 /// The exchange program for types with an uneven dimension (DESIGN.md section 2), or
@@ -190,9 +199,10 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     if (uneven_at < 0 || e.code() == errc::bad_size) throw;
     no_collective = "no collective program: " + std::string(e.what());
   }
-  // The type before the partial step that creates the target's new pending axes, if any
-  // (lower/partial.hpp): the exchange reaches it, then that step ends the program.
-  const dist_type kept = before_partial(a, b);
+  // The type before the partial steps that create the target's new pending axes, if any
+  // (lower/partial.hpp; padded where it can be, the smaller tiles): the exchange reaches it,
+  // then those steps end the program.
+  const dist_type kept = before_padded_partial(m, a, b);
   if (uneven_at >= 0) {
     const dist_type& t = uneven_dim(m, a) >= 0 ? a : b;
     if (a == kept)

@@ -146,6 +146,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -202,6 +203,28 @@ constexpr bool reducible(reduction r) {
     }
     return false;
   }
+}
+
+/// Whether T has an identity of reduction r to pad with (a padded partial step,
+/// lower/partial.hpp): 0 for sum, 1 for prod, and for max and min the least and greatest
+/// value (infinities where T has them), which std::numeric_limits must say.
+template <class T>
+constexpr bool has_reduction_identity(reduction r) {
+  if (r == reduction::max || r == reduction::min) return std::numeric_limits<T>::is_specialized;
+  return true;
+}
+
+/// The identity of reduction r in T (has_reduction_identity): sum and avg 0, prod 1, max the
+/// least value, min the greatest.
+template <class T>
+constexpr T reduction_identity(reduction r) {
+  if constexpr (std::numeric_limits<T>::is_specialized) {
+    using L = std::numeric_limits<T>;
+    if (r == reduction::max) return L::has_infinity ? -L::infinity() : L::lowest();
+    if (r == reduction::min) return L::has_infinity ? L::infinity() : L::max();
+  }
+  if (r == reduction::prod) return T(1);
+  return T{};
 }
 
 /// Why an element type that reducible<T>(r) refuses cannot be reduced by r, for messages.

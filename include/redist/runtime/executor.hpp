@@ -265,6 +265,11 @@ class executor {
       else if (exchanges() > 0 && local_.size() != p_.world_size() && !(exchange_backend_for<B, T> && local_.size() == 1))
         shapes_.error = "the program has an exchange (or a step on uneven tiles, which runs as one), which needs a "
                         "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
+      for (const step& st : p_.steps)
+        if (shapes_.error.empty() && st.kind == op::partial && st.concat_dim >= 0 && !has_reduction_identity<T>(st.reduce))
+          shapes_.error = "the program pads tiles with the identity of " + std::string(reduction_name(st.reduce)) +
+                          ", but the element type has no " + (st.reduce == reduction::max ? "least" : "greatest") +
+                          " value (std::numeric_limits)";
     }
     stats_.resize(p_.steps.size());
     for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
@@ -848,20 +853,30 @@ class executor {
       case op::exchange:
         run_exchange(si);
         break;
-      case op::partial: {  // local (lower/partial.hpp): a group's first member keeps its tile
+      case op::partial: {  // local (lower/partial.hpp)
         if constexpr (reducing_backend_for<B, T>) {
-          const bool identity = s.reduce == reduction::sum || s.reduce == reduction::prod;
-          std::vector<std::uint8_t>& keeps = keeps_;  // sized once (no allocation after the first run)
-          keeps.assign(p_.world_size(), 1);
-          if (identity)
-            for (std::size_t g = 0; g < s.group_count(); ++g)
-              for (rank_t r : s.group(g).subspan(1)) keeps[r] = 0;
-          const T id = s.reduce == reduction::prod ? T(1) : T{};
-          each_rank(bytes, [&](std::size_t i) {
-            if (keeps[local_[i]]) mem().copy(dst(i), src(i), L);
-            else mem().fill(dst(i), L, id);
-          });
-          live(2 * L);
+          // Every world rank's member position in its group (sized once: no allocation
+          // after the first run).
+          std::vector<std::uint32_t>& at = member_at_;
+          at.assign(p_.world_size(), 0);
+          for (std::size_t g = 0; g < s.group_count(); ++g)
+            for (std::size_t k = 0; k < n; ++k) at[s.group(g)[k]] = static_cast<std::uint32_t>(k);
+          const T id = reduction_identity<T>(s.reduce);
+          if (s.concat_dim >= 0) {  // padded: the tile at its block of the larger tile, the identity around it
+            each_rank(bytes * n, [&](std::size_t i) {
+              mem().fill(dst(i), L * n, id);
+              mem().concat_copy(std::span<const T>(src(i), L), before.span(), s.concat_dim, n, at[local_[i]],
+                                std::span<T>(dst(i), L * n));
+            });
+            live(L + L * n);
+          } else {  // the first member keeps its tile; under sum and prod the others write the identity
+            const bool keep_all = s.reduce != reduction::sum && s.reduce != reduction::prod;
+            each_rank(bytes, [&](std::size_t i) {
+              if (keep_all || at[local_[i]] == 0) mem().copy(dst(i), src(i), L);
+              else mem().fill(dst(i), L, id);
+            });
+            live(2 * L);
+          }
         }
         break;
       }
@@ -1133,7 +1148,7 @@ class executor {
   std::vector<std::size_t> index_;  ///< local index of each rank (local_.size() if not local)
   std::vector<rank_state> ranks_;
   std::vector<std::uint8_t> loc_;   ///< where tile t_i lives (enum where)
-  std::vector<std::uint8_t> keeps_;  ///< a partial step: 1 for the world ranks that keep their tile
+  std::vector<std::uint32_t> member_at_;  ///< a partial step: every world rank's position in its group
   std::vector<block_path> path_;    ///< how step s moves its blocks
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;

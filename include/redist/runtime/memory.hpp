@@ -24,6 +24,7 @@
 //   mem.fill(dst, n, v)   store the value v (const T&) in n elements from dst (a partial
 //                         step's identity, lower/partial.hpp).
 //   mem.split_copy(tile, ext, d, n, m, chunk)
+//   mem.concat_copy(chunk, chunk_ext, d, n, m, tile)
 //   mem.split_all(tile, ext, d, n, chunks)
 //   mem.concat_all(chunks, chunk_ext, d, n, tile)
 //                         pack.hpp's functions of the same names, with the same arguments
@@ -83,6 +84,11 @@ struct host_memory {
     redist::split_copy<T>(tile, ext, d, n, m, chunk);
   }
   template <class T>
+  void concat_copy(std::span<const T> chunk, std::span<const std::uint64_t> chunk_ext, int d, std::uint64_t n,
+                   std::uint64_t m, std::span<T> tile) const {
+    redist::concat_copy<T>(chunk, chunk_ext, d, n, m, tile);
+  }
+  template <class T>
   void split_all(std::span<const T> tile, std::span<const std::uint64_t> ext, int d, std::uint64_t n,
                  std::span<T> chunks) const {
     redist::split_all<T>(tile, ext, d, n, chunks);
@@ -111,6 +117,7 @@ concept memory_space_for =
       mem.copy(p, cp, n);
       mem.fill(p, n, *cp);
       mem.split_copy(in, ext, d, parts, parts, out);
+      mem.concat_copy(in, ext, d, parts, parts, out);
       mem.split_all(in, ext, d, parts, out);
       mem.concat_all(in, ext, d, parts, out);
       mem.strided(detail::strided_copy{}, cp, p);

@@ -260,6 +260,17 @@ inline program_shapes check_program(const program& p) {
         break;
       case op::partial:  // local: creates pending values (lower/partial.hpp)
         if (!(problem = groups_problem(st)).empty()) break;
+        if (st.concat_dim >= 0) {  // padded: the tile grows as an allgather's
+          if (!dim_ok(st.concat_dim)) {
+            problem = "concat_dim " + std::to_string(st.concat_dim) + " out of range";
+            break;
+          }
+          if (st.reduce == reduction::avg) {
+            problem = "avg pads no tiles (the mean of padded tiles is not the value)";
+            break;
+          }
+          x[st.concat_dim] *= st.parts;
+        }
         if (p.target.nsum == 0 || st.reduce != p.target.reduce)
           problem = "it creates values pending by " + std::string(reduction_name(st.reduce)) +
                     (p.target.nsum == 0 ? ", but the target has no pending values"

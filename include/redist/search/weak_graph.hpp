@@ -53,6 +53,10 @@ struct search_options {
   time_profile profile = builtin_profile;
   /// Bytes per element (the time objective prices bytes).
   std::uint64_t element_bytes = 4;
+  /// Pending axes the target creates from dimensions the source partitions are created by
+  /// padding (core/rules.hpp before_padded_partial), not from replicated data: the graph's
+  /// target keeps them partitioning. The planners try both (lower/partial.hpp).
+  bool pad_pending = false;
 };
 
 /// A memory budget must be a factor of at least 1 (NaN is none).
@@ -112,6 +116,7 @@ struct weak_problem {
   objective goal = objective::time;      ///< what the weights put first
   time_profile profile{};                ///< the time objective's profile
   std::uint64_t element_bytes = 4;
+  bool pad_pending = false;              ///< the target is before_padded_partial (search_options)
   std::uint64_t collective_floor_ps = 0; ///< time_potential: a collective's least latency and peer term
   std::uint64_t pass_floor_ps = 0;       ///< time_potential: an edge's least pass over its tile
   std::uint64_t pass_target_ps = 0;      ///< time_potential: the pass over the target's tile
@@ -236,16 +241,17 @@ struct weak_problem {
 };
 
 /// Build the weak problem of redistributing `a` to `b` over `m`; checks both types and
-/// that their global shapes agree. The problem's target is before_partial(a, b)
-/// (lower/partial.hpp): pending axes the source does not have are created by the partial
-/// step the lowering appends, outside the graph.
+/// that their global shapes agree. The problem's target is before_partial(a, b), or with
+/// opt.pad_pending before_padded_partial (core/rules.hpp): pending axes the source does not
+/// have are created by the partial steps the lowering appends, outside the graph
+/// (lower/partial.hpp). The memory bound is the real target's.
 constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dist_type& a, const dist_type& target,
                                                  search_options opt = {}) {
   result<weak_problem> r;
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
   if (error e = check(m, target); !e.ok()) { r.err = e; return r; }
   if (error e = check_same_global(a, target); !e.ok()) { r.err = e; return r; }
-  const dist_type b = before_partial(a, target);
+  const dist_type b = opt.pad_pending ? before_padded_partial(m, a, target) : before_partial(a, target);
   if (a.nsum > 0 && b.nsum > 0 && a.reduce != b.reduce) {
     text t("the source's partial values combine by ");
     t.append(reduction_name(a.reduce)).append(", the target's by ").append(reduction_name(b.reduce))
@@ -262,6 +268,7 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   p.goal = opt.goal;
   p.profile = opt.profile;
   p.element_bytes = opt.element_bytes;
+  p.pad_pending = opt.pad_pending;
   double fixed = 1e300, per_byte = 1e300;  // the least over the kinds of the graph's collectives
   for (op o : {op::allgather, op::alltoall, op::allreduce, op::reducescatter}) {
     fixed = fixed < p.profile[o].latency + p.profile[o].per_peer ? fixed : p.profile[o].latency + p.profile[o].per_peer;
@@ -282,7 +289,7 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   p.pass_target_ps = last_ps > 1 ? last_ps - 1 : 0;
   const double rate = per_byte > 0 ? static_cast<double>(p.element_bytes) * per_byte * 1e12 : 0;
   p.time_per_element_ps = rate >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(rate);
-  std::uint64_t la = local_size(m, a), lb = local_size(m, b);
+  std::uint64_t la = local_size(m, a), lb = local_size(m, target);  // the real target
   std::uint64_t mx = la > lb ? la : lb;
   if (error e = check_budget(opt.memory_budget)) {
     r.err = e;

@@ -154,10 +154,10 @@ constexpr static_program<NSteps, D> freeze(const program& p) {
 }
 
 template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
-constexpr result<weak_problem> plan_problem() {
+constexpr result<weak_problem> plan_problem(bool pad_pending = false) {
   const double budget = static_cast<double>(Budget.num) / static_cast<double>(Budget.den == 0 ? 1 : Budget.den);
   return make_weak_problem(A::mesh_type::value, A::value, B::value,
-                           search_options{budget, Opt.goal, builtin_profile, Opt.element_bytes});
+                           search_options{budget, Opt.goal, builtin_profile, Opt.element_bytes, pad_pending});
 }
 
 /// Longest weak path a compile-time plan stores (a path changes one factor of the
@@ -171,13 +171,15 @@ struct frozen_choice {
   std::array<weak_step, max_static_path> path{};
   std::size_t length = 0;
   std::array<std::uint8_t, max_subaxes> sum_order{};
+  bool pad_pending = false;  ///< the route that creates the target's new pending axes (lower/partial.hpp)
   error err{};
 };
 
 template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
-constexpr frozen_choice choose_plan() {
+constexpr frozen_choice choose_route(bool pad_pending) {
   frozen_choice f;
-  const result<weak_problem> wp = plan_problem<A, B, Budget, Opt>();
+  f.pad_pending = pad_pending;
+  const result<weak_problem> wp = plan_problem<A, B, Budget, Opt>(pad_pending);
   if (!wp.ok()) {
     f.err = wp.err;
     return f;
@@ -196,15 +198,34 @@ constexpr frozen_choice choose_plan() {
 }
 
 template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
+constexpr result<program> lower_choice(const frozen_choice& f) {
+  if (f.err) return result<program>{{}, f.err};
+  const std::vector<weak_step> path(f.path.begin(), f.path.begin() + f.length);
+  return lower_and_fuse(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget, Opt>(f.pad_pending).value,
+                        path, 1, true, f.sum_order.data());
+}
+
+/// The choice of the search and the lowering; where the target creates pending axes from
+/// dimensions the source partitions, of both routes the better program (as search_program).
+template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
+constexpr frozen_choice choose_plan() {
+  const frozen_choice plain = choose_route<A, B, Budget, Opt>(false);
+  if (plain.err || !pads_pending(A::mesh_type::value, A::value, B::value)) return plain;
+  const frozen_choice padded = choose_route<A, B, Budget, Opt>(true);
+  if (padded.err) return plain;
+  const result<program> x = lower_choice<A, B, Budget, Opt>(padded), y = lower_choice<A, B, Budget, Opt>(plain);
+  if (x.ok() && y.ok() &&
+      ranks_before(plan_problem<A, B, Budget, Opt>(true).value, x.value, plan_problem<A, B, Budget, Opt>(false).value,
+                   y.value))
+    return padded;
+  return plain;
+}
+
+template <static_type A, static_type B, plan_budget Budget, plan_options Opt>
 struct plan_holder {
   static constexpr std::size_t devices = A::mesh_type::value.devices;
   static constexpr frozen_choice choice = choose_plan<A, B, Budget, Opt>();
-  static constexpr result<program> lowered() {
-    if (choice.err) return result<program>{{}, choice.err};
-    const std::vector<weak_step> path(choice.path.begin(), choice.path.begin() + choice.length);
-    return lower_and_fuse(A::mesh_type::value, A::value, B::value, plan_problem<A, B, Budget, Opt>().value, path, 1,
-                          true, choice.sum_order.data());
-  }
+  static constexpr result<program> lowered() { return lower_choice<A, B, Budget, Opt>(choice); }
   static constexpr std::size_t nsteps = lowered().value.steps.size();
   static constexpr static_program<nsteps, devices> value = freeze<nsteps, devices>(lowered().value);
 };
