@@ -233,6 +233,15 @@ TEST_CASE("pending sums take their own plans; an unreducible dtype is refused", 
     REQUIRE(std::string(e.what()) ==
             "array 'g': its pending sum needs arithmetic on bf16 elements, which redist does not do");
   }
+  // A target that creates pending values (a partial step, lower/partial.hpp): its own
+  // program too, and arithmetic on the elements.
+  pr.arrays[0] = array_of("g", element_type::f32, "{x: 2, y: 2}", "[{x}8, {y}8]", "{x: 2, y: 2}", "[{x}8, 8] max{y}");
+  const reshard_plan q = plan_reshard(pr);
+  REQUIRE(q.route[0] == reshard_route::own);
+  CHECK(q.own[0].chosen_program().steps.back().kind == op::partial);
+  pr.arrays[0].dtype = element_type::bf16;
+  REQUIRE_THROWS_WITH(plan_reshard(pr), "array 'g': its pending max needs arithmetic on bf16 elements, which redist "
+                                        "does not do");
 }
 
 TEST_CASE("bad input names the array", "[reshard]") {

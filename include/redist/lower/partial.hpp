@@ -31,30 +31,50 @@
 
 namespace redist {
 
+namespace detail {
+/// The ranks 0..D-1 in groups of those that differ only along the sub-axes xs[0..n): member
+/// k of a group at mixed-radix offset k over xs (xs[0] varying fastest), or with rank_order
+/// in rank order; the groups in the order of their first members (all coordinates along xs
+/// 0), flattened.
+constexpr std::vector<rank_t> groups_along(const device_mesh& m, const std::uint8_t* xs, int n, bool rank_order) {
+  std::vector<std::uint64_t> offsets{0};  // rank offsets of a group's members from its first
+  std::uint64_t mask = 0;
+  for (int q = 0; q < n; ++q) {
+    const auto& x = m.sub[xs[q]];
+    mask |= std::uint64_t{1} << xs[q];
+    const std::size_t k = offsets.size();
+    for (std::uint64_t c = 1; c < x.size; ++c)
+      for (std::size_t i = 0; i < k; ++i) offsets.push_back(offsets[i] + c * x.stride);
+  }
+  if (rank_order) std::sort(offsets.begin(), offsets.end());
+  std::vector<rank_t> members;
+  members.reserve(m.devices);
+  for (std::uint64_t r = 0; r < m.devices; ++r) {
+    bool first = true;
+    for (int x = 0; x < m.nsub && first; ++x) first = !((mask >> x) & 1) || m.coord(x, r) == 0;
+    if (first)
+      for (std::uint64_t o : offsets) members.push_back(static_cast<rank_t>(r + o));
+  }
+  return members;
+}
+}  // namespace detail
+
 /// The partial step from `from` (before_partial(a, b)) to b over mesh m, ranks 0..D-1: its
 /// groups are the ranks that differ only along the new axes, each in rank order (the first
 /// member keeps its tile), the groups in the order of their first members.
 constexpr step partial_step(const device_mesh& m, const dist_type& from, const dist_type& b) {
   const std::uint64_t mask = new_pending_mask(from, b);
-  std::vector<std::uint64_t> offsets{0};  // rank offsets of a group's members from its first
-  for (int x = 0; x < m.nsub; ++x) {
-    if (!((mask >> x) & 1)) continue;
-    const std::size_t k = offsets.size();
-    for (std::uint64_t c = 1; c < m.sub[x].size; ++c)
-      for (std::size_t i = 0; i < k; ++i) offsets.push_back(offsets[i] + c * m.sub[x].stride);
-  }
-  std::sort(offsets.begin(), offsets.end());
+  std::uint8_t xs[max_subaxes]{};
+  int n = 0;
   step s;
   s.kind = op::partial;
-  s.parts = offsets.size();
+  for (int x = 0; x < m.nsub; ++x)
+    if ((mask >> x) & 1) {
+      xs[n++] = static_cast<std::uint8_t>(x);
+      s.parts *= m.sub[x].size;
+    }
+  s.members = detail::groups_along(m, xs, n, true);
   s.reduce = b.reduce;
-  s.members.reserve(m.devices);
-  for (std::uint64_t r = 0; r < m.devices; ++r) {
-    bool first = true;  // every coordinate along the new axes is 0
-    for (int x = 0; x < m.nsub && first; ++x) first = !((mask >> x) & 1) || m.coord(x, r) == 0;
-    if (first)
-      for (std::uint64_t o : offsets) s.members.push_back(static_cast<rank_t>(r + o));
-  }
   s.after = shape_of(m, b);
   s.local_after = local_size(m, b);
   s.cost = 0;
@@ -66,32 +86,16 @@ constexpr step partial_step(const device_mesh& m, const dist_type& from, const d
 /// The padded partial step that makes the `count` minor-most axes of dimension d of `from`
 /// pending by the reduction r (core/rules.hpp rule_partial_padded), ranks 0..D-1: its groups
 /// are the ranks that differ only along those axes, member k the rank whose block along d is
-/// the k-th of the group's (an allgather's order), the groups in the order of their first
-/// members.
+/// the k-th of the group's (an allgather's order: the minor-most axis varies fastest), the
+/// groups in the order of their first members.
 constexpr step padded_partial_step(const device_mesh& m, const dist_type& from, int d, int count, reduction r) {
-  const dim& dd = from.dims[d];
-  std::vector<std::uint64_t> offsets{0};  // rank offsets in block order: the minor-most axis varies fastest
-  std::uint64_t mask = 0;
-  for (int q = 0; q < count; ++q) {
-    const std::uint8_t x = dd.axes[q];
-    mask |= std::uint64_t{1} << x;
-    const std::size_t k = offsets.size();
-    for (std::uint64_t c = 1; c < m.sub[x].size; ++c)
-      for (std::size_t i = 0; i < k; ++i) offsets.push_back(offsets[i] + c * m.sub[x].stride);
-  }
+  const result<dist_type> t = rule_partial_padded(m, from, d, count, r);
   step s;
   s.kind = op::partial;
   s.concat_dim = d;
-  s.parts = offsets.size();
+  s.members = detail::groups_along(m, from.dims[d].axes, count, false);
+  for (int q = 0; q < count; ++q) s.parts *= m.sub[from.dims[d].axes[q]].size;
   s.reduce = r;
-  s.members.reserve(m.devices);
-  for (std::uint64_t rank = 0; rank < m.devices; ++rank) {
-    bool first = true;
-    for (int x = 0; x < m.nsub && first; ++x) first = !((mask >> x) & 1) || m.coord(x, rank) == 0;
-    if (first)
-      for (std::uint64_t o : offsets) s.members.push_back(static_cast<rank_t>(rank + o));
-  }
-  const result<dist_type> t = rule_partial_padded(m, from, d, count, r);
   s.type_after = t.value;
   s.after = shape_of(m, t.value);
   s.local_after = local_size(m, t.value);

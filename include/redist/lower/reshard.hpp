@@ -247,10 +247,11 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     }
     rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds;
     if (a.source_pending() || a.target_pending()) {
-      if (a.source_pending() && !element_type_reduces(a.dtype))
+      if (!element_type_reduces(a.dtype))  // reducing the source's, or creating the target's (lower/partial.hpp)
         throw redist_error(errc::rule, "array '" + a.name + "': its pending " +
-                                           std::string(reduction_name(layout_type(a.source)->reduce)) + " needs arithmetic on " +
-                                           std::string(element_type_name(a.dtype)) + " elements, which redist does not do");
+                                           std::string(reduction_name(layout_type(a.source_pending() ? a.source : a.target)->reduce)) +
+                                           " needs arithmetic on " + std::string(element_type_name(a.dtype)) +
+                                           " elements, which redist does not do");
       rp.route[i] = reshard_route::own;
       forced[i] = 1;
     }

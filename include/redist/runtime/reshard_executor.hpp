@@ -233,7 +233,7 @@ class reshard_executor {
       if (p_.route[a] != reshard_route::own) continue;
       const reshard_array& x = p_.arrays[a];
       const program& prog = p_.own[a].chosen_program();
-      const bool reduces = x.source_pending();
+      const bool reduces = x.source_pending() || x.target_pending();  // reduces, or creates (a partial step)
       detail::with_element_type(x.dtype, reduces, [&](auto t) {
         using T = decltype(t);
         if constexpr (backend_for<B, T>) {
