@@ -181,7 +181,7 @@ namespace {
 
 struct sim_totals {
   std::uint64_t problems = 0, elements = 0, mismatches = 0, steps = 0;
-  std::uint64_t ops[7] = {};
+  std::uint64_t ops[redist::op_count] = {};
 };
 
 /// Synthesize (with `exchange`: one exchange, its pieces copied tile to tile on the device),
@@ -270,14 +270,26 @@ TEST_CASE("the executor on device memory: multi-rank programs on one GPU, every 
     }
   }
   CHECK(tot.problems - even_problems == 20 * redist::testing::mixed_workloads().size());
+  // Creating pending values (lower/partial.hpp): the identity written by memset (sum) and by
+  // doubling device copies (prod, min), and padded steps (concat_copy on the device).
+  const char* created[][2] = {{"[{a}8, 4]", "[{a}8, 4] prod{b}"},     {"[{a}8, {b}4]", "[{a}8, 4] max{b}"},
+                              {"[{a}8, {b}4]", "[{a}8, 4] sum{b}"},     {"[8, 4]", "[8, 4] min{a, c}"},
+                              {"[{c, b}8, {a}4]", "[{b}8, 4] min{a, c}"}, {"[{a}8, 4] sum{c}", "[8, {a}4] prod{b}"}};
+  for (const auto& c : created) {
+    const redist::testing::problem_text pt{"{a: 2, b: 2, c: 2}", c[0], c[1], 32};
+    run_sim<float>(mem, pt, tot);
+    run_sim<std::int32_t>(by_copies, pt, tot);
+  }
+  CHECK(tot.ops[static_cast<int>(redist::op::partial)] >= 12);
   std::printf("device executor (simulated ranks): %llu problems, %llu steps (%llu allgather, %llu alltoall, %llu "
-              "dynslice, %llu allpermute, %llu allreduce, %llu reducescatter, %llu exchange), %llu elements verified, "
-              "%llu wrong\n",
+              "dynslice, %llu allpermute, %llu allreduce, %llu reducescatter, %llu exchange, %llu partial), %llu elements "
+              "verified, %llu wrong\n",
               static_cast<unsigned long long>(tot.problems), static_cast<unsigned long long>(tot.steps),
               static_cast<unsigned long long>(tot.ops[0]), static_cast<unsigned long long>(tot.ops[1]),
               static_cast<unsigned long long>(tot.ops[2]), static_cast<unsigned long long>(tot.ops[3]),
               static_cast<unsigned long long>(tot.ops[4]), static_cast<unsigned long long>(tot.ops[5]),
-              static_cast<unsigned long long>(tot.ops[6]), static_cast<unsigned long long>(tot.elements),
+              static_cast<unsigned long long>(tot.ops[6]), static_cast<unsigned long long>(tot.ops[7]),
+              static_cast<unsigned long long>(tot.elements),
               static_cast<unsigned long long>(tot.mismatches));
   CHECK(tot.mismatches == 0);
   CHECK(tot.ops[static_cast<int>(redist::op::alltoall)] > 0);

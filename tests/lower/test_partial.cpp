@@ -25,6 +25,7 @@
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "redist/static/plan.hpp"
+#include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 #include "support/verify.hpp"
 
@@ -42,6 +43,9 @@ void check_runs(const program& p) {
   CHECK(detail::check_program(p).error.empty());
   program q = p;  // costs are in elements: the same program for elements of any size
   q.element_bytes = sizeof(std::int32_t);
+  host_backend host(static_cast<rank_t>(q.m.devices));
+  const executor<std::int32_t, host_backend> ex(host, q);  // its buffers: the memory formula
+  CHECK(ex.peak_bytes_held() == testing::expected_bytes_held(q, sizeof(std::int32_t)));
   CHECK(fuzz::host_run_exact<std::int32_t>(q));
   q.element_bytes = sizeof(double);
   CHECK(fuzz::host_run_exact<double>(q));

@@ -51,7 +51,8 @@ inline std::vector<std::vector<std::uint64_t>> tile_shapes(const program& p) {
     } else {
       if (s.kind == op::dynslice || s.kind == op::reducescatter || s.kind == op::alltoall)
         x[static_cast<std::size_t>(s.split_dim)] /= s.parts;
-      if (s.kind == op::allgather || s.kind == op::alltoall) x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;
+      if (s.kind == op::allgather || s.kind == op::alltoall || (s.kind == op::partial && s.concat_dim >= 0))
+        x[static_cast<std::size_t>(s.concat_dim)] *= s.parts;  // a padded partial step grows as an allgather
     }
     out.push_back(x);
   }
