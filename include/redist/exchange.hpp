@@ -229,6 +229,7 @@ inline std::string step_boxes(const program& p, std::size_t si, const std::vecto
     for (const box& b : cur) padded[d] = std::max(padded[d], b.extent(s.split_dim));
   }
   switch (s.kind) {
+    case op::partial:  // the boxes of an allreduce (one box per group, kept), padded of an allgather
     case op::allgather:
     case op::alltoall:
     case op::reducescatter:
@@ -249,7 +250,7 @@ inline std::string step_boxes(const program& p, std::size_t si, const std::vecto
           for (rank_t k : grp)  // uneven programs: ceil-sized chunks (docs/reference.md)
             parts.push_back(s.kind == op::alltoall ? chunk(cur[k], s.split_dim, s.parts, m, uneven, &problem) : cur[k]);
           if (!problem.empty()) break;
-          if (s.kind == op::allreduce || s.kind == op::reducescatter) {
+          if (s.kind == op::allreduce || s.kind == op::reducescatter || (s.kind == op::partial && s.concat_dim < 0)) {
             for (const box& x : parts)
               if (!(x == parts[0])) problem = "the boxes of a group differ (" + box_text(x) + ", " + box_text(parts[0]) + ")";
             b = parts[0];
@@ -276,24 +277,6 @@ inline std::string step_boxes(const program& p, std::size_t si, const std::vecto
       break;
     case op::exchange:
       for (std::uint64_t r = 0; r < D; ++r) next[r] = step_box(s, R, r);
-      break;
-    case op::partial:  // local: a group's members hold one box (replicas), which stays;
-      // padded (concat_dim): every member ends with the group's boxes concatenated, as an
-      // allgather's members do (its own block, the identity around it)
-      for (std::size_t g = 0; g < s.group_count() && problem.empty(); ++g) {
-        const auto grp = s.group(g);
-        if (s.concat_dim >= 0) {
-          parts.clear();
-          for (rank_t k : grp) parts.push_back(cur[k]);
-          box b;
-          problem = concat(parts, s.concat_dim, b);
-          for (rank_t k : grp) next[k] = b;
-          continue;
-        }
-        for (rank_t k : grp)
-          if (!(cur[k] == cur[grp[0]]))
-            problem = "the boxes of a group differ (" + box_text(cur[k]) + ", " + box_text(cur[grp[0]]) + ")";
-      }
       break;
   }
   return problem.empty() ? problem : "step " + std::to_string(si) + " (" + std::string(op_name(s.kind)) + "): " + problem;

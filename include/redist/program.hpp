@@ -223,6 +223,13 @@ struct program {
   [[nodiscard]] constexpr std::uint64_t target_local() const {
     return boxed_target() ? target_layout.padded_size() : local_size(target_mesh(), target);
   }
+  /// The target keeps pending axes of the source with another reduction kind
+  /// (core/rules.hpp changes_pending_kind; between two meshes, whose sub-axes differ, any
+  /// pending axes of both).
+  [[nodiscard]] constexpr bool changes_pending_kind() const {
+    return two_meshes ? source.nsum > 0 && target.nsum > 0 && source.reduce != target.reduce
+                      : redist::changes_pending_kind(source, target);
+  }
   /// The source (target) is a box layout.
   [[nodiscard]] constexpr bool boxed_source() const { return !source_layout.boxes.empty(); }
   [[nodiscard]] constexpr bool boxed_target() const { return !target_layout.boxes.empty(); }

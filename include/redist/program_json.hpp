@@ -672,9 +672,7 @@ inline program program_from_json(const nlohmann::json& j) {
   p.source = json_type(m, json_field(j, "source", ""), "source");
   p.target = json_type(tm, json_field(j, "target", ""), "target");
   if (error e = check_same_global(p.source, p.target); !e.ok()) json_fail(e.code, "target", std::string(e.message.view()));
-  // Pending axes the target keeps keep their kind; those it creates may take any (lower/partial.hpp).
-  if (p.source.nsum > 0 && (p.two_meshes ? p.target : before_partial(p.source, p.target)).nsum > 0 &&
-      p.source.reduce != p.target.reduce)
+  if (p.changes_pending_kind())
     json_fail(errc::rule, "target",
               "its partial values combine by " + std::string(reduction_name(p.target.reduce)) + ", the source's by " +
                   std::string(reduction_name(p.source.reduce)) + " (a redistribution keeps the reduction kind)");

@@ -301,6 +301,12 @@ constexpr dist_type before_partial(const dist_type& a, const dist_type& b) {
   return t;
 }
 
+/// b keeps pending axes of a with another reduction kind: a redistribution keeps the kind of
+/// the pending axes it keeps (those it creates may take any, lower/partial.hpp).
+constexpr bool changes_pending_kind(const dist_type& a, const dist_type& b) {
+  return a.nsum > 0 && before_partial(a, b).nsum > 0 && a.reduce != b.reduce;
+}
+
 /// The type a plan from a to b reaches before its partial steps when it creates b's new
 /// pending axes by padding where it can (rule_partial_padded): b with every new pending
 /// sub-axis that a partitions dimension d with put back as a minor-most axis of d (in a's

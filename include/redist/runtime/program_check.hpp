@@ -138,8 +138,7 @@ inline program_shapes check_program(const program& p) {
   if (error e = check(p.m, p.source)) return fail("source type: " + e.message.str());
   if (error e = check(tm, p.target)) return fail("target type: " + e.message.str());
   if (error e = check_same_global(p.source, p.target)) return fail(e.message.str());
-  if (p.source.nsum > 0 && (p.two_meshes ? p.target : before_partial(p.source, p.target)).nsum > 0 &&
-      p.source.reduce != p.target.reduce)  // the pending axes it keeps keep their kind
+  if (p.changes_pending_kind())
     return fail("the source's partial values combine by " + std::string(reduction_name(p.source.reduce)) +
                 ", the target's by " + std::string(reduction_name(p.target.reduce)));
   // Format 2 (program.hpp): world ranks, and the ranks that hold tiles, step by step.

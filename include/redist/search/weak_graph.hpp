@@ -251,14 +251,14 @@ constexpr result<weak_problem> make_weak_problem(const device_mesh& m, const dis
   if (error e = check(m, a); !e.ok()) { r.err = e; return r; }
   if (error e = check(m, target); !e.ok()) { r.err = e; return r; }
   if (error e = check_same_global(a, target); !e.ok()) { r.err = e; return r; }
-  const dist_type b = opt.pad_pending ? before_padded_partial(m, a, target) : before_partial(a, target);
-  if (a.nsum > 0 && b.nsum > 0 && a.reduce != b.reduce) {
+  if (changes_pending_kind(a, target)) {
     text t("the source's partial values combine by ");
-    t.append(reduction_name(a.reduce)).append(", the target's by ").append(reduction_name(b.reduce))
+    t.append(reduction_name(a.reduce)).append(", the target's by ").append(reduction_name(target.reduce))
         .append(": a redistribution keeps the reduction kind");
     r.err = error::make(errc::rule, t.view());
     return r;
   }
+  const dist_type b = opt.pad_pending ? before_padded_partial(m, a, target) : before_partial(a, target);
   weak_problem& p = r.value;
   p.ctx = weak_context_of(m, a, b);
   p.source = shape_of(m, a);
