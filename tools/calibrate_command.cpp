@@ -64,7 +64,7 @@ std::string profile_table(const calibration& c, double seconds) {
   const time_profile& p = c.profile;
   std::string t = fmt::format("redist calibrate: backend {}, {} ranks, {} programs timed in {:.1f} s\n",
                               p.name_view(), p.devices, c.programs, seconds);
-  t += fmt::format("  {:<14} {:>12} {:>12} {:>14} {:>8}\n", "op", "latency", "per peer", "per byte", "samples");
+  t += fmt::format("  {:<14} {:>12} {:>12} {:>14} {:>8}\n", "op", "latency", "per round", "per byte", "samples");
   for (op o : all_ops) {
     const op_time& x = p[o];
     const std::size_t n = c.samples[static_cast<int>(o)].size();

@@ -1,14 +1,16 @@
 // redist/profile_json.hpp -- a backend's time profile (core/time_model.hpp) as JSON, format
-// "redist-time-profile/1": written by `redist calibrate`, read by `redist plan --profile`.
+// "redist-time-profile/2": written by `redist calibrate`, read by `redist plan --profile`.
 // Requires nlohmann-json (link nlohmann_json::nlohmann_json); the core library does not.
 //
-//   {"format": "redist-time-profile/1", "name": "mpi", "devices": 8, "pass_per_byte_s": 3e-10,
+//   {"format": "redist-time-profile/2", "name": "mpi", "devices": 8, "pass_per_byte_s": 3e-10,
 //    "ops": {"allgather": {"latency_s": 2e-05, "per_peer_s": 4e-06, "per_byte_s": 3.5e-10},
 //            "alltoall": {...}, "dynslice": {...}, "allpermute": {...}, "allreduce": {...},
 //            "reducescatter": {...}, "exchange": {...}}}
 //
-// Seconds per step, per peer and per byte received, and per byte of a tile written (the pass;
-// core/time_model.hpp has the formula).
+// Seconds per step, per peer (a collective's round: ceil(log2 n) of them) and per byte
+// received, and per byte of a tile written (the pass; core/time_model.hpp has the formula).
+// Format /1 priced a collective per peer (n - 1); its files are refused with a line that
+// says to recalibrate.
 // profile_from_json checks everything and throws redist_error with one line naming the
 // JSON path (`time profile JSON: ops.alltoall.per_byte_s: expected a finite number >= 0,
 // found -1`): the format tag, "name" a string of at most 31 bytes, "devices" an unsigned
@@ -37,7 +39,7 @@
 namespace redist {
 
 /// The format tag of a time profile.
-inline constexpr std::string_view profile_json_format = "redist-time-profile/1";
+inline constexpr std::string_view profile_json_format = "redist-time-profile/2";
 
 /// The deepest nesting of arrays and objects profile_from_json_text reads (a profile needs
 /// 3: the document, "ops", an op).
@@ -108,6 +110,10 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
   using namespace detail;
   if (!j.is_object()) profile_fail(errc::syntax, "", "expected an object, found " + json_excerpt(j));
   const nlohmann::json& format = profile_field(j, "format", "");
+  if (format == "redist-time-profile/1")
+    profile_fail(errc::syntax, "format",
+                 "\"redist-time-profile/1\" priced a collective per peer, this redist per round (\"" +
+                     std::string(profile_json_format) + "\"): run redist calibrate again");
   if (!format.is_string() || format.get<std::string>() != profile_json_format)
     profile_fail(errc::syntax, "format",
                  "expected \"" + std::string(profile_json_format) + "\", found " + json_excerpt(format));

@@ -50,7 +50,7 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
   for (redist::op o : redist::all_ops) CHECK(o2[o] == odd[o]);
 
   // The layout: the format first, one line per op.
-  CHECK(text.starts_with("{\n  \"format\": \"redist-time-profile/1\",\n  \"name\": \"built-in\",\n  \"devices\": 8,\n"
+  CHECK(text.starts_with("{\n  \"format\": \"redist-time-profile/2\",\n  \"name\": \"built-in\",\n  \"devices\": 8,\n"
                          "  \"pass_per_byte_s\": "));
   CHECK(text.find("\n    \"allgather\": {\"latency_s\":") != std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(text);
@@ -70,7 +70,11 @@ TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[p
   CHECK(error_of("[1]") == "time profile JSON: expected an object, found [1]");
   CHECK(error_of(std::string(100, '[')) .find("nested deeper than 8 levels") != std::string::npos);
   CHECK(error_of(edited([](nlohmann::json& j) { j["format"] = "redist-program/1"; })) ==
-        "time profile JSON: format: expected \"redist-time-profile/1\", found \"redist-program/1\"");
+        "time profile JSON: format: expected \"redist-time-profile/2\", found \"redist-program/1\"");
+  // A profile priced per peer, before collectives were priced per round: recalibrate.
+  CHECK(error_of(edited([](nlohmann::json& j) { j["format"] = "redist-time-profile/1"; })) ==
+        "time profile JSON: format: \"redist-time-profile/1\" priced a collective per peer, this redist per round "
+        "(\"redist-time-profile/2\"): run redist calibrate again");
   CHECK(error_of(edited([](nlohmann::json& j) { j.erase("format"); })) ==
         "time profile JSON: missing field 'format'");
   CHECK(error_of(edited([](nlohmann::json& j) { j["name"] = 3; })) ==

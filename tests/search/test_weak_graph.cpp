@@ -280,10 +280,19 @@ TEST_CASE("edge weights: Fig. 11 cost always, predicted picoseconds under the ti
     CHECK(edges > 3);
   }
   // step_seconds is the formula of core/time_model.hpp: an allreduce of 2 over 128 elements
-  // of 8 bytes receives 2 * 1/2 of the tile and writes the tile once.
+  // of 8 bytes receives 2 * 1/2 of the tile in one round and writes the tile once; of 8, 2 *
+  // 7/8 of it in 3 rounds.
   const double ar = step_seconds(builtin_profile, op::allreduce, 2, 128, 128, 8);
   const op_time& t = builtin_profile[op::allreduce];
   CHECK(ar == Approx(t.latency + t.per_peer + t.per_byte * 1024 + builtin_profile.pass_per_byte * 1024));
+  CHECK(step_seconds(builtin_profile, op::allreduce, 8, 128, 128, 8) ==
+        Approx(t.latency + 3 * t.per_peer + t.per_byte * 1792 + builtin_profile.pass_per_byte * 1024));
+  CHECK(collective_rounds(0) == 0);
+  CHECK(collective_rounds(1) == 0);
+  CHECK(collective_rounds(2) == 1);
+  CHECK(collective_rounds(5) == 3);
+  CHECK(collective_rounds(1024) == 10);
+  CHECK(collective_rounds(UINT64_MAX) == 64);
   CHECK(picoseconds(1e-6) == 1000000);
   CHECK(picoseconds(-1) == 0);
   CHECK(picoseconds(1e30) == UINT64_MAX);

@@ -285,7 +285,7 @@ def main():
                "plan --notation jax:\n%s" % r.stdout)
         r = run(redist, ["plan", "--mesh", "{x: 2, y: 2}", "--from", "[{x}8] sum{y}", "--to", "[8]", "--notation", "dtensor"])
         lines = r.stdout.splitlines()
-        expect(lines[-5:] == ["types as DTensor placements:", "  source  [Shard(0), Partial()]", "  step 1  [Shard(0), Replicate()]",
+        expect(lines[-5:] == ["types as DTensor placements:", "  source  [Shard(0), Partial()]", "  step 1  [Shard(0), Shard(0)]",
                               "  step 2  [Replicate(), Replicate()]", "  target  [Replicate(), Replicate()]"],
                "plan --notation dtensor:\n%s" % r.stdout)
         r = run(redist, ["plan", "--mesh", "{x: 2, y: 2}", "--from", "[{x}8] sum{y}", "--to", "[8]", "--notation", "jax"])

@@ -12,8 +12,11 @@
 // passes where one exchange pays one. It is the backend's, not the kind's: calibration times
 // it as the executor's copy of a tile.
 //
-//   allgather, alltoall,     peers = n - 1 (group of n), bytes = what a member receives
-//   allreduce, reducescatter        (core/cost.hpp received_elements times the element size)
+//   allgather, alltoall,     peers = ceil(log2 n), the rounds in which a member of a group of
+//   allreduce, reducescatter        n reaches the other n - 1 (recursive doubling, Bruck: what
+//                                   MPI libraries run for small messages), bytes = what a
+//                                   member receives (core/cost.hpp received_elements times the
+//                                   element size)
 //   allpermute               peers = 1, bytes = the tile (0 if every rank keeps its own)
 //   dynslice                 peers = 0, bytes = the new tile (a local copy)
 //   partial                  no terms of its own: the pass over its tile alone
@@ -22,6 +25,13 @@
 //   tile = the tile after the step (0 for an allpermute that moves nothing: no time at all)
 //   fused allgather/alltoall: the same, plus latency and per-peer terms for every further
 //   piece the executor moves it in (fused_step_seconds)
+//
+// Why rounds, not n - 1: a collective over 8 split into one over 2 and one over 4 moves the
+// same bytes in 1 + 2 = 3 rounds, as many as the single one, and measures the same (MPI, 8
+// ranks: one all-gather 18.0-24.4 us, the two 18.5-20.5 us). Priced per peer, the split paid
+// 4 peers against 7 and a search that minimizes time took it, one collective more than XLA,
+// Shardy and DTensor emit; priced per round it pays one more latency and one more pass and
+// loses. Profiles priced per peer (format redist-time-profile/1) are refused; recalibrate.
 //
 // A program's predicted time is the sum over its steps. Profiles come from measurement
 // (`redist calibrate --backend host|mpi`, runtime/calibrate.hpp; JSON in
@@ -43,7 +53,7 @@ namespace redist {
 /// alpha-beta terms of one kind of step, in seconds.
 struct op_time {
   double latency = 0;   ///< per step
-  double per_peer = 0;  ///< per other rank a rank sends to or receives from
+  double per_peer = 0;  ///< per round of a collective (ceil(log2 n)), per peer of an exchange
   double per_byte = 0;  ///< per byte a rank receives (dynslice: copies)
   constexpr bool operator==(const op_time&) const = default;
 };
@@ -68,6 +78,8 @@ struct time_profile {
     return {name, n};
   }
 
+  constexpr bool operator==(const time_profile&) const = default;
+
   constexpr op_time& operator[](op o) { return ops[static_cast<int>(o)]; }
   constexpr const op_time& operator[](op o) const { return ops[static_cast<int>(o)]; }
 
@@ -78,6 +90,14 @@ struct time_profile {
            pass_per_byte * static_cast<double>(tile);
   }
 };
+
+/// The rounds in which a member of a collective over n reaches the others: ceil(log2 n)
+/// (recursive doubling, Bruck; 0 for n <= 1), the count its per-peer term multiplies.
+constexpr std::uint64_t collective_rounds(std::uint64_t n) {
+  std::uint64_t r = 0;
+  for (std::uint64_t reach = 1; reach < n; reach = reach > UINT64_MAX / 2 ? UINT64_MAX : 2 * reach) ++r;
+  return r;
+}
 
 /// Predicted seconds of one collective step (the formula above): kind o over groups of n
 /// members that hold `before` elements of `element_bytes` bytes before the step and `after`
@@ -91,17 +111,17 @@ constexpr double step_seconds(const time_profile& P, op o, std::uint64_t n, std:
   // core/cost.hpp received_elements, in floating point.
   const double peers = o == op::dynslice || o == op::partial ? 0
                        : o == op::allpermute                  ? 1
-                       : n > 0                                ? static_cast<double>(n - 1)
-                                                              : 0;
+                                                              : static_cast<double>(collective_rounds(n));
+  const double others = n > 0 ? static_cast<double>(n - 1) : 0;
   double bytes = 0;
   switch (o) {
     case op::dynslice: bytes = tile; break;
     case op::partial: break;
     case op::allpermute: bytes = static_cast<double>(before) * e; break;
-    case op::allgather: bytes = peers * static_cast<double>(before) * e; break;
-    case op::allreduce: bytes = n > 0 ? 2 * peers * static_cast<double>(before / n) * e : 0; break;
-    case op::reducescatter: bytes = peers * static_cast<double>(after) * e; break;  // padded chunks (uneven)
-    default: bytes = n > 0 ? peers * static_cast<double>(before / n) * e : 0; break;  // alltoall
+    case op::allgather: bytes = others * static_cast<double>(before) * e; break;
+    case op::allreduce: bytes = n > 0 ? 2 * others * static_cast<double>(before / n) * e : 0; break;
+    case op::reducescatter: bytes = others * static_cast<double>(after) * e; break;  // padded chunks (uneven)
+    default: bytes = n > 0 ? others * static_cast<double>(before / n) * e : 0; break;  // alltoall
   }
   return t.latency + t.per_peer * peers + t.per_byte * bytes + P.pass_per_byte * tile;
 }
@@ -151,7 +171,7 @@ constexpr double fused_step_seconds(const time_profile& P, op o, std::uint64_t n
   const std::uint64_t piece = pack_piece_elements(n, block, pack_budget_bytes(in_out, element_bytes, gather), element_bytes);
   const std::uint64_t pieces = block == 0 ? 1 : (block + piece - 1) / piece;
   const op_time& t = P[o];
-  const double peers = n > 0 ? static_cast<double>(n - 1) : 0;
+  const double peers = static_cast<double>(collective_rounds(n));
   return step_seconds(P, o, n, before, after, element_bytes) +
          static_cast<double>(pieces - 1) * (t.latency + t.per_peer * peers);
 }
@@ -165,27 +185,28 @@ constexpr std::uint64_t picoseconds(double s) {
 }
 
 /// The built-in profile: the MPI backend (Open MPI, shared memory) on one 2-core node with 8
-/// ranks, the median of three runs of `mpirun -np 8 redist calibrate --backend mpi` (sizes 4
-/// KiB, 64 KiB, 1 MiB and 8 MiB per rank, the default) on the development machine
-/// (docs/reference.md "Time model"), rounded. Every step writes its tile at about 2.7 GB/s per
-/// rank (8 ranks on 2 cores): a dynslice is nothing but that pass. Every collective pays a
-/// latency of 15-40 us per step and a few us per peer, so that a step saved is worth about
-/// 10-40 KiB moved: the search does in one step what one step can do (one all-to-all, one
-/// all-reduce for small sums) and splits only where bytes outweigh latency. Before the 4 KiB
-/// size was calibrated, the fit at 64 KiB and above gave the all-to-all no latency and 116 us
-/// per peer (3 all-to-alls of 2 predicted faster than one of 8; measured 2x slower).
+/// ranks, from seven runs of `mpirun -np 8 redist calibrate --backend mpi` (sizes 4 KiB, 64
+/// KiB, 1 MiB and 8 MiB per rank, the default) on the development machine (docs/reference.md
+/// "Time model"), rounded: per kind, the line through the medians of its predicted latency at
+/// groups of 2 and of 8 (one and three rounds; the fit alone trades the latency against the
+/// per-round term from run to run), the median per-byte term and the median pass. Every step
+/// writes its tile at about 5.5 GB/s per rank (8 ranks on 2 cores): a dynslice is nothing but
+/// that pass. A collective costs 10-20 us per round, an all-to-all or an exchange 12-17 us of
+/// it fixed: one collective of 8 costs about what one of 2 and one of 4 cost together, and
+/// the search splits none for time alone. The all-reduce is at most the reduce-scatter plus
+/// the all-gather that implement it (calibrate.hpp), so a small sum is one all-reduce.
 inline constexpr time_profile builtin_profile = [] {
   time_profile p;
   p.set_name("built-in");
   p.devices = 8;
-  p[op::allgather] = {15e-6, 4.8e-6, 0.77e-9};
-  p[op::alltoall] = {36e-6, 6.1e-6, 1.18e-9};
+  p[op::allgather] = {1.3e-6, 10.5e-6, 0.38e-9};
+  p[op::alltoall] = {12e-6, 7.8e-6, 0.92e-9};
   p[op::dynslice] = {0, 0, 0};
-  p[op::allpermute] = {23e-6, 0, 0.34e-9};
-  p[op::allreduce] = {21e-6, 8.8e-6, 1.88e-9};
-  p[op::reducescatter] = {20e-6, 6.7e-6, 1.57e-9};
-  p[op::exchange] = {42e-6, 7.5e-6, 0.52e-9};
-  p.pass_per_byte = 0.37e-9;
+  p[op::allpermute] = {19e-6, 0, 0.23e-9};
+  p[op::allreduce] = {1.3e-6, 21.4e-6, 0.69e-9};
+  p[op::reducescatter] = {0, 11.6e-6, 1.01e-9};
+  p[op::exchange] = {17e-6, 5.7e-6, 0.34e-9};
+  p.pass_per_byte = 0.18e-9;
   return p;
 }();
 

@@ -73,6 +73,17 @@ constexpr fuse_times fuse_prediction(const time_profile& P, op k, std::uint64_t 
   return t;
 }
 
+/// Whether the executor's pieces of a fused step of kind k over n members stay within their
+/// budget (core/time_model.hpp pack_budget_bytes): a piece holds at least one element of
+/// each of the n blocks, so n elements must fit in it. Where they do not (an all-to-all of
+/// a tile shorter than 2n elements), its send and receive pieces together may reach twice
+/// the tile: within the executor's 2x max(in, out) only when the fused step is the whole
+/// program (`alone`); beside another step's buffer (a permute's tile) they would exceed it.
+constexpr bool pieces_fit(op k, std::uint64_t n, std::uint64_t element_bytes, std::uint64_t in_out, bool alone) {
+  const std::uint64_t e = element_bytes > 0 ? element_bytes : 1;
+  return alone || n <= pack_budget_bytes(in_out, e, k != op::alltoall) / e;
+}
+
 /// The members of the fused step of a then b over D ranks, or empty if they do not fuse.
 constexpr std::vector<rank_t> fused_members(const step& a, const step& b, std::uint64_t D) {
   const std::uint64_t na = a.parts, nb = b.parts;
@@ -123,8 +134,9 @@ constexpr step_grid joined(const step_grid& b, const step_grid& a) {
 }  // namespace detail
 
 /// Fuse adjacent collectives of an even program where the time model under profile P
-/// predicts the fused step faster (greedily, first to last; a fused step fuses on with the
-/// next). Recomputes the program's Fig. 11 cost and height.
+/// predicts the fused step faster and its pieces fit their budget (detail::pieces_fit;
+/// greedily, first to last; a fused step fuses on with the next). path_rank (lower.hpp)
+/// ranks a path as if every faster fusion were made: a bound the lowering never beats. Recomputes the program's Fig. 11 cost and height.
 constexpr void fuse_collectives(program& prog, const time_profile& P, std::uint64_t element_bytes) {
   if (prog.steps.size() < 2 || prog.uneven()) return;
   const std::uint64_t D = prog.m.devices, in_out = end_tile_elements(prog);
@@ -133,7 +145,8 @@ constexpr void fuse_collectives(program& prog, const time_profile& P, std::uint6
   for (step& s : prog.steps) {
     if (!out.empty() && detail::fusable_dims(out.back(), s)) {
       step& a = out.back();
-      if (detail::fuse_prediction(P, s.kind, a.parts, s.parts, before_last, a.local_after, s.local_after,
+      if (detail::pieces_fit(s.kind, a.parts * s.parts, element_bytes, in_out, prog.steps.size() == 2) &&
+          detail::fuse_prediction(P, s.kind, a.parts, s.parts, before_last, a.local_after, s.local_after,
                                   element_bytes, in_out)
               .faster()) {
         std::vector<rank_t> members = detail::fused_members(a, s, D);

@@ -495,6 +495,26 @@ constexpr std::uint64_t lowered_time(const weak_problem& p, const program& prog)
   return t;
 }
 
+/// Under the time objective, 1 if the executor's two scratch tiles for prog
+/// (runtime/executor.hpp memory formula: A, the largest tile an odd number of steps before
+/// the end; B, the largest an even number before it that exceeds the target's tile)
+/// together exceed its larger end tile, else 0. Such a program leaves the executor less than
+/// the end tile for the pieces of a step it packs (a reduce-scatter on strided chunks, a
+/// fused all-to-all) within 2x max(in, out), so lowering ranks it after every other (the
+/// paper's programs, objective::bytes, are ranked as in the paper).
+constexpr std::uint64_t scratch_deep(const weak_problem& p, const program& prog) {
+  const std::size_t S = prog.steps.size();
+  if (p.goal != objective::time || S < 3 || prog.uneven()) return 0;
+  const std::uint64_t out = prog.steps.back().local_after;
+  std::uint64_t A = 0, B = 0;
+  for (std::size_t i = 1; i < S; ++i) {
+    const std::uint64_t t = prog.steps[i - 1].local_after;
+    if ((S - i) % 2 == 1) A = std::max(A, t);
+    else if (t > out) B = std::max(B, t);
+  }
+  return A + B > end_tile_elements(prog) ? 1 : 0;
+}
+
 /// Predicted picoseconds of the partial steps every program of problem p from a to b ends
 /// with (lower/partial.hpp; 0 without new pending axes or under objective::bytes).
 constexpr std::uint64_t partial_tail_time(const device_mesh& m, const dist_type& a, const dist_type& b,
@@ -519,9 +539,11 @@ namespace detail {
 /// permutation moves whole tiles where the collectives it replaces keep part of them in
 /// place), then steps.
 struct program_rank {
+  std::uint64_t deep = 0;  ///< 1: the executor's two scratch tiles exceed the end tile (scratch_deep)
   std::uint64_t time = 0, cost = 0, received = 0;
   std::size_t steps = 0;
   friend constexpr bool operator<(const program_rank& x, const program_rank& y) {
+    if (x.deep != y.deep) return x.deep < y.deep;
     if (x.time != y.time) return x.time < y.time;
     if (x.cost != y.cost) return x.cost < y.cost;
     if (x.received != y.received) return x.received < y.received;
@@ -597,8 +619,8 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
     result<ranked_program> out;
     out.err = r.err;
     if (r.ok()) {
-      out.value.rank = {lowered_time(p, r.value), r.value.cost_elements, r.value.received_elements(),
-                        r.value.steps.size()};
+      out.value.rank = {scratch_deep(p, r.value), lowered_time(p, r.value), r.value.cost_elements,
+                        r.value.received_elements(), r.value.steps.size()};
       out.value.prog = std::move(r.value);
     }
     return out;
@@ -680,9 +702,10 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   };
   // Nothing beats a program of the weak optimum's cost that receives the lower bound.
   auto optimal = [&] {
-    return have && best.rank.time == floor_time && best.rank.cost == floor && best.rank.received <= least_received;
+    return have && best.rank.deep == 0 && best.rank.time == floor_time && best.rank.cost == floor &&
+           best.rank.received <= least_received;
   };
-  auto at_floor = [&] { return best.rank.time == floor_time && best.rank.cost == floor; };
+  auto at_floor = [&] { return best.rank.deep == 0 && best.rank.time == floor_time && best.rank.cost == floor; };
   // The ties, best rank before lowering first (detail::path_rank: the fusions the lowering
   // will make, then bytes, bytes received, steps), in canonical order among equals; at most
   // tie_limit of them are lowered (each lowering costs O(devices)), of the up to
@@ -707,24 +730,27 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   if (!have) return chosen;
   chosen.err = error{};
   // Under the time objective the weak graph does not see the permutation a path may need
-  // once lowered: the paper's path (fewest bytes, found by the constexpr search, which both
-  // faces run alike) is a candidate too, so that the program chosen is never predicted
-  // slower than the paper's.
+  // once lowered: the paper's paths (fewest bytes, found by the constexpr search, which both
+  // faces run alike) are candidates too, and last the path of the paper's program, so that
+  // the program chosen is never predicted slower than the paper's.
+  auto time_weights = [&](std::vector<weak_step>& path) {
+    std::uint64_t local = p.ctx.local_size(p.source);
+    for (weak_step& st : path) {
+      const std::uint64_t after = p.ctx.local_size(st.after);
+      st.weight = p.weight(st.edge, local, after);
+      local = after;
+    }
+  };
+  weak_problem q = p;
+  q.goal = objective::bytes;
+  weak_plan fewest;
   if (p.goal == objective::time && !optimal()) {
-    weak_problem q = p;
-    q.goal = objective::bytes;
-    weak_plan fewest = search_constexpr(q);
+    fewest = search_constexpr(q);
     if (fewest.found) {
-      if (fewest.ties.empty()) fewest.ties.push_back(fewest.steps);
-      for (std::vector<weak_step>& path : fewest.ties) {  // the time objective's weights
-        std::uint64_t local = p.ctx.local_size(p.source);
-        for (weak_step& st : path) {
-          const std::uint64_t after = p.ctx.local_size(st.after);
-          st.weight = p.weight(st.edge, local, after);
-          local = after;
-        }
-      }
-      lower_best(fewest.ties);
+      std::vector<std::vector<weak_step>> paths = fewest.ties;
+      if (paths.empty()) paths.push_back(fewest.steps);
+      for (std::vector<weak_step>& path : paths) time_weights(path);
+      lower_best(paths);
     }
   }
   // A costlier weak path may need no permutation, or need it on a smaller tile, or keep
@@ -737,7 +763,9 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   // long paths, and every step costs a latency.
   for (int phase = 0; phase < 2 && !optimal() && (phase == 0 || best.prog.count(op::allpermute) > 0); ++phase) {
     const std::uint64_t slack = phase == 0 ? 1 : 0;
-    auto best_key = [&] { return p.goal == objective::time ? best.rank.time : best.rank.cost; };
+    auto best_key = [&] {  // a deep best bounds nothing: a slower program may rank before it
+      return best.rank.deep != 0 ? UINT64_MAX : p.goal == objective::time ? best.rank.time : best.rank.cost;
+    };
     std::uint64_t budget = best_key() < slack ? 0 : best_key() - slack;
     const std::size_t longest = wp.steps.size() + 2, most = std::min<std::size_t>(tie_limit(m.devices), 8);
     std::size_t expansions = 1500, paths = 0;  // for all the depths of the phase together
@@ -749,6 +777,15 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
                                 budget = std::min(budget, best_key() < slack ? 0 : best_key() - slack);
                                 return ++paths < most && !optimal();
                               });
+  }
+  // Last, the path of the paper's program itself (the bytes objective's choice among its
+  // ties and near paths): the walk above is bounded by time and may not reach it.
+  if (fewest.found && !optimal()) {
+    lowering_choice paper = choose_lowering(m, a, b, q, fewest, element_bytes);
+    if (!paper.err) {
+      time_weights(paper.path);
+      consider(paper.path);
+    }
   }
   return chosen;
 }
@@ -774,8 +811,10 @@ constexpr bool pads_pending(const device_mesh& m, const dist_type& a, const dist
 /// Program x (of problem px) ranks before program y (of problem py) by detail::program_rank:
 /// less predicted time under the time objective, fewer bytes, fewer received, fewer steps.
 constexpr bool ranks_before(const weak_problem& px, const program& x, const weak_problem& py, const program& y) {
-  const detail::program_rank rx{lowered_time(px, x), x.cost_elements, x.received_elements(), x.steps.size()};
-  const detail::program_rank ry{lowered_time(py, y), y.cost_elements, y.received_elements(), y.steps.size()};
+  const detail::program_rank rx{scratch_deep(px, x), lowered_time(px, x), x.cost_elements, x.received_elements(),
+                                x.steps.size()};
+  const detail::program_rank ry{scratch_deep(py, y), lowered_time(py, y), y.cost_elements, y.received_elements(),
+                                y.steps.size()};
   return rx < ry;
 }
 

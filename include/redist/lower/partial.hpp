@@ -107,10 +107,13 @@ constexpr step padded_partial_step(const device_mesh& m, const dist_type& from, 
 /// End program p (ranks 0..D-1, from its source to before_partial(a, b) or
 /// before_padded_partial(a, b)) with the partial steps that create b's new pending axes:
 /// one padded step per dimension whose minor-most axes are new pending axes of b, then the
-/// step for those that replicate; p is unchanged when b has none.
+/// step for those that replicate; p is unchanged when b has none. The memory bound becomes
+/// at least b's local size (eq. 4 bounds by the real target, whose tile a padded step
+/// writes; a program to the type before it, such as an exchange, knows only that type).
 constexpr void append_partial(program& p, const dist_type& b) {
   const std::uint64_t mask = new_pending_mask(p.target, b);
   if (mask == 0) return;
+  p.memory_bound_elements = std::max(p.memory_bound_elements, local_size(p.m, b));
   for (int d = 0; d < p.target.rank; ++d) {
     int count = 0;
     while (count < p.target.dims[d].n && ((mask >> p.target.dims[d].axes[count]) & 1)) ++count;

@@ -38,6 +38,9 @@
 // independently of the step count (peers of a dynslice, always 0; of an allpermute, always
 // 1) gets the term 0 and the latency absorbs it.
 //
+// The all-reduce's terms are then capped at the reduce-scatter's plus the all-gather's
+// (cap_allreduce).
+//
 // Special cases (documented in docs/reference.md, "Time model"):
 //   - D = 1: nothing moves between ranks and every program on one device is empty: every
 //     kind gets the tile copy's latency, per_peer and per_byte 0 (the pass is the copy).
@@ -78,7 +81,7 @@ namespace redist {
 /// One measured step: its features (as predicted_seconds counts them) and its time.
 struct time_sample {
   double steps = 1;    ///< steps of the kind (1 for one step)
-  double peers = 0;    ///< peers, summed over those steps
+  double peers = 0;    ///< peers (a collective's rounds), summed over those steps
   double bytes = 0;    ///< bytes received (dynslice: copies), summed over those steps
   double seconds = 0;  ///< measured
   double offset = 0;   ///< of those seconds, what is already explained (the pass over the tile)
@@ -222,6 +225,19 @@ inline std::vector<step_features> program_step_features(const program& p) {
     std::copy(after, after + T, before);
   }
   return out;
+}
+
+/// An all-reduce is at most the reduce-scatter then all-gather that implement it (how MPI
+/// libraries and NCCL run large ones): caps its latency and per-round terms at their sums,
+/// its per-byte term at their mean (it receives twice what either does). The fit prices the
+/// kinds apart, and at small sizes their noise would otherwise decide between one step and
+/// two that measure the same.
+constexpr void cap_allreduce(time_profile& p) {
+  const op_time rs = p[op::reducescatter], ag = p[op::allgather];
+  op_time& ar = p[op::allreduce];
+  ar.latency = std::min(ar.latency, rs.latency + ag.latency);
+  ar.per_peer = std::min(ar.per_peer, rs.per_peer + ag.per_peer);
+  ar.per_byte = std::min(ar.per_byte, 0.5 * (rs.per_byte + ag.per_byte));
 }
 
 // ---- calibrate ----
@@ -382,6 +398,7 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
   for (op k : all_ops) c.profile[k] = fit_op_time(c.samples[static_cast<int>(k)]);
   for (op k : all_ops)  // a kind no mesh of D ranks exercises: the exchange's terms
     if (c.samples[static_cast<int>(k)].empty()) c.profile[k] = c.profile[op::exchange];
+  cap_allreduce(c.profile);
   return c;
 }
 
