@@ -702,10 +702,9 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   };
   // Nothing beats a program of the weak optimum's cost that receives the lower bound.
   auto optimal = [&] {
-    return have && best.rank.deep == 0 && best.rank.time == floor_time && best.rank.cost == floor &&
-           best.rank.received <= least_received;
+    return have && best.rank.time == floor_time && best.rank.cost == floor && best.rank.received <= least_received;
   };
-  auto at_floor = [&] { return best.rank.deep == 0 && best.rank.time == floor_time && best.rank.cost == floor; };
+  auto at_floor = [&] { return best.rank.time == floor_time && best.rank.cost == floor; };
   // The ties, best rank before lowering first (detail::path_rank: the fusions the lowering
   // will make, then bytes, bytes received, steps), in canonical order among equals; at most
   // tie_limit of them are lowered (each lowering costs O(devices)), of the up to
@@ -744,7 +743,7 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   weak_problem q = p;
   q.goal = objective::bytes;
   weak_plan fewest;
-  if (p.goal == objective::time && !optimal()) {
+  if (p.goal == objective::time && (!optimal() || best.rank.deep != 0)) {
     fewest = search_constexpr(q);
     if (fewest.found) {
       std::vector<std::vector<weak_step>> paths = fewest.ties;
@@ -763,9 +762,7 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   // long paths, and every step costs a latency.
   for (int phase = 0; phase < 2 && !optimal() && (phase == 0 || best.prog.count(op::allpermute) > 0); ++phase) {
     const std::uint64_t slack = phase == 0 ? 1 : 0;
-    auto best_key = [&] {  // a deep best bounds nothing: a slower program may rank before it
-      return best.rank.deep != 0 ? UINT64_MAX : p.goal == objective::time ? best.rank.time : best.rank.cost;
-    };
+    auto best_key = [&] { return p.goal == objective::time ? best.rank.time : best.rank.cost; };
     std::uint64_t budget = best_key() < slack ? 0 : best_key() - slack;
     const std::size_t longest = wp.steps.size() + 2, most = std::min<std::size_t>(tie_limit(m.devices), 8);
     std::size_t expansions = 1500, paths = 0;  // for all the depths of the phase together
@@ -779,8 +776,10 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
                               });
   }
   // Last, the path of the paper's program itself (the bytes objective's choice among its
-  // ties and near paths): the walk above is bounded by time and may not reach it.
-  if (fewest.found && !optimal()) {
+  // ties and near paths): the walk above is bounded by time and may not reach it, and it is
+  // the fallback where the best so far is deep (scratch_deep; the walks above stop at the
+  // weak optimum, as before, whatever its depth).
+  if (fewest.found && (!optimal() || best.rank.deep != 0)) {
     lowering_choice paper = choose_lowering(m, a, b, q, fewest, element_bytes);
     if (!paper.err) {
       time_weights(paper.path);
