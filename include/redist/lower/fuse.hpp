@@ -136,7 +136,8 @@ constexpr step_grid joined(const step_grid& b, const step_grid& a) {
 /// Fuse adjacent collectives of an even program where the time model under profile P
 /// predicts the fused step faster and its pieces fit their budget (detail::pieces_fit;
 /// greedily, first to last; a fused step fuses on with the next). path_rank (lower.hpp)
-/// ranks a path as if every faster fusion were made: a bound the lowering never beats. Recomputes the program's Fig. 11 cost and height.
+/// ranks a path as if every faster fusion were made: a bound the lowering never beats.
+/// Recomputes the program's Fig. 11 cost and height.
 constexpr void fuse_collectives(program& prog, const time_profile& P, std::uint64_t element_bytes) {
   if (prog.steps.size() < 2 || prog.uneven()) return;
   const std::uint64_t D = prog.m.devices, in_out = end_tile_elements(prog);

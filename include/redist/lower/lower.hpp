@@ -551,6 +551,11 @@ struct program_rank {
   }
 };
 
+/// The rank of lowered program prog of problem p.
+constexpr program_rank rank_of(const weak_problem& p, const program& prog) {
+  return {scratch_deep(p, prog), lowered_time(p, prog), prog.cost_elements, prog.received_elements(), prog.steps.size()};
+}
+
 /// A lowered candidate and its rank.
 struct ranked_program {
   program prog;
@@ -619,8 +624,7 @@ constexpr result<ranked_program> lower_any_sum_order(const device_mesh& m, const
     result<ranked_program> out;
     out.err = r.err;
     if (r.ok()) {
-      out.value.rank = {scratch_deep(p, r.value), lowered_time(p, r.value), r.value.cost_elements,
-                        r.value.received_elements(), r.value.steps.size()};
+      out.value.rank = rank_of(p, r.value);
       out.value.prog = std::move(r.value);
     }
     return out;
@@ -810,11 +814,7 @@ constexpr bool pads_pending(const device_mesh& m, const dist_type& a, const dist
 /// Program x (of problem px) ranks before program y (of problem py) by detail::program_rank:
 /// less predicted time under the time objective, fewer bytes, fewer received, fewer steps.
 constexpr bool ranks_before(const weak_problem& px, const program& x, const weak_problem& py, const program& y) {
-  const detail::program_rank rx{scratch_deep(px, x), lowered_time(px, x), x.cost_elements, x.received_elements(),
-                                x.steps.size()};
-  const detail::program_rank ry{scratch_deep(py, y), lowered_time(py, y), y.cost_elements, y.received_elements(),
-                                y.steps.size()};
-  return rx < ry;
+  return detail::rank_of(px, x) < detail::rank_of(py, y);
 }
 
 }  // namespace redist
