@@ -14,16 +14,23 @@ count is its list of collectives without the local ones (dynamic-slice). It prin
     single device's value, the zeros of the others added to it, is not a reduction: redist
     plans those as one exchange);
   * per peer, the exact cases where the plan has more collectives: id, the peer's sequence and
-    redist's (local steps in parentheses).
+    redist's (local steps in parentheses);
+  * with --peer-sequence (build/benchmarks/peer_sequence), per peer over the exact cases on one
+    mesh: how many chosen plans are predicted no slower than the peer's sequence under the same
+    profile (the built-in one; peer_sequence.cpp prices the sequence as a lower bound: its
+    cheapest weak path with the peer's collectives, runs of all-gathers or all-to-alls fused, no
+    permutation, no memory bound), the geomean of peer / redist, and the cases predicted slower.
 
 Options it does not know are passed to `redist plan` (for instance `--profile FILE`), so that two
 runs compare the planner before and after a change.
 
-Usage: peer_table.py --redist build/tools/redist [--cases tests/peers/cases.json] [redist plan options...]
+Usage: peer_table.py --redist build/tools/redist [--cases tests/peers/cases.json]
+                     [--peer-sequence build/benchmarks/peer_sequence] [redist plan options...]
 Python 3 standard library only.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -42,11 +49,39 @@ def plan_ops(redist, c, extra):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if r.returncode != 0:
         raise SystemExit("peer_table.py: %s: redist plan exited %d: %s" % (c["id"], r.returncode, r.stderr.strip()))
-    ops = [s["op"] for s in json.loads(r.stdout)["steps"]]
+    prog = json.loads(r.stdout)
+    ops = [s["op"] for s in prog["steps"]]
     for op in ops:
         if op not in REDIST_OPS:
             raise SystemExit("peer_table.py: %s: unknown op %r in the plan" % (c["id"], op))
-    return ops
+    return ops, prog
+
+
+def one_mesh(prog):
+    """The plan's mesh in redist's syntax, or None when its target lies on another mesh or
+    either side is a box layout (the peer-sequence pricing takes one mesh and two types)."""
+    if "target_mesh" in prog and (prog["target_mesh"] != prog["mesh"] or prog["target_devices"] != prog["devices"]):
+        return None
+    if not isinstance(prog["source"], str) or not isinstance(prog["target"], str):
+        return None
+    return "{%s}" % ", ".join("%s: %d" % (name, size) for name, size in prog["mesh"])
+
+
+def price(tool, jobs):
+    """(chosen seconds, peer seconds, peer seconds within redist's memory bound, uneven) per job
+    (mesh, from, to, peer kinds); None where no program has the peer's collectives."""
+    if not jobs:
+        return []
+    text = "".join("%s\t%s\t%s\t%s\n" % (m, a, b, ",".join(k)) for m, a, b, k in jobs)
+    r = subprocess.run([tool], input=text, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0:
+        raise SystemExit("peer_table.py: peer_sequence exited %d: %s" % (r.returncode, r.stderr.strip()))
+    out = []
+    for line in r.stdout.splitlines():
+        chosen, peer, bounded, uneven = line.split("\t")
+        out.append((float(chosen), None if peer == "-" else float(peer), None if bounded == "-" else float(bounded),
+                    uneven == "1"))
+    return out
 
 
 def pending_source(c):
@@ -62,13 +97,14 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--redist", required=True, help="path of the redist command-line tool")
     ap.add_argument("--cases", default=os.path.join(HERE, "..", "tests", "peers", "cases.json"))
+    ap.add_argument("--peer-sequence", help="path of build/benchmarks/peer_sequence: price the peers' sequences")
     a, extra = ap.parse_known_args(argv)
     with open(a.cases) as f:
         doc = json.load(f)
     kinds = doc["collective_kinds"]
-    rows, more = {}, {}
+    rows, more, jobs = {}, {}, []
     for c in doc["cases"]:
-        ops = plan_ops(a.redist, c, extra)
+        ops, prog = plan_ops(a.redist, c, extra)
         ours = sum(1 for op in ops if op not in LOCAL_OPS)
         theirs = sum(1 for k in c["peer_collectives"] if kinds[k] != "local")
         r = rows.setdefault(c["peer"], dict(cases=0, exact=0, fewer=0, same=0, more=0, peer_sum=0, ours_sum=0,
@@ -80,6 +116,9 @@ def main(argv):
         if not c["exact"]:
             continue
         r["exact"] += 1
+        mesh = one_mesh(prog)
+        if a.peer_sequence and mesh:
+            jobs.append((c, (mesh, prog["source"], prog["target"], c["peer_collectives"])))
         r["peer_sum"] += theirs
         r["ours_sum"] += ours
         if ours < theirs:
@@ -120,8 +159,52 @@ def main(argv):
         out.append("| --- | --- | --- |")
         for cid, theirs, ours in more[p]:
             out.append("| %s | %s | %s |" % (cid, theirs, ours))
+    if a.peer_sequence:
+        out += time_table(jobs, price(a.peer_sequence, [j for _, j in jobs]))
     print("\n".join(out))
     return 0
+
+
+def time_table(jobs, priced):
+    """Predicted time of the chosen plan against the peer's sequence, per peer."""
+    rows, slower = {}, []
+    for (c, _), (ours, peer, bounded, uneven) in zip(jobs, priced):
+        r = rows.setdefault(c["peer"], dict(cases=0, priced=0, ok=0, logs=[], bpriced=0, bok=0, uneven=0))
+        r["cases"] += 1
+        if bounded is not None:
+            r["bpriced"] += 1
+            r["bok"] += ours <= bounded * (1 + 1e-9)
+        if peer is None:
+            continue
+        r["priced"] += 1
+        if ours <= peer * (1 + 1e-9):
+            r["ok"] += 1
+        else:
+            r["uneven"] += uneven
+            why = "uneven: redist runs the step as an exchange" if uneven else (
+                "the peer holds more than max(in, out)" if bounded is None or ours <= bounded * (1 + 1e-9) else "")
+            slower.append((c["id"], ours, peer, bounded, why))
+        r["logs"].append(math.log(peer / ours) if ours > 0 and peer > 0 else 0.0)
+    out = ["", "Predicted time under the built-in profile over the exact cases on one mesh: the chosen plan against "
+               "the peer's sequence as redist lowers it (benchmarks/peer_sequence.cpp), with the peer's memory and "
+               "within redist's bound, max(in, out) per rank.", "",
+           "| peer | cases | priced | redist no slower | of those slower, uneven | geomean peer / redist "
+           "| priced within the bound | redist no slower |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for p in PEERS + tuple(sorted(set(rows) - set(PEERS))):
+        if p not in rows:
+            continue
+        r = rows[p]
+        gm = math.exp(sum(r["logs"]) / len(r["logs"])) if r["logs"] else float("nan")
+        out.append("| %s | %d | %d | %d | %d | %.3f | %d | %d |" % (
+            PEER_NAMES.get(p, p), r["cases"], r["priced"], r["ok"], r["uneven"], gm, r["bpriced"], r["bok"]))
+    if slower:
+        out += ["", "Predicted slower than the peer's sequence:", "",
+                "| case | redist us | peer us | peer within the bound us | why |", "| --- | ---: | ---: | ---: | --- |"]
+        out += ["| %s | %.2f | %.2f | %s | %s |" % (cid, ours * 1e6, peer * 1e6,
+                                                   "-" if bounded is None else "%.2f" % (bounded * 1e6), why)
+                for cid, ours, peer, bounded, why in slower]
+    return out
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ std::uint64_t least_received_lowered(const device_mesh& m, const dist_type& a, c
   const weak_problem wp = make_weak_problem(m, a, b, search_options{1.0, objective::bytes}).get();
   const weak_plan plan = search_bgl(wp);
   std::uint64_t least = ours;
-  near_paths(wp, 2 * plan.total.cost, plan.steps.size() + 2, 5000, 2000000,
+  near_paths(wp, 2 * plan.total.cost, 0, plan.steps.size() + 2, 5000, 2000000,
              [&](const std::vector<weak_step>& path, std::uint64_t) {
                const result<program> r = lower_path(m, a, b, wp, path, 4);
                if (r.ok()) least = std::min(least, r.value.received_elements());

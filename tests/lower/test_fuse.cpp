@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "redist/lower/synthesize.hpp"
 #include "redist/program_json.hpp"
@@ -184,4 +185,40 @@ TEST_CASE("a fused step is priced in the pieces the executor moves it in", "[fus
   // A piece is never empty, and never more than the block.
   CHECK(redist::pack_piece_elements(8, 3, 4, 4) == 1);
   CHECK(redist::pack_piece_elements(2, 5, 1u << 20, 4) == 5);
+}
+
+TEST_CASE("the near-path walk prices a prefix with the fusions its lowering makes", "[fuse]") {
+  // A paper-workload problem: the time optimum (two all-to-alls) needs a permutation once
+  // lowered; three all-to-alls of which the last two fuse need none and are faster, but
+  // their weights add up to more than that lowered optimum.
+  const redist::device_mesh m = redist::parse_mesh("{a: 2, b: 2, c: 2}");
+  const redist::dist_type a = redist::parse_type(m, "[133{c}266, 66{a}132, 9{b}18, 152]");
+  const redist::dist_type b = redist::parse_type(m, "[133{b}266, 132, 18, 38{a, c}152]");
+  const redist::weak_problem p = redist::make_weak_problem(m, a, b).get();
+  const redist::weak_plan optimum = redist::search_bgl(p);
+  const redist::program direct = redist::lower_and_fuse(m, a, b, p, optimum.steps, 4, false).get();
+  REQUIRE(direct.count(op::allpermute) == 1);
+  const std::uint64_t budget = redist::lowered_time(p, direct) - 1;
+  auto three = [&](auto... key_of) {  // fused three-step paths under the budget
+    std::size_t n = 0;
+    redist::near_paths(
+        p, budget, 3, 3, 100, 100000,
+        [&](const std::vector<redist::weak_step>& path, std::uint64_t) {
+          const redist::program q = redist::lower_and_fuse(m, a, b, p, path, 4, false).get();
+          n += q.count(op::allpermute) == 0 && fused_steps(q, op::alltoall) == 1 && redist::lowered_time(p, q) <= budget;
+          return true;
+        },
+        key_of...);
+    return n;
+  };
+  CHECK(three() == 0);  // summed weights prune every one of them
+  CHECK(three([&](const std::vector<redist::weak_step>& path, std::uint64_t) {
+          return redist::detail::path_rank(p, path).time;
+        }) > 0);
+  // The lowering takes one: two steps, no permutation, faster than the optimum's program.
+  const redist::program chosen = redist::search_program(m, a, b, {});
+  CHECK(chosen.steps.size() == 2);
+  CHECK(chosen.count(op::allpermute) == 0);
+  CHECK(fused_steps(chosen, op::alltoall) == 1);
+  CHECK(redist::predicted_seconds(chosen, redist::builtin_profile) < redist::predicted_seconds(direct, redist::builtin_profile));
 }

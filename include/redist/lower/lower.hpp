@@ -734,8 +734,7 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   chosen.err = error{};
   // Under the time objective the weak graph does not see the permutation a path may need
   // once lowered: the paper's paths (fewest bytes, found by the constexpr search, which both
-  // faces run alike) are candidates too, and last the path of the paper's program, so that
-  // the program chosen is never predicted slower than the paper's.
+  // faces run alike) are candidates too.
   auto time_weights = [&](std::vector<weak_step>& path) {
     std::uint64_t local = p.ctx.local_size(p.source);
     for (weak_step& st : path) {
@@ -761,29 +760,42 @@ constexpr lowering_choice choose_lowering(const device_mesh& m, const dist_type&
   // far, then, if the best still permutes, those of equal cost; at most two steps more
   // than the shortest (bytes are not all that counts: every collective has a latency).
   // The budget follows the best program, so the walk prunes what can no longer win.
-  // Under the time objective the walk deepens one step at a time (shortest paths first):
-  // the time potential prunes little, so a depth-first walk would spend its expansions on
-  // long paths, and every step costs a latency.
+  // Under the time objective the walk deepens one step at a time (shortest paths first),
+  // each depth taking the paths of exactly its length, up to `most` of them: the time
+  // potential prunes little, so a depth-first walk would spend its expansions on long paths,
+  // and every step costs a latency; yet the shorter paths often all need a permutation
+  // that a longer one avoids. It prices a prefix as its lowering will fuse it
+  // (detail::path_rank): three all-to-alls of which two fuse cost less than their weights
+  // add up to, and the sum would prune them.
+  const bool deepen = p.goal == objective::time;
   for (int phase = 0; phase < 2 && !optimal() && (phase == 0 || best.prog.count(op::allpermute) > 0); ++phase) {
     const std::uint64_t slack = phase == 0 ? 1 : 0;
     auto best_key = [&] { return p.goal == objective::time ? best.rank.time : best.rank.cost; };
     std::uint64_t budget = best_key() < slack ? 0 : best_key() - slack;
     const std::size_t longest = wp.steps.size() + 2, most = std::min<std::size_t>(tie_limit(m.devices), 8);
-    std::size_t expansions = 1500, paths = 0;  // for all the depths of the phase together
-    for (std::size_t len = p.goal == objective::time ? 1 : longest;
-         len <= longest && expansions > 0 && paths < most && !optimal(); ++len)
-      expansions = near_paths(p, budget, len, most - paths, expansions,
-                              [&](const std::vector<weak_step>& path, std::uint64_t) {
-                                consider(path);
-                                budget = std::min(budget, best_key() < slack ? 0 : best_key() - slack);
-                                return ++paths < most && !optimal();
-                              });
+    std::size_t expansions = 1500, paths = 0;  // expansions for all the depths of the phase together
+    auto take = [&](const std::vector<weak_step>& path, std::uint64_t) {
+      consider(path);
+      budget = std::min(budget, best_key() < slack ? 0 : best_key() - slack);
+      return ++paths < most && !optimal();
+    };
+    auto fused_time = [&](const std::vector<weak_step>& path, std::uint64_t sum) {
+      // Only an all-gather or all-to-all after one of its kind may fuse.
+      const std::size_t n = path.size();
+      const op k = path.back().edge.kind;
+      const bool fuses = n >= 2 && (k == op::allgather || k == op::alltoall) && path[n - 2].edge.kind == k;
+      return fuses ? detail::path_rank(p, path).time : sum;
+    };
+    for (std::size_t len = deepen ? 1 : longest; len <= longest && expansions > 0 && !optimal(); ++len, paths = 0)
+      expansions = deepen ? near_paths(p, budget, len, len, most, expansions, take, fused_time)
+                          : near_paths(p, budget, 0, len, most, expansions, take);
   }
-  // Last, the path of the paper's program itself (the bytes objective's choice among its
-  // ties and near paths): the walk above is bounded by time and may not reach it, and it is
-  // the fallback where the best so far is deep (scratch_deep; the walks above stop at the
-  // weak optimum, as before, whatever its depth).
-  if (fewest.found && (!optimal() || best.rank.deep != 0)) {
+  // Last, where the best so far permutes or is deep (scratch_deep; the walks above stop at
+  // the weak optimum whatever its depth), the path of the paper's program (the bytes
+  // objective's choice among its ties and near paths): the walk above is bounded and may not
+  // reach a costlier path that needs no permutation, and so that the program chosen is never
+  // predicted slower than the paper's where the walk's best permutes.
+  if (fewest.found && (best.rank.deep != 0 || best.prog.count(op::allpermute) > 0)) {
     lowering_choice paper = choose_lowering(m, a, b, q, fewest, element_bytes);
     if (!paper.err) {
       time_weights(paper.path);

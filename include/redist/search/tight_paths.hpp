@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "redist/search/weak_graph.hpp"
@@ -79,11 +80,17 @@ constexpr std::vector<std::vector<weak_step>> tight_paths(const weak_problem& p,
 }
 
 namespace detail {
-template <class F>
+/// near_paths' default key of a prefix: its weights' keys summed.
+struct sum_key {
+  constexpr std::uint64_t operator()(const std::vector<weak_step>&, std::uint64_t sum) const { return sum; }
+};
+
+template <class F, class K>
 constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g, const std::uint64_t& budget,
-                        std::size_t max_len, std::vector<weak_step>& path, F& on_path, std::size_t& paths,
-                        std::size_t& expansions) {
+                        std::size_t min_len, std::size_t max_len, std::vector<weak_step>& path, F& on_path, K& key_of,
+                        std::size_t& paths, std::size_t& expansions) {
   if (cur == p.target) {
+    if (path.size() < min_len) return;
     --paths;
     if (!on_path(path, g)) paths = 0;
     return;
@@ -95,10 +102,17 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
     --expansions;
     // One order for commuting dynslices: ascending dimensions, one per dimension.
     if (!path.empty() && last.kind == op::dynslice && e.kind == op::dynslice && e.to <= last.to) return;
-    const std::uint64_t k = p.key(w), gn = g > UINT64_MAX - k ? UINT64_MAX : g + k;
-    if (gn > budget || gn + p.key_potential(next) > budget) return;
-    path.push_back(weak_step{e, next, w});
-    near_dfs(p, next, gn, budget, max_len, path, on_path, paths, expansions);
+    const std::uint64_t k = p.key(w), sum = g > UINT64_MAX - k ? UINT64_MAX : g + k;
+    if constexpr (std::is_same_v<K, sum_key>) {  // pruned before the step is pushed
+      if (sum > budget || sum + p.key_potential(next) > budget) return;
+      path.push_back(weak_step{e, next, w});
+      near_dfs(p, next, sum, budget, min_len, max_len, path, on_path, key_of, paths, expansions);
+    } else {
+      path.push_back(weak_step{e, next, w});
+      const std::uint64_t gn = key_of(path, sum);
+      if (gn <= budget && gn + p.key_potential(next) <= budget)
+        near_dfs(p, next, gn, budget, min_len, max_len, path, on_path, key_of, paths, expansions);
+    }
     path.pop_back();
   });
 }
@@ -106,16 +120,20 @@ constexpr void near_dfs(const weak_problem& p, const shape& cur, std::uint64_t g
 
 /// Call on_path(path, key) for weak paths from p.source to p.target whose key (the
 /// objective's first component: picoseconds or Fig. 11 cost, weak_problem::key) is at most
-/// `budget`, of at most `max_len` steps (not only shortest ones), depth first in the
+/// `budget`, of `min_len` to `max_len` steps (not only shortest ones), depth first in the
 /// successor order and pruned with the potential (weak_problem::key_potential); at most `max_paths` paths and
 /// `max_expansions` edges examined. on_path returns false to stop; it may lower `budget`
 /// (read by reference) to prune the rest of the walk. Returns the expansions left.
-template <class F>
-constexpr std::size_t near_paths(const weak_problem& p, const std::uint64_t& budget, std::size_t max_len,
-                                 std::size_t max_paths, std::size_t max_expansions, F on_path) {
+/// `key_of(path, sum)` gives the key of a prefix whose weights' keys add up to `sum`
+/// (default: the sum); the lowering passes the predicted time with the fusions it will make
+/// (detail::path_rank), so that steps that fuse into one are walked at their fused price.
+template <class F, class K = detail::sum_key>
+constexpr std::size_t near_paths(const weak_problem& p, const std::uint64_t& budget, std::size_t min_len,
+                                 std::size_t max_len, std::size_t max_paths, std::size_t max_expansions, F on_path,
+                                 K key_of = {}) {
   std::vector<weak_step> path;
   std::size_t paths = max_paths, expansions = max_expansions;
-  if (paths > 0) detail::near_dfs(p, p.source, 0, budget, max_len, path, on_path, paths, expansions);
+  if (paths > 0) detail::near_dfs(p, p.source, 0, budget, min_len, max_len, path, on_path, key_of, paths, expansions);
   return expansions;
 }
 
