@@ -12,17 +12,18 @@
 // sequence in redist's vocabulary: every weak path whose collectives are the peer's in the
 // peer's order, where one all-gather or all-to-all of the peer may be several weak steps in
 // a row (the peers gather or exchange several dimensions in one), with dynslices (local)
-// anywhere, is
-// lowered by redist's lowering (its groups and dynslice chunks, a permutation where the ranks'
-// tiles end up elsewhere, adjacent collectives fused where faster), and the least predicted
+// anywhere, is lowered by redist's lowering (its groups and dynslice chunks, a permutation
+// where the ranks' tiles end up elsewhere, adjacent collectives fused where faster), and the least predicted
 // time wins (lowered_time: every collective priced as one, as the peers run them on padded
 // tiles). A collective-permute of the peer is what the lowering's permutation does, or its
 // latency where the lowering needs none; the partial steps that create new pending axes end
 // every program (lower/partial.hpp). peer_s lifts the memory bound (a peer may hold more),
 // peer_bounded_s keeps redist's (max(in, out) per rank).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,7 @@ class pricer {
   }
   void price() {
     ++lowered_;
-    const redist::result<redist::program> r = redist::lower_and_fuse(m_, a_, b_, p_, path_, 4, false);
+    const redist::result<redist::program> r = redist::lower_and_fuse(m_, a_, b_, p_, path_, p_.element_bytes, false);
     if (!r.ok()) return;
     const std::uint64_t permutes = r.value.count(op::allpermute);
     std::uint64_t t = redist::lowered_time(p_, r.value);

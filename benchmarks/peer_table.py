@@ -17,9 +17,10 @@ count is its list of collectives without the local ones (dynamic-slice). It prin
     redist's (local steps in parentheses);
   * with --peer-sequence (build/benchmarks/peer_sequence), per peer over the exact cases on one
     mesh: how many chosen plans are predicted no slower than the peer's sequence under the same
-    profile (the built-in one; peer_sequence.cpp prices the sequence as a lower bound: its
-    cheapest weak path with the peer's collectives, runs of all-gathers or all-to-alls fused, no
-    permutation, no memory bound), the geomean of peer / redist, and the cases predicted slower.
+    profile (the built-in one; peer_sequence.cpp lowers every weak path with the peer's
+    collectives in order, runs of all-gathers or all-to-alls fused, and keeps the fastest), with
+    the peer's memory and within redist's bound, the geomean of peer / redist, and the cases
+    predicted slower with the reason (uneven shapes, the peer's memory).
 
 Options it does not know are passed to `redist plan` (for instance `--profile FILE`), so that two
 runs compare the planner before and after a change.
