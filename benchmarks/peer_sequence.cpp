@@ -5,10 +5,11 @@
 // Reads lines "mesh<TAB>from<TAB>to<TAB>kinds" (redist syntax; the peer's ops comma-separated
 // as in tests/peers/cases.json, possibly none) and writes per line
 // "chosen_s<TAB>peer_s<TAB>peer_bounded_s<TAB>uneven", a "-" where no program has the peer's
-// ops, uneven 1 where a dimension does not divide evenly (redist runs such steps as exchanges).
+// ops, uneven 1 where a dimension does not divide evenly.
 //
 // chosen_s is what `redist plan` chooses, predicted as redist runs it (predicted_seconds:
-// steps on uneven tiles that run as exchanges priced as exchanges). peer_s is the peer's
+// collectives on padded tiles priced as collectives, steps on uneven tiles that run as
+// exchanges (redist/exchange.hpp moves_as_exchange) priced as exchanges). peer_s is the peer's
 // sequence in redist's vocabulary: every weak path whose collectives are the peer's in the
 // peer's order, where one all-gather or all-to-all of the peer may be several weak steps in
 // a row (the peers gather or exchange several dimensions in one), with dynslices (local)

@@ -182,8 +182,8 @@ def time_table(jobs, priced):
             r["ok"] += 1
         else:
             r["uneven"] += uneven
-            why = "uneven: redist runs the step as an exchange" if uneven else (
-                "the peer holds more than max(in, out)" if bounded is None or ours <= bounded * (1 + 1e-9) else "")
+            why = ("the peer holds more than max(in, out)" if bounded is None or ours <= bounded * (1 + 1e-9)
+                   else "uneven" if uneven else "")
             slower.append((c["id"], ours, peer, bounded, why))
         r["logs"].append(math.log(peer / ours) if ours > 0 and peer > 0 else 0.0)
     out = ["", "Predicted time under the built-in profile over the exact cases on one mesh: the chosen plan against "

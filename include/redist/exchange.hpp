@@ -310,6 +310,86 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
   return {std::move(t.states.back()), std::move(t.error)};
 }
 
+/// True iff step i of p, an allgather, alltoall or allpermute, lands every box exactly
+/// when it runs as the backend's collective on padded tiles (`t`: the boxes through step
+/// i). Every rank's buffer is the padded tile, the longest box per dimension, with its box
+/// at the start (DESIGN.md section 2). An allpermute moves a whole tile to the rank that
+/// holds the same box after it: always exact. An allgather or alltoall (not fused: fused
+/// steps run on even programs) puts the block of group member m at m times the padded tile
+/// along concat_dim: exact where every member's non-empty box starts there in the tile
+/// after it (the members before it hold whole tiles), whatever the blocks add past the tile
+/// after is padding and dropped (the executor clips it, receiving `parts` blocks in pieces
+/// of at least one element each into a pack buffer of at most half the larger end tile: so
+/// only where 2 parts <= max(in, out) elements). An alltoall sends chunk m of the padded
+/// tile t along split_dim, rows [m c, (m + 1) c) with c = ceil(t / parts) (clipped to the
+/// t rows the tile has, the rest of the chunk padding): exact where every non-empty box's
+/// own ceil-sized chunks (DESIGN.md section 4) are c rows too. Where tiles nest
+/// (core/dtype.hpp tiles_nest), as between types, both hold.
+inline bool padded_lands(const program& p, std::size_t i, const box_states& t) {
+  const step& st = p.steps[i];
+  if (st.kind == op::allpermute) return true;
+  if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.parts == 0 ||
+      t.states.size() <= i + 1)
+    return false;
+  const std::vector<box>&before = t.states[i], &after = t.states[i + 1];
+  const int dc = st.concat_dim, ds = st.split_dim;
+  std::uint64_t tc = 0, ts = 0;  // the padded tile along concat_dim and split_dim
+  for (const box& b : before) {
+    tc = std::max(tc, b.extent(dc));
+    if (st.kind == op::alltoall) ts = std::max(ts, b.extent(ds));
+  }
+  const std::uint64_t c = ceil_div(ts, st.parts);  // an alltoall's padded chunk
+  std::uint64_t ta = 0;                             // the tile after along concat_dim
+  for (const box& b : after) ta = std::max(ta, b.extent(dc));
+  if ((st.parts * tc > ta || (st.kind == op::alltoall && ts % st.parts != 0)) &&
+      2 * st.parts > std::max(p.source_local(), p.target_local()))
+    return false;  // clipped in pieces of at least one element per block: within max(in, out) / 2 only so
+  for (std::size_t g = 0; g < st.group_count(); ++g) {
+    const auto grp = st.group(g);
+    for (std::size_t m = 0; m < grp.size(); ++m) {
+      const box& b = before[grp[m]];
+      if (b.empty()) continue;
+      if (st.kind == op::alltoall && ceil_div(b.extent(ds), st.parts) != c) return false;
+      const box& a = after[grp[m]];
+      if (b.lo[static_cast<std::size_t>(dc)] - a.lo[static_cast<std::size_t>(dc)] != m * tc) return false;
+    }
+  }
+  return true;
+}
+
+/// The elements of the chunk an alltoall (step i, on a program with uneven types, on padded
+/// tiles of `local` elements) sends each member: `local` / t * ceil(t / parts) for the
+/// padded tile t along split_dim (the longest box of `t`'s states before it), local / parts
+/// where parts divides t.
+inline std::uint64_t padded_chunk(const program& p, std::size_t i, const box_states& t, std::uint64_t local) {
+  const step& st = p.steps[i];
+  std::uint64_t ts = 0;
+  for (const box& b : t.states[i]) ts = std::max(ts, b.extent(st.split_dim));
+  return ts == 0 ? local / st.parts : local / ts * ceil_div(ts, st.parts);
+}
+
+/// True iff step i of p moves boxes as an exchange does (plan_exchange below): the exchange
+/// itself, and, on a program with uneven types, the dynslice (a local copy of its box's
+/// chunk) and the allgather, alltoall and allpermute that do not land exactly on padded
+/// tiles (padded_lands), whose pieces then go from group member to group member with
+/// exactly the elements their boxes hold. The others run as the backend's collectives, on
+/// padded tiles where types are uneven (as XLA and DTensor run them). `t`: the boxes
+/// through step i (trace_states).
+inline bool moves_as_exchange(const program& p, std::size_t i, const box_states& t) {
+  const op k = p.steps[i].kind;
+  if (k == op::exchange) return true;
+  if (!p.uneven() || k == op::allreduce || k == op::reducescatter || k == op::partial) return false;
+  return k == op::dynslice || !padded_lands(p, i, t);
+}
+/// The same, following the boxes through step i.
+inline bool moves_as_exchange(const program& p, std::size_t i) {
+  const op k = p.steps[i].kind;
+  if (k == op::exchange || k == op::dynslice) return k == op::exchange || p.uneven();
+  if (!p.uneven() || k == op::allreduce || k == op::reducescatter || k == op::partial || k == op::allpermute)
+    return false;
+  return moves_as_exchange(p, i, trace_states(p, i + 1));
+}
+
 /// One piece of an exchange: receiver `to` gets box `b` (global indices) from `from`.
 struct exchange_piece {
   rank_t from = 0, to = 0;
@@ -555,12 +635,13 @@ inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_st
 inline exchange_plan plan_exchange(const program& p, std::size_t s) { return plan_exchange(p, s, trace_states(p, s + 1)); }
 
 /// The most elements one rank receives in a run of p: the steps that move boxes as
-/// exchanges (program.hpp moves_as_exchange: the exchange, and the collectives of a program
-/// with uneven types) by their pieces, rank by rank; an allpermute by the tiles that change
-/// rank; every other collective by core/cost.hpp received_elements, which every rank
-/// receives. On uneven types this is what a run moves, where program::received_elements
-/// counts padded tiles over the group size (below the data-movement lower bound on short
-/// and empty tiles); on even programs the two agree but for exchanges, where this one is
+/// exchanges (moves_as_exchange above: the exchange, and on uneven types the collectives
+/// whose boxes do not land on padded tiles) by their pieces, rank by rank; an allpermute by
+/// the tiles that change rank; every other collective by core/cost.hpp received_elements,
+/// which every rank receives (on uneven types: padded blocks, as they run). This is what a
+/// run moves, where program::received_elements counts exchange-run steps by padded tiles
+/// over the group size (below the data-movement lower bound on short and empty tiles); on
+/// even programs the two agree but for exchanges, where this one is
 /// exact per rank.
 inline std::uint64_t run_received_elements(const program& p) {
   const std::uint64_t D = p.world_size();
@@ -569,7 +650,7 @@ inline std::uint64_t run_received_elements(const program& p) {
   std::uint64_t local = local_size(p.m, p.source), all = 0;
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
-    if (moves_as_exchange(p, i)) {
+    if (moves_as_exchange(p, i, states)) {
       const exchange_plan x = plan_exchange(p, i, states);
       if (x.error.empty())
         for (std::uint64_t r = 0; r < D; ++r) got[r] += x.received[r];
@@ -578,6 +659,8 @@ inline std::uint64_t run_received_elements(const program& p) {
     } else if (s.kind == op::allpermute) {
       for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
         if (s.dest[r] != r && s.dest[r] < D) got[s.dest[r]] += local;
+    } else if (s.kind == op::alltoall && !s.fused() && p.uneven() && states.states.size() > i) {
+      all += (s.parts - 1) * padded_chunk(p, i, states, local);  // padded chunks of ceil(t / parts) rows
     } else {
       all += received_elements(s.kind, s.parts, local, s.local_after);
     }

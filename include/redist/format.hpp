@@ -126,8 +126,8 @@ struct fmt::formatter<redist::step> {
 
 namespace redist::detail {
 
-/// After the type of an exchange (or of a step on uneven tiles, which runs as one) in the
-/// plan table: `  (receives at most 6 elements from up to 2 ranks)`, the most elements and
+/// After the type of an exchange (or of a step on uneven tiles that runs as one,
+/// redist/exchange.hpp moves_as_exchange) in the plan table: `  (receives at most 6 elements from up to 2 ranks)`, the most elements and
 /// the most distinct senders of one device under the sender rule (redist/exchange.hpp); ""
 /// when the step cannot be planned (a malformed program still prints).
 inline std::string exchange_note(const program& p, std::size_t i) {
@@ -162,7 +162,9 @@ inline std::string exchange_note(const program& p, std::size_t i) {
     }
     if (!ok) return {};
   }
-  const exchange_plan x = plan_exchange(p, i);
+  const box_states t = trace_states(p, i + 1);
+  if (!moves_as_exchange(p, i, t)) return {};  // a collective on padded tiles
+  const exchange_plan x = plan_exchange(p, i, t);
   if (!x.error.empty()) return {};
   std::uint64_t senders = 0;
   for (std::uint64_t r = 0; r < D; ++r) {
@@ -196,7 +198,7 @@ inline std::string program_table(const program& p) {
                        : to_boxes                          ? std::string("the target box layout")
                                                            : std::string("?");
     if (s.on_target && p.two_meshes) type += " on the target mesh";
-    if (moves_as_exchange(p, i) && s.kind != op::dynslice) type += exchange_note(p, i);  // uneven steps run as exchanges
+    if (s.kind == op::exchange || (p.uneven() && s.kind != op::dynslice)) type += exchange_note(p, i);
     rows.push_back({fmt::to_string(i + 1), std::string(op_name(s.kind)), dims_or_dash(s.concat_dim, s.concat_grid),
                     dims_or_dash(s.split_dim, s.split_grid), has_n ? fmt::to_string(s.parts) : std::string("-"),
                     grouped ? fmt::to_string(s.group_count()) : std::string("-"),

@@ -52,8 +52,9 @@ using rank_t = std::uint32_t;
 /// "Uneven dimensions"): all of them. The allreduce and the partial step keep every box; the reduce-scatter
 /// splits every member's padded tile into ceil-sized chunks (the executor pads its send
 /// where they do not divide it) and never runs as an exchange (it reduces); the others
-/// move boxes, and run as exchanges of exactly the elements the boxes hold
-/// (moves_as_exchange below).
+/// move boxes: as the backend's collective on the padded tiles where that lands every box
+/// exactly, else as exchanges of exactly the elements the boxes hold (redist/exchange.hpp
+/// moves_as_exchange).
 constexpr bool runs_on_uneven(op) { return true; }
 
 /// The dimensions a fused step concatenates or splits along, each with its parts; the
@@ -281,14 +282,5 @@ struct program {
     return steps[i].on_target ? target_mesh() : m;
   }
 };
-
-/// True iff step i of p moves boxes as an exchange does (redist/exchange.hpp
-/// plan_exchange): the exchange itself, and, on a program with uneven types, the
-/// allgather, alltoall, dynslice and allpermute, whose pieces then go from group member to
-/// group member with exactly the elements their boxes hold (no padding moves).
-constexpr bool moves_as_exchange(const program& p, std::size_t i) {
-  const op k = p.steps[i].kind;
-  return k == op::exchange || (p.uneven() && k != op::allreduce && k != op::reducescatter && k != op::partial);
-}
 
 }  // namespace redist

@@ -206,3 +206,36 @@ TEST_CASE("run_offset: a region's offset exactly when its elements are one run o
     RC_ASSERT(at == (run ? flat[0] : redist::detail::no_run));
   });
 }
+
+TEST_CASE("block_piece_copies moves elements [a, b) of every block, only the first `keep` of each run", "[pack]") {
+  // Unpacking n pieces of b - a elements (piece k at k (b - a)) into blocks of `outer` runs
+  // of `run` elements (run j of block k at k step + j row): element i of block k (a <= i < b)
+  // lands at k step + (i / run) row + i % run exactly when i % run < keep (a padded block
+  // clipped at a tile's end, as the executor's clipped all-gathers unpack); packing reads
+  // the same places. Nothing else is written.
+  rc::prop("every element of every piece, clipped to keep", [] {
+    redist::block_layout l;
+    l.n = *rc::gen::inRange<std::uint64_t>(1, 4);
+    l.outer = *rc::gen::inRange<std::uint64_t>(1, 4);
+    l.run = *rc::gen::inRange<std::uint64_t>(1, 6);
+    l.row = l.run + *rc::gen::inRange<std::uint64_t>(0, 3);
+    l.step = l.outer * l.row;
+    const std::uint64_t blk = l.block_elements(), keep = *rc::gen::inRange<std::uint64_t>(0, l.run + 1);
+    const std::uint64_t a = *rc::gen::inRange<std::uint64_t>(0, blk + 1), b = *rc::gen::inRange<std::uint64_t>(a, blk + 1);
+    const std::vector<int> packed = iota_tile(l.n * (b - a));
+    std::vector<int> tile(l.n * l.step, -1), want(l.n * l.step, -1);
+    for (std::uint64_t k = 0; k < l.n; ++k)
+      for (std::uint64_t i = a; i < b; ++i)
+        if (i % l.run < keep) want[k * l.step + i / l.run * l.row + i % l.run] = packed[k * (b - a) + i - a];
+    const redist::piece_copies pc = redist::block_piece_copies(l, a, b, false, keep);
+    for (int c = 0; c < pc.count; ++c) redist::detail::host_strided_copy(pc.copy[c], packed.data(), tile.data());
+    RC_ASSERT(tile == want);
+    std::vector<int> back(packed.size(), -1), back_want(packed.size(), -1);  // and packing reads the same
+    for (std::uint64_t k = 0; k < l.n; ++k)
+      for (std::uint64_t i = a; i < b; ++i)
+        if (i % l.run < keep) back_want[k * (b - a) + i - a] = packed[k * (b - a) + i - a];
+    const redist::piece_copies pk = redist::block_piece_copies(l, a, b, true, keep);
+    for (int c = 0; c < pk.count; ++c) redist::detail::host_strided_copy(pk.copy[c], tile.data(), back.data());
+    RC_ASSERT(back == back_want);
+  });
+}

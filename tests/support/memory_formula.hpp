@@ -89,7 +89,7 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
   for (std::size_t s = 0; s < S; ++s) {
     const step& st = p.steps[s];
     const std::uint64_t n = st.parts, L = product(t[s]);
-    const bool as_exchange = moves_as_exchange(p, s);  // steps on uneven tiles run as exchanges
+    const bool as_exchange = moves_as_exchange(p, s);  // steps on uneven tiles that run as exchanges
     const std::uint64_t C = std::min(pack_chunk_bytes, std::max(product(t[0]), out) * e / 2);
     auto piece = [&](std::uint64_t block) { return n * std::min(block, std::max<std::uint64_t>(1, C / (n * e))); };
     if (st.fused()) {  // packed on every backend, in pieces (an allgather's: below, after every send)
@@ -104,10 +104,17 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
                                                                                   : true;
     const bool recv_ok =
         st.kind == op::alltoall || st.kind == op::allgather ? chunks_contiguous(t[s + 1], st.concat_dim, n) : true;
-    if (st.kind == op::allgather && !as_exchange && !recv_ok && !fb.allgather_in_place) Pr = std::max(Pr, piece(L));
-    if (st.kind == op::alltoall && !as_exchange && !(send_ok && recv_ok) && !fb.alltoall_in_place) {
-      Ps = std::max(Ps, piece(L / n));
-      Pr = std::max(Pr, piece(L / n));
+    // Padded blocks that reach past the tile after, or padded chunks of a split extent that
+    // n does not divide (uneven types): packed, clipped to the tiles.
+    const auto dc = static_cast<std::size_t>(st.concat_dim), ds = static_cast<std::size_t>(st.split_dim);
+    const bool clipped = (st.kind == op::allgather || st.kind == op::alltoall) && !as_exchange &&
+                         (n * t[s][dc] != t[s + 1][dc] || (st.kind == op::alltoall && t[s][ds] % n != 0));
+    if (st.kind == op::allgather && !as_exchange && (clipped || (!recv_ok && !fb.allgather_in_place)))
+      Pr = std::max(Pr, piece(L));
+    if (st.kind == op::alltoall && !as_exchange && (clipped || (!(send_ok && recv_ok) && !fb.alltoall_in_place))) {
+      const std::uint64_t block = L / t[s][ds] * ((t[s][ds] + n - 1) / n);  // a padded chunk: ceil(t / n) rows
+      Ps = std::max(Ps, piece(block));
+      Pr = std::max(Pr, piece(block));
       packs_sends = true;
     }
     if (st.kind == op::reducescatter && t[s][static_cast<std::size_t>(st.split_dim)] % n != 0) {

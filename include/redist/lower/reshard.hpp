@@ -289,15 +289,15 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (forced[i] || c.name == "exchange" || pieces[i].empty()) continue;
       const bool holds_nothing = c.prog.steps.size() == 1 && c.prog.steps[0].kind != op::exchange;
       if (o.budget_bytes > 0 && !holds_nothing) continue;
+      // What the array adds to the round of every joint array, each against the same round
+      // (so that one array's choice does not depend on which others a budget lets choose).
       const double with = all.seconds(P);
       for (const reshard_piece& p : pieces[i]) all.remove(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
-      if (c.seconds < with - all.seconds(P)) {
-        rp.route[i] = reshard_route::own;
-        pieces[i].clear();
-      } else {
-        for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
-      }
+      if (c.seconds < with - all.seconds(P)) rp.route[i] = reshard_route::own;
+      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
     }
+    for (std::size_t i = 0; i < A; ++i)
+      if (rp.route[i] == reshard_route::own && !forced[i]) pieces[i].clear();
   }
   // Local copies, and the pieces between ranks cut to the budget.
   std::vector<reshard_piece> moving;

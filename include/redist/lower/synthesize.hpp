@@ -50,19 +50,19 @@ struct synth_options {
 /// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
 /// times (core/time_model.hpp); an exchange's peers and bytes (the most one rank receives
 /// or sends) come from its pieces, and so
-/// do those of the steps on uneven tiles that run as exchanges (program.hpp
-/// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy).
+/// do those of the steps on uneven tiles that run as exchanges (redist/exchange.hpp
+/// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy);
+/// the collectives that run on padded tiles are priced on them, as the search weighs them.
 /// Every step that moves or copies pays the pass over the tile it writes.
 inline double predicted_seconds(const program& p, const time_profile& P) {
   double t = 0;
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
-  box_states states;  // followed once, where a step runs as an exchange
+  box_states states;  // followed once, where a step may run as an exchange
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
-    const bool as_exchange = moves_as_exchange(p, i) && s.kind != op::dynslice;
-    if (as_exchange || s.kind == op::exchange) {
-      if (states.states.empty()) states = trace_states(p);
+    if (states.states.empty() && (s.kind == op::exchange || p.uneven())) states = trace_states(p);
+    if (s.kind != op::dynslice && moves_as_exchange(p, i, states)) {
       const exchange_plan x = plan_exchange(p, i, states);
       // The busiest rank's link: what it receives, or what it sends (a source rank feeding
       // many receivers, as between meshes, is bound by its sends).

@@ -31,10 +31,15 @@
 //             Pr = max n * piece over packed all-to-alls and all-gathers (receives);
 //             a reduce-scatter whose n does not divide its split extent e (uneven
 //             types: chunks of c = ceil(e / n) rows of the padded tile) is packed on
-//             every backend, padded, with block b = its tile after (c rows): Ps >= n * piece
-//             exchanges (op::exchange, and on a program with an uneven type the
-//             allgather, alltoall, dynslice and allpermute, which run as exchanges of
-//             their boxes: program.hpp moves_as_exchange) when the backend drives one rank of several and
+//             every backend, padded, with block b = its tile after (c rows): Ps >= n * piece;
+//             an allgather or alltoall on padded tiles whose n blocks reach past the tile
+//             after it along concat_dim (uneven types: n times its extent before exceeds
+//             its extent after), or an alltoall whose n does not divide its padded split
+//             extent t (block b = L / t * ceil(t / n), chunks of ceil(t / n) rows), is
+//             packed on every backend, as above, and copied clipped to the tiles;
+//             exchanges (op::exchange, and on a program with an uneven type the dynslice
+//             and the steps whose boxes do not land on padded tiles, which run as
+//             exchanges of their boxes: exchange.hpp moves_as_exchange) when the backend drives one rank of several and
 //             packs them (not strided_blocks(op::exchange)): Ps also >= the elements of
 //             the distinct pieces the rank sends to other ranks (a piece sent to several
 //             ranks is packed once; the pieces are disjoint parts of its tile, so at most
@@ -263,7 +268,7 @@ class executor {
             shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
                             unreducible_text(r);
       else if (exchanges() > 0 && local_.size() != p_.world_size() && !(exchange_backend_for<B, T> && local_.size() == 1))
-        shapes_.error = "the program has an exchange (or a step on uneven tiles, which runs as one), which needs a "
+        shapes_.error = "the program has an exchange (or a step on uneven tiles that runs as one), which needs a "
                         "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
       for (const step& st : p_.steps)
         if (shapes_.error.empty() && st.kind == op::partial && st.concat_dim >= 0 && !has_reduction_identity<T>(st.reduce))
@@ -419,20 +424,22 @@ class executor {
         }
         continue;
       }
-      switch (moves_as_exchange(p_, s) ? op::exchange : st.kind) {
+      switch (moves_as_exchange(p_, s, shapes_.boxes) ? op::exchange : st.kind) {
         case op::allgather:
-          path_[s] = recv_layout(s).contiguous() ? block_path::direct
+          path_[s] = clipped(s)                   ? block_path::packed
+                     : recv_layout(s).contiguous() ? block_path::direct
                      : in_place(op::allgather)   ? block_path::in_place
                                                  : block_path::packed;
           if (path_[s] == block_path::packed) pack_recv_ = std::max(pack_recv_, piece(L));
           break;
         case op::alltoall:
-          path_[s] = send_layout(s).contiguous() && recv_layout(s).contiguous() ? block_path::direct
+          path_[s] = clipped(s)                                                  ? block_path::packed
+                     : send_layout(s).contiguous() && recv_layout(s).contiguous() ? block_path::direct
                      : in_place(op::alltoall)                                    ? block_path::in_place
                                                                                  : block_path::packed;
           if (path_[s] == block_path::packed) {
-            pack_send_ = std::max(pack_send_, piece(L / n));
-            pack_recv_ = std::max(pack_recv_, piece(L / n));
+            pack_send_ = std::max(pack_send_, piece(step_block(s)));
+            pack_recv_ = std::max(pack_recv_, piece(step_block(s)));
             packs_sends_ = true;
           }
           break;
@@ -482,11 +489,58 @@ class executor {
     return at;
   }
 
-  /// Steps that run as exchanges (program.hpp moves_as_exchange).
+  /// Steps that run as exchanges (exchange.hpp moves_as_exchange).
   std::size_t exchanges() const {
     std::size_t n = 0;
-    for (std::size_t s = 0; s < p_.steps.size(); ++s) n += moves_as_exchange(p_, s);
+    for (std::size_t s = 0; s < p_.steps.size(); ++s) n += moves_as_exchange(p_, s, shapes_.boxes);
     return n;
+  }
+
+  /// An allgather or alltoall on padded tiles (uneven types; not one that moves as an
+  /// exchange) whose blocks reach past the tile after it along concat_dim: parts times the
+  /// padded tile before exceeds the tile after (a dimension of n gathered into one tile of
+  /// n, as `[{x}13]` to `[13]` on `{x: 4}`: blocks of 4 rows, a tile of 13), or an alltoall
+  /// whose parts do not divide its padded split extent t (chunks of ceil(t / parts) rows,
+  /// the last ones short or empty: `[13, {x}4]` to `[{x}13, 4]`). Packed, in pieces of
+  /// padded blocks (step_block), and copied clipped to the tiles (clipped_copy): what lies
+  /// past them is padding.
+  bool clipped(std::size_t s) const {
+    const step& st = p_.steps[s];
+    if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.concat_dim < 0) return false;
+    return st.parts * shapes_.ext[s][st.concat_dim] != shapes_.ext[s + 1][st.concat_dim] ||
+           (st.kind == op::alltoall && shapes_.ext[s][st.split_dim] % st.parts != 0);
+  }
+  /// The elements of one block an allgather (its tile) or alltoall (its padded chunk of
+  /// ceil(t / parts) rows of split extent t: L / parts where parts divides t) sends.
+  std::uint64_t step_block(std::size_t s) const {
+    const step& st = p_.steps[s];
+    const std::uint64_t L = shapes_.ext[s].size();
+    if (st.kind != op::alltoall) return L;
+    const std::uint64_t t = shapes_.ext[s][st.split_dim];
+    return t == 0 ? L / st.parts : L / t * ((t + st.parts - 1) / st.parts);
+  }
+  /// Elements [a, b) of each of the n blocks of w rows along dimension d of a tile of
+  /// extents x (block m at rows [m w, (m + 1) w), clipped to the x[d] rows the tile has),
+  /// between the tile and a pack buffer that holds the n pieces back to back (pack: tile ->
+  /// buffer, else buffer -> tile): the blocks that lie whole in the tile, then the part of
+  /// the one that reaches past its end; nothing of the rest (in the buffer: padding).
+  void clipped_copy(const extents& x, int d, std::uint64_t n, std::uint64_t w, std::uint64_t a, std::uint64_t b,
+                    bool pack, const T* from, T* to) {
+    std::uint64_t outer = 1, inner = 1;
+    for (int k = 0; k < x.rank; ++k) {
+      if (k < d) outer *= x[k];
+      else if (k > d) inner *= x[k];
+    }
+    if (w == 0 || inner == 0) return;
+    const std::uint64_t run = w * inner, row = x[d] * inner, whole = std::min(x[d] / w, n);
+    auto copy = [&](const block_layout& l, std::uint64_t keep, std::uint64_t tile_at, std::uint64_t buffer_at) {
+      const piece_copies pc = block_piece_copies(l, a, b, pack, keep);
+      for (int k = 0; k < pc.count; ++k)
+        mem().strided(pc.copy[k], from + (pack ? tile_at : buffer_at), to + (pack ? buffer_at : tile_at));
+    };
+    if (whole > 0) copy(block_layout{whole, outer, run, row, run}, run, 0, 0);
+    if (whole < n && x[d] > whole * w)
+      copy(block_layout{1, outer, run, row, run}, (x[d] - whole * w) * inner, whole * run, whole * (b - a));
   }
 
   /// A reduce-scatter whose parts do not divide its split extent (uneven types, DESIGN.md
@@ -706,7 +760,7 @@ class executor {
 
   void run_step(std::size_t si) {
     const step& s = p_.steps[si];
-    const extents& before = shapes_.ext[si];
+    const extents &before = shapes_.ext[si], &after = shapes_.ext[si + 1];
     const std::uint64_t L = before.size(), n = s.parts;
     const std::uint64_t bytes = L * sizeof(T) * local_.size();
     step_stats& st = stats_[si];
@@ -732,7 +786,7 @@ class executor {
       for (int k = 0; k < pc.count; ++k) mem().strided(pc.copy[k], from, to);
     };
 
-    if (moves_as_exchange(p_, si)) {
+    if (moves_as_exchange(p_, si, shapes_.boxes)) {
       run_exchange(si);
       return;
     }
@@ -760,12 +814,16 @@ class executor {
             }
             break;
           case block_path::packed: {
-            const block_layout rl = recv_layout(si);
+            const bool clip = clipped(si);
+            const block_layout rl = clip ? block_layout{} : recv_layout(si);
             pieces(L, [&](std::uint64_t a, std::uint64_t b) {
               bind([&](std::size_t i) { return src(i) + a; }, pack_recv);
               for_local_groups(s, (b - a) * n * sizeof(T) * local_.size(),
                                [&](std::span<const rank_t> g) { b_.allgather(g, io(), b - a); });
-              each_rank((b - a) * n * sizeof(T) * local_.size(), [&](std::size_t i) { piece_copy(rl, a, b, false, i); });
+              each_rank((b - a) * n * sizeof(T) * local_.size(), [&](std::size_t i) {
+                if (clip) clipped_copy(after, s.concat_dim, n, before[s.concat_dim], a, b, false, pack_recv(i), dst(i));
+                else piece_copy(rl, a, b, false, i);
+              });
             });
             break;
           }
@@ -789,13 +847,21 @@ class executor {
             }
             break;
           case block_path::packed: {
-            const block_layout sl = send_layout(si), rl = recv_layout(si);
-            pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
+            const bool clip = clipped(si);
+            const block_layout sl = clip ? block_layout{} : send_layout(si), rl = clip ? block_layout{} : recv_layout(si);
+            const std::uint64_t w = (before[s.split_dim] + n - 1) / n;  // rows of a chunk: ceil(t / n)
+            pieces(step_block(si), [&](std::uint64_t a, std::uint64_t b) {
               const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
-              each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
+              each_rank(piece_bytes, [&](std::size_t i) {
+                if (clip) clipped_copy(before, s.split_dim, n, w, a, b, true, src(i), pack_send(i));
+                else piece_copy(sl, a, b, true, i);
+              });
               bind(pack_send, pack_recv);
               for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), b - a); });
-              each_rank(piece_bytes, [&](std::size_t i) { piece_copy(rl, a, b, false, i); });
+              each_rank(piece_bytes, [&](std::size_t i) {
+                if (clip) clipped_copy(after, s.concat_dim, n, before[s.concat_dim], a, b, false, pack_recv(i), dst(i));
+                else piece_copy(rl, a, b, false, i);
+              });
             });
             break;
           }

@@ -277,13 +277,16 @@ inline block_layout packed_layout(std::uint64_t n, std::uint64_t count) { return
 /// At most three strided copies that move elements [a, b) of every block of `layout` (in
 /// each block's row-major order) to or from a packed buffer holding the n pieces back to
 /// back (piece k at k * (b - a)): a partial first run, the whole runs, a partial last run.
-/// `pack` true: layout -> packed; false: packed -> layout.
+/// `pack` true: layout -> packed; false: packed -> layout. `keep`: only the first `keep`
+/// elements of every run are copied (a padded block clipped at the end of a tile; the
+/// packed side keeps its positions).
 struct piece_copies {
   detail::strided_copy copy[3];
   int count = 0;
 };
 
-inline piece_copies block_piece_copies(const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack) {
+inline piece_copies block_piece_copies(const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack,
+                                       std::uint64_t keep = UINT64_MAX) {
   if (a > b || b > l.block_elements() || l.run == 0)
     throw redist_error(errc::runtime, "pack: elements [" + std::to_string(a) + ", " + std::to_string(b) +
                                           ") are not within a block of " + std::to_string(l.block_elements()));
@@ -291,8 +294,10 @@ inline piece_copies block_piece_copies(const block_layout& l, std::uint64_t a, s
   const std::uint64_t piece = b - a;
   // elements [x, y) of the block lying in runs j0..j0+rows-1, the same offset in each run
   auto add = [&](std::uint64_t x, std::uint64_t rows, std::uint64_t width) {
-    if (rows == 0 || width == 0) return;
     const std::uint64_t j0 = x / l.run, off = x % l.run;
+    if (off >= keep) return;
+    width = std::min(width, keep - off);
+    if (rows == 0 || width == 0) return;
     detail::strided_copy c;
     c.count = l.n;
     c.rows = rows;

@@ -342,7 +342,7 @@ inline program_shapes check_program(const program& p) {
                   "exchange, and the target's pending values created after the last one");
     s.exchanges.resize(p.steps.size());
     for (std::size_t i = 0; i < p.steps.size(); ++i)
-      if (moves_as_exchange(p, i)) {
+      if (moves_as_exchange(p, i, s.boxes)) {
         s.exchanges[i] = plan_exchange(p, i, s.boxes);
         if (!s.exchanges[i].error.empty()) return fail(step_name(p, i) + ": " + s.exchanges[i].error);
       }
