@@ -19,7 +19,11 @@
 // tiles). A collective-permute of the peer is what the lowering's permutation does, or its
 // latency where the lowering needs none; the partial steps that create new pending axes end
 // every program (lower/partial.hpp). peer_s lifts the memory bound (a peer may hold more),
-// peer_bounded_s keeps redist's (max(in, out) per rank).
+// peer_bounded_s keeps redist's (max(in, out) per rank): there, a collective whose padded
+// blocks reach past the tile after it (redist/exchange.hpp padded_clips: `[{x}13]` to `[13]`
+// on `{x: 4}`) runs in the pieces redist's executor moves it in, one call each
+// (pieced_step_seconds), where the peers receive all of it in one call, into a buffer of
+// parts times the padded tile, past the tile after it.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -28,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "redist/core/time_model.hpp"
+#include "redist/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 
 namespace {
@@ -53,12 +59,33 @@ peer_ops read_ops(const std::string& list) {
   return out;
 }
 
-/// The least predicted picoseconds of the peer's ops as redist lowers them (UINT64_MAX: none).
+/// The picoseconds program q's clipped steps (redist/exchange.hpp padded_clips) take within
+/// the memory bound beyond one call each: the further pieces the executor moves them in.
+std::uint64_t clipped_pieces(const redist::program& q, const redist::time_profile& P) {
+  if (!q.uneven()) return 0;
+  const redist::box_states t = redist::trace_states(q);
+  const std::uint64_t in_out = redist::end_tile_elements(q), e = q.element_bytes;
+  std::uint64_t extra = 0, local = redist::local_size(q.m, q.source);
+  for (std::size_t i = 0; i < q.steps.size(); ++i) {
+    const redist::step& s = q.steps[i];
+    if (redist::padded_clips(q, i, t)) {
+      const std::uint64_t block = redist::padded_block(q, i, t, local);
+      extra += redist::picoseconds(redist::pieced_step_seconds(P, s.kind, s.parts, local, s.local_after, e, in_out,
+                                                               block, false)) -
+               redist::picoseconds(redist::step_seconds(P, s.kind, s.parts, local, s.local_after, e));
+    }
+    local = s.local_after;
+  }
+  return extra;
+}
+
+/// The least predicted picoseconds of the peer's ops as redist lowers them (UINT64_MAX:
+/// none); `bounded`: clipped steps in pieces (clipped_pieces).
 class pricer {
  public:
   pricer(const redist::device_mesh& m, const redist::dist_type& a, const redist::dist_type& b,
-         const redist::weak_problem& p, const peer_ops& ops)
-      : m_(m), a_(a), b_(b), p_(p), ops_(ops) {}
+         const redist::weak_problem& p, const peer_ops& ops, bool bounded)
+      : m_(m), a_(a), b_(b), p_(p), ops_(ops), bounded_(bounded) {}
   std::uint64_t best() {
     walk(p_.source, 0, false);
     return best_;
@@ -89,6 +116,7 @@ class pricer {
     if (!r.ok()) return;
     const std::uint64_t permutes = r.value.count(op::allpermute);
     std::uint64_t t = redist::lowered_time(p_, r.value);
+    if (bounded_) t += clipped_pieces(r.value, p_.profile);
     if (ops_.permutes > permutes)
       t += (ops_.permutes - permutes) * redist::picoseconds(p_.profile[op::allpermute].latency);
     best_ = std::min(best_, t);
@@ -99,6 +127,7 @@ class pricer {
   const redist::dist_type &a_, &b_;
   const redist::weak_problem& p_;
   const peer_ops& ops_;
+  const bool bounded_;
   std::vector<redist::weak_step> path_;
   std::size_t lowered_ = 0;
   std::uint64_t best_ = UINT64_MAX;
@@ -129,7 +158,7 @@ int main() {
         const redist::weak_problem p =
             redist::make_weak_problem(m, a, b, {.memory_budget = budget, .goal = redist::objective::time, .pad_pending = pad})
                 .get();
-        best = std::min(best, pricer(m, a, b, p, ops).best());
+        best = std::min(best, pricer(m, a, b, p, ops, budget == 1.0).best());
       }
       if (best == UINT64_MAX) std::printf("\t-");
       else std::printf("\t%.9g", static_cast<double>(best) * 1e-12);

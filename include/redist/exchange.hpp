@@ -310,6 +310,56 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
   return {std::move(t.states.back()), std::move(t.error)};
 }
 
+namespace detail {
+/// The padded tiles of step i (`t`: the boxes through step i and after it): the longest box
+/// before it along concat_dim and split_dim, and after it along concat_dim (0 for a
+/// dimension the step has not).
+struct padded_extents {
+  std::uint64_t concat = 0, split = 0, after = 0;
+};
+inline padded_extents padded_step_extents(const program& p, std::size_t i, const box_states& t) {
+  const step& st = p.steps[i];
+  const int dc = st.concat_dim, ds = st.split_dim;
+  padded_extents x;
+  for (const box& b : t.states[i]) {
+    if (dc >= 0) x.concat = std::max(x.concat, b.extent(dc));
+    if (ds >= 0) x.split = std::max(x.split, b.extent(ds));
+  }
+  if (dc >= 0)
+    for (const box& b : t.states[i + 1]) x.after = std::max(x.after, b.extent(dc));
+  return x;
+}
+}  // namespace detail
+
+/// True iff step i of p, an allgather or alltoall (not fused) that runs as the backend's
+/// collective on padded tiles (`t`: the boxes through step i), has blocks that do not tile
+/// the tiles exactly: parts times the padded tile before it differs from the tile after it
+/// along concat_dim (a dimension of n gathered into one tile of n, as `[{x}13]` to `[13]`
+/// on `{x: 4}`: blocks of 4 rows, a tile of 13), or, for an alltoall, parts does not divide
+/// the padded split extent t (chunks of ceil(t / parts) rows, the last ones short or
+/// empty: `[13, {x}4]` to `[{x}13, 4]`). The executor packs such a step in pieces of
+/// padded blocks (padded_block) and copies them clipped to the tiles: what lies past them
+/// is padding. Never on even types.
+inline bool padded_clips(const program& p, std::size_t i, const box_states& t) {
+  const step& st = p.steps[i];
+  if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.parts == 0 || st.concat_dim < 0 ||
+      t.states.size() <= i + 1)
+    return false;
+  const detail::padded_extents x = detail::padded_step_extents(p, i, t);
+  return st.parts * x.concat != x.after || (st.kind == op::alltoall && x.split % st.parts != 0);
+}
+
+/// The elements of the block step i (an allgather or alltoall, not fused) sends each member
+/// on tiles of `local` elements (`t`: the boxes through step i): an allgather's tile; an
+/// alltoall's padded chunk, `local` / t * ceil(t / parts) for the padded tile t along
+/// split_dim (local / parts where parts divides t).
+inline std::uint64_t padded_block(const program& p, std::size_t i, const box_states& t, std::uint64_t local) {
+  const step& st = p.steps[i];
+  if (st.kind != op::alltoall) return local;
+  const std::uint64_t ts = t.states.size() > i + 1 ? detail::padded_step_extents(p, i, t).split : 0;
+  return ts == 0 ? local / st.parts : local / ts * ceil_div(ts, st.parts);
+}
+
 /// True iff step i of p, an allgather, alltoall or allpermute, lands every box exactly
 /// when it runs as the backend's collective on padded tiles (`t`: the boxes through step
 /// i). Every rank's buffer is the padded tile, the longest box per dimension, with its box
@@ -318,12 +368,12 @@ inline box_trace trace_boxes(const program& p, std::size_t upto) {
 /// steps run on even programs) puts the block of group member m at m times the padded tile
 /// along concat_dim: exact where every member's non-empty box starts there in the tile
 /// after it (the members before it hold whole tiles), whatever the blocks add past the tile
-/// after is padding and dropped (the executor clips it, receiving `parts` blocks in pieces
-/// of at least one element each into a pack buffer of at most half the larger end tile: so
-/// only where 2 parts <= max(in, out) elements). An alltoall sends chunk m of the padded
-/// tile t along split_dim, rows [m c, (m + 1) c) with c = ceil(t / parts) (clipped to the
-/// t rows the tile has, the rest of the chunk padding): exact where every non-empty box's
-/// own ceil-sized chunks (DESIGN.md section 4) are c rows too. Where tiles nest
+/// after is padding and dropped (padded_clips: the executor receives `parts` blocks in
+/// pieces of at least one element each into a pack buffer of at most half the larger end
+/// tile, so only where 2 parts <= max(in, out) elements). An alltoall sends chunk m of the
+/// padded tile t along split_dim, rows [m c, (m + 1) c) with c = ceil(t / parts) (clipped
+/// to the t rows the tile has, the rest of the chunk padding): exact where every non-empty
+/// box's own ceil-sized chunks (DESIGN.md section 4) are c rows too. Where tiles nest
 /// (core/dtype.hpp tiles_nest), as between types, both hold.
 inline bool padded_lands(const program& p, std::size_t i, const box_states& t) {
   const step& st = p.steps[i];
@@ -331,19 +381,12 @@ inline bool padded_lands(const program& p, std::size_t i, const box_states& t) {
   if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.parts == 0 ||
       t.states.size() <= i + 1)
     return false;
+  if (padded_clips(p, i, t) && 2 * st.parts > std::max(p.source_local(), p.target_local()))
+    return false;  // pieces of at least one element per block fit max(in, out) / 2 only so
   const std::vector<box>&before = t.states[i], &after = t.states[i + 1];
   const int dc = st.concat_dim, ds = st.split_dim;
-  std::uint64_t tc = 0, ts = 0;  // the padded tile along concat_dim and split_dim
-  for (const box& b : before) {
-    tc = std::max(tc, b.extent(dc));
-    if (st.kind == op::alltoall) ts = std::max(ts, b.extent(ds));
-  }
-  const std::uint64_t c = ceil_div(ts, st.parts);  // an alltoall's padded chunk
-  std::uint64_t ta = 0;                             // the tile after along concat_dim
-  for (const box& b : after) ta = std::max(ta, b.extent(dc));
-  if ((st.parts * tc > ta || (st.kind == op::alltoall && ts % st.parts != 0)) &&
-      2 * st.parts > std::max(p.source_local(), p.target_local()))
-    return false;  // clipped in pieces of at least one element per block: within max(in, out) / 2 only so
+  const detail::padded_extents x = detail::padded_step_extents(p, i, t);
+  const std::uint64_t c = ceil_div(x.split, st.parts);  // an alltoall's padded chunk
   for (std::size_t g = 0; g < st.group_count(); ++g) {
     const auto grp = st.group(g);
     for (std::size_t m = 0; m < grp.size(); ++m) {
@@ -351,21 +394,10 @@ inline bool padded_lands(const program& p, std::size_t i, const box_states& t) {
       if (b.empty()) continue;
       if (st.kind == op::alltoall && ceil_div(b.extent(ds), st.parts) != c) return false;
       const box& a = after[grp[m]];
-      if (b.lo[static_cast<std::size_t>(dc)] - a.lo[static_cast<std::size_t>(dc)] != m * tc) return false;
+      if (b.lo[static_cast<std::size_t>(dc)] - a.lo[static_cast<std::size_t>(dc)] != m * x.concat) return false;
     }
   }
   return true;
-}
-
-/// The elements of the chunk an alltoall (step i, on a program with uneven types, on padded
-/// tiles of `local` elements) sends each member: `local` / t * ceil(t / parts) for the
-/// padded tile t along split_dim (the longest box of `t`'s states before it), local / parts
-/// where parts divides t.
-inline std::uint64_t padded_chunk(const program& p, std::size_t i, const box_states& t, std::uint64_t local) {
-  const step& st = p.steps[i];
-  std::uint64_t ts = 0;
-  for (const box& b : t.states[i]) ts = std::max(ts, b.extent(st.split_dim));
-  return ts == 0 ? local / st.parts : local / ts * ceil_div(ts, st.parts);
 }
 
 /// True iff step i of p moves boxes as an exchange does (plan_exchange below): the exchange
@@ -381,13 +413,11 @@ inline bool moves_as_exchange(const program& p, std::size_t i, const box_states&
   if (!p.uneven() || k == op::allreduce || k == op::reducescatter || k == op::partial) return false;
   return k == op::dynslice || !padded_lands(p, i, t);
 }
-/// The same, following the boxes through step i.
+/// The same, following the boxes through step i where they decide.
 inline bool moves_as_exchange(const program& p, std::size_t i) {
   const op k = p.steps[i].kind;
-  if (k == op::exchange || k == op::dynslice) return k == op::exchange || p.uneven();
-  if (!p.uneven() || k == op::allreduce || k == op::reducescatter || k == op::partial || k == op::allpermute)
-    return false;
-  return moves_as_exchange(p, i, trace_states(p, i + 1));
+  const bool traced = p.uneven() && (k == op::allgather || k == op::alltoall);
+  return moves_as_exchange(p, i, traced ? trace_states(p, i + 1) : box_states{});
 }
 
 /// One piece of an exchange: receiver `to` gets box `b` (global indices) from `from`.
@@ -660,7 +690,7 @@ inline std::uint64_t run_received_elements(const program& p) {
       for (std::uint64_t r = 0; r < D && r < s.dest.size(); ++r)
         if (s.dest[r] != r && s.dest[r] < D) got[s.dest[r]] += local;
     } else if (s.kind == op::alltoall && !s.fused() && p.uneven() && states.states.size() > i) {
-      all += (s.parts - 1) * padded_chunk(p, i, states, local);  // padded chunks of ceil(t / parts) rows
+      all += (s.parts - 1) * padded_block(p, i, states, local);  // padded chunks of ceil(t / parts) rows
     } else {
       all += received_elements(s.kind, s.parts, local, s.local_after);
     }

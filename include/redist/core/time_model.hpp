@@ -23,8 +23,9 @@
 //   exchange                 peers = the most ranks one rank sends to or receives from,
 //                            bytes = the most one rank receives (redist/exchange.hpp)
 //   tile = the tile after the step (0 for an allpermute that moves nothing: no time at all)
-//   fused allgather/alltoall: the same, plus latency and per-peer terms for every further
-//   piece the executor moves it in (fused_step_seconds)
+//   fused allgather/alltoall, and one clipped to padded tiles (uneven types): the same, plus
+//   latency and per-round terms for every further piece the executor moves it in
+//   (pieced_step_seconds)
 //
 // Why rounds, not n - 1: a collective over 8 split into one over 2 and one over 4 moves the
 // same bytes in 1 + 2 = 3 rounds, as many as the single one, and measures the same (MPI, 8
@@ -155,12 +156,29 @@ constexpr std::uint64_t pack_piece_elements(std::uint64_t n, std::uint64_t block
   return block < piece ? block : piece;
 }
 
+/// Predicted seconds of an allgather or alltoall the executor packs in pieces
+/// (runtime/executor.hpp): kind o over groups of n members holding `before` elements, whose
+/// blocks hold `block` elements (an allgather's tile, an alltoall's chunk), in a program
+/// whose larger end tile holds `in_out` elements: step_seconds, plus the latency and
+/// per-round terms once more for every further piece of pack_piece_elements within
+/// pack_budget_bytes(in_out, element_bytes, whole), one backend collective each.
+constexpr double pieced_step_seconds(const time_profile& P, op o, std::uint64_t n, std::uint64_t before,
+                                     std::uint64_t after, std::uint64_t element_bytes, std::uint64_t in_out,
+                                     std::uint64_t block, bool whole) {
+  const std::uint64_t budget = pack_budget_bytes(in_out, element_bytes, whole);
+  const std::uint64_t piece = pack_piece_elements(n, block, budget, element_bytes);
+  const std::uint64_t pieces = block == 0 ? 1 : (block + piece - 1) / piece;
+  const op_time& t = P[o];
+  const double rounds = static_cast<double>(collective_rounds(n));
+  return step_seconds(P, o, n, before, after, element_bytes) +
+         static_cast<double>(pieces - 1) * (t.latency + t.per_peer * rounds);
+}
+
 /// Predicted seconds of one fused allgather or alltoall (program.hpp: several dimensions in
 /// one collective) of kind o over groups of n members holding `before` elements, in a
-/// program whose larger end tile holds `in_out` elements: step_seconds, plus the latency
-/// and per-peer terms once more for every further piece. The executor packs a fused step on
-/// every backend (runtime/executor.hpp run_fused): it moves the blocks (the tile of an
-/// allgather, the n chunks of an alltoall) in pieces of pack_piece_elements, one backend
+/// program whose larger end tile holds `in_out` elements: pieced_step_seconds. The executor
+/// packs a fused step on every backend (runtime/executor.hpp run_fused): it moves the
+/// blocks (the tile of an allgather, the n chunks of an alltoall) in pieces, one backend
 /// collective each, where a one-dimension step on the host and MPI backends is one
 /// collective in place. Priced as on those backends, where an even program without a fused
 /// alltoall packs no sends (an allgather's pieces may fill the end tile; an alltoall's, half).
@@ -168,12 +186,7 @@ constexpr double fused_step_seconds(const time_profile& P, op o, std::uint64_t n
                                     std::uint64_t after, std::uint64_t element_bytes, std::uint64_t in_out) {
   const bool gather = o != op::alltoall;
   const std::uint64_t block = gather ? before : (n > 0 ? before / n : before);
-  const std::uint64_t piece = pack_piece_elements(n, block, pack_budget_bytes(in_out, element_bytes, gather), element_bytes);
-  const std::uint64_t pieces = block == 0 ? 1 : (block + piece - 1) / piece;
-  const op_time& t = P[o];
-  const double peers = static_cast<double>(collective_rounds(n));
-  return step_seconds(P, o, n, before, after, element_bytes) +
-         static_cast<double>(pieces - 1) * (t.latency + t.per_peer * peers);
+  return pieced_step_seconds(P, o, n, before, after, element_bytes, in_out, block, gather);
 }
 
 /// Seconds as whole picoseconds, the unit the search adds (integers add exactly, in any

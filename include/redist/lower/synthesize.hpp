@@ -52,7 +52,9 @@ struct synth_options {
 /// or sends) come from its pieces, and so
 /// do those of the steps on uneven tiles that run as exchanges (redist/exchange.hpp
 /// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy);
-/// the collectives that run on padded tiles are priced on them, as the search weighs them.
+/// the collectives that run on padded tiles are priced on them, as the search weighs them,
+/// those the executor clips to the tiles (redist/exchange.hpp padded_clips) in the pieces
+/// it moves them in (core/time_model.hpp pieced_step_seconds).
 /// Every step that moves or copies pays the pass over the tile it writes.
 inline double predicted_seconds(const program& p, const time_profile& P) {
   double t = 0;
@@ -67,6 +69,9 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
       // The busiest rank's link: what it receives, or what it sends (a source rank feeding
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
+    } else if (p.uneven() && padded_clips(p, i, states)) {  // packed in pieces, clipped to the tiles
+      t += pieced_step_seconds(P, s.kind, s.parts, local, s.local_after, e, end_tile_elements(p),
+                               padded_block(p, i, states, local), false);
     } else {
       t += collective_step_seconds(P, s, local, e, end_tile_elements(p));  // the search's weights
     }

@@ -496,29 +496,13 @@ class executor {
     return n;
   }
 
-  /// An allgather or alltoall on padded tiles (uneven types; not one that moves as an
-  /// exchange) whose blocks reach past the tile after it along concat_dim: parts times the
-  /// padded tile before exceeds the tile after (a dimension of n gathered into one tile of
-  /// n, as `[{x}13]` to `[13]` on `{x: 4}`: blocks of 4 rows, a tile of 13), or an alltoall
-  /// whose parts do not divide its padded split extent t (chunks of ceil(t / parts) rows,
-  /// the last ones short or empty: `[13, {x}4]` to `[{x}13, 4]`). Packed, in pieces of
-  /// padded blocks (step_block), and copied clipped to the tiles (clipped_copy): what lies
-  /// past them is padding.
-  bool clipped(std::size_t s) const {
-    const step& st = p_.steps[s];
-    if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.concat_dim < 0) return false;
-    return st.parts * shapes_.ext[s][st.concat_dim] != shapes_.ext[s + 1][st.concat_dim] ||
-           (st.kind == op::alltoall && shapes_.ext[s][st.split_dim] % st.parts != 0);
-  }
-  /// The elements of one block an allgather (its tile) or alltoall (its padded chunk of
-  /// ceil(t / parts) rows of split extent t: L / parts where parts divides t) sends.
-  std::uint64_t step_block(std::size_t s) const {
-    const step& st = p_.steps[s];
-    const std::uint64_t L = shapes_.ext[s].size();
-    if (st.kind != op::alltoall) return L;
-    const std::uint64_t t = shapes_.ext[s][st.split_dim];
-    return t == 0 ? L / st.parts : L / t * ((t + st.parts - 1) / st.parts);
-  }
+  /// An allgather or alltoall on padded tiles whose blocks do not tile the tiles exactly
+  /// (exchange.hpp padded_clips): packed, in pieces of padded blocks (step_block), and
+  /// copied clipped to the tiles (clipped_copy): what lies past them is padding.
+  bool clipped(std::size_t s) const { return padded_clips(p_, s, shapes_.boxes); }
+  /// The elements of one block an allgather (its tile) or alltoall (its padded chunk)
+  /// sends: exchange.hpp padded_block.
+  std::uint64_t step_block(std::size_t s) const { return padded_block(p_, s, shapes_.boxes, shapes_.ext[s].size()); }
   /// Elements [a, b) of each of the n blocks of w rows along dimension d of a tile of
   /// extents x (block m at rows [m w, (m + 1) w), clipped to the x[d] rows the tile has),
   /// between the tile and a pack buffer that holds the n pieces back to back (pack: tile ->
