@@ -22,7 +22,7 @@
 // peer_bounded_s keeps redist's (max(in, out) per rank): there, a collective whose padded
 // blocks reach past the tile after it (redist/exchange.hpp padded_clips: `[{x}13]` to `[13]`
 // on `{x: 4}`) runs in the pieces redist's executor moves it in, one call each
-// (pieced_step_seconds), where the peers receive all of it in one call, into a buffer of
+// (clipped_step_seconds), where the peers receive all of it in one call, into a buffer of
 // parts times the padded tile, past the tile after it.
 #include <algorithm>
 #include <cstdio>
@@ -64,16 +64,12 @@ peer_ops read_ops(const std::string& list) {
 std::uint64_t clipped_pieces(const redist::program& q, const redist::time_profile& P) {
   if (!q.uneven()) return 0;
   const redist::box_states t = redist::trace_states(q);
-  const std::uint64_t in_out = redist::end_tile_elements(q), e = q.element_bytes;
   std::uint64_t extra = 0, local = redist::local_size(q.m, q.source);
   for (std::size_t i = 0; i < q.steps.size(); ++i) {
     const redist::step& s = q.steps[i];
-    if (redist::padded_clips(q, i, t)) {
-      const std::uint64_t block = redist::padded_block(q, i, t, local);
-      extra += redist::picoseconds(redist::pieced_step_seconds(P, s.kind, s.parts, local, s.local_after, e, in_out,
-                                                               block, false)) -
-               redist::picoseconds(redist::step_seconds(P, s.kind, s.parts, local, s.local_after, e));
-    }
+    if (redist::padded_clips(q, i, t))
+      extra += redist::picoseconds(redist::clipped_step_seconds(q, i, t, local, P)) -
+               redist::picoseconds(redist::step_seconds(P, s.kind, s.parts, local, s.local_after, q.element_bytes));
     local = s.local_after;
   }
   return extra;

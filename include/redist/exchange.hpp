@@ -329,6 +329,10 @@ inline padded_extents padded_step_extents(const program& p, std::size_t i, const
     for (const box& b : t.states[i + 1]) x.after = std::max(x.after, b.extent(dc));
   return x;
 }
+/// padded_clips below, on the padded tiles x of step st (a non-fused allgather or alltoall).
+inline bool blocks_clip(const step& st, const padded_extents& x) {
+  return st.parts * x.concat != x.after || (st.kind == op::alltoall && x.split % st.parts != 0);
+}
 }  // namespace detail
 
 /// True iff step i of p, an allgather or alltoall (not fused) that runs as the backend's
@@ -345,8 +349,7 @@ inline bool padded_clips(const program& p, std::size_t i, const box_states& t) {
   if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.parts == 0 || st.concat_dim < 0 ||
       t.states.size() <= i + 1)
     return false;
-  const detail::padded_extents x = detail::padded_step_extents(p, i, t);
-  return st.parts * x.concat != x.after || (st.kind == op::alltoall && x.split % st.parts != 0);
+  return detail::blocks_clip(st, detail::padded_step_extents(p, i, t));
 }
 
 /// The elements of the block step i (an allgather or alltoall, not fused) sends each member
@@ -381,11 +384,11 @@ inline bool padded_lands(const program& p, std::size_t i, const box_states& t) {
   if ((st.kind != op::allgather && st.kind != op::alltoall) || st.fused() || st.parts == 0 ||
       t.states.size() <= i + 1)
     return false;
-  if (padded_clips(p, i, t) && 2 * st.parts > std::max(p.source_local(), p.target_local()))
+  const detail::padded_extents x = detail::padded_step_extents(p, i, t);
+  if (detail::blocks_clip(st, x) && 2 * st.parts > std::max(p.source_local(), p.target_local()))
     return false;  // pieces of at least one element per block fit max(in, out) / 2 only so
   const std::vector<box>&before = t.states[i], &after = t.states[i + 1];
   const int dc = st.concat_dim, ds = st.split_dim;
-  const detail::padded_extents x = detail::padded_step_extents(p, i, t);
   const std::uint64_t c = ceil_div(x.split, st.parts);  // an alltoall's padded chunk
   for (std::size_t g = 0; g < st.group_count(); ++g) {
     const auto grp = st.group(g);

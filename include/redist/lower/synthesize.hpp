@@ -47,14 +47,25 @@ struct synth_options {
   }
 };
 
+/// Predicted seconds of step i of p, an allgather or alltoall the executor clips to padded
+/// tiles (redist/exchange.hpp padded_clips; `t`: the boxes through step i), on ranks that
+/// hold `local` elements before it: in the pieces the executor moves it in, one backend
+/// call each (core/time_model.hpp pieced_step_seconds).
+inline double clipped_step_seconds(const program& p, std::size_t i, const box_states& t, std::uint64_t local,
+                                   const time_profile& P) {
+  const step& s = p.steps[i];
+  return pieced_step_seconds(P, s.kind, s.parts, local, s.local_after, p.element_bytes, end_tile_elements(p),
+                             padded_block(p, i, t, local), false);
+}
+
 /// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
 /// times (core/time_model.hpp); an exchange's peers and bytes (the most one rank receives
 /// or sends) come from its pieces, and so
 /// do those of the steps on uneven tiles that run as exchanges (redist/exchange.hpp
 /// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy);
 /// the collectives that run on padded tiles are priced on them, as the search weighs them,
-/// those the executor clips to the tiles (redist/exchange.hpp padded_clips) in the pieces
-/// it moves them in (core/time_model.hpp pieced_step_seconds).
+/// those the executor clips to the tiles in the pieces it moves them in
+/// (clipped_step_seconds).
 /// Every step that moves or copies pays the pass over the tile it writes.
 inline double predicted_seconds(const program& p, const time_profile& P) {
   double t = 0;
@@ -70,8 +81,7 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
     } else if (p.uneven() && padded_clips(p, i, states)) {  // packed in pieces, clipped to the tiles
-      t += pieced_step_seconds(P, s.kind, s.parts, local, s.local_after, e, end_tile_elements(p),
-                               padded_block(p, i, states, local), false);
+      t += clipped_step_seconds(p, i, states, local, P);
     } else {
       t += collective_step_seconds(P, s, local, e, end_tile_elements(p));  // the search's weights
     }

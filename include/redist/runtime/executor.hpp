@@ -833,7 +833,7 @@ class executor {
           case block_path::packed: {
             const bool clip = clipped(si);
             const block_layout sl = clip ? block_layout{} : send_layout(si), rl = clip ? block_layout{} : recv_layout(si);
-            const std::uint64_t w = (before[s.split_dim] + n - 1) / n;  // rows of a chunk: ceil(t / n)
+            const std::uint64_t w = ceil_div(before[s.split_dim], n);  // rows of a chunk: ceil(t / n)
             pieces(step_block(si), [&](std::uint64_t a, std::uint64_t b) {
               const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
               each_rank(piece_bytes, [&](std::size_t i) {
