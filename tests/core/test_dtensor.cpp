@@ -6,6 +6,9 @@
 #include "redist/core/dtensor.hpp"
 #include "support/random_problems.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace test_dtensor {
+
 namespace {
 const redist::device_mesh m = redist::parse_mesh("{x: 2, y: 4, z: 2}");
 const std::vector<std::uint64_t> g{256, 1024, 64};
@@ -103,3 +106,5 @@ TEST_CASE("ours -> DTensor -> ours round-trips where placements can express the 
   CHECK(tried == 500);
   CHECK(expressible > 300);
 }
+
+}  // namespace test_dtensor

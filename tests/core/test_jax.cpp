@@ -6,6 +6,9 @@
 #include "redist/core/jax.hpp"
 #include "support/random_problems.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace test_jax {
+
 namespace {
 const redist::device_mesh m = redist::parse_mesh("{x: 2, y: 4, z: 2}");
 const std::vector<std::uint64_t> g{256, 1024, 64};
@@ -69,3 +72,5 @@ TEST_CASE("ours -> JAX -> ours round-trips on random types", "[core][jax]") {
   }
   CHECK(n == 1400);
 }
+
+}  // namespace test_jax

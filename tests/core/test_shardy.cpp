@@ -10,6 +10,9 @@
 #include "redist/core/xla.hpp"
 #include "redist/exchange.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace test_shardy {
+
 namespace {
 using shape = std::vector<std::uint64_t>;
 
@@ -384,3 +387,5 @@ TEST_CASE("device lists are checked without a table of the world's ranks", "[cor
   CHECK_THROWS_WITH(redist::from_shardy_mesh(R"(<["x"=4], device_ids=[5, 7, 5, 7]>)"),
                     Catch::StartsWith("device 5 is listed twice (positions 0 and 2) (at column 29"));
 }
+
+}  // namespace test_shardy

@@ -8,6 +8,9 @@
 #include "redist/core/xla.hpp"
 #include "redist/exchange.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace test_xla {
+
 namespace {
 using shape = std::vector<std::uint64_t>;
 
@@ -250,3 +253,5 @@ TEST_CASE("every prefix of a sharding parses or is refused with a redist_error",
   CHECK(redist::to_xla(redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).pm,
                        redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).type) == "{devices=[2,1]<=[2]}");
 }
+
+}  // namespace test_xla

@@ -22,8 +22,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 echo "== build ($BUILD, clean, REDIST_WITH_NCCL=ON)"
 rm -rf "$BUILD"
 cmake -S . -B "$BUILD" -DREDIST_WITH_NCCL=ON -DREDIST_WERROR=ON -DCMAKE_BUILD_TYPE=Release
-targets=(backends_nccl_test backends_nccl_gpu_test nccl_pack_bench runtime_memory_test runtime_pack_test
-  runtime_executor_test)
+targets=(backends_nccl_test backends_nccl_gpu_test nccl_pack_bench runtime_tests)
 have_mpi=0
 if grep -q "^backends_nccl_mpi_test" <(cmake --build "$BUILD" --target help | sed 's/^\.\.\. //'); then
   targets+=(backends_nccl_mpi_test)
@@ -42,9 +41,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L || true
 
 echo "== no-GPU parts and the executor's memory space"
 "$bin/backends/backends_nccl_test"
-"$bin/runtime/runtime_memory_test"
-"$bin/runtime/runtime_pack_test"
-"$bin/runtime/runtime_executor_test"
+"$bin/runtime/runtime_tests" --filenames-as-tags "[#memory_test],[#pack_test],[#executor_test]"
 
 echo "== one rank on one GPU"
 "$bin/backends/backends_nccl_gpu_test" --durations yes

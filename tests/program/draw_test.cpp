@@ -18,6 +18,9 @@
 #include "support/fuse_profile.hpp"
 #include "support/random_problems.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace draw_test {
+
 using namespace redist;
 
 /// The paper's objective (fewest Fig. 11 bytes): the fixed cases below name its programs.
@@ -343,3 +346,5 @@ TEST_CASE("an exchange is drawn with its listed boxes", "[exchange]") {
   CHECK(svg.find(">24 B per device</text>") != std::string::npos);
   CHECK(count(svg, "<rect class=\"tile\"") == 6 + 6);
 }
+
+}  // namespace draw_test

@@ -12,6 +12,9 @@
 #include "redist/lower/synthesize.hpp"
 #include "support/random_problems.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace format_test {
+
 using namespace redist;
 
 /// The paper's objective (fewest Fig. 11 bytes): the fixed cases below name its programs.
@@ -135,3 +138,5 @@ TEST_CASE("an exchange prints on one line: its boxes' shape, what one device rec
   CHECK(fmt::format("{}", bad).find("   1  exchange       -      -  -       -        24      6  [2{y}6, 3{x}6]\n") !=
         std::string::npos);
 }
+
+}  // namespace format_test

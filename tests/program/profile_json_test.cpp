@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace profile_json_test {
+
 namespace {
 
 std::string error_of(const std::string& text) {
@@ -112,3 +115,5 @@ TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[p
   CHECK_THROWS_WITH(redist::profile_from_json(j),
                     "time profile JSON: ops.allgather.per_peer_s: expected a finite number >= 0 (seconds), found null");
 }
+
+}  // namespace profile_json_test

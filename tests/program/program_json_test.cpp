@@ -17,6 +17,9 @@
 #include "redist/runtime/program_check.hpp"
 #include "support/random_problems.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace program_json_test {
+
 using namespace redist;
 using nlohmann::json;
 
@@ -708,3 +711,5 @@ TEST_CASE("program_check follows programs on device sets: ranks outside the mesh
   CHECK(detail::check_program(bad).error ==
         "invalid program: the source mesh's devices: device 4 (position 1) is not a rank of the world of 4 ranks");
 }
+
+}  // namespace program_json_test

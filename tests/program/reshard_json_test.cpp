@@ -10,6 +10,9 @@
 #include "redist/program_json.hpp"
 #include "redist/reshard_json.hpp"
 
+// A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
+namespace reshard_json_test {
+
 namespace {
 
 using namespace redist;
@@ -180,3 +183,5 @@ TEST_CASE("box layouts in a manifest: explicit boxes, DTensor's nested chunks, S
   bad.replace(bad.find("{\"boxes\""), 8, "{\"mesh\": \"m\", \"boxes\"");
   CHECK(error_of(bad) == "reshard manifest: arrays[0] ('rows').source: 'boxes' carries its own devices: no 'mesh'");
 }
+
+}  // namespace reshard_json_test

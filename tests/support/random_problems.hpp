@@ -50,7 +50,7 @@ inline workload paper_workload(std::uint64_t max_elements = 1 << 16) {
   return w;
 }
 
-namespace detail {
+namespace testing_detail {
 inline std::uint64_t gcd(std::uint64_t a, std::uint64_t b) { return b ? gcd(b, a % b) : a; }
 inline std::uint64_t lcm(std::uint64_t a, std::uint64_t b) { return a / gcd(a, b) * b; }
 
@@ -110,7 +110,7 @@ inline std::vector<bool> used_axes(const workload& w, const std::vector<std::vec
     for (int a : d) used[static_cast<std::size_t>(a)] = true;
   return used;
 }
-}  // namespace detail
+}  // namespace testing_detail
 
 inline std::string mesh_text(const workload& w) {
   std::string s = "{";
@@ -124,11 +124,11 @@ inline std::string mesh_text(const workload& w) {
 /// One random problem of the workload.
 inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
   const int rank = w.min_dims + static_cast<int>(rng() % static_cast<std::uint64_t>(w.max_dims - w.min_dims + 1));
-  auto src = detail::draw_assignment(rng, w, rank);
-  auto dst = detail::draw_assignment(rng, w, rank);
+  auto src = testing_detail::draw_assignment(rng, w, rank);
+  auto dst = testing_detail::draw_assignment(rng, w, rank);
   std::vector<int> src_sums, dst_sums;
   if (w.partial_sums) {
-    const auto su = detail::used_axes(w, src), du = detail::used_axes(w, dst);
+    const auto su = testing_detail::used_axes(w, src), du = testing_detail::used_axes(w, dst);
     for (std::size_t a = 0; a < w.axes.size(); ++a) {
       if (su[a] || rng() % 2 == 0) continue;
       src_sums.push_back(static_cast<int>(a));
@@ -140,7 +140,7 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
     std::uint64_t ps = 1, pd = 1;
     for (int a : src[static_cast<std::size_t>(d)]) ps *= w.axes[static_cast<std::size_t>(a)].second;
     for (int a : dst[static_cast<std::size_t>(d)]) pd *= w.axes[static_cast<std::size_t>(a)].second;
-    need[static_cast<std::size_t>(d)] = detail::lcm(ps, pd);
+    need[static_cast<std::size_t>(d)] = testing_detail::lcm(ps, pd);
   }
   std::uint64_t total = 0;
   if (w.min_elements > 0) {
@@ -162,7 +162,7 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
       }
       if ((total >= w.min_elements && total <= w.max_elements) || attempt > 100) break;
     }
-    return {mesh_text(w), detail::write_type(w, src, shape, src_sums), detail::write_type(w, dst, shape, dst_sums), total};
+    return {mesh_text(w), testing_detail::write_type(w, src, shape, src_sums), testing_detail::write_type(w, dst, shape, dst_sums), total};
   }
   for (std::uint64_t mult = w.max_multiplier;; mult = mult > 1 ? mult - 1 : 1) {
     total = 1;
@@ -172,7 +172,7 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
     }
     if (total <= w.max_elements || mult == 1) break;
   }
-  return {mesh_text(w), detail::write_type(w, src, shape, src_sums), detail::write_type(w, dst, shape, dst_sums), total};
+  return {mesh_text(w), testing_detail::write_type(w, src, shape, src_sums), testing_detail::write_type(w, dst, shape, dst_sums), total};
 }
 
 /// `count` problems from a seed; the same seed gives the same problems on every machine.
@@ -197,11 +197,11 @@ inline problem_text random_uneven_problem(std::mt19937_64& rng, const workload& 
   static constexpr std::uint64_t primes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71};
   for (;;) {
     const int rank = w.min_dims + static_cast<int>(rng() % static_cast<std::uint64_t>(w.max_dims - w.min_dims + 1));
-    auto src = detail::draw_assignment(rng, w, rank);
-    auto dst = detail::draw_assignment(rng, w, rank);
+    auto src = testing_detail::draw_assignment(rng, w, rank);
+    auto dst = testing_detail::draw_assignment(rng, w, rank);
     std::vector<int> src_sums;
     if (w.partial_sums) {
-      const auto su = detail::used_axes(w, src);
+      const auto su = testing_detail::used_axes(w, src);
       for (std::size_t a = 0; a < w.axes.size(); ++a)
         if (!su[a] && rng() % 2 == 0) src_sums.push_back(static_cast<int>(a));
     }
@@ -213,7 +213,7 @@ inline problem_text random_uneven_problem(std::mt19937_64& rng, const workload& 
       std::uint64_t ps = 1, pd = 1;
       for (int a : src[k]) ps *= w.axes[static_cast<std::size_t>(a)].second;
       for (int a : dst[k]) pd *= w.axes[static_cast<std::size_t>(a)].second;
-      const std::uint64_t l = detail::lcm(ps, pd), most = std::max(ps, pd);
+      const std::uint64_t l = testing_detail::lcm(ps, pd), most = std::max(ps, pd);
       std::uint64_t n = 0;
       switch (rng() % 4) {
         case 0: n = primes[rng() % std::size(primes)]; break;
@@ -226,8 +226,8 @@ inline problem_text random_uneven_problem(std::mt19937_64& rng, const workload& 
       uneven = uneven || n % ps != 0 || n % pd != 0;
     }
     if (!uneven || total > w.max_elements) continue;
-    std::string from = detail::write_type(w, src, shape, src_sums, rng() % 2 != 0);  // tiles written or inferred
-    std::string to = detail::write_type(w, dst, shape, {}, rng() % 2 != 0);
+    std::string from = testing_detail::write_type(w, src, shape, src_sums, rng() % 2 != 0);  // tiles written or inferred
+    std::string to = testing_detail::write_type(w, dst, shape, {}, rng() % 2 != 0);
     return {mesh_text(w), std::move(from), std::move(to), total};
   }
 }

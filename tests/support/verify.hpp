@@ -80,7 +80,7 @@ std::string str_cat(const A&... a) {
   return s;
 }
 
-namespace detail {
+namespace testing_detail {
 
 /// Boxes of all ranks: lo/hi at [r * R + d].
 struct boxes {
@@ -205,11 +205,11 @@ inline bool check_groups(const step& s, std::uint64_t D, std::string& why) {
   return true;
 }
 
-}  // namespace detail
+}  // namespace testing_detail
 
 /// Verify `p` as described at the top of this file.
 inline verify_result verify(const program& p) {
-  using detail::boxes;
+  using testing_detail::boxes;
   verify_result res;
   const device_mesh& m = p.m;
   const int R = p.source.rank;
@@ -229,15 +229,15 @@ inline verify_result verify(const program& p) {
   if (!same_global(p.source, p.target)) return fail(p.steps.size(), "source and target global shapes differ");
   if (D > (std::uint64_t{1} << 20)) return fail(p.steps.size(), "mesh too large for the checker");
 
-  boxes cur = detail::boxes_of(m, p.source);
+  boxes cur = testing_detail::boxes_of(m, p.source);
   // Partial sums: the set of source partials each rank's data adds up.
   const std::uint64_t nsrc = sum_parts(m, p.source);
   std::vector<std::vector<std::uint32_t>> K(D);
   for (std::uint64_t r = 0; r < D; ++r) K[r] = {static_cast<std::uint32_t>(sum_index(m, p.source, r))};
   auto same_partials = [&](std::size_t g, rank_t a, rank_t b, std::string& why) {
     if (K[a] == K[b]) return true;
-    why = str_cat("group ", g, ": ranks ", a, " and ", b, " hold different partial sums ", detail::set_text(K[a]),
-                  " and ", detail::set_text(K[b]));
+    why = str_cat("group ", g, ": ranks ", a, " and ", b, " hold different partial sums ", testing_detail::set_text(K[a]),
+                  " and ", testing_detail::set_text(K[b]));
     return false;
   };
   std::uint64_t local = local_size(m, p.source);
@@ -258,7 +258,7 @@ inline verify_result verify(const program& p) {
         problem = str_cat("concat_dim ", s.concat_dim, " out of range");
         return false;
       }
-      if (!detail::check_groups(s, D, problem)) return false;
+      if (!testing_detail::check_groups(s, D, problem)) return false;
       const int c = s.concat_dim;
       for (std::size_t g = 0; g * s.parts < s.members.size(); ++g) {
         const rank_t* grp = s.members.data() + g * s.parts;
@@ -292,7 +292,7 @@ inline verify_result verify(const program& p) {
       const step_grid& cg = s.concat_grid;
       const step_grid& sg = s.split_grid;
       if (uneven) return fail(si, "a fused step on uneven tiles");
-      if (!detail::check_groups(s, D, why)) return fail(si, why);
+      if (!testing_detail::check_groups(s, D, why)) return fail(si, why);
       if (cg.size() != s.parts || (s.kind == op::alltoall ? sg.size() != s.parts : sg.n != 0))
         return fail(si, "the grids' parts do not multiply to the group size");
       std::vector<bool> listed(static_cast<std::size_t>(R), false);
@@ -359,7 +359,7 @@ inline verify_result verify(const program& p) {
       case op::alltoall: {
         if (!check_dim(s.concat_dim)) return fail(si, str_cat("concat_dim ", s.concat_dim, " out of range"));
         if (!check_dim(s.split_dim)) return fail(si, str_cat("split_dim ", s.split_dim, " out of range"));
-        if (!detail::check_groups(s, D, why)) return fail(si, why);
+        if (!testing_detail::check_groups(s, D, why)) return fail(si, why);
         const int c = s.concat_dim, sp = s.split_dim;
         const std::uint64_t n = s.parts;
         for (std::size_t g = 0; g * n < s.members.size(); ++g) {
@@ -451,7 +451,7 @@ inline verify_result verify(const program& p) {
         if (p.source.nsum > 0 && s.reduce != p.source.reduce)  // one reduction kind per array
           return fail(si, str_cat("reduces by ", reduction_name(s.reduce), " partials that combine by ",
                                   reduction_name(p.source.reduce)));
-        if (!detail::check_groups(s, D, why)) return fail(si, why);
+        if (!testing_detail::check_groups(s, D, why)) return fail(si, why);
         const std::uint64_t n = s.parts;
         // On uneven programs a reduce-scatter splits the padded tile (the longest box) into
         // n chunks of ceil(padded / n), the last ones short or empty, each clipped to the
@@ -468,9 +468,9 @@ inline verify_result verify(const program& p) {
               if (cur.l(a, d) != cur.l(b, d) || cur.h(a, d) != cur.h(b, d))
                 return fail(si, str_cat("group ", g, ": ranks ", a, " and ", b, " reduce different boxes ", cur.text(a),
                                         " and ", cur.text(b)));
-            if (!detail::disjoint_union(all, K[b], tmp))
-              return fail(si, str_cat("group ", g, ": rank ", b, "'s partials ", detail::set_text(K[b]),
-                                      " are already in the sum ", detail::set_text(all)));
+            if (!testing_detail::disjoint_union(all, K[b], tmp))
+              return fail(si, str_cat("group ", g, ": rank ", b, "'s partials ", testing_detail::set_text(K[b]),
+                                      " are already in the sum ", testing_detail::set_text(all)));
             all = tmp;
           }
           for (std::uint64_t k = 0; k < n; ++k) {
@@ -505,7 +505,7 @@ inline verify_result verify(const program& p) {
           created *= s.parts;
           break;
         }
-        if (!detail::check_groups(s, D, why)) return fail(si, why);
+        if (!testing_detail::check_groups(s, D, why)) return fail(si, why);
         for (std::size_t g = 0; g * s.parts < s.members.size(); ++g) {
           const rank_t* grp = s.members.data() + g * s.parts;
           for (std::uint64_t k = 1; k < s.parts; ++k) {
@@ -535,9 +535,9 @@ inline verify_result verify(const program& p) {
                                       " has ", p.source.dims[d].global, " indices)"));
           }
         // Coverage: A_r minus every distinct box held before must leave nothing.
-        std::vector<detail::range_box> held;
+        std::vector<testing_detail::range_box> held;
         for (std::uint64_t r = 0; r < D; ++r) {
-          detail::range_box b{std::vector<std::uint64_t>(static_cast<std::size_t>(R)),
+          testing_detail::range_box b{std::vector<std::uint64_t>(static_cast<std::size_t>(R)),
                               std::vector<std::uint64_t>(static_cast<std::size_t>(R))};
           for (int d = 0; d < R; ++d) {
             b.lo[static_cast<std::size_t>(d)] = cur.l(r, d);
@@ -545,15 +545,15 @@ inline verify_result verify(const program& p) {
           }
           held.push_back(std::move(b));
         }
-        auto box_less = [](const detail::range_box& a, const detail::range_box& b) {
+        auto box_less = [](const testing_detail::range_box& a, const testing_detail::range_box& b) {
           return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
         };
-        auto box_eq = [](const detail::range_box& a, const detail::range_box& b) { return a.lo == b.lo && a.hi == b.hi; };
+        auto box_eq = [](const testing_detail::range_box& a, const testing_detail::range_box& b) { return a.lo == b.lo && a.hi == b.hi; };
         std::sort(held.begin(), held.end(), box_less);
         held.erase(std::unique(held.begin(), held.end(), box_eq), held.end());
         std::uint64_t most = 0;
         for (std::uint64_t r = 0; r < D; ++r) {
-          std::vector<detail::range_box> left(1), cut;
+          std::vector<testing_detail::range_box> left(1), cut;
           left[0].lo.resize(static_cast<std::size_t>(R));
           left[0].hi.resize(static_cast<std::size_t>(R));
           std::uint64_t both = 1;  // |A_r n B_r|
@@ -565,9 +565,9 @@ inline verify_result verify(const program& p) {
           }
           const std::uint64_t got = next.size(r) - both;  // received from other ranks
           if (got == 0) left.clear();  // r holds all of A_r (or A_r is empty)
-          for (const detail::range_box& b : held) {
+          for (const testing_detail::range_box& b : held) {
             cut.clear();
-            for (const detail::range_box& a : left) detail::subtract(a, b, cut);
+            for (const testing_detail::range_box& a : left) testing_detail::subtract(a, b, cut);
             std::swap(left, cut);
             if (left.empty()) break;
           }
@@ -614,7 +614,7 @@ inline verify_result verify(const program& p) {
     if (s.type_exact) {
       if (!same_global(s.type_after, p.source) || check(m, s.type_after).code != errc::ok)
         return fail(si, "type_after is ill-formed or of another global shape");
-      boxes want = detail::boxes_of(m, s.type_after);
+      boxes want = testing_detail::boxes_of(m, s.type_after);
       for (std::uint64_t r = 0; r < D; ++r)
         for (int d = 0; d < R; ++d)
           if (want.l(r, d) != next.l(r, d) || want.h(r, d) != next.h(r, d))
@@ -631,7 +631,7 @@ inline verify_result verify(const program& p) {
   }
 
   const std::size_t end = p.steps.size();
-  const boxes want = detail::boxes_of(m, p.target);
+  const boxes want = testing_detail::boxes_of(m, p.target);
   for (std::uint64_t r = 0; r < D; ++r)
     for (int d = 0; d < R; ++d)
       if (cur.l(r, d) != want.lo[r * static_cast<std::uint64_t>(R) + static_cast<std::uint64_t>(d)] ||
@@ -647,8 +647,8 @@ inline verify_result verify(const program& p) {
     for (int k = 0; k < m.nsub; ++k)
       if (tsum_mask & (std::uint64_t{1} << k)) key -= m.coord(k, r) * m.sub[k].stride;
     std::vector<std::uint32_t> tmp;
-    if (!detail::disjoint_union(total[key], K[r], tmp))
-      return fail(end, str_cat("rank ", r, "'s partials ", detail::set_text(K[r]),
+    if (!testing_detail::disjoint_union(total[key], K[r], tmp))
+      return fail(end, str_cat("rank ", r, "'s partials ", testing_detail::set_text(K[r]),
                                " are also held by another rank of its sum group"));
     total[key] = tmp;
   }
