@@ -7,6 +7,8 @@
 #include <complex>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "redist/backends/host.hpp"
@@ -145,6 +147,44 @@ TEST_CASE("the program hash identifies a program and an element type", "[executo
   auto t = p;
   t.element_bytes = 8;
   CHECK(redist::program_hash(p) != redist::program_hash(t));
+}
+
+TEST_CASE("element types of one size share one executor core; reductions stay in the element type", "[executor]") {
+  using redist::host_backend;
+  using redist::detail::executor_core;
+  using redist::detail::storage_t;
+  STATIC_REQUIRE(std::is_same_v<storage_t<float, host_backend>, std::uint32_t>);
+  STATIC_REQUIRE(std::is_same_v<storage_t<std::int32_t, host_backend>, std::uint32_t>);
+  STATIC_REQUIRE(std::is_same_v<storage_t<double, host_backend>, std::uint64_t>);
+  STATIC_REQUIRE(std::is_same_v<storage_t<std::int8_t, host_backend>, std::uint8_t>);
+  // 8 bytes aligned to 4: not moved as std::uint64_t (aligned to 8), but as itself.
+  STATIC_REQUIRE(std::is_same_v<storage_t<std::complex<float>, host_backend>, std::complex<float>>);
+  STATIC_REQUIRE(std::is_same_v<storage_t<std::complex<double>, host_backend>, std::complex<double>>);  // 16 bytes
+  using core32 = executor_core<std::uint32_t, host_backend>;
+  STATIC_REQUIRE(std::is_base_of_v<core32, redist::executor<float, host_backend>>);
+  STATIC_REQUIRE(std::is_base_of_v<core32, redist::executor<std::int32_t, host_backend>>);
+
+  // Reductions add and compare as float, not as the bits of a std::uint32_t.
+  redist::host_backend host(2);
+  const std::vector<float> a{1.5f, -2.25f, -3.5f, 0.125f}, b{0.25f, -0.5f, 1.0f, 2.0f};
+  for (const auto& [kind, want] : std::vector<std::pair<std::string, std::vector<float>>>{
+           {"sum", {1.75f, -2.75f, -2.5f, 2.125f}},
+           {"max", {1.5f, -0.5f, 1.0f, 2.0f}},
+           {"min", {0.25f, -2.25f, -3.5f, 0.125f}}}) {
+    INFO(kind);
+    for (const char* to : {"[4]", "[{x}4]"}) {  // allreduce, reducescatter
+      INFO(to);
+      const auto p = redist::synthesize("{x: 2}", "[4] " + kind + "{x}", to);
+      redist::executor<float, host_backend> ex(host, p);
+      std::vector<darray<float>> in;
+      in.emplace_back(p.m, p.source, 0, a);
+      in.emplace_back(p.m, p.source, 1, b);
+      const auto out = ex.run(in);
+      const std::uint64_t block = std::string(to) == "[4]" ? 0 : 2;  // rank d's elements: [block d, block d + size)
+      for (const auto& t : out)
+        for (std::uint64_t i = 0; i < t.size(); ++i) CHECK(t.span()[i] == want[block * t.device() + i]);
+    }
+  }
 }
 
 TEST_CASE("errors: nothing is touched and the message says what is wrong", "[executor][errors]") {

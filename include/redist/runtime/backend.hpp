@@ -131,6 +131,11 @@
 // and the local copies of its ranks through it; the data-moving calls on disjoint groups
 // must then be safe to make concurrently.
 //
+// The element type of the calls. An executor of element type T (runtime/executor.hpp) makes
+// the data-moving calls (allgather, alltoall, permute, exchange, alltoallv) with the unsigned
+// integer type of T's size, whose values are T's bytes, where B models backend_for for that
+// type and does for it everything it does for T; the reductions always with T.
+//
 // A backend reports misuse (a group with a rank outside 0..D-1, a count it cannot
 // express) by throwing redist_error with errc::runtime before moving any data.
 //

@@ -80,6 +80,13 @@
 // returns without waiting for the stream. The run() overloads that return new owned tiles
 // need a host-accessible memory space. Everything else below is the same for every memory.
 //
+// Element types. The executor moves an element type's data as elements of the unsigned
+// integer of its size (detail::storage_t; every backend of this library moves those, and a
+// backend that does not for some T gets T itself), so executor<float, B> and
+// executor<std::int32_t, B> share one detail::executor_core, the bulk of the code a program
+// compiles to. Only the reductions (allreduce, reducescatter, a partial step's identity)
+// are made in T itself (detail::typed_reductions).
+//
 // Ranks in parallel. A backend driving several ranks (the host backend) may offer
 // parallel_for (runtime/backend.hpp): the executor then runs the groups of a step, and the
 // slices and packing of its ranks, through it.
@@ -238,121 +245,115 @@ darray<T> target_tile(const program& p, rank_t r) {
   return pos < 0 ? darray<T>::none(tm, p.target) : darray<T>(tm, p.target, static_cast<rank_t>(pos));
 }
 
-/// Runs one program, any number of times, on the ranks a backend drives.
+namespace detail {
+
+/// The unsigned integer of N bytes (1, 2, 4 or 8), void for other sizes.
+template <std::size_t N>
+using unsigned_of_size =
+    std::conditional_t<N == 1, std::uint8_t,
+                       std::conditional_t<N == 2, std::uint16_t,
+                                          std::conditional_t<N == 4, std::uint32_t,
+                                                             std::conditional_t<N == 8, std::uint64_t, void>>>>;
+
+/// Whether the executor may move elements of type T as elements of U: the same size and
+/// alignment, and backend B and its memory space do for U everything they do for T.
+template <class T, class U, class B>
+concept moves_as = !std::is_void_v<U> && sizeof(T) == sizeof(U) && alignof(T) == alignof(U) && backend_for<B, U> &&
+                   memory_space_for<memory_space_t<B>, U> &&
+                   (!strided_backend_for<B, T> || strided_backend_for<B, U>) &&
+                   (!exchange_backend_for<B, T> || exchange_backend_for<B, U>) &&
+                   (!strided_exchange_backend_for<B, T> || strided_exchange_backend_for<B, U>);
+
+/// The type whose elements the executor moves T's data as: the unsigned integer of T's size
+/// where B moves it (every backend of this library), so that every element type of one size
+/// shares one executor_core; T itself otherwise.
 template <class T, class B>
-  requires backend_for<B, T> && memory_space_for<memory_space_t<B>, T>
-class executor {
+struct storage_of {
+  using type = T;
+};
+template <class T, class B>
+  requires moves_as<T, unsigned_of_size<sizeof(T)>, B>
+struct storage_of<T, B> {
+  using type = unsigned_of_size<sizeof(T)>;
+};
+template <class T, class B>
+using storage_t = typename storage_of<T, B>::type;
+
+/// What executor_core needs to know of the element type T beyond its size: the program
+/// hash's tag, and what the constructor checks before a program reduces.
+struct element_info {
+  std::uint64_t bytes = 0;  ///< sizeof(T)
+  std::uint64_t tag = 0;    ///< element_tag<T>()
+  bool reduces = false;     ///< reducing_backend_for<B, T>
+  unsigned reducible = 0;   ///< bit r: reducible<T>(r)
+  unsigned identity = 0;    ///< bit r: has_reduction_identity<T>(r)
+
+  template <class T, class B>
+  static constexpr element_info of() {
+    element_info e{sizeof(T), element_tag<T>(), reducing_backend_for<B, T>, 0, 0};
+    for (reduction r : all_reductions) {
+      e.reducible |= static_cast<unsigned>(redist::reducible<T>(r)) << static_cast<unsigned>(r);
+      e.identity |= static_cast<unsigned>(has_reduction_identity<T>(r)) << static_cast<unsigned>(r);
+    }
+    return e;
+  }
+};
+
+/// The steps of a run that need the element type itself, not only its bytes: the backend's
+/// reductions and a partial step's identity (executor_core moves everything else as E).
+template <class E, class B>
+class element_reductions {
+ public:
+  /// The buffers of the next allreduce or reducescatter calls, indexed by rank (block_io).
+  virtual void bind(std::span<E* const> send, std::span<E* const> recv) = 0;
+  virtual void allreduce(B& b, std::span<const rank_t> g, std::size_t count, reduction r) = 0;
+  virtual void reducescatter(B& b, std::span<const rank_t> g, std::size_t count, reduction r) = 0;
+  /// Store the identity of r in n elements from dst (B's memory space).
+  virtual void fill_identity(B& b, E* dst, std::size_t n, reduction r) = 0;
+
+ protected:
+  element_reductions() = default;
+  ~element_reductions() = default;
+  element_reductions(const element_reductions&) = default;
+  element_reductions& operator=(const element_reductions&) = default;
+};
+
+/// element_reductions in T, whose elements executor_core holds as E (storage_t<T, B>).
+template <class T, class E, class B>
+class typed_reductions : public element_reductions<E, B> {
+ public:
+  void bind(std::span<E* const> send, std::span<E* const> recv) override {
+    send_.resize(send.size());
+    recv_.resize(recv.size());
+    for (std::size_t k = 0; k < send.size(); ++k) send_[k] = reinterpret_cast<T*>(send[k]);
+    for (std::size_t k = 0; k < recv.size(); ++k) recv_[k] = reinterpret_cast<T*>(recv[k]);
+  }
+  void allreduce([[maybe_unused]] B& b, [[maybe_unused]] std::span<const rank_t> g, [[maybe_unused]] std::size_t count,
+                 [[maybe_unused]] reduction r) override {
+    if constexpr (reducing_backend_for<B, T>) b.allreduce(g, io(), count, r);
+  }
+  void reducescatter([[maybe_unused]] B& b, [[maybe_unused]] std::span<const rank_t> g,
+                     [[maybe_unused]] std::size_t count, [[maybe_unused]] reduction r) override {
+    if constexpr (reducing_backend_for<B, T>) b.reducescatter(g, io(), count, r);
+  }
+  void fill_identity([[maybe_unused]] B& b, [[maybe_unused]] E* dst, [[maybe_unused]] std::size_t n,
+                     [[maybe_unused]] reduction r) override {
+    if constexpr (reducing_backend_for<B, T>) memory_of(b).fill(reinterpret_cast<T*>(dst), n, reduction_identity<T>(r));
+  }
+
+ private:
+  block_io<T> io() { return {std::span<T* const>(send_), std::span<T* const>(recv_)}; }
+  std::vector<T*> send_, recv_;
+};
+
+/// The executor (class executor below) on elements of storage type E: everything but the
+/// reductions, which it leaves to an element_reductions in the program's element type.
+template <class E, class B>
+  requires backend_for<B, E> && memory_space_for<memory_space_t<B>, E>
+class executor_core {
  public:
   /// The backend's memory space (runtime/memory.hpp).
   using memory_type = memory_space_t<B>;
-
-  executor(B& backend, const program& p, executor_options o = {})
-      : b_(backend), p_(p), opt_(o), shapes_(detail::check_program(p)), hash_(program_hash(p, element_tag<T>())) {
-    const auto local = b_.local_ranks();
-    local_.assign(local.begin(), local.end());
-    if (shapes_.error.empty()) {
-      if (p_.world_size() != b_.devices())
-        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program" +
-                        (p_.placed() ? " runs on a world of " + std::to_string(p_.world_size()) + " ranks"
-                                     : "'s mesh " + std::string(mesh_text(p_.m).view()) + " has " +
-                                           std::to_string(p_.m.devices) + " devices");
-      else if (p_.element_bytes != sizeof(T))
-        shapes_.error = "element type mismatch: the program was planned for " + std::to_string(p_.element_bytes) +
-                        "-byte elements, the array's elements have " + std::to_string(sizeof(T)) + " bytes";
-      else if (shapes_.sums && !reducing_backend_for<B, T>)
-        shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
-                        "allreduce and reducescatter";
-      else
-        for (reduction r : all_reductions)
-          if ((shapes_.reductions >> static_cast<unsigned>(r) & 1u) && !reducible<T>(r) && shapes_.error.empty())
-            shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
-                            unreducible_text(r);
-      else if (exchanges() > 0 && local_.size() != p_.world_size() && !(exchange_backend_for<B, T> && local_.size() == 1))
-        shapes_.error = "the program has an exchange (or a step on uneven tiles that runs as one), which needs a "
-                        "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
-      for (const step& st : p_.steps)
-        if (shapes_.error.empty() && st.kind == op::partial && st.concat_dim >= 0 && !has_reduction_identity<T>(st.reduce))
-          shapes_.error = "the program pads tiles with the identity of " + std::string(reduction_name(st.reduce)) +
-                          ", but the element type has no " + (st.reduce == reduction::max ? "least" : "greatest") +
-                          " value (std::numeric_limits)";
-    }
-    stats_.resize(p_.steps.size());
-    for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
-    if (!shapes_.error.empty()) return;
-    index_.assign(p_.world_size(), local_.size());
-    for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
-    plan_memory();
-    ranks_.resize(local_.size());
-    for (auto& rs : ranks_) {
-      rs.scratch = mem().template allocate<T>(scratch_a_ + scratch_b_);
-      rs.pack_send = mem().template allocate<T>(pack_send_);
-      rs.pack_recv = mem().template allocate<T>(pack_recv_);
-    }
-    held_ = (scratch_a_ + scratch_b_ + pack_send_ + pack_recv_) * sizeof(T);
-    peak_held_ = held_;
-  }
-
-  executor(const executor&) = delete;
-  executor& operator=(const executor&) = delete;
-
-  /// Redistribute the tiles of all local ranks: in[i] and out[i] belong to local_ranks()[i];
-  /// in[i] has the program's source type, out[i] (owned or borrowed) its target type. The
-  /// inputs are not modified; no output may overlap an input or another output.
-  void run(std::span<const darray<T>> in, std::span<darray<T>> out) {
-    std::string err = shapes_.error;
-    if (err.empty()) err = check_tiles(in, out);
-    const agreement ag = b_.agree(hash_, err.empty());
-    if (!err.empty()) throw redist_error(errc::runtime, err);
-    if (!ag.all_ok)
-      throw redist_error(errc::runtime, "another rank rejected the redistribution (see its message); nothing was moved");
-    if (!ag.same)
-      throw redist_error(errc::runtime,
-                         "ranks disagree on the program (hash mismatch): every rank must run the same program with the "
-                         "same element type; nothing was moved");
-    prepare();
-    in_.resize(local_.size());
-    out_.resize(local_.size());
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      in_[i] = in[i].data();
-      out_[i] = out[i].data();
-    }
-    live(shapes_.ext.front().size());
-    step_now_ = 0;
-    if (p_.steps.empty()) {  // source == target: the tile itself
-      each_rank(shapes_.ext.front().size() * sizeof(T),
-                [&](std::size_t i) { mem().copy(out_[i], in_[i], shapes_.ext.front().size()); });
-      live(2 * shapes_.ext.front().size());
-    }
-    for (std::size_t s = 0; s < p_.steps.size(); ++s) {
-      const auto t0 = std::chrono::steady_clock::now();
-      run_step(s);
-      stats_[s].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    ++runs_;
-  }
-
-  /// As above, returning new owned target tiles (host-accessible memory only).
-  std::vector<darray<T>> run(std::span<const darray<T>> in)
-    requires memory_type::host_accessible
-  {
-    std::vector<darray<T>> out;
-    if (shapes_.error.empty() && in.size() == local_.size()) {
-      out.reserve(local_.size());
-      for (rank_t r : local_) out.push_back(target_tile<T>(p_, r));
-    }
-    run(in, std::span<darray<T>>(out));
-    return out;
-  }
-
-  /// One local rank (MPI, NCCL): redistribute its tile into `out`.
-  void run(const darray<T>& in, darray<T>& out) { run(std::span<const darray<T>>(&in, 1), std::span<darray<T>>(&out, 1)); }
-  /// One local rank: redistribute its tile into a new owned tile (host-accessible memory only).
-  darray<T> run(const darray<T>& in)
-    requires memory_type::host_accessible
-  {
-    std::vector<darray<T>> out = run(std::span<const darray<T>>(&in, 1));
-    return std::move(out.front());
-  }
 
   [[nodiscard]] const program& prog() const { return p_; }
   [[nodiscard]] std::uint64_t hash() const { return hash_; }
@@ -375,12 +376,205 @@ class executor {
   [[nodiscard]] std::uint64_t peak_bytes_held() const { return peak_held_; }
   /// The most bytes of live data one rank had at once during a run, counting the tile a
   /// step reads and the tile it writes, whether the caller's or the executor's.
-  [[nodiscard]] std::uint64_t peak_bytes_live() const { return peak_live_ * sizeof(T); }
+  [[nodiscard]] std::uint64_t peak_bytes_live() const { return peak_live_ * sizeof(E); }
   /// Number of completed runs.
   [[nodiscard]] std::uint64_t runs() const { return runs_; }
 
+ protected:
+  executor_core(B& backend, const program& p, executor_options o, const element_info& el,
+                element_reductions<E, B>& red)
+      : b_(backend), p_(p), opt_(o), shapes_(detail::check_program(p)), hash_(program_hash(p, el.tag)), red_(red) {
+    const auto local = b_.local_ranks();
+    local_.assign(local.begin(), local.end());
+    if (shapes_.error.empty()) {
+      if (p_.world_size() != b_.devices())
+        shapes_.error = "the communicator has " + std::to_string(b_.devices()) + " ranks but the program" +
+                        (p_.placed() ? " runs on a world of " + std::to_string(p_.world_size()) + " ranks"
+                                     : "'s mesh " + std::string(mesh_text(p_.m).view()) + " has " +
+                                           std::to_string(p_.m.devices) + " devices");
+      else if (p_.element_bytes != el.bytes)
+        shapes_.error = "element type mismatch: the program was planned for " + std::to_string(p_.element_bytes) +
+                        "-byte elements, the array's elements have " + std::to_string(el.bytes) + " bytes";
+      else if (shapes_.sums && !el.reduces)
+        shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
+                        "allreduce and reducescatter";
+      else
+        for (reduction r : all_reductions)
+          if ((shapes_.reductions >> static_cast<unsigned>(r) & 1u) &&
+              !(el.reducible >> static_cast<unsigned>(r) & 1u) && shapes_.error.empty())
+            shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
+                            unreducible_text(r);
+      else if (exchanges() > 0 && local_.size() != p_.world_size() && !(exchange_backend_for<B, E> && local_.size() == 1))
+        shapes_.error = "the program has an exchange (or a step on uneven tiles that runs as one), which needs a "
+                        "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
+      for (const step& st : p_.steps)
+        if (shapes_.error.empty() && st.kind == op::partial && st.concat_dim >= 0 &&
+            !(el.identity >> static_cast<unsigned>(st.reduce) & 1u))
+          shapes_.error = "the program pads tiles with the identity of " + std::string(reduction_name(st.reduce)) +
+                          ", but the element type has no " + (st.reduce == reduction::max ? "least" : "greatest") +
+                          " value (std::numeric_limits)";
+    }
+    stats_.resize(p_.steps.size());
+    for (std::size_t i = 0; i < p_.steps.size(); ++i) stats_[i].kind = p_.steps[i].kind;
+    if (!shapes_.error.empty()) return;
+    index_.assign(p_.world_size(), local_.size());
+    for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
+    plan_memory();
+    ranks_.resize(local_.size());
+    for (auto& rs : ranks_) {
+      rs.scratch = mem().template allocate<E>(scratch_a_ + scratch_b_);
+      rs.pack_send = mem().template allocate<E>(pack_send_);
+      rs.pack_recv = mem().template allocate<E>(pack_recv_);
+    }
+    held_ = (scratch_a_ + scratch_b_ + pack_send_ + pack_recv_) * sizeof(E);
+    peak_held_ = held_;
+  }
+
+  executor_core(const executor_core&) = delete;
+  executor_core& operator=(const executor_core&) = delete;
+
+  /// "" or why the program cannot run here (the constructor's checks).
+  [[nodiscard]] const std::string& error() const { return shapes_.error; }
+
+  /// Redistribute the local ranks' tiles (in[i], out[i]: local_ranks()[i]'s, as E), after
+  /// `err`: "" or why this rank refuses (the constructor's checks, then check_tiles).
+  void run(const std::string& err, std::span<const E* const> in, std::span<E* const> out) {
+    const agreement ag = b_.agree(hash_, err.empty());
+    if (!err.empty()) throw redist_error(errc::runtime, err);
+    if (!ag.all_ok)
+      throw redist_error(errc::runtime, "another rank rejected the redistribution (see its message); nothing was moved");
+    if (!ag.same)
+      throw redist_error(errc::runtime,
+                         "ranks disagree on the program (hash mismatch): every rank must run the same program with the "
+                         "same element type; nothing was moved");
+    prepare();
+    in_.assign(in.begin(), in.end());
+    out_.assign(out.begin(), out.end());
+    live(shapes_.ext.front().size());
+    step_now_ = 0;
+    if (p_.steps.empty()) {  // source == target: the tile itself
+      each_rank(shapes_.ext.front().size() * sizeof(E),
+                [&](std::size_t i) { mem().copy(out_[i], in_[i], shapes_.ext.front().size()); });
+      live(2 * shapes_.ext.front().size());
+    }
+    for (std::size_t s = 0; s < p_.steps.size(); ++s) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_step(s);
+      stats_[s].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    ++runs_;
+  }
+
+  /// "" unless a tile is wrong for the program: each local rank's input and output tile
+  /// (darrays of the program's element type; in[i] and out[i] belong to local_ranks()[i]).
+  template <class A>
+  std::string check_tiles(std::span<const A> in, std::span<A> out) const {
+    if (in.size() != local_.size())
+      return "expected one input tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
+             std::to_string(in.size());
+    if (out.size() != local_.size())
+      return "expected one output tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
+             std::to_string(out.size());
+    // Rank r's tile of type `want` on mesh m, at mesh position pos (-1: r is not on the
+    // mesh, and passes an empty tile, darray::none).
+    auto one = [&](const A& a, rank_t r, const device_mesh& m, const dist_type& want, std::int64_t pos,
+                   const char* what) -> std::string {
+      const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
+      if (pos < 0) {
+        if (a.holds() || a.size() != 0)
+          return who + " must be empty (darray::none): rank " + std::to_string(r) + " is not on the " +
+                 (std::string(what) == "input" ? "source" : "target") + " mesh";
+        return {};
+      }
+      if (a.device() != static_cast<rank_t>(pos))
+        return who + " belongs to device " + (a.holds() ? std::to_string(a.device()) : std::string("none")) +
+               (p_.placed() ? ", rank " + std::to_string(r) + " is device " + std::to_string(pos) + " of its mesh"
+                            : std::string());
+      if (!(a.mesh() == m))
+        return who + " lives on mesh " + std::string(mesh_text(a.mesh()).view()) + ", the program's mesh is " +
+               std::string(mesh_text(m).view());
+      if (!(a.type() == want))
+        return who + " has type " + std::string(type_text(a.mesh(), a.type()).view()) + ", the program expects " +
+               std::string(type_text(m, want).view());
+      const std::uint64_t need = local_size(m, want);
+      if (a.size() != need || a.data() == nullptr)
+        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, its type needs " +
+               std::to_string(need);
+      if (std::string e = mem().check_pointer(std::as_const(a).data()); !e.empty()) return who + " " + e;
+      return {};
+    };
+    // Rank r's tile of box layout l (darray::of_layout): its box in the padded tile, or none.
+    auto boxed = [&](const A& a, rank_t r, const box_layout& l, const char* what) -> std::string {
+      const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
+      const std::optional<box>& want = l.boxes[r];
+      if (!a.of_box_layout()) return who + " must be a tile of the box layout (darray::of_layout)";
+      if (!want) {
+        if (a.holds() || a.size() != 0) return who + " must be empty: rank " + std::to_string(r) + " has no box";
+        return {};
+      }
+      if (!a.holds() || !(a.held_box() == *want))
+        return who + " holds " + (a.holds() ? box_text(a.held_box()) : std::string("nothing")) + ", its box is " +
+               box_text(*want);
+      if (a.size() != l.padded_size() || a.data() == nullptr)
+        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, the layout's padded tile " +
+               std::to_string(l.padded_size());
+      if (std::string e = mem().check_pointer(std::as_const(a).data()); !e.empty()) return who + " " + e;
+      return {};
+    };
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      const rank_t r = local_[i];
+      if (std::string e = p_.boxed_source() ? boxed(in[i], r, p_.source_layout, "input")
+                                            : one(in[i], r, p_.m, p_.source, p_.source_position(r), "input");
+          !e.empty())
+        return e;
+      if (std::string e = p_.boxed_target() ? boxed(out[i], r, p_.target_layout, "output")
+                                            : one(out[i], r, p_.target_mesh(), p_.target, p_.target_position(r), "output");
+          !e.empty())
+        return e;
+    }
+    return check_overlaps(in, out);
+  }
+
+  /// "" unless an output tile overlaps an input tile or another output tile (inputs may
+  /// share memory: they are only read).
+  template <class A>
+  std::string check_overlaps(std::span<const A> in, std::span<A> out) const {
+    struct range {
+      std::uintptr_t lo, hi;
+      bool output;
+      rank_t rank;
+    };
+    std::vector<range> rs;
+    auto add = [&](const void* p, std::size_t n, bool output, rank_t r) {
+      if (n == 0) return;
+      const auto lo = reinterpret_cast<std::uintptr_t>(p);
+      rs.push_back({lo, lo + n * sizeof(E), output, r});
+    };
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      add(in[i].data(), in[i].size(), false, local_[i]);
+      add(out[i].data(), out[i].size(), true, local_[i]);
+    }
+    std::sort(rs.begin(), rs.end(), [](const range& a, const range& b) { return a.lo < b.lo; });
+    auto name = [](const range& x) {
+      return std::string(x.output ? "output" : "input") + " tile of rank " + std::to_string(x.rank);
+    };
+    const range* far_any = nullptr;  // of the ranges so far, the one reaching furthest
+    const range* far_out = nullptr;  // the same among outputs
+    for (const range& x : rs) {
+      const range* hit = x.output ? far_any : far_out;
+      if (hit != nullptr && x.lo < hit->hi)
+        return "the " + name(x) + " overlaps the " + name(*hit) +
+               ": outputs must not share memory with inputs or other outputs (the executor writes an output while it "
+               "reads the inputs); nothing was moved";
+      if (far_any == nullptr || x.hi > far_any->hi) far_any = &x;
+      if (x.output && (far_out == nullptr || x.hi > far_out->hi)) far_out = &x;
+    }
+    return {};
+  }
+
+
  private:
-  using buffer_type = decltype(std::declval<memory_type&>().template allocate<T>(0));
+  using buffer_type = decltype(std::declval<memory_type&>().template allocate<E>(0));
   struct rank_state {
     buffer_type scratch, pack_send, pack_recv;
   };
@@ -509,7 +703,7 @@ class executor {
   /// buffer, else buffer -> tile): the blocks that lie whole in the tile, then the part of
   /// the one that reaches past its end; nothing of the rest (in the buffer: padding).
   void clipped_copy(const extents& x, int d, std::uint64_t n, std::uint64_t w, std::uint64_t a, std::uint64_t b,
-                    bool pack, const T* from, T* to) {
+                    bool pack, const E* from, E* to) {
     std::uint64_t outer = 1, inner = 1;
     for (int k = 0; k < x.rank; ++k) {
       if (k < d) outer *= x[k];
@@ -537,7 +731,7 @@ class executor {
   }
 
   bool in_place(op k) const {
-    if constexpr (strided_backend_for<B, T>) return b_.strided_blocks(k);
+    if constexpr (strided_backend_for<B, E>) return b_.strided_blocks(k);
     else return false;
   }
   /// The blocks step s sends (split of its input tile) and receives (split of its output).
@@ -555,14 +749,14 @@ class executor {
     const step& st = p_.steps[s];
     const std::uint64_t in_out = std::max(shapes_.ext.front().size(), shapes_.ext.back().size());
     const bool whole = st.fused() && st.kind == op::allgather && !packs_sends_;
-    return pack_piece_elements(st.parts, block, pack_budget_bytes(in_out, sizeof(T), whole, opt_.pack_chunk_bytes),
-                               sizeof(T));
+    return pack_piece_elements(st.parts, block, pack_budget_bytes(in_out, sizeof(E), whole, opt_.pack_chunk_bytes),
+                               sizeof(E));
   }
 
   /// Local rank i's buffer at location w.
-  T* buffer(std::size_t i, where w) {
+  E* buffer(std::size_t i, where w) {
     switch (w) {
-      case in_tile: return const_cast<T*>(in_[i]);  // only ever read: backends never write sends
+      case in_tile: return const_cast<E*>(in_[i]);  // only ever read: backends never write sends
       case out_tile: return out_[i];
       case scratch_a: return ranks_[i].scratch.data();
       case scratch_b: return ranks_[i].scratch.data() + scratch_a_;
@@ -570,108 +764,6 @@ class executor {
     return nullptr;
   }
 
-  std::string check_tiles(std::span<const darray<T>> in, std::span<darray<T>> out) const {
-    if (in.size() != local_.size())
-      return "expected one input tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
-             std::to_string(in.size());
-    if (out.size() != local_.size())
-      return "expected one output tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
-             std::to_string(out.size());
-    // Rank r's tile of type `want` on mesh m, at mesh position pos (-1: r is not on the
-    // mesh, and passes an empty tile, darray::none).
-    auto one = [&](const darray<T>& a, rank_t r, const device_mesh& m, const dist_type& want, std::int64_t pos,
-                   const char* what) -> std::string {
-      const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
-      if (pos < 0) {
-        if (a.holds() || a.size() != 0)
-          return who + " must be empty (darray::none): rank " + std::to_string(r) + " is not on the " +
-                 (std::string(what) == "input" ? "source" : "target") + " mesh";
-        return {};
-      }
-      if (a.device() != static_cast<rank_t>(pos))
-        return who + " belongs to device " + (a.holds() ? std::to_string(a.device()) : std::string("none")) +
-               (p_.placed() ? ", rank " + std::to_string(r) + " is device " + std::to_string(pos) + " of its mesh"
-                            : std::string());
-      if (!(a.mesh() == m))
-        return who + " lives on mesh " + std::string(mesh_text(a.mesh()).view()) + ", the program's mesh is " +
-               std::string(mesh_text(m).view());
-      if (!(a.type() == want))
-        return who + " has type " + std::string(type_text(a.mesh(), a.type()).view()) + ", the program expects " +
-               std::string(type_text(m, want).view());
-      const std::uint64_t need = local_size(m, want);
-      if (a.size() != need || a.data() == nullptr)
-        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, its type needs " +
-               std::to_string(need);
-      if (std::string e = mem().check_pointer(static_cast<const T*>(a.data())); !e.empty()) return who + " " + e;
-      return {};
-    };
-    // Rank r's tile of box layout l (darray::of_layout): its box in the padded tile, or none.
-    auto boxed = [&](const darray<T>& a, rank_t r, const box_layout& l, const char* what) -> std::string {
-      const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
-      const std::optional<box>& want = l.boxes[r];
-      if (!a.of_box_layout()) return who + " must be a tile of the box layout (darray::of_layout)";
-      if (!want) {
-        if (a.holds() || a.size() != 0) return who + " must be empty: rank " + std::to_string(r) + " has no box";
-        return {};
-      }
-      if (!a.holds() || !(a.held_box() == *want))
-        return who + " holds " + (a.holds() ? box_text(a.held_box()) : std::string("nothing")) + ", its box is " +
-               box_text(*want);
-      if (a.size() != l.padded_size() || a.data() == nullptr)
-        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, the layout's padded tile " +
-               std::to_string(l.padded_size());
-      if (std::string e = mem().check_pointer(static_cast<const T*>(a.data())); !e.empty()) return who + " " + e;
-      return {};
-    };
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      const rank_t r = local_[i];
-      if (std::string e = p_.boxed_source() ? boxed(in[i], r, p_.source_layout, "input")
-                                            : one(in[i], r, p_.m, p_.source, p_.source_position(r), "input");
-          !e.empty())
-        return e;
-      if (std::string e = p_.boxed_target() ? boxed(out[i], r, p_.target_layout, "output")
-                                            : one(out[i], r, p_.target_mesh(), p_.target, p_.target_position(r), "output");
-          !e.empty())
-        return e;
-    }
-    return check_overlaps(in, out);
-  }
-
-  /// "" unless an output tile overlaps an input tile or another output tile (inputs may
-  /// share memory: they are only read).
-  std::string check_overlaps(std::span<const darray<T>> in, std::span<darray<T>> out) const {
-    struct range {
-      std::uintptr_t lo, hi;
-      bool output;
-      rank_t rank;
-    };
-    std::vector<range> rs;
-    auto add = [&](const T* p, std::size_t n, bool output, rank_t r) {
-      if (n == 0) return;
-      const auto lo = reinterpret_cast<std::uintptr_t>(p);
-      rs.push_back({lo, lo + n * sizeof(T), output, r});
-    };
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      add(in[i].data(), in[i].size(), false, local_[i]);
-      add(out[i].data(), out[i].size(), true, local_[i]);
-    }
-    std::sort(rs.begin(), rs.end(), [](const range& a, const range& b) { return a.lo < b.lo; });
-    auto name = [](const range& x) {
-      return std::string(x.output ? "output" : "input") + " tile of rank " + std::to_string(x.rank);
-    };
-    const range* far_any = nullptr;  // of the ranges so far, the one reaching furthest
-    const range* far_out = nullptr;  // the same among outputs
-    for (const range& x : rs) {
-      const range* hit = x.output ? far_any : far_out;
-      if (hit != nullptr && x.lo < hit->hi)
-        return "the " + name(x) + " overlaps the " + name(*hit) +
-               ": outputs must not share memory with inputs or other outputs (the executor writes an output while it "
-               "reads the inputs); nothing was moved";
-      if (far_any == nullptr || x.hi > far_any->hi) far_any = &x;
-      if (x.output && (far_out == nullptr || x.hi > far_out->hi)) far_out = &x;
-    }
-    return {};
-  }
 
   /// The backend's memory space, asked for afresh at every use (a small handle).
   decltype(memory_of(std::declval<B&>())) mem() const { return memory_of(b_); }
@@ -686,7 +778,7 @@ class executor {
 
   void live(std::uint64_t elements) { peak_live_ = std::max(peak_live_, elements); }
 
-  block_io<T> io() { return {std::span<T* const>(send_), std::span<T* const>(recv_)}; }
+  block_io<E> io() { return {std::span<E* const>(send_), std::span<E* const>(recv_)}; }
 
   /// fn(i) for every local rank i that holds a tile in step step_now_ (every rank, but
   /// on programs on device sets), in parallel where the backend offers it.
@@ -732,6 +824,13 @@ class executor {
     }
   }
 
+  /// bind(), and hand the buffers to the reductions (allreduce, reducescatter) too.
+  template <class S, class R>
+  void bind_reduce(S&& send, R&& recv) {
+    bind(send, recv);
+    red_.bind(send_, recv_);
+  }
+
   /// Step statistics: one local rank received b bytes; every local rank did.
   static void account_one(step_stats& st, std::uint64_t b) {
     st.bytes_moved += b;
@@ -746,7 +845,7 @@ class executor {
     const step& s = p_.steps[si];
     const extents &before = shapes_.ext[si], &after = shapes_.ext[si + 1];
     const std::uint64_t L = before.size(), n = s.parts;
-    const std::uint64_t bytes = L * sizeof(T) * local_.size();
+    const std::uint64_t bytes = L * sizeof(E) * local_.size();
     step_stats& st = stats_[si];
     st.bytes_moved = st.max_rank_bytes = 0;
     send_.assign(p_.world_size(), nullptr);
@@ -765,8 +864,8 @@ class executor {
     };
     auto piece_copy = [&](const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack, std::size_t i) {
       const piece_copies pc = block_piece_copies(l, a, b, pack);
-      const T* from = pack ? src(i) : pack_recv(i);
-      T* to = pack ? pack_send(i) : dst(i);
+      const E* from = pack ? src(i) : pack_recv(i);
+      E* to = pack ? pack_send(i) : dst(i);
       for (int k = 0; k < pc.count; ++k) mem().strided(pc.copy[k], from, to);
     };
 
@@ -781,8 +880,8 @@ class executor {
     switch (s.kind) {
       case op::dynslice: {
         each_rank(bytes / n, [&](std::size_t i) {
-          mem().split_copy(std::span<const T>(src(i), L), before.span(), s.split_dim, n, s.index[local_[i]],
-                           std::span<T>(dst(i), L / n));
+          mem().split_copy(std::span<const E>(src(i), L), before.span(), s.split_dim, n, s.index[local_[i]],
+                           std::span<E>(dst(i), L / n));
         });
         live(L + L / n);
         break;
@@ -791,7 +890,7 @@ class executor {
         // send: the tile; recv: n blocks along concat_dim of the new tile.
         switch (path_[si]) {
           case block_path::in_place:
-            if constexpr (strided_backend_for<B, T>) {
+            if constexpr (strided_backend_for<B, E>) {
               const block_layout rl = recv_layout(si);
               bind(src, dst);
               for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allgather(g, io(), rl); });
@@ -802,9 +901,9 @@ class executor {
             const block_layout rl = clip ? block_layout{} : recv_layout(si);
             pieces(L, [&](std::uint64_t a, std::uint64_t b) {
               bind([&](std::size_t i) { return src(i) + a; }, pack_recv);
-              for_local_groups(s, (b - a) * n * sizeof(T) * local_.size(),
+              for_local_groups(s, (b - a) * n * sizeof(E) * local_.size(),
                                [&](std::span<const rank_t> g) { b_.allgather(g, io(), b - a); });
-              each_rank((b - a) * n * sizeof(T) * local_.size(), [&](std::size_t i) {
+              each_rank((b - a) * n * sizeof(E) * local_.size(), [&](std::size_t i) {
                 if (clip) clipped_copy(after, s.concat_dim, n, before[s.concat_dim], a, b, false, pack_recv(i), dst(i));
                 else piece_copy(rl, a, b, false, i);
               });
@@ -816,7 +915,7 @@ class executor {
             for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allgather(g, io(), L); });
             break;
         }
-        account((n - 1) * L * sizeof(T));
+        account((n - 1) * L * sizeof(E));
         live(L + L * n);
         break;
       }
@@ -824,7 +923,7 @@ class executor {
         // send: n chunks along split_dim; recv: n chunks along concat_dim of the new tile.
         switch (path_[si]) {
           case block_path::in_place:
-            if constexpr (strided_backend_for<B, T>) {
+            if constexpr (strided_backend_for<B, E>) {
               const block_layout sl = send_layout(si), rl = recv_layout(si);
               bind(src, dst);
               for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), sl, rl); });
@@ -835,7 +934,7 @@ class executor {
             const block_layout sl = clip ? block_layout{} : send_layout(si), rl = clip ? block_layout{} : recv_layout(si);
             const std::uint64_t w = ceil_div(before[s.split_dim], n);  // rows of a chunk: ceil(t / n)
             pieces(step_block(si), [&](std::uint64_t a, std::uint64_t b) {
-              const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
+              const std::uint64_t piece_bytes = (b - a) * n * sizeof(E) * local_.size();
               each_rank(piece_bytes, [&](std::size_t i) {
                 if (clip) clipped_copy(before, s.split_dim, n, w, a, b, true, src(i), pack_send(i));
                 else piece_copy(sl, a, b, true, i);
@@ -854,7 +953,7 @@ class executor {
             for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), L / n); });
             break;
         }
-        account((n - 1) * (L / n) * sizeof(T));
+        account((n - 1) * (L / n) * sizeof(E));
         live(2 * L);
         break;
       }
@@ -862,71 +961,64 @@ class executor {
         bind(src, dst);
         b_.permute(s.dest, io(), L);
         for (std::size_t i = 0; i < local_.size(); ++i)  // a block from another rank unless a fixed point
-          if (s.dest[local_[i]] != local_[i]) account_rank(L * sizeof(T));
+          if (s.dest[local_[i]] != local_[i]) account_rank(L * sizeof(E));
         live(2 * L);
         break;
       }
       case op::allreduce: {
-        if constexpr (reducing_backend_for<B, T>) {
-          bind(src, dst);
-          for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allreduce(g, io(), L, s.reduce); });
-          account(2 * (n - 1) * L * sizeof(T) / n);  // what a ring all-reduce receives
-          live(2 * L);
-        }
+        bind_reduce(src, dst);
+        for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { red_.allreduce(b_, g, L, s.reduce); });
+        account(2 * (n - 1) * L * sizeof(E) / n);  // what a ring all-reduce receives
+        live(2 * L);
         break;
       }
       case op::reducescatter: {
         // send: n chunks along split_dim; recv: the sum of every member's chunk m, the new tile.
-        if constexpr (reducing_backend_for<B, T>) {
-          if (padded_scatter(si)) {
-            run_padded_scatter(si);
-            break;
-          }
-          if (path_[si] == block_path::packed) {
-            const block_layout sl = send_layout(si);
-            pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
-              const std::uint64_t piece_bytes = (b - a) * n * sizeof(T) * local_.size();
-              each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
-              bind(pack_send, [&](std::size_t i) { return dst(i) + a; });
-              for_local_groups(s, piece_bytes,
-                               [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a, s.reduce); });
-            });
-          } else {
-            bind(src, dst);
-            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), L / n, s.reduce); });
-          }
-          account((n - 1) * (L / n) * sizeof(T));
-          live(2 * L);
+        if (padded_scatter(si)) {
+          run_padded_scatter(si);
+          break;
         }
+        if (path_[si] == block_path::packed) {
+          const block_layout sl = send_layout(si);
+          pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
+            const std::uint64_t piece_bytes = (b - a) * n * sizeof(E) * local_.size();
+            each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
+            bind_reduce(pack_send, [&](std::size_t i) { return dst(i) + a; });
+            for_local_groups(s, piece_bytes,
+                             [&](std::span<const rank_t> g) { red_.reducescatter(b_, g, b - a, s.reduce); });
+          });
+        } else {
+          bind_reduce(src, dst);
+          for_local_groups(s, bytes, [&](std::span<const rank_t> g) { red_.reducescatter(b_, g, L / n, s.reduce); });
+        }
+        account((n - 1) * (L / n) * sizeof(E));
+        live(2 * L);
         break;
       }
       case op::exchange:
         run_exchange(si);
         break;
       case op::partial: {  // local (lower/partial.hpp)
-        if constexpr (reducing_backend_for<B, T>) {
-          // Every world rank's member position in its group (sized once: no allocation
-          // after the first run).
-          std::vector<std::uint32_t>& at = member_at_;
-          at.assign(p_.world_size(), 0);
-          for (std::size_t g = 0; g < s.group_count(); ++g)
-            for (std::size_t k = 0; k < n; ++k) at[s.group(g)[k]] = static_cast<std::uint32_t>(k);
-          const T id = reduction_identity<T>(s.reduce);
-          if (s.concat_dim >= 0) {  // padded: the tile at its block of the larger tile, the identity around it
-            each_rank(bytes * n, [&](std::size_t i) {
-              mem().fill(dst(i), L * n, id);
-              mem().concat_copy(std::span<const T>(src(i), L), before.span(), s.concat_dim, n, at[local_[i]],
-                                std::span<T>(dst(i), L * n));
-            });
-            live(L + L * n);
-          } else {  // the first member keeps its tile; under sum and prod the others write the identity
-            const bool keep_all = s.reduce != reduction::sum && s.reduce != reduction::prod;
-            each_rank(bytes, [&](std::size_t i) {
-              if (keep_all || at[local_[i]] == 0) mem().copy(dst(i), src(i), L);
-              else mem().fill(dst(i), L, id);
-            });
-            live(2 * L);
-          }
+        // Every world rank's member position in its group (sized once: no allocation after
+        // the first run).
+        std::vector<std::uint32_t>& at = member_at_;
+        at.assign(p_.world_size(), 0);
+        for (std::size_t g = 0; g < s.group_count(); ++g)
+          for (std::size_t k = 0; k < n; ++k) at[s.group(g)[k]] = static_cast<std::uint32_t>(k);
+        if (s.concat_dim >= 0) {  // padded: the tile at its block of the larger tile, the identity around it
+          each_rank(bytes * n, [&](std::size_t i) {
+            red_.fill_identity(b_, dst(i), L * n, s.reduce);
+            mem().concat_copy(std::span<const E>(src(i), L), before.span(), s.concat_dim, n, at[local_[i]],
+                              std::span<E>(dst(i), L * n));
+          });
+          live(L + L * n);
+        } else {  // the first member keeps its tile; under sum and prod the others write the identity
+          const bool keep_all = s.reduce != reduction::sum && s.reduce != reduction::prod;
+          each_rank(bytes, [&](std::size_t i) {
+            if (keep_all || at[local_[i]] == 0) mem().copy(dst(i), src(i), L);
+            else red_.fill_identity(b_, dst(i), L, s.reduce);
+          });
+          live(2 * L);
         }
         break;
       }
@@ -941,49 +1033,47 @@ class executor {
   /// [a, b) of every block (row-major in the new tile's extents) go to the send pack buffer,
   /// block m at m * (b - a), and the backend's reduce-scatter of n blocks of b - a writes
   /// elements [a, b) of the new tile.
-  void run_padded_scatter([[maybe_unused]] std::size_t si) {
-    if constexpr (reducing_backend_for<B, T>) {
-      const step& s = p_.steps[si];
-      const extents& before = shapes_.ext[si];
-      const extents& after = shapes_.ext[si + 1];
-      const int R = before.rank;
-      const auto k = static_cast<std::size_t>(s.split_dim);
-      const std::uint64_t n = s.parts, e = before[s.split_dim], c = after[s.split_dim], blk = after.size();
-      auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
-      auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
-      auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
-      // Rows [lo, hi) of region r of block m (rows of the chunk) from tile rows from_row..,
-      // into the piece `p` of extents r.size.
-      auto rows = [&](std::size_t i, const tile_region& r, T* p, std::uint64_t lo, std::uint64_t hi,
-                      std::uint64_t from_row) {
-        if (lo >= hi) return;
-        tile_region from = r, to;
-        for (int q = 0; q < R; ++q) to.size[static_cast<std::size_t>(q)] = r.size[static_cast<std::size_t>(q)];
-        from.start[k] = from_row;
-        from.size[k] = to.size[k] = hi - lo;
-        to.start[k] = lo - r.start[k];
-        for_region_copies(before.span(), from, extent_span(r, R), to, [&](const detail::strided_copy& x) { mem().strided(x, src(i), p); });
-      };
-      const std::uint64_t piece = piece_elements(si, blk);
-      for (std::uint64_t a = 0; a < blk; a += piece) {
-        const std::uint64_t b = std::min(blk, a + piece), piece_bytes = (b - a) * n * sizeof(T) * local_.size();
-        each_rank(piece_bytes, [&](std::size_t i) {
-          for (std::uint64_t m = 0; m < n; ++m) {
-            const std::uint64_t v = m * c < e ? std::min(c, e - m * c) : 0;  // rows of the tile in chunk m
-            for_range_regions(after.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
-              T* p = pack_send(i) + m * (b - a) + (first - a);
-              const std::uint64_t lo = r.start[k], hi = lo + r.size[k];
-              rows(i, r, p, lo, std::min(hi, v), m * c + lo);                  // the tile's rows
-              rows(i, r, p, std::max(lo, v), hi, std::max(lo, v) - v);         // padding: its first rows (c <= e)
-            });
-          }
-        });
-        bind(pack_send, [&](std::size_t i) { return dst(i) + a; });
-        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.reducescatter(g, io(), b - a, s.reduce); });
-      }
-      account_all(stats_[si], (n - 1) * blk * sizeof(T));
-      live(before.size() + blk);
+  void run_padded_scatter(std::size_t si) {
+    const step& s = p_.steps[si];
+    const extents& before = shapes_.ext[si];
+    const extents& after = shapes_.ext[si + 1];
+    const int R = before.rank;
+    const auto k = static_cast<std::size_t>(s.split_dim);
+    const std::uint64_t n = s.parts, e = before[s.split_dim], c = after[s.split_dim], blk = after.size();
+    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
+    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
+    // Rows [lo, hi) of region r of block m (rows of the chunk) from tile rows from_row..,
+    // into the piece `p` of extents r.size.
+    auto rows = [&](std::size_t i, const tile_region& r, E* p, std::uint64_t lo, std::uint64_t hi,
+                    std::uint64_t from_row) {
+      if (lo >= hi) return;
+      tile_region from = r, to;
+      for (int q = 0; q < R; ++q) to.size[static_cast<std::size_t>(q)] = r.size[static_cast<std::size_t>(q)];
+      from.start[k] = from_row;
+      from.size[k] = to.size[k] = hi - lo;
+      to.start[k] = lo - r.start[k];
+      for_region_copies(before.span(), from, extent_span(r, R), to, [&](const detail::strided_copy& x) { mem().strided(x, src(i), p); });
+    };
+    const std::uint64_t piece = piece_elements(si, blk);
+    for (std::uint64_t a = 0; a < blk; a += piece) {
+      const std::uint64_t b = std::min(blk, a + piece), piece_bytes = (b - a) * n * sizeof(E) * local_.size();
+      each_rank(piece_bytes, [&](std::size_t i) {
+        for (std::uint64_t m = 0; m < n; ++m) {
+          const std::uint64_t v = m * c < e ? std::min(c, e - m * c) : 0;  // rows of the tile in chunk m
+          for_range_regions(after.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
+            E* p = pack_send(i) + m * (b - a) + (first - a);
+            const std::uint64_t lo = r.start[k], hi = lo + r.size[k];
+            rows(i, r, p, lo, std::min(hi, v), m * c + lo);                  // the tile's rows
+            rows(i, r, p, std::max(lo, v), hi, std::max(lo, v) - v);         // padding: its first rows (c <= e)
+          });
+        }
+      });
+      bind_reduce(pack_send, [&](std::size_t i) { return dst(i) + a; });
+      for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { red_.reducescatter(b_, g, b - a, s.reduce); });
     }
+    account_all(stats_[si], (n - 1) * blk * sizeof(E));
+    live(before.size() + blk);
   }
 
   static std::span<const std::uint64_t> extent_span(const tile_region& t, int R) {
@@ -1014,8 +1104,8 @@ class executor {
       return c;
     };
     // Copy the elements [a, b) of a block between a tile (the block at `at`) and a piece.
-    auto move = [&](T* tile, std::span<const std::uint64_t> te, const std::array<std::uint64_t, max_dims>& at,
-                    T* piece, std::uint64_t a, std::uint64_t b, bool pack) {
+    auto move = [&](E* tile, std::span<const std::uint64_t> te, const std::array<std::uint64_t, max_dims>& at,
+                    E* piece, std::uint64_t a, std::uint64_t b, bool pack) {
       for_range_regions(chunk.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
         tile_region in_tile = r, in_piece;
         for (int d = 0; d < before.rank; ++d) {
@@ -1024,14 +1114,14 @@ class executor {
           in_piece.size[k] = r.size[k];
         }
         const std::span<const std::uint64_t> pe = extent_span(r, before.rank);
-        T* p = piece + (first - a);
+        E* p = piece + (first - a);
         for_region_copies(pack ? te : pe, pack ? in_tile : in_piece, pack ? pe : te, pack ? in_piece : in_tile,
                           [&](const detail::strided_copy& c) { mem().strided(c, pack ? tile : p, pack ? p : tile); });
       });
     };
     const std::uint64_t c = piece_elements(si, C);
     for (std::uint64_t a = 0; a < C; a += c) {
-      const std::uint64_t b = std::min(C, a + c), piece_bytes = (b - a) * n * sizeof(T) * local_.size();
+      const std::uint64_t b = std::min(C, a + c), piece_bytes = (b - a) * n * sizeof(E) * local_.size();
       if (alltoall) {
         each_rank(piece_bytes, [&](std::size_t i) {
           for (std::uint64_t m = 0; m < n; ++m)
@@ -1048,7 +1138,7 @@ class executor {
           move(dst(i), after.span(), corner(s.concat_grid, k), pack_recv(i) + k * (b - a), a, b, false);
       });
     }
-    account_all(stats_[si], (n - 1) * C * sizeof(T));
+    account_all(stats_[si], (n - 1) * C * sizeof(E));
     live(alltoall ? 2 * L : L + L * n);
   }
 
@@ -1073,7 +1163,7 @@ class executor {
       }
       return t;
     };
-    auto copy = [&](const T* from, std::span<const std::uint64_t> fe, const tile_region& fr, T* to,
+    auto copy = [&](const E* from, std::span<const std::uint64_t> fe, const tile_region& fr, E* to,
                     std::span<const std::uint64_t> te, const tile_region& tr) {
       for_region_copies(fe, fr, te, tr, [&](const detail::strided_copy& c) { mem().strided(c, from, to); });
     };
@@ -1083,7 +1173,7 @@ class executor {
     };
     switch (path_[si]) {
       case block_path::direct:
-        each_rank(after.size() * sizeof(T) * local_.size(), [&](std::size_t i) {
+        each_rank(after.size() * sizeof(E) * local_.size(), [&](std::size_t i) {
           for (const exchange_piece& pc : x.into(local_[i])) {
             const std::size_t k = index_[pc.from];
             copy(buffer(k, static_cast<where>(loc_[si])), before.span(), region(pc.b, x.before[pc.from]), dst(i),
@@ -1092,7 +1182,7 @@ class executor {
         });
         break;
       case block_path::in_place:
-        if constexpr (strided_exchange_backend_for<B, T>) {
+        if constexpr (strided_exchange_backend_for<B, E>) {
           const rank_t me = local_[0];
           std::vector<tile_region> sr(p_.world_size()), rr(p_.world_size());
           for (const exchange_piece& pc : x.pieces)
@@ -1108,7 +1198,7 @@ class executor {
         }
         break;
       case block_path::packed:
-        if constexpr (exchange_backend_for<B, T>) {
+        if constexpr (exchange_backend_for<B, E>) {
           const rank_t me = local_[0];
           const std::uint64_t D = p_.world_size();
           const std::map<box, std::uint64_t>& packed = packed_[si];
@@ -1128,8 +1218,8 @@ class executor {
             }
           }
           for (std::uint64_t k = 0; k < D; ++k) ro[k + 1] = ro[k] + rc[k];
-          T* ps = ranks_[0].pack_send.data();
-          T* pr = ranks_[0].pack_recv.data();
+          E* ps = ranks_[0].pack_send.data();
+          E* pr = ranks_[0].pack_recv.data();
           auto pack = [&](const box& b) {
             const tile_region whole = region(b, b);
             copy(src(0), before.span(), region(b, x.before[me]), ps + packed.at(b), extent_span(whole, R), whole);
@@ -1147,12 +1237,12 @@ class executor {
             std::vector<message> sends, recvs;
             std::vector<const box*> sent;  // per send: the piece to pack, nullptr when sent from the tile
             std::vector<char> unpacks;     // per receive: unpack it (0: received in place)
-            T* in_tile = const_cast<T*>(src(0));
+            E* in_tile = const_cast<E*>(src(0));
             for (const exchange_piece& pc : x.pieces)
               if (pc.from == me && pc.to != me) {
                 const std::uint64_t at = detail::run_offset(before.span(), region(pc.b, x.before[me]));
                 const bool run = at != detail::no_run;
-                sends.push_back({pc.to, reinterpret_cast<std::byte*>(run ? in_tile + at : ps + sd[pc.to]), sc[pc.to] * sizeof(T)});
+                sends.push_back({pc.to, reinterpret_cast<std::byte*>(run ? in_tile + at : ps + sd[pc.to]), sc[pc.to] * sizeof(E)});
                 sent.push_back(run ? nullptr : &pc.b);
               }
             for (std::uint64_t k = 0; k < D; ++k)
@@ -1160,7 +1250,7 @@ class executor {
                 const std::uint64_t at = detail::run_offset(after.span(), region(in[k]->b, x.after[me]));
                 const bool run = at != detail::no_run;
                 recvs.push_back({static_cast<rank_t>(k), reinterpret_cast<std::byte*>(run ? dst(0) + at : pr + ro[k]),
-                                 rc[k] * sizeof(T)});
+                                 rc[k] * sizeof(E)});
                 unpacks.push_back(!run);
               }
             std::set<const box*> done;  // pieces packed (one piece may go to several ranks)
@@ -1185,7 +1275,7 @@ class executor {
         break;
       default: break;
     }
-    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, x.received[local_[i]] * sizeof(T));
+    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, x.received[local_[i]] * sizeof(E));
     live(before.size() + after.size());
   }
 
@@ -1194,6 +1284,7 @@ class executor {
   executor_options opt_;
   detail::program_shapes shapes_;
   std::uint64_t hash_ = 0;
+  element_reductions<E, B>& red_;
   std::vector<rank_t> local_;
   std::vector<std::size_t> index_;  ///< local index of each rank (local_.size() if not local)
   std::vector<rank_state> ranks_;
@@ -1203,15 +1294,78 @@ class executor {
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;
   bool packs_sends_ = false;  ///< some step packs sends (on every rank: its path, not its bytes)
-  std::vector<const T*> in_;
-  std::vector<T*> out_;
-  std::vector<T*> send_, recv_;
+  std::vector<const E*> in_;
+  std::vector<E*> out_;
+  std::vector<E*> send_, recv_;
   std::vector<std::size_t> groups_;
   std::vector<step_stats> stats_;
   std::uint64_t held_ = 0, peak_held_ = 0, peak_live_ = 0, runs_ = 0;
   static constexpr std::size_t no_step = SIZE_MAX;
   std::size_t step_now_ = no_step;  ///< the step running (each_rank skips ranks holding no tile in it)
   bool prepared_ = false;
+};
+
+}  // namespace detail
+
+/// Runs one program, any number of times, on the ranks a backend drives. The data moves as
+/// elements of an unsigned integer of T's size (detail::storage_t), so that every element
+/// type of one size shares one detail::executor_core, the bulk of the code; only the
+/// reductions are T's own (detail::typed_reductions).
+template <class T, class B>
+  requires backend_for<B, T> && memory_space_for<memory_space_t<B>, T>
+class executor : detail::typed_reductions<T, detail::storage_t<T, B>, B>,
+                 public detail::executor_core<detail::storage_t<T, B>, B> {
+  using E = detail::storage_t<T, B>;
+  using core = detail::executor_core<E, B>;
+
+ public:
+  using typename core::memory_type;
+
+  executor(B& backend, const program& p, executor_options o = {})
+      : core(backend, p, o, detail::element_info::of<T, B>(), *this) {}
+
+  /// Redistribute the tiles of all local ranks: in[i] and out[i] belong to local_ranks()[i];
+  /// in[i] has the program's source type, out[i] (owned or borrowed) its target type. The
+  /// inputs are not modified; no output may overlap an input or another output.
+  void run(std::span<const darray<T>> in, std::span<darray<T>> out) {
+    std::string err = core::error();
+    if (err.empty()) err = core::check_tiles(in, out);
+    tiles_in_.clear();
+    tiles_out_.clear();
+    if (err.empty())
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        tiles_in_.push_back(reinterpret_cast<const E*>(in[i].data()));
+        tiles_out_.push_back(reinterpret_cast<E*>(out[i].data()));
+      }
+    core::run(err, tiles_in_, tiles_out_);
+  }
+
+  /// As above, returning new owned target tiles (host-accessible memory only).
+  std::vector<darray<T>> run(std::span<const darray<T>> in)
+    requires memory_type::host_accessible
+  {
+    std::vector<darray<T>> out;
+    if (core::error().empty() && in.size() == core::local_ranks().size()) {
+      out.reserve(in.size());
+      for (rank_t r : core::local_ranks()) out.push_back(target_tile<T>(core::prog(), r));
+    }
+    run(in, std::span<darray<T>>(out));
+    return out;
+  }
+
+  /// One local rank (MPI, NCCL): redistribute its tile into `out`.
+  void run(const darray<T>& in, darray<T>& out) { run(std::span<const darray<T>>(&in, 1), std::span<darray<T>>(&out, 1)); }
+  /// One local rank: redistribute its tile into a new owned tile (host-accessible memory only).
+  darray<T> run(const darray<T>& in)
+    requires memory_type::host_accessible
+  {
+    std::vector<darray<T>> out = run(std::span<const darray<T>>(&in, 1));
+    return std::move(out.front());
+  }
+
+ private:
+  std::vector<const E*> tiles_in_;
+  std::vector<E*> tiles_out_;
 };
 
 /// Run `p` once on the tiles of all local ranks (in[i] belongs to local_ranks()[i]).
