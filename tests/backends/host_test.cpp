@@ -108,10 +108,10 @@ TEST_CASE("host backend: the paper's workload (mesh {a: 2, b: 2, c: 2}), every e
   totals tot;
   auto w = redist::testing::paper_workload(1 << 18);
   w.max_multiplier = 16;
-  const auto problems = redist::testing::random_problems(w, 1200, 0x5eed0001);
+  const auto problems = redist::testing::random_problems(w, redist::testing::scaled(1200), 0x5eed0001);
   for (std::size_t i = 0; i < problems.size(); ++i) run_any(problems[i], i, tot);
   report("paper workload", tot);
-  CHECK(tot.problems == 1200);
+  CHECK(tot.problems == redist::testing::scaled(1200));
   CHECK(tot.mismatches == 0);
   CHECK(tot.max_ratio <= 2.0);
 }
@@ -121,12 +121,12 @@ TEST_CASE("host backend: non-power-of-two and larger meshes, every element check
   std::size_t i = 0;
   for (auto w : redist::testing::mixed_workloads(1 << 16)) {
     w.max_multiplier = 6;
-    const std::size_t n = w.axes.size() >= 6 || w.axes.front().second >= 8 ? 80 : 140;
+    const std::size_t n = redist::testing::scaled(w.axes.size() >= 6 || w.axes.front().second >= 8 ? 80 : 140);
     const auto problems = redist::testing::random_problems(w, n, 0x5eed0002 + i);
     for (const auto& pt : problems) run_any(pt, i++, tot);
   }
   report("mixed meshes", tot);
-  CHECK(tot.problems >= 800);
+  CHECK(tot.problems >= redist::testing::scaled(800));
   CHECK(tot.mismatches == 0);
   CHECK(tot.max_ratio <= 2.0);
 }

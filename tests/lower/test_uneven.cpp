@@ -145,7 +145,7 @@ TEST_CASE("uneven plans: random problems run on the host backend, every element 
     add({{"x", 2}, {"y", 3}, {"z", 5}}, 3, sums);
     add({{"data", 2}, {"model", 4}}, 3, sums);
   }
-  const std::size_t count = 3000;
+  const std::size_t count = testing::scaled(3000);
   std::ofstream jsonl("uneven_programs.jsonl");
   std::size_t problems = 0, with_sums = 0, empty_tiles = 0, programs = 0, collectives = 0, collectives_chosen = 0;
   std::size_t padded = 0;

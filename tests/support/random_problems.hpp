@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <random>
 #include <stdexcept>
@@ -173,6 +174,17 @@ inline problem_text random_problem(std::mt19937_64& rng, const workload& w) {
     if (total <= w.max_elements || mult == 1) break;
   }
   return {mesh_text(w), testing_detail::write_type(w, src, shape, src_sums), testing_detail::write_type(w, dst, shape, dst_sums), total};
+}
+
+/// How many random problems a test of n problems runs: n times the factor in the environment
+/// variable REDIST_TEST_SCALE (in (0, 1]; 1 when unset), at least 1. .ci/run's sanitizer pass
+/// sets 0.25 for the largest property tests: there the point is memory errors and undefined
+/// behaviour on every code path, and the g++ pass runs every problem.
+inline std::size_t scaled(std::size_t n) {
+  const char* v = std::getenv("REDIST_TEST_SCALE");
+  const double f = v == nullptr ? 1.0 : std::strtod(v, nullptr);
+  if (!(f > 0.0) || f >= 1.0) return n;
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(static_cast<double>(n) * f)));
 }
 
 /// `count` problems from a seed; the same seed gives the same problems on every machine.

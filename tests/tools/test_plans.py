@@ -202,7 +202,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--redist", required=True)
     ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--count", type=int, default=300, help="problems of the paper workload")
+    # REDIST_TEST_SCALE (tests/support/random_problems.hpp scaled): fewer under the sanitizers.
+    scale = float(os.environ.get("REDIST_TEST_SCALE", "1"))
+    ap.add_argument("--count", type=int, default=max(1, round(300 * scale)) if 0 < scale < 1 else 300,
+                    help="problems of the paper workload")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     run = Runner(args.redist)
