@@ -398,13 +398,13 @@ class executor_core {
       else if (shapes_.sums && !el.reduces)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
-      else
-        for (reduction r : all_reductions)
-          if ((shapes_.reductions >> static_cast<unsigned>(r) & 1u) &&
-              !(el.reducible >> static_cast<unsigned>(r) & 1u) && shapes_.error.empty())
-            shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
-                            unreducible_text(r);
-      else if (exchanges() > 0 && local_.size() != p_.world_size() && !(exchange_backend_for<B, E> && local_.size() == 1))
+      for (reduction r : all_reductions)
+        if (shapes_.error.empty() && (shapes_.reductions >> static_cast<unsigned>(r) & 1u) &&
+            !(el.reducible >> static_cast<unsigned>(r) & 1u))
+          shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
+                          unreducible_text(r);
+      if (shapes_.error.empty() && exchanges() > 0 && local_.size() != p_.world_size() &&
+          !(exchange_backend_for<B, E> && local_.size() == 1))
         shapes_.error = "the program has an exchange (or a step on uneven tiles that runs as one), which needs a "
                         "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
       for (const step& st : p_.steps)
