@@ -152,7 +152,7 @@ TEST_CASE("random problems with partial sums (allreduce, reducescatter)", "[prop
     }
   }
   CHECK(n == all_workloads().size() * testing::scaled(60));
-  CHECK(reducing > n / 5);  // the sums are really reduced, not only carried along
+  CHECK(reducing * 480 > n * 100);  // more than 100 of 480: the sums are really reduced, not only carried along
 }
 
 TEST_CASE("random problems with a memory budget above 1", "[properties][budget]") {

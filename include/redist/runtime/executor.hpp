@@ -279,10 +279,9 @@ struct storage_of<T, B> {
 template <class T, class B>
 using storage_t = typename storage_of<T, B>::type;
 
-/// What executor_core needs to know of the element type T beyond its size: the program
-/// hash's tag, and what the constructor checks before a program reduces.
+/// What executor_core needs to know of the element type T beyond its size (sizeof(E)): the
+/// program hash's tag, and what the constructor checks before a program reduces.
 struct element_info {
-  std::uint64_t bytes = 0;  ///< sizeof(T)
   std::uint64_t tag = 0;    ///< element_tag<T>()
   bool reduces = false;     ///< reducing_backend_for<B, T>
   unsigned reducible = 0;   ///< bit r: reducible<T>(r)
@@ -290,7 +289,7 @@ struct element_info {
 
   template <class T, class B>
   static constexpr element_info of() {
-    element_info e{sizeof(T), element_tag<T>(), reducing_backend_for<B, T>, 0, 0};
+    element_info e{element_tag<T>(), reducing_backend_for<B, T>, 0, 0};
     for (reduction r : all_reductions) {
       e.reducible |= static_cast<unsigned>(redist::reducible<T>(r)) << static_cast<unsigned>(r);
       e.identity |= static_cast<unsigned>(has_reduction_identity<T>(r)) << static_cast<unsigned>(r);
@@ -392,9 +391,9 @@ class executor_core {
                         (p_.placed() ? " runs on a world of " + std::to_string(p_.world_size()) + " ranks"
                                      : "'s mesh " + std::string(mesh_text(p_.m).view()) + " has " +
                                            std::to_string(p_.m.devices) + " devices");
-      else if (p_.element_bytes != el.bytes)
+      else if (p_.element_bytes != sizeof(E))
         shapes_.error = "element type mismatch: the program was planned for " + std::to_string(p_.element_bytes) +
-                        "-byte elements, the array's elements have " + std::to_string(el.bytes) + " bytes";
+                        "-byte elements, the array's elements have " + std::to_string(sizeof(E)) + " bytes";
       else if (shapes_.sums && !el.reduces)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
@@ -437,7 +436,8 @@ class executor_core {
   [[nodiscard]] const std::string& error() const { return shapes_.error; }
 
   /// Redistribute the local ranks' tiles (in[i], out[i]: local_ranks()[i]'s, as E), after
-  /// `err`: "" or why this rank refuses (the constructor's checks, then check_tiles).
+  /// `err`: "" or why this rank refuses (the constructor's checks, then check_tiles). in and
+  /// out are read during the call only.
   void run(const std::string& err, std::span<const E* const> in, std::span<E* const> out) {
     const agreement ag = b_.agree(hash_, err.empty());
     if (!err.empty()) throw redist_error(errc::runtime, err);
@@ -448,8 +448,8 @@ class executor_core {
                          "ranks disagree on the program (hash mismatch): every rank must run the same program with the "
                          "same element type; nothing was moved");
     prepare();
-    in_.assign(in.begin(), in.end());
-    out_.assign(out.begin(), out.end());
+    in_ = in;
+    out_ = out;
     live(shapes_.ext.front().size());
     step_now_ = 0;
     if (p_.steps.empty()) {  // source == target: the tile itself
@@ -1294,8 +1294,8 @@ class executor_core {
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;
   bool packs_sends_ = false;  ///< some step packs sends (on every rank: its path, not its bytes)
-  std::vector<const E*> in_;
-  std::vector<E*> out_;
+  std::span<const E* const> in_;  ///< the tiles of the run in progress
+  std::span<E* const> out_;
   std::vector<E*> send_, recv_;
   std::vector<std::size_t> groups_;
   std::vector<step_stats> stats_;
