@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
     redist::mpi_backend mpi(MPI_COMM_WORLD);
     redist::mpi_backend packed(MPI_COMM_WORLD, {.alltoall_in_place = true, .allgather_in_place = true,
                                                 .exchange_in_place = false});
+    // Messages in place between ranks of one node by single copy: every message (span
+    // cost 0), or mixed with MPI (nodes of 3 ranks, a span costing 64 bytes).
+    redist::mpi_backend single(MPI_COMM_WORLD, {.single_copy_span_cost = 0, .single_copy_min_bytes = 0});
+    redist::mpi_backend mixed(MPI_COMM_WORLD, {.single_copy_span_cost = 64, .single_copy_min_bytes = 0, .node_size = 3});
+    redist::mpi_backend* const in_place[] = {&mpi, &single, &mixed};
     const int me = static_cast<int>(mpi.rank());
     const int problems = argc > 1 ? std::atoi(argv[1]) : 200;
     std::mt19937 rng(2699);
@@ -56,7 +61,7 @@ int main(int argc, char** argv) {
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.
         const auto how = static_cast<redist::reshard_messages>(i % 3);
-        redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : mpi, p, how);
+        redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : *in_place[i / 4 % 3], p, how);
         redist::reshard_tiles t = redist::make_reshard_tiles(ex);
         redist::fill_reshard_sources(p, ex.local_ranks(), t);
         ex.run(t.sources(), t.targets());
@@ -74,16 +79,59 @@ int main(int argc, char** argv) {
           fail(c.text + ": " + e.what());
       }
     }
+    // Row blocks to column blocks on {x: W} in one round of messages in place, pieces of 32
+    // KiB considered for single copy: the sender writes each piece (8 runs of 4 KiB lying
+    // 4 KiB x W apart in its tile, contiguous in the receiver's); the reverse, the receiver
+    // reads each.
+    const std::uint64_t W = mpi.devices();
+    const std::string rows = "[{x}" + std::to_string(8 * W) + ", " + std::to_string(1024 * W) + "]",
+                      cols = "[" + std::to_string(8 * W) + ", {x}" + std::to_string(1024 * W) + "]";
+    auto layout = [&](const std::string& t) {
+      redist::placed_layout l;
+      l.pm = redist::parse_placed_mesh("{x: " + std::to_string(W) + "}");
+      l.type = redist::parse_type(l.pm.mesh, t);
+      return l;
+    };
+    redist::mpi_backend costed(MPI_COMM_WORLD, {.single_copy_min_bytes = 0});  // the default span cost
+    for (const bool write : {true, false}) {
+      redist::reshard_problem pr;
+      pr.world = W;
+      pr.arrays.push_back({"a", redist::element_type::f32, layout(write ? rows : cols), layout(write ? cols : rows)});
+      redist::reshard_options o;
+      o.joint = true;
+      const redist::reshard_plan p = redist::plan_reshard(pr, o);
+      const auto before = costed.single_copy_moves();
+      redist::reshard_executor<redist::mpi_backend> ex(costed, p, redist::reshard_messages::in_place);
+      redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+      redist::fill_reshard_sources(p, ex.local_ranks(), t);
+      ex.run(t.sources(), t.targets());
+      const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+      const auto after = costed.single_copy_moves();
+      const std::uint64_t moved = write ? after.writes - before.writes : after.reads - before.reads;
+      if (!k.ok()) fail(std::string(write ? "rows to columns" : "columns to rows") + ": " + k.first);
+      if (p.rounds.size() != 1 || (costed.single_copy() && moved != W - 1))
+        fail(std::string(write ? "rows to columns" : "columns to rows") + ": " + std::to_string(p.rounds.size()) +
+             " rounds, " + std::to_string(moved) + (write ? " pieces written" : " pieces read") + " by single copy, expected 1 and " +
+             std::to_string(W - 1));
+    }
+    // Where the kernel allows single copy, both backends moved pieces that way.
+    std::uint64_t moved[2] = {single.single_copy_moves().reads + single.single_copy_moves().writes,
+                              mixed.single_copy_moves().reads + mixed.single_copy_moves().writes},
+                  moved_all[2] = {};
+    MPI_Allreduce(moved, moved_all, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (single.single_copy() && problems >= 100 && (moved_all[0] == 0 || moved_all[1] == 0))
+      fail("single copy is on, but the message rounds moved no piece that way");
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     std::uint64_t total = 0;
     MPI_Reduce(&checked, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)
       std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds, %llu refused over the budget, "
-                  "%llu elements checked, %d failures\n",
+                  "%llu elements checked, %d failures; single copy %s: %llu and %llu pieces\n",
                   static_cast<unsigned long long>(mpi.devices()), problems, static_cast<unsigned long long>(runs),
                   static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(refused),
-                  static_cast<unsigned long long>(total), all);
+                  static_cast<unsigned long long>(total), all, single.single_copy() ? "on" : "off",
+                  static_cast<unsigned long long>(moved_all[0]), static_cast<unsigned long long>(moved_all[1]));
     failures = all;
   }
   MPI_Finalize();

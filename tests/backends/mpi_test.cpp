@@ -242,6 +242,76 @@ void error_cases(redist::mpi_backend& mpi) {
   }
 }
 
+/// Single-copy exchanges (mpi_options::exchange_single_copy): the plans of a few pieces,
+/// and that the random problems above moved pieces that way where the kernel allows it.
+void single_copy_cases(int me, const redist::mpi_backend& single, const redist::mpi_backend& mixed,
+                       std::size_t random_problems) {
+  using redist::detail::single_copy_plan;
+  using how = single_copy_plan::how;
+  auto region = [](std::uint64_t r0, std::uint64_t c0, std::uint64_t rows, std::uint64_t cols) {
+    redist::tile_region r;
+    r.start[0] = r0;
+    r.start[1] = c0;
+    r.size[0] = rows;
+    r.size[1] = cols;
+    return r;
+  };
+  const std::uint64_t src[] = {4, 8}, dst[] = {4, 4};
+  // Columns 2..5 of a 4 x 8 tile of floats into a whole 4 x 4 tile: the reader reads the
+  // 16-byte gaps between the rows' runs (one span), the writer writes one span (the
+  // destination is contiguous) and no gap.
+  const auto rd = redist::detail::plan_single_copy(src, region(0, 2, 4, 4), dst, region(0, 0, 4, 4), 4, 4096);
+  if (rd.spans.size() != 1 || rd.spans[0].at != 8 || rd.spans[0].bytes != 112 || rd.local.size() != 7 ||
+      rd.useful != 64 || rd.local[1].at != single_copy_plan::gap || rd.local[2].at != 16)
+    fail(me, "single copy: the reads of columns 2..5 of a 4 x 8 tile");
+  const auto wr = redist::detail::plan_single_copy(dst, region(0, 0, 4, 4), src, region(0, 2, 4, 4), 4, 0);
+  if (wr.spans.size() != 1 || wr.spans[0].bytes != 64 || wr.local.size() != 4 || wr.local[3].at != 3 * 32 + 8)
+    fail(me, "single copy: the writes of columns 2..5 of a 4 x 8 tile");
+  // The choice by cost: spans x c + the acting rank's runs x c / 16 + the bytes copied,
+  // against MPI's two copies of the 64 bytes. With c = 0, the reader's 4 spans of 16
+  // bytes (a tie with the writer: read); with 48, the writer's one span and 4 runs (48 + 12
+  // + 64 = 124) against the reader's span with its gaps (48 + 21 + 112); with 53, MPI (129).
+  auto choose = [](const redist::detail::single_copy_piece& pc, std::uint64_t cost) {
+    return redist::detail::choose_single_copy(pc, 4, cost);
+  };
+  const redist::detail::single_copy_piece cols{src, region(0, 2, 4, 4), dst, region(0, 0, 4, 4)};
+  if (choose(cols, 0).how != how::read || choose(cols, 0).plan.spans.size() != 4 || choose(cols, 48).how != how::write ||
+      choose(cols, 53).how != how::mpi)
+    fail(me, "single copy: the choice for columns 2..5 of a 4 x 8 tile");
+  // Rows of 4 KiB lying 16 KiB apart into a contiguous tile: written in one span of 64 KiB
+  // (16 runs) while 2c + 64 KiB is at most 128 KiB, then MPI.
+  const std::uint64_t wide[] = {16, 4096}, narrow[] = {16, 1024};
+  const redist::detail::single_copy_piece strided{wide, region(0, 0, 16, 1024), narrow, region(0, 0, 16, 1024)};
+  const auto w = choose(strided, 8192);
+  if (w.how != how::write || w.plan.spans.size() != 1 || w.plan.local.size() != 16 || choose(strided, 32768).how != how::write ||
+      choose(strided, 32784).how != how::mpi)
+    fail(me, "single copy: strided rows into a contiguous tile are written");
+  if (single.single_copy() != mixed.single_copy())
+    fail(me, "single copy: on for one backend and not the other");
+  // Row blocks to column blocks on {x: D}: each piece is 8 runs of 4 KiB lying 4 KiB x D
+  // apart in the sender's tile and contiguous in the receiver's, so the sender writes it
+  // (by the default span cost); the reverse is read, contiguous in the sender's tile.
+  const std::uint64_t D = single.devices();
+  const redist::testing::problem_text rows_to_cols{"{x: " + std::to_string(D) + "}",
+                                                   "[{x}" + std::to_string(8 * D) + ", " + std::to_string(1024 * D) + "]",
+                                                   "[" + std::to_string(8 * D) + ", {x}" + std::to_string(1024 * D) + "]"};
+  const redist::testing::problem_text cols_to_rows{rows_to_cols.mesh, rows_to_cols.to, rows_to_cols.from};
+  redist::mpi_backend plain(MPI_COMM_WORLD, {.single_copy_min_bytes = 0});  // the default span cost
+  totals t;
+  run_problem<float>(plain, rows_to_cols, t, std::uint64_t{1} << 20, true);
+  run_problem<float>(plain, cols_to_rows, t, std::uint64_t{1} << 20, true);
+  const auto moved = plain.single_copy_moves();
+  // two runs each (run_problem runs its executor again)
+  if (plain.single_copy() && (moved.writes != 2 * (D - 1) || moved.reads != 2 * (D - 1)))
+    fail(me, "single copy: " + std::to_string(moved.writes) + " writes and " + std::to_string(moved.reads) +
+                 " reads of the row and column blocks, expected " + std::to_string(2 * (D - 1)) + " each");
+  if (t.mismatches != 0 || t.problems != 2) fail(me, "single copy: the row and column blocks");
+  std::uint64_t reads[2] = {single.single_copy_moves().reads, mixed.single_copy_moves().reads}, all[2] = {};
+  MPI_Allreduce(reads, all, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (single.single_copy() && random_problems >= 100 && (all[0] == 0 || all[1] == 0))
+    fail(me, "single copy is on, but the random exchanges read no piece that way");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,6 +321,15 @@ int main(int argc, char** argv) {
     redist::mpi_backend mpi;
     redist::mpi_backend packing(MPI_COMM_WORLD,
                                 {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
+    // In-place exchanges: by default (single copy for pieces of 1 MiB where the cost model
+    // says so; these problems' pieces are smaller, so point to point), every piece of the
+    // node in a single copy (span cost 0), mixed with MPI (nodes of 3 ranks, point to point
+    // between them; a span costing 64 bytes, so small pieces by MPI), and one MPI_Alltoallw
+    // (single copy off).
+    redist::mpi_backend single(MPI_COMM_WORLD, {.single_copy_span_cost = 0, .single_copy_min_bytes = 0});
+    redist::mpi_backend mixed(MPI_COMM_WORLD, {.single_copy_span_cost = 64, .single_copy_min_bytes = 0, .node_size = 3});
+    redist::mpi_backend alltoallw(MPI_COMM_WORLD, {.exchange_single_copy = false});
+    redist::mpi_backend* const in_place[] = {&mpi, &single, &mixed, &alltoallw};
     const int me = static_cast<int>(mpi.rank());
     const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 120;
     const std::size_t uneven = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 200;
@@ -269,8 +348,9 @@ int main(int argc, char** argv) {
         else if (i % 3 == 1) run_problem<double>(b, pt, tot, chunk);
         else if (w.reduction == "avg") run_problem<std::int32_t>(b, pt, tot, chunk);  // (16-bit sums wrap)
         else run_problem<std::int16_t>(b, pt, tot, chunk);
-        // the same problem as one exchange, in place (MPI_Alltoallw) or packed (MPI_Alltoallv)
-        if (i % 2 == 0) run_problem<float>(mpi, pt, tot, chunk, true);
+        // the same problem as one exchange, in place (MPI_Alltoallw or single copy) or packed
+        // (MPI_Alltoallv)
+        if (i % 2 == 0) run_problem<float>(*in_place[i / 2 % 4], pt, tot, chunk, true);
         else run_problem<std::int32_t>(packing, pt, tot, chunk, true);
         // the paper's program with its collectives fused, blocks in place or packed
         run_problem<float>(b, pt, tot, chunk, false, true);
@@ -282,9 +362,10 @@ int main(int argc, char** argv) {
         const auto& w = ws[i % ws.size()];
         std::mt19937_64 rng(0x756e6576 + i);
         const auto pt = redist::testing::random_uneven_problem(rng, w);
-        if (i % 2 == 0) run_problem<float>(mpi, pt, tot);
+        if (i % 2 == 0) run_problem<float>(*in_place[i / 2 % 4], pt, tot);
         else run_problem<std::int32_t>(packing, pt, tot, 48);
       }
+      single_copy_cases(me, single, mixed, count + uneven);
       tot.uneven = tot.problems - even_problems;
       error_cases(mpi);
     } catch (const std::exception& e) {
@@ -298,11 +379,14 @@ int main(int argc, char** argv) {
     double ratio = 0;
     MPI_Allreduce(&tot.max_ratio, &ratio, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (me == 0)
-      std::printf("mpi backend, %llu ranks: %llu problems (%llu uneven), %llu elements verified over all ranks, %llu wrong, "
+      std::printf("mpi backend, %llu ranks (single copy %s: %llu pieces on rank 0): %llu problems (%llu uneven), %llu elements verified over all ranks, %llu wrong, "
                   "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
                   "%llu reducescatter, %llu exchange; %llu programs with fused steps; "
                   "peak bytes held / max(local in, out): max %.3f; %.2f s\n",
-                  static_cast<unsigned long long>(mpi.devices()), static_cast<unsigned long long>(all[3] / mpi.devices()),
+                  static_cast<unsigned long long>(mpi.devices()), single.single_copy() ? "on" : "off",
+                  static_cast<unsigned long long>(single.single_copy_moves().reads + single.single_copy_moves().writes +
+                                                  mixed.single_copy_moves().reads + mixed.single_copy_moves().writes),
+                  static_cast<unsigned long long>(all[3] / mpi.devices()),
                   static_cast<unsigned long long>(tot.uneven), static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
                   static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
                   static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),

@@ -30,6 +30,30 @@
 //   datatype (MPI_Type_create_subarray) per non-empty piece, so MPI reads and writes the
 //   pieces in place in the tiles, or, with mpi_options::exchange_in_place = false,
 //   MPI_Alltoallv of the pieces the executor packs in rank order.
+//   Single copy between the ranks of one node (mpi_options::exchange_single_copy, Linux):
+//   the exchange goes as a message round of one message per peer (below), whose pieces
+//   within the node move straight between the two tiles with cross-memory attach, one
+//   copy per byte. Why: Open MPI 4.1 moves a non-contiguous receive datatype in 32 KiB
+//   fragments that the sender and the receiver hand over in turn, so it runs at memory
+//   speed only while both are on a core; where a node's cores are shared (more ranks than
+//   cores, or other work beside them) MPI_Alltoallw of subarrays ran 4-15x slower
+//   (docs/benchmarks.md, "Single-copy exchanges on MPI"): the two speeds of issue 26. A
+//   copy by cross-memory attach needs no partner on a core. The constructor decides once,
+//   collectively: single copy is on where every rank could read a value from each rank
+//   of its node; otherwise every exchange is one MPI_Alltoallw.
+// - message rounds (runtime/backend.hpp; the reshard executor's joint exchange): packed
+//   messages as MPI_Irecv / MPI_Isend of bytes; messages of pieces in place as one struct
+//   of subarray datatypes each. With single copy, a piece of at least 1 MiB between two
+//   ranks of one node (mpi_options::single_copy_min_bytes; smaller ones go through MPI at
+//   once, without the round trip that follows) waits while the two ranks swap where their
+//   pieces lie (MPI_Isend / MPI_Irecv); both then choose alike by a cost model (a span of
+//   the other tile costs 8 KiB of copying, mpi_options::single_copy_span_cost, since the
+//   kernel pins its pages span by span; a run of the acting rank's tile 512 bytes; a gap
+//   read its bytes; MPI copies every byte twice) between the receiver reading it
+//   (process_vm_readv), the sender writing it (process_vm_writev) and MPI. The rank that
+//   copies moves all its pieces of a message in as few calls as 1024 iovecs a side allow,
+//   then tells the other rank it is done. Messages to or from other nodes go through MPI.
+//   No collective is needed.
 // - permute: one MPI_Sendrecv per rank (to dest[r], from the rank whose dest is r);
 //   fixed points are local copies.
 // - agree: one MPI_Allreduce (MAX) of {hash, ~hash, failed}: max(hash) and
@@ -43,14 +67,26 @@
 
 #include <mpi.h>
 
+#if defined(__linux__)
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#define REDIST_MPI_SINGLE_COPY 1
+#endif
+
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <complex>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <random>
 #include <set>
 #include <span>
 #include <string>
@@ -133,7 +169,124 @@ struct mpi_options {
   /// Exchanges: MPI_Alltoallw with one subarray datatype per peer (true) or the executor's
   /// packing and MPI_Alltoallv (false).
   bool exchange_in_place = true;
+  /// In-place exchanges and messages between ranks of one node: the receiver reads a piece
+  /// straight from the sender's tile, or the sender writes it into the receiver's (Linux
+  /// cross-memory attach; see the header comment). Used where the kernel allows it
+  /// (single_copy() says whether it does). Options must be the same on every rank.
+  bool exchange_single_copy = true;
+  /// What opening one span of the other tile costs a single copy, in bytes copied (the
+  /// kernel pins that tile's pages span by span); a run of the rank's own tile costs a
+  /// sixteenth of it (the kernel walks those iovecs one by one: into runs of 512 bytes
+  /// process_vm_readv moved 7 GB/s on the development machine, into long runs 16 GB/s).
+  /// A piece moves by single copy where spans x this + runs x this / 16 + the bytes it
+  /// copies (gaps read between runs included) is at most twice its bytes (what MPI
+  /// copies); a reader reads a gap of at most this many bytes (up to 64 KiB) rather than
+  /// open a span. Measured on 8 ranks of one node (docs/benchmarks.md): spans of 4 KiB
+  /// moved 1.5-1.7x slower than MPI_Alltoallw on a quiet node, of 16 KiB 0.90-1.18x its
+  /// time, whole pieces 1.5-2.2x faster. 0: every considered piece by single copy, no gap
+  /// read.
+  std::uint64_t single_copy_span_cost = 8192;
+  /// Only pieces of at least this many bytes are considered for single copy; a message
+  /// with none goes through MPI at once, without the round trip in which the two ranks
+  /// swap where their pieces lie (measured: that round trip, which waits for the peer to
+  /// arrive, cost more than single copy saved on the 160 arrays of the weight-sync state,
+  /// whose pieces are mostly 2 KiB-512 KiB). 0: every piece.
+  std::uint64_t single_copy_min_bytes = std::uint64_t{1} << 20;
+  /// For tests: treat consecutive groups of this many ranks of each node as separate
+  /// nodes (0: the nodes MPI_COMM_TYPE_SHARED reports).
+  std::uint64_t node_size = 0;
 };
+
+namespace detail {
+/// How one rank moves a piece between its tile and another process's tile with
+/// cross-memory attach (process_vm_readv / process_vm_writev): spans of the other
+/// ("remote") tile, in bytes from its start, and the runs of this rank's tile they pair
+/// with, in order. The kernel pins the remote pages span by span, so a reader may read a
+/// gap between two of the sender's runs into a scratch line (a local run at `gap`) rather
+/// than open a new span; a writer never writes gaps.
+struct single_copy_plan {
+  static constexpr std::uint64_t max_gap = 65536;  ///< the scratch line
+  static constexpr std::uint64_t gap = UINT64_MAX;
+  static constexpr std::size_t max_runs = 512;  ///< local runs per span (a call takes 1024 iovecs a side)
+  enum class how { mpi, read, write };
+  struct span {
+    std::uint64_t at = 0, bytes = 0;
+    std::size_t first = 0, runs = 0;  ///< its local runs: local[first, first + runs)
+  };
+  struct run {
+    std::uint64_t at = 0, bytes = 0;  ///< at == gap: a gap of the remote tile
+  };
+  std::vector<span> spans;
+  std::vector<run> local;
+  std::uint64_t useful = 0;  ///< the piece's bytes
+  std::uint64_t copied = 0;  ///< with the gaps read
+};
+
+/// The plan of region `rr` of a remote tile of extents `re` paired with region `lr` (the
+/// same sizes) of a local tile of extents `le`, elements of `elem` bytes; remote gaps of
+/// at most `max_gap` bytes (0 for a writer) are read rather than opening a span.
+inline single_copy_plan plan_single_copy(std::span<const std::uint64_t> re, const tile_region& rr,
+                                         std::span<const std::uint64_t> le, const tile_region& lr, std::size_t elem,
+                                         std::uint64_t max_gap) {
+  using P = single_copy_plan;
+  P p;
+  std::uint64_t end = 0;  // the remote offset after the last span
+  auto add = [&](std::uint64_t at, std::uint64_t to, std::uint64_t bytes) {
+    if (!p.spans.empty() && at >= end && at - end <= max_gap && p.spans.back().runs + 2 <= P::max_runs) {
+      P::span& s = p.spans.back();
+      if (at > end) {
+        p.local.push_back({P::gap, at - end});
+        ++s.runs;
+      }
+      s.bytes += at - end + bytes;
+    } else {
+      p.spans.push_back({at, bytes, p.local.size(), 0});
+    }
+    p.local.push_back({to, bytes});
+    ++p.spans.back().runs;
+    p.useful += bytes;
+    end = at + bytes;
+  };
+  for_region_copies(re, rr, le, lr, [&](const strided_copy& c) {
+    for (std::uint64_t j = 0; j < c.rows; ++j)
+      for (std::uint64_t i = 0; i < c.count; ++i)
+        add((c.src + i * c.src_step + j * c.src_pitch) * elem, (c.dst + i * c.dst_step + j * c.dst_pitch) * elem,
+            c.width * elem);
+  });
+  for (const auto& s : p.spans) p.copied += s.bytes;
+  return p;
+}
+
+/// One piece: region `sr` of the sender's tile (extents se) to region `dr` of the
+/// receiver's (de), the same sizes.
+struct single_copy_piece {
+  std::span<const std::uint64_t> se;
+  tile_region sr;
+  std::span<const std::uint64_t> de;
+  tile_region dr;
+};
+
+/// How a piece goes from the sender to the receiver: the receiver reads it or the sender
+/// writes it, whichever costs less, where that cost (spans x span_cost + runs of the
+/// acting rank's tile x span_cost / 16 + the bytes copied; mpi_options::
+/// single_copy_span_cost) is at most twice its bytes (what MPI copies), else MPI; and the
+/// plan of the rank that acts. Both ranks of a pair compute it alike from the same places.
+struct single_copy_choice {
+  single_copy_plan::how how = single_copy_plan::how::mpi;
+  single_copy_plan plan;
+};
+inline single_copy_choice choose_single_copy(const single_copy_piece& pc, std::size_t elem, std::uint64_t span_cost) {
+  using P = single_copy_plan;
+  P r = plan_single_copy(pc.se, pc.sr, pc.de, pc.dr, elem, std::min(span_cost, P::max_gap));
+  P w = plan_single_copy(pc.de, pc.dr, pc.se, pc.sr, elem, 0);
+  const std::uint64_t run_cost = span_cost / 16;
+  const std::uint64_t rc = r.spans.size() * span_cost + r.local.size() * run_cost + r.copied,
+                      wc = w.spans.size() * span_cost + w.local.size() * run_cost + w.copied;
+  if (r.useful == 0 || std::min(rc, wc) > 2 * r.useful) return {};
+  if (rc <= wc) return {P::how::read, std::move(r)};
+  return {P::how::write, std::move(w)};
+}
+}  // namespace detail
 
 class mpi_backend {
  public:
@@ -150,6 +303,7 @@ class mpi_backend {
     MPI_Comm_rank(comm_, &rank);
     size_ = static_cast<std::uint64_t>(size);
     me_ = static_cast<rank_t>(rank);
+    if (opt_.exchange_single_copy && opt_.exchange_in_place) setup_single_copy();
   }
   mpi_backend(const mpi_backend&) = delete;
   mpi_backend& operator=(const mpi_backend&) = delete;
@@ -159,6 +313,7 @@ class mpi_backend {
     if (fin) return;
     for (auto& [g, c] : groups_)
       if (c != comm_) MPI_Comm_free(&c);
+    if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
     MPI_Comm_free(&comm_);
   }
 
@@ -171,6 +326,15 @@ class mpi_backend {
   [[nodiscard]] std::size_t cached_groups() const { return groups_.size(); }
 
   [[nodiscard]] const mpi_options& options() const { return opt_; }
+  /// Whether in-place exchanges and messages move pieces between ranks of this node in a
+  /// single copy (mpi_options::exchange_single_copy, and the kernel let every rank read
+  /// its node's ranks); the same on every rank.
+  [[nodiscard]] bool single_copy() const { return node_ != MPI_COMM_NULL; }
+  /// Pieces this rank has read and written by single copy so far (for tests and tuning).
+  struct single_copy_count {
+    std::uint64_t reads = 0, writes = 0;
+  };
+  [[nodiscard]] single_copy_count single_copy_moves() const { return single_copy_moves_; }
   /// Whether the executor hands op k's strided blocks in place (derived datatypes).
   [[nodiscard]] bool strided_blocks(op k) const {
     return k == op::alltoall    ? opt_.alltoall_in_place
@@ -298,13 +462,40 @@ class mpi_backend {
   }
 
   /// An exchange's pieces in place: MPI_Alltoallw with one subarray datatype per non-empty
-  /// region (runtime/backend.hpp).
+  /// region (runtime/backend.hpp); with single copy, one message per peer through the
+  /// strided message round below (pieces within this node in a single copy where that
+  /// pays, the rest point to point).
   template <class T>
     requires mpi_element<T>
   void exchange(block_io<T> io, std::span<const std::uint64_t> se, std::span<const tile_region> sr,
                 std::span<const std::uint64_t> de, std::span<const tile_region> rr) {
     check_per_rank(sr.size(), "exchange");
     check_per_rank(rr.size(), "exchange");
+    if (single_copy() && !se.empty() && se.size() == de.size()) {
+      // The pieces as regions of tiles of bytes (the last extent times sizeof(T)).
+      auto piece = [](const T* base, std::span<const std::uint64_t> ext, const tile_region& r) {
+        message_piece m;
+        m.base = reinterpret_cast<const std::byte*>(base);
+        m.rank = static_cast<int>(ext.size());
+        std::copy(ext.begin(), ext.end(), m.extents.begin());
+        m.region = r;
+        const std::size_t last = ext.size() - 1;
+        m.extents[last] *= sizeof(T);
+        m.region.start[last] *= sizeof(T);
+        m.region.size[last] *= sizeof(T);
+        return m;
+      };
+      std::vector<strided_message> sends, recvs;
+      for (std::size_t k = 0; k < size_; ++k) {
+        if (k == me_) continue;
+        if (sr[k].elements(static_cast<int>(se.size())) != 0)
+          sends.push_back({static_cast<rank_t>(k), {piece(io.send[me_], se, sr[k])}});
+        if (rr[k].elements(static_cast<int>(de.size())) != 0)
+          recvs.push_back({static_cast<rank_t>(k), {piece(io.recv[me_], de, rr[k])}});
+      }
+      message_round(std::span<const strided_message>(sends), std::span<const strided_message>(recvs), [] {});
+      return;
+    }
     const MPI_Datatype t = mpi_datatype<T>::get();
     std::vector<region_type> types;
     types.reserve(2 * size_);
@@ -412,17 +603,35 @@ class mpi_backend {
   /// Point-to-point messages of pieces in place (runtime/backend.hpp strided_message): one
   /// MPI_Type_create_struct of subarray datatypes (absolute addresses, MPI_BOTTOM) per
   /// message, so MPI packs and unpacks straight between the tiles; receives posted first,
-  /// local() while the messages fly.
+  /// local() while the messages fly. With single copy (mpi_options::exchange_single_copy),
+  /// a message between two ranks of this node moves as an exchange's piece does, pair by
+  /// pair: the two ranks swap where their pieces lie, the receiver reads them or the sender
+  /// writes them where that pays, and the rank that copied tells the other when it is done.
   template <class Local>
   void message_round(std::span<const strided_message> sends, std::span<const strided_message> recvs, Local&& local) {
-    const int tag = tag_message + static_cast<int>(rounds_++ % 1024);
+    const int tag = tag_message + static_cast<int>(rounds_++ % 1024), late_tag = tag + 1024;
+    // The pieces single copy may move (single_copy_min_bytes; both ranks of a pair see the
+    // same sizes, so they split alike) wait until the two ranks have chosen; the rest go
+    // through MPI at once.
+    std::vector<strided_message> early_s(sends.begin(), sends.end()), early_r(recvs.begin(), recvs.end()),
+        late_s(sends.size()), late_r(recvs.size());
+    if (single_copy()) {
+      split_considered(early_s, late_s);
+      split_considered(early_r, late_r);
+    }
     std::vector<region_type> parts;
+    std::deque<region_type> pieces;  // single-piece messages' datatypes (stable while in flight)
     std::vector<message_type> types;
-    types.reserve(sends.size() + recvs.size());
-    auto type_of = [&](const strided_message& m) -> MPI_Datatype {
-      if (m.peer >= size_ || m.peer == me_)
-        throw redist_error(errc::runtime, "mpi backend: a message to or from rank " + std::to_string(m.peer) +
-                                              " (this is rank " + std::to_string(me_) + " of " + std::to_string(size_) + ")");
+    types.reserve(2 * (sends.size() + recvs.size()));
+    // A message's buffer and datatype: one piece is its subarray at the tile; several, a
+    // struct of their subarrays at absolute addresses (MPI_BOTTOM).
+    auto type_of = [&](const strided_message& m) -> std::pair<void*, MPI_Datatype> {
+      check_peer(m.peer);
+      if (m.pieces.size() == 1) {
+        const message_piece& pc = m.pieces[0];
+        const std::span<const std::uint64_t> ext(pc.extents.data(), static_cast<std::size_t>(pc.rank));
+        return {const_cast<std::byte*>(pc.base), pieces.emplace_back(ext, pc.region, MPI_BYTE).type};
+      }
       parts.clear();
       std::vector<MPI_Datatype> t;
       std::vector<MPI_Aint> at;
@@ -433,21 +642,46 @@ class mpi_backend {
         call(MPI_Get_address(pc.base, &a), "MPI_Get_address");
         at.push_back(a);
       }
-      return types.emplace_back(t, at).type;
+      return {MPI_BOTTOM, types.emplace_back(t, at).type};
     };
-    std::vector<MPI_Request> rq(recvs.size()), sq(sends.size());
-    for (std::size_t k = 0; k < recvs.size(); ++k)
-      call(MPI_Irecv(MPI_BOTTOM, 1, type_of(recvs[k]), static_cast<int>(recvs[k].peer), tag, comm_, &rq[k]), "MPI_Irecv");
-    for (std::size_t k = 0; k < sends.size(); ++k)
-      call(MPI_Isend(MPI_BOTTOM, 1, type_of(sends[k]), static_cast<int>(sends[k].peer), tag, comm_, &sq[k]), "MPI_Isend");
+    std::vector<MPI_Request> rq, sq;
+    auto post = [&](const std::vector<strided_message>& s, const std::vector<strided_message>& r, int t) {
+      for (const strided_message& m : r)
+        if (!m.pieces.empty()) {
+          const auto [at, type] = type_of(m);
+          call(MPI_Irecv(at, 1, type, static_cast<int>(m.peer), t, comm_, &rq.emplace_back()), "MPI_Irecv");
+        }
+      for (const strided_message& m : s)
+        if (!m.pieces.empty()) {
+          const auto [at, type] = type_of(m);
+          call(MPI_Isend(at, 1, type, static_cast<int>(m.peer), t, comm_, &sq.emplace_back()), "MPI_Isend");
+        }
+    };
+    post(early_s, early_r, tag);
+    single_copy_round sc;
+    if (single_copy()) {
+      sc = plan_single_copy_round(late_s, late_r);  // leaves the pieces chosen for MPI
+      post(late_s, late_r, late_tag);
+    }
+    for (const rank_t peer : sc.passive)  // the other rank copies; it says when it is done
+      call(MPI_Irecv(nullptr, 0, MPI_BYTE, static_cast<int>(peer), tag_done, comm_, &rq.emplace_back()), "MPI_Irecv");
+    for (const auto& m : sc.moves) {
+      const std::string e = move_message(m.peer, m.read, m.remote, m.local, m.plans);
+      if (sc.failed.empty()) sc.failed = e;
+      call(MPI_Isend(nullptr, 0, MPI_BYTE, static_cast<int>(m.peer), tag_done, comm_, &sq.emplace_back()), "MPI_Isend");
+    }
     local();
     call(MPI_Waitall(static_cast<int>(rq.size()), rq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     call(MPI_Waitall(static_cast<int>(sq.size()), sq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    if (!sc.failed.empty()) throw redist_error(errc::runtime, "mpi backend: message round: " + sc.failed);
   }
 
  private:
   static constexpr int tag_permute = 7201;
-  static constexpr int tag_message = 8192;  ///< message rounds: 8192 + (round mod 1024)
+  static constexpr int tag_places_sent = 7203;      ///< message rounds: where a sender's pieces lie
+  static constexpr int tag_places_received = 7204;  ///< and where a receiver's go
+  static constexpr int tag_done = 7205;             ///< a single copy of a message is done
+  static constexpr int tag_message = 8192;  ///< message rounds: 8192 + (round mod 1024), + 1024 for late pieces
   std::uint64_t rounds_ = 0;
 
   /// A committed datatype this object frees (movable, not copyable): the base of the
@@ -505,6 +739,225 @@ class mpi_backend {
     }
   };
 
+  // Single-copy exchanges (mpi_options::exchange_single_copy). -------------------------
+
+  /// Whether region a of a tile of r dimensions has the sizes of region b.
+  static bool same_piece(std::size_t r, const tile_region& a, const tile_region& b) {
+    return std::equal(a.size.begin(), a.size.begin() + static_cast<std::ptrdiff_t>(r), b.size.begin());
+  }
+
+  /// Move one message's pieces between rank peer's tiles (a rank of this node) and this
+  /// rank's: read them (process_vm_readv) or write them (process_vm_writev), all pieces'
+  /// spans in as few calls as 1024 iovecs a side allow. Returns an error text, or "".
+  std::string move_message(rank_t peer, bool read, std::span<const std::uint64_t> remote, std::span<void* const> local,
+                           std::span<const detail::single_copy_plan> plans) {
+    ++(read ? single_copy_moves_.reads : single_copy_moves_.writes);
+#if defined(REDIST_MPI_SINGLE_COPY)
+    constexpr std::size_t iov_max = 1024;
+    const auto pid = static_cast<pid_t>(node_pids_[static_cast<std::size_t>(node_index_[peer])]);
+    std::vector<iovec> l, r;
+    std::uint64_t want = 0;
+    auto flush = [&]() -> std::string {
+      if (r.empty()) return {};
+      errno = 0;
+      const ssize_t got = read ? process_vm_readv(pid, l.data(), l.size(), r.data(), r.size(), 0)
+                               : process_vm_writev(pid, l.data(), l.size(), r.data(), r.size(), 0);
+      const int e = errno;
+      const std::uint64_t asked = want;
+      l.clear();
+      r.clear();
+      want = 0;
+      if (got >= 0 && static_cast<std::uint64_t>(got) == asked) return {};
+      return "rank " + std::to_string(me_) + (read ? " read " : " wrote ") + std::to_string(got < 0 ? 0 : got) +
+             " of " + std::to_string(asked) + " bytes " + (read ? "from" : "to") + " rank " + std::to_string(peer) +
+             (read ? " (process_vm_readv: " : " (process_vm_writev: ") + std::strerror(e) + ")";
+    };
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      auto* const base = static_cast<std::byte*>(local[i]);
+      for (const auto& sp : plans[i].spans) {
+        if (r.size() == iov_max || l.size() + sp.runs > iov_max)
+          if (std::string e = flush(); !e.empty()) return e;
+        r.push_back({reinterpret_cast<void*>(static_cast<std::uintptr_t>(remote[i] + sp.at)), sp.bytes});
+        for (std::size_t k = sp.first; k < sp.first + sp.runs; ++k) {
+          const auto& run = plans[i].local[k];
+          l.push_back({run.at == detail::single_copy_plan::gap ? static_cast<void*>(scratch_.data())
+                                                                : static_cast<void*>(base + run.at),
+                       run.bytes});
+        }
+        want += sp.bytes;
+      }
+    }
+    return flush();
+#else
+    (void)peer, (void)read, (void)remote, (void)local, (void)plans;
+    return "single-copy messages need Linux";
+#endif
+  }
+
+  /// What one message round moves by single copy: per message, the pieces this rank
+  /// copies; the peers that copy pieces of its messages (each says when it is done, once
+  /// per message); and the first error.
+  struct single_copy_round {
+    struct move {
+      rank_t peer = 0;
+      bool read = false;
+      std::vector<std::uint64_t> remote;  ///< per piece: the other rank's tile
+      std::vector<void*> local;           ///< per piece: this rank's tile
+      std::vector<detail::single_copy_plan> plans;
+    };
+    std::vector<move> moves;
+    std::vector<rank_t> passive;
+    std::string failed;
+  };
+
+  /// Move the pieces of messages to or from ranks of this node that single copy may move
+  /// (at least single_copy_min_bytes and single_copy_span_cost: less never pays) from
+  /// `all` to `late`, message by message.
+  void split_considered(std::vector<strided_message>& all, std::vector<strided_message>& late) const {
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      check_peer(all[k].peer);
+      late[k].peer = all[k].peer;
+      if (node_index_[all[k].peer] < 0) continue;
+      std::vector<message_piece> keep;
+      for (const message_piece& pc : all[k].pieces) {
+        const std::uint64_t n = pc.region.elements(pc.rank);
+        const bool considered = pc.rank > 0 && n > 0 && n >= opt_.single_copy_min_bytes && n >= opt_.single_copy_span_cost;
+        (considered ? late[k].pieces : keep).push_back(pc);
+      }
+      all[k].pieces = std::move(keep);
+    }
+  }
+
+  /// The single-copy part of a message round, on the pieces split_considered held back:
+  /// each such message swaps its pieces' places with the peer (MPI_Isend / MPI_Irecv of
+  /// message_piece: the receiver's places for the sender, the sender's for the receiver);
+  /// then both ranks choose alike, piece by piece, and the messages keep only the pieces
+  /// chosen for MPI.
+  single_copy_round plan_single_copy_round(std::vector<strided_message>& sends, std::vector<strided_message>& recvs) {
+    std::vector<std::vector<message_piece>> there_s(sends.size()), there_r(recvs.size());
+    auto swapped = [](const strided_message& m) { return !m.pieces.empty(); };
+    std::vector<MPI_Request> rq;
+    auto swap = [&](const strided_message& m, std::vector<message_piece>& there, int mine_tag, int their_tag) {
+      const int n = static_cast<int>(m.pieces.size() * sizeof(message_piece));
+      there.resize(m.pieces.size());
+      call(MPI_Irecv(there.data(), n, MPI_BYTE, static_cast<int>(m.peer), their_tag, comm_, &rq.emplace_back()),
+           "MPI_Irecv");
+      call(MPI_Isend(m.pieces.data(), n, MPI_BYTE, static_cast<int>(m.peer), mine_tag, comm_, &rq.emplace_back()),
+           "MPI_Isend");
+    };
+    for (std::size_t k = 0; k < sends.size(); ++k)
+      if (swapped(sends[k])) swap(sends[k], there_s[k], tag_places_sent, tag_places_received);
+    for (std::size_t k = 0; k < recvs.size(); ++k)
+      if (swapped(recvs[k])) swap(recvs[k], there_r[k], tag_places_received, tag_places_sent);
+    call(MPI_Waitall(static_cast<int>(rq.size()), rq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    single_copy_round sc;
+    using P = detail::single_copy_plan;
+    // from: the sender's pieces, to: the receiver's; `sending`: this rank is the sender.
+    auto choose = [&](const strided_message& m, const std::vector<message_piece>& from,
+                      const std::vector<message_piece>& to, bool sending, strided_message& by_mpi) {
+      typename single_copy_round::move mv;
+      mv.peer = m.peer;
+      mv.read = !sending;
+      bool waits = false;
+      by_mpi.pieces.clear();
+      for (std::size_t i = 0; i < from.size(); ++i) {
+        const message_piece &a = from[i], &b = to[i];
+        const auto r = static_cast<std::size_t>(a.rank);
+        if (a.rank != b.rank || a.rank < 0 || a.rank > max_dims || !same_piece(r, a.region, b.region)) {
+          sc.failed = "the pieces of the message from rank " + std::to_string(sending ? me_ : m.peer) + " to rank " +
+                      std::to_string(sending ? m.peer : me_) + " differ in shape on the two ranks";
+          by_mpi.pieces.push_back(sending ? a : b);
+          continue;
+        }
+        detail::single_copy_choice c = detail::choose_single_copy(
+            {std::span<const std::uint64_t>(a.extents.data(), r), a.region,
+             std::span<const std::uint64_t>(b.extents.data(), r), b.region},
+            1, opt_.single_copy_span_cost);
+        if (c.how == P::how::mpi) {
+          by_mpi.pieces.push_back(sending ? a : b);
+        } else if ((c.how == P::how::write) != sending) {
+          waits = true;  // the peer copies this piece
+        } else {
+          mv.remote.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>((sending ? b : a).base)));
+          mv.local.push_back(const_cast<std::byte*>((sending ? a : b).base));
+          mv.plans.push_back(std::move(c.plan));
+        }
+      }
+      if (waits) sc.passive.push_back(m.peer);
+      if (!mv.plans.empty()) sc.moves.push_back(std::move(mv));
+    };
+    for (std::size_t k = 0; k < sends.size(); ++k)
+      if (!there_s[k].empty()) {
+        const std::vector<message_piece> mine = sends[k].pieces;
+        choose(sends[k], mine, there_s[k], true, sends[k]);
+      }
+    for (std::size_t k = 0; k < recvs.size(); ++k)
+      if (!there_r[k].empty()) {
+        const std::vector<message_piece> mine = recvs[k].pieces;
+        choose(recvs[k], there_r[k], mine, false, recvs[k]);
+      }
+    return sc;
+  }
+
+  void check_peer(rank_t peer) const {
+    if (peer >= size_ || peer == me_)
+      throw redist_error(errc::runtime, "mpi backend: a message to or from rank " + std::to_string(peer) +
+                                            " (this is rank " + std::to_string(me_) + " of " + std::to_string(size_) + ")");
+  }
+
+  /// The constructor's collective check: this node's ranks (node_, node_index_, node_pids_)
+  /// where every rank of the communicator read a value from every rank of its node.
+  void setup_single_copy() {
+#if defined(REDIST_MPI_SINGLE_COPY)
+    MPI_Comm node = MPI_COMM_NULL;
+    call(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, static_cast<int>(me_), MPI_INFO_NULL, &node),
+         "MPI_Comm_split_type");
+    if (opt_.node_size > 0) {
+      int r = 0;
+      MPI_Comm_rank(node, &r);
+      MPI_Comm part = MPI_COMM_NULL;
+      const int rc = MPI_Comm_split(node, static_cast<int>(static_cast<std::uint64_t>(r) / opt_.node_size), r, &part);
+      MPI_Comm_free(&node);
+      call(rc, "MPI_Comm_split");
+      node = part;
+    }
+    MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+    struct peer {
+      std::int64_t rank, pid;
+      std::uint64_t at, value;
+    };
+    probe_ = std::random_device{}() * 0x9e3779b97f4a7c15ull ^ me_;
+    const peer mine{static_cast<std::int64_t>(me_), static_cast<std::int64_t>(getpid()),
+                    static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&probe_)), probe_};
+    int n = 1;
+    MPI_Comm_size(node, &n);
+    std::vector<peer> all(static_cast<std::size_t>(n));
+    const int bytes = static_cast<int>(sizeof(peer));
+    int rc = MPI_Allgather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, node);
+    int state[2] = {rc == MPI_SUCCESS ? 0 : 1, n}, agreed[2] = {1, 1};  // {a failure, the largest node}
+    for (const peer& p : all) {
+      if (state[0] || p.rank == mine.rank) continue;
+      std::uint64_t v = 0;
+      iovec l{&v, sizeof v}, r{reinterpret_cast<void*>(static_cast<std::uintptr_t>(p.at)), sizeof v};
+      if (process_vm_readv(static_cast<pid_t>(p.pid), &l, 1, &r, 1, 0) != static_cast<ssize_t>(sizeof v) || v != p.value)
+        state[0] = 1;
+    }
+    rc = MPI_Allreduce(state, agreed, 2, MPI_INT, MPI_MAX, comm_);
+    if (rc != MPI_SUCCESS || agreed[0] != 0 || agreed[1] < 2) {
+      MPI_Comm_free(&node);
+      call(rc, "MPI_Allreduce");
+      return;
+    }
+    node_ = node;
+    node_index_.assign(size_, -1);
+    for (const peer& p : all) {
+      node_index_[static_cast<std::size_t>(p.rank)] = static_cast<int>(node_pids_.size());
+      node_pids_.push_back(p.pid);
+    }
+    scratch_.resize(std::min(opt_.single_copy_span_cost, detail::single_copy_plan::max_gap));
+#endif
+  }
+
   void check_per_rank(std::size_t n, const char* what) const {
     if (n != size_)
       throw redist_error(errc::runtime, std::string("mpi backend: ") + what + " needs one entry per rank (" +
@@ -558,6 +1011,12 @@ class mpi_backend {
   std::map<std::vector<rank_t>, MPI_Comm> groups_;
   std::set<std::vector<rank_t>> partitions_;
   mpi_options opt_;
+  MPI_Comm node_ = MPI_COMM_NULL;       ///< this node's ranks, where pieces move in a single copy
+  std::vector<std::int64_t> node_pids_;  ///< their process ids, by node rank
+  std::vector<int> node_index_;          ///< per rank of comm_: its node rank, or -1 on another node
+  std::uint64_t probe_ = 0;              ///< the value the constructor's check reads
+  std::vector<std::byte> scratch_;       ///< where gaps between a sender's runs are read to
+  single_copy_count single_copy_moves_;
 };
 
 static_assert(backend_for<mpi_backend, float>);

@@ -15,8 +15,9 @@
 //   in place (strided_message_backend; reshard_messages::automatic takes it where the
 //     backend hands exchanges in place, MPI's mpi_options::exchange_in_place, the default,
 //     and the plan's messages average at least reshard_in_place_bytes): each message is one
-//     datatype of its pieces in the tiles (MPI: a struct of subarrays), packed and unpacked
-//     by MPI itself, nothing held here; or
+//     datatype of its pieces in the tiles (MPI: a struct of subarrays, or between two ranks
+//     of one node a single copy of each piece, backends/mpi.hpp), moved by the backend
+//     itself, nothing held here; or
 //   packed (message_backend): each message packed (its pieces back to back, in the plan's
 //     order) and sent at once, and unpacked into the target tiles as it arrives. One buffer
 //     holds a round's sends, then its receives; it is allocated once, the largest over the
