@@ -313,7 +313,6 @@ class mpi_backend {
     if (fin) return;
     for (auto& [g, c] : groups_)
       if (c != comm_) MPI_Comm_free(&c);
-    if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
     MPI_Comm_free(&comm_);
   }
 
@@ -329,7 +328,7 @@ class mpi_backend {
   /// Whether in-place exchanges and messages move pieces between ranks of this node in a
   /// single copy (mpi_options::exchange_single_copy, and the kernel let every rank read
   /// its node's ranks); the same on every rank.
-  [[nodiscard]] bool single_copy() const { return node_ != MPI_COMM_NULL; }
+  [[nodiscard]] bool single_copy() const { return !node_index_.empty(); }
   /// Pieces this rank has read and written by single copy so far (for tests and tuning).
   struct single_copy_count {
     std::uint64_t reads = 0, writes = 0;
@@ -613,11 +612,17 @@ class mpi_backend {
     // The pieces single copy may move (single_copy_min_bytes; both ranks of a pair see the
     // same sizes, so they split alike) wait until the two ranks have chosen; the rest go
     // through MPI at once.
-    std::vector<strided_message> early_s(sends.begin(), sends.end()), early_r(recvs.begin(), recvs.end()),
-        late_s(sends.size()), late_r(recvs.size());
+    std::vector<strided_message> held_s, held_r, late_s, late_r;
+    std::span<const strided_message> early_s = sends, early_r = recvs;
     if (single_copy()) {
-      split_considered(early_s, late_s);
-      split_considered(early_r, late_r);
+      held_s.assign(sends.begin(), sends.end());
+      held_r.assign(recvs.begin(), recvs.end());
+      late_s.resize(sends.size());
+      late_r.resize(recvs.size());
+      split_considered(held_s, late_s);
+      split_considered(held_r, late_r);
+      early_s = held_s;
+      early_r = held_r;
     }
     std::vector<region_type> parts;
     std::deque<region_type> pieces;  // single-piece messages' datatypes (stable while in flight)
@@ -645,7 +650,7 @@ class mpi_backend {
       return {MPI_BOTTOM, types.emplace_back(t, at).type};
     };
     std::vector<MPI_Request> rq, sq;
-    auto post = [&](const std::vector<strided_message>& s, const std::vector<strided_message>& r, int t) {
+    auto post = [&](std::span<const strided_message> s, std::span<const strided_message> r, int t) {
       for (const strided_message& m : r)
         if (!m.pieces.empty()) {
           const auto [at, type] = type_of(m);
@@ -905,7 +910,7 @@ class mpi_backend {
                                             " (this is rank " + std::to_string(me_) + " of " + std::to_string(size_) + ")");
   }
 
-  /// The constructor's collective check: this node's ranks (node_, node_index_, node_pids_)
+  /// The constructor's collective check: this node's ranks (node_index_, node_pids_)
   /// where every rank of the communicator read a value from every rank of its node.
   void setup_single_copy() {
 #if defined(REDIST_MPI_SINGLE_COPY)
@@ -943,12 +948,9 @@ class mpi_backend {
         state[0] = 1;
     }
     rc = MPI_Allreduce(state, agreed, 2, MPI_INT, MPI_MAX, comm_);
-    if (rc != MPI_SUCCESS || agreed[0] != 0 || agreed[1] < 2) {
-      MPI_Comm_free(&node);
-      call(rc, "MPI_Allreduce");
-      return;
-    }
-    node_ = node;
+    MPI_Comm_free(&node);  // the check's only use of it: the rounds talk over comm_
+    call(rc, "MPI_Allreduce");
+    if (agreed[0] != 0 || agreed[1] < 2) return;
     node_index_.assign(size_, -1);
     for (const peer& p : all) {
       node_index_[static_cast<std::size_t>(p.rank)] = static_cast<int>(node_pids_.size());
@@ -1011,9 +1013,9 @@ class mpi_backend {
   std::map<std::vector<rank_t>, MPI_Comm> groups_;
   std::set<std::vector<rank_t>> partitions_;
   mpi_options opt_;
-  MPI_Comm node_ = MPI_COMM_NULL;       ///< this node's ranks, where pieces move in a single copy
-  std::vector<std::int64_t> node_pids_;  ///< their process ids, by node rank
-  std::vector<int> node_index_;          ///< per rank of comm_: its node rank, or -1 on another node
+  std::vector<std::int64_t> node_pids_;  ///< this node's process ids, by node rank
+  std::vector<int> node_index_;          ///< per rank of comm_: its node rank, or -1 on another node;
+                                         ///< empty where single copy is off
   std::uint64_t probe_ = 0;              ///< the value the constructor's check reads
   std::vector<std::byte> scratch_;       ///< where gaps between a sender's runs are read to
   single_copy_count single_copy_moves_;
