@@ -26,6 +26,7 @@
 #include "redist/lower/between.hpp"
 #include "redist/runtime/executor.hpp"
 #include "support/between_problems.hpp"
+#include "support/random_problems.hpp"
 
 namespace {
 
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
                                 {.alltoall_in_place = false, .allgather_in_place = false, .exchange_in_place = false});
     const int me = static_cast<int>(mpi.rank());
     const std::uint64_t W = mpi.devices();
-    const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 200;
+    // REDIST_TEST_SCALE (the sanitizer pass of .ci/run) runs a fraction of them.
+    const std::size_t count = redist::testing::scaled(argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 200);
     std::uint64_t problems = 0, runs = 0, elements = 0;
     std::map<std::string, std::uint64_t> ran;
     const double t0 = MPI_Wtime();

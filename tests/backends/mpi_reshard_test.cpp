@@ -21,6 +21,7 @@
 #include "redist/lower/reshard.hpp"
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/reshard_tiles.hpp"
+#include "support/random_problems.hpp"
 #include "support/reshard_problems.hpp"
 
 int main(int argc, char** argv) {
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     redist::mpi_backend mixed(MPI_COMM_WORLD, {.single_copy_span_cost = 64, .single_copy_min_bytes = 0, .node_size = 3});
     redist::mpi_backend* const in_place[] = {&mpi, &single, &mixed};
     const int me = static_cast<int>(mpi.rank());
-    const int problems = argc > 1 ? std::atoi(argv[1]) : 200;
+    // REDIST_TEST_SCALE (the sanitizer pass of .ci/run) runs a fraction of them.
+    const int problems = static_cast<int>(redist::testing::scaled(argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 200));
     std::mt19937 rng(2699);
     redist::testing::reshard_workload w;
     w.max_world = mpi.devices();

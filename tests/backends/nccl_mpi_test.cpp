@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&node);
   std::string why;
   const int gpus = redist::detail::cuda_device_count(&why);
-  const std::size_t count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 60;
+  // REDIST_TEST_SCALE (the sanitizer pass of .ci/run) runs a fraction of them.
+  const std::size_t count = redist::testing::scaled(argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 60);
   const std::size_t uneven_count = size > 1 ? count / 2 : 0;
   int rc = 0;
 
