@@ -7,11 +7,16 @@
 // Output: without --out, the profile's JSON (redist/profile_json.hpp) on stdout, so that
 // `redist calibrate > profile.json` works, and the readable table on stderr; with --out,
 // the JSON into FILE and the table on stdout. Under MPI every rank measures (calibrate is
-// collective, times are maxed over ranks) and only rank 0 prints and writes.
+// collective, times are maxed over ranks) and only rank 0 prints and writes. Under MPI it
+// first times the exchange programs in each way the MPI backend can move them
+// (backends/mpi_exchange.hpp; runtime/calibrate.hpp time_exchanges), records the fastest
+// in the profile's "mpi" object (profile_json.hpp) and measures the profile with it.
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,10 +83,21 @@ std::string profile_table(const calibration& c, double seconds) {
   return t;
 }
 
+/// The table's lines on the ways of exchanging: each one's geometric mean, the chosen one.
+std::string exchange_table(const exchange_timing& t, const mpi_exchange_choice& chosen) {
+  std::string s = fmt::format("  exchanges on MPI, geometric mean over {} programs:", t.programs.size());
+  for (std::size_t k = 0; k < all_mpi_exchanges.size(); ++k)
+    s += fmt::format(" {} {:.1f} us{}", mpi_exchange_name(all_mpi_exchanges[k]), chosen.geomean_s[k] * 1e6,
+                     k + 1 < all_mpi_exchanges.size() ? "," : "");
+  return s + fmt::format("; chosen: {} (run and reshard run with --profile move exchanges that way)\n",
+                         mpi_exchange_name(chosen.exchange));
+}
+
 /// Print (or write) what rank 0 measured.
-void emit(const calibrate_cli_options& o, const calibration& c, double seconds) {
-  const std::string json = profile_json_text(c.profile) + "\n";
-  const std::string table = profile_table(c, seconds);
+void emit(const calibrate_cli_options& o, const calibration& c, double seconds,
+          const std::optional<mpi_exchange_choice>& mpi = {}, const std::string& mpi_table = "") {
+  const std::string json = profile_json_text(c.profile, mpi) + "\n";
+  const std::string table = profile_table(c, seconds) + mpi_table;
   if (o.out.empty()) {
     fmt::print(stderr, "{}", table);
     fmt::print("{}", json);
@@ -111,16 +127,33 @@ void run_mpi(const calibrate_cli_options& o) {
       throw input_error("--devices", "only for --backend host; under MPI the ranks are mpirun's (-np)");
     if (rank == 0 && !o.out.empty()) write_file("--out", o.out, "");
     calibrate_options co = options_of(o, "mpi");
-    mpi_backend mpi;
-    co.max_over_ranks = [&mpi](double t) {
+    co.max_over_ranks = [](double t) {
       double m = t;
-      MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, mpi.comm());
+      MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       return m;
     };
     const auto t0 = std::chrono::steady_clock::now();
-    const calibration c = calibrate_samples(mpi, co);
+    // The exchange programs in each way of exchanging, one backend per way; then the
+    // profile measured with the fastest.
+    std::vector<std::unique_ptr<mpi_backend>> ways;
+    std::vector<mpi_backend*> candidates;
+    for (mpi_exchange m : all_mpi_exchanges) {
+      ways.push_back(std::make_unique<mpi_backend>(MPI_COMM_WORLD, mpi_options{}.set_exchange(m)));
+      candidates.push_back(ways.back().get());
+    }
+    const exchange_timing t = time_exchanges(std::span<mpi_backend* const>(candidates), co);
+    mpi_exchange_choice chosen;
+    chosen.exchange = all_mpi_exchanges[t.fastest];
+    for (std::size_t k = 0; k < all_mpi_exchanges.size(); ++k) chosen.geomean_s[k] = t.geomean[k];
+    const std::unique_ptr<mpi_backend> fastest = std::move(ways[t.fastest]);
+    ways.clear();  // the others' communicators freed
+    const calibration c = calibrate_samples(*fastest, co);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rank == 0) emit(o, c, seconds);
+    if (rank == 0) {
+      const bool measured = !t.programs.empty();  // one rank: nothing to exchange
+      emit(o, c, seconds, measured ? std::optional<mpi_exchange_choice>(chosen) : std::nullopt,
+           measured ? exchange_table(t, chosen) : "");
+    }
   } catch (...) {
     if (rank == 0) throw;  // rank 0 reports; the others exit 1
     std::exit(1);

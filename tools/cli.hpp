@@ -493,14 +493,49 @@ inline problem parse_problem(const problem_options& o) {
   return p;
 }
 
+/// What --profile gives: the time profile and, from `redist calibrate --backend mpi`, the
+/// way the MPI backend moves exchanges fastest.
+struct profile_file {
+  time_profile profile = builtin_profile;
+  std::optional<mpi_exchange_choice> mpi;
+};
+
 /// The profile of --profile: `built-in`, or a file from `redist calibrate`.
-inline time_profile read_profile(const std::string& path) {
-  if (path == "built-in") return builtin_profile;
+inline profile_file read_profile(const std::string& path) {
+  if (path == "built-in") return {};
   std::ifstream f(path, std::ios::binary);
   std::ostringstream text;
   if (f) text << f.rdbuf();
   if (!f) throw input_error("--profile", "cannot read the file '" + path + "'");
-  return for_option("--profile", [&] { return profile_from_json_text(text.str()); });
+  return for_option("--profile", [&] {
+    return profile_file{profile_from_json_text(text.str()), mpi_exchange_from_profile_json_text(text.str())};
+  });
+}
+
+/// --exchange (run, reshard run): how the MPI backend moves exchanges.
+struct exchange_option {
+  std::string name;  ///< empty: the profile's choice, else single-copy
+  CLI::Option* opt = nullptr;
+};
+
+inline void add_exchange_option(CLI::App& cmd, exchange_option& o) {
+  o.opt = cmd.add_option("--exchange", o.name,
+                         "mpi: how exchanges move: single-copy (cross-memory attach within a node), alltoallw "
+                         "(MPI_Alltoallw of subarrays) or packed (MPI_Alltoallv); default: what the --profile "
+                         "of `redist calibrate --backend mpi` found fastest, else single-copy")
+              ->check(CLI::IsMember({"single-copy", "alltoallw", "packed"}))
+              ->type_name("WAY");
+}
+
+/// The MPI backend's way of exchanging: --exchange, else the profile's, else the default.
+/// `backend` is the command's --backend: --exchange is refused for any other than mpi.
+inline mpi_exchange exchange_of(const exchange_option& o, const std::optional<mpi_exchange_choice>& profile,
+                                const std::string& backend) {
+  if (!o.name.empty()) {
+    if (backend != "mpi") throw input_error("--exchange", "only for --backend mpi");
+    return *mpi_exchange_from_name(o.name);
+  }
+  return profile ? profile->exchange : mpi_exchange::single_copy;
 }
 
 /// How a command plans: --budget, --objective, --profile (plan and run).
@@ -537,6 +572,7 @@ inline void add_planning_options(CLI::App& cmd, planning_options& o) {
 struct planning {
   time_profile profile = builtin_profile;
   bool profile_given = false;
+  std::optional<mpi_exchange_choice> mpi;  ///< the profile's way of exchanging on MPI
   objective goal = objective::time;
   double budget = 1.0;
   bool relabel = false;
@@ -553,7 +589,9 @@ inline planning parse_planning(const planning_options& o) {
   p.goal = o.objective == "bytes" ? objective::bytes : objective::time;
   p.relabel = o.relabel;
   if (!o.profile.empty()) {
-    p.profile = read_profile(o.profile);
+    profile_file f = read_profile(o.profile);
+    p.profile = f.profile;
+    p.mpi = f.mpi;
     p.profile_given = true;
   }
   return p;

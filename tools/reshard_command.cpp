@@ -50,6 +50,7 @@ struct reshard_cli_options {
   CLI::Option* budget_opt = nullptr;
   bool explain = false, json = false, verify = false, separate = false;
   std::string backend = "host";
+  exchange_option exchange;
   int repeat = 1;
 };
 
@@ -59,7 +60,7 @@ std::string bytes_text(std::uint64_t b) {
   return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
 }
 
-reshard_plan plan_from(const reshard_cli_options& o, time_profile& profile) {
+reshard_plan plan_from(const reshard_cli_options& o, profile_file& profile) {
   std::ifstream f(o.manifest, std::ios::binary);
   std::ostringstream text;
   if (f) text << f.rdbuf();
@@ -68,7 +69,7 @@ reshard_plan plan_from(const reshard_cli_options& o, time_profile& profile) {
   reshard_options ro;
   ro.budget_bytes = o.budget_opt->count() > 0 ? o.budget : m.budget_bytes;
   if (!o.profile.empty()) profile = read_profile(o.profile);
-  ro.synth.time_model = &profile;
+  ro.synth.time_model = &profile.profile;
   ro.joint = !o.separate;
   return for_option("--manifest", [&] { return plan_reshard(m.problem, ro); });
 }
@@ -133,9 +134,13 @@ int run_on(B& b, const reshard_plan& p, const reshard_cli_options& o, bool print
 #endif
   if (print) {
     print_plan(p, false);
-    fmt::print("\nredist reshard run: backend {}, {} ranks, best of {}: {:.3f} ms; bytes held per rank beyond the tiles: "
-               "at most {}\n",
-               o.backend, p.world, o.repeat, best * 1e3, bytes_text(held));
+    std::string way;
+#if defined(REDIST_WITH_MPI)
+    if constexpr (std::is_same_v<B, mpi_backend>) way = fmt::format(" (exchanges: {})", mpi_exchange_name(b.exchange()));
+#endif
+    fmt::print("\nredist reshard run: backend {}{}, {} ranks, best of {}: {:.3f} ms; bytes held per rank beyond the "
+               "tiles: at most {}\n",
+               o.backend, way, p.world, o.repeat, best * 1e3, bytes_text(held));
     if (o.verify)
       fmt::print("verified: {} elements, {} wrong{}{}\n", checked, wrong,
                  c.unchecked_arrays ? fmt::format(" ({} arra{} pending values: not checked)", c.unchecked_arrays,
@@ -170,7 +175,7 @@ void add_reshard_command(CLI::App& app) {
   plan->add_flag("--explain", po->explain, "every round and every array's own plan, with the reason of the choice");
   plan->add_flag("--json", po->json, "print the plan as JSON (redist-reshard-plan/1)");
   plan->callback([po] {
-    time_profile profile = builtin_profile;
+    profile_file profile;
     const reshard_plan p = plan_from(*po, profile);
     if (po->json) fmt::print("{}\n", reshard_plan_to_json(p));
     else print_plan(p, po->explain);
@@ -182,18 +187,22 @@ void add_reshard_command(CLI::App& app) {
       ->capture_default_str();
   run->add_flag("--verify", o->verify, "check every element of every target tile");
   run->add_option("--repeat", o->repeat, "runs; the best time is reported")->check(CLI::PositiveNumber);
+  add_exchange_option(*run, o->exchange);
   run->callback([o] {
-    time_profile profile = builtin_profile;
+    profile_file profile;
     int rc = 0;
     if (o->backend == "host") {
+      (void)exchange_of(o->exchange, std::nullopt, o->backend);  // refuses --exchange
       const reshard_plan p = plan_from(*o, profile);
       host_backend host(p.world);
       rc = run_on(host, p, *o, true);
     } else {
 #if defined(REDIST_WITH_MPI)
       ensure_mpi();
-      mpi_backend mpi(MPI_COMM_WORLD);
       const reshard_plan p = plan_from(*o, profile);
+      // --exchange, else the way the profile's calibration found fastest.
+      const mpi_exchange way = exchange_of(o->exchange, profile.mpi, o->backend);
+      mpi_backend mpi(MPI_COMM_WORLD, mpi_options{}.set_exchange(way));
       if (p.world != mpi.devices())
         throw input_error("--manifest", fmt::format("the reshard runs on a world of {} ranks, mpirun started {}", p.world,
                                                     mpi.devices()));

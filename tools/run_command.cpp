@@ -51,7 +51,9 @@ struct run_options {
   bool verify = false;
   int repeat = 1;
   planning_options planning;
+  exchange_option exchange;
   std::string baseline;
+  std::string exchange_used;  ///< mpi: the way exchanges moved, for the report
 };
 
 /// What one rank (or, for the host backend, all simulated devices) measured.
@@ -175,8 +177,8 @@ std::string group_text(const step& s) {
 void report(const program& prog, const run_options& o, const measurement& me, std::uint64_t ranks) {
   const std::uint64_t es = prog.element_bytes;
   fmt::print("{}\n\n", prog);
-  fmt::print("redist run: backend {}, {} ranks, {}-byte elements (values encode their global index), best of {}\n",
-             o.backend, ranks, es, o.repeat);
+  fmt::print("redist run: backend {}{}, {} ranks, {}-byte elements (values encode their global index), best of {}\n",
+             o.backend, o.exchange_used.empty() ? "" : " (exchanges: " + o.exchange_used + ")", ranks, es, o.repeat);
   fmt::print("  {:>2}  {:<10}  {:>9}  {:>14}  {:>14}  {:>12}\n", "#", "op", "groups", "moved (all)", "max per rank",
              "time");
   std::uint64_t total = 0, total_max = 0;
@@ -241,6 +243,7 @@ void check_host_simulation(const program& prog) {
 }
 
 void run_host(const run_options& o) {
+  (void)exchange_of(o.exchange, std::nullopt, o.backend);  // refuses --exchange
   const program prog = make_program(o);
   check_host_simulation(prog);
   host_backend host(prog.world_size());
@@ -250,16 +253,19 @@ void run_host(const run_options& o) {
 }
 
 #if defined(REDIST_WITH_MPI)
-void run_mpi(const run_options& o) {
+void run_mpi(run_options& o) {
   ensure_mpi();
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {
     const program prog = make_program(o);
+    // --exchange, else the way the profile's calibration found fastest.
+    const mpi_exchange way = exchange_of(o.exchange, parse_planning(o.planning).mpi, o.backend);
     measurement me;
     std::uint64_t ranks = 0;
     {
-      mpi_backend mpi;
+      mpi_backend mpi(MPI_COMM_WORLD, mpi_options{}.set_exchange(way));
+      o.exchange_used = std::string(mpi_exchange_name(mpi.exchange()));
       ranks = mpi.devices();
       me = execute_bytes(mpi, prog, o);
       // Combine: bytes and checks summed, times and memory maxed over ranks.
@@ -321,6 +327,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   add_planning_options(*cmd, opts->planning);
+  add_exchange_option(*cmd, opts->exchange);
   std::vector<std::string> names;
   for (const baseline& b : baselines()) names.emplace_back(b.name);
   cmd->add_option("--baseline", opts->baseline, "run a comparison baseline's program instead of the synthesized one")

@@ -11,12 +11,24 @@
 // received, and per byte of a tile written (the pass; core/time_model.hpp has the formula).
 // Format /1 priced a collective per peer (n - 1); its files are refused with a line that
 // says to recalibrate.
+//
+// A profile of `redist calibrate --backend mpi` also says how the MPI backend moves
+// exchanges (backends/mpi_exchange.hpp), as calibrate measured (runtime/calibrate.hpp
+// time_exchanges: the geometric mean of the exchange programs' times in each mode):
+//
+//   "mpi": {"exchange": "single-copy",
+//           "geomean_s": {"single-copy": 0.0011, "alltoallw": 0.0014, "packed": 0.0016}}
+//
+// `redist run --backend mpi --profile FILE` and `redist reshard run` move exchanges that
+// way (mpi_options::set_exchange). "exchange" is one of the three names; "geomean_s", if
+// present, has finite seconds >= 0 under those names only.
 // profile_from_json checks everything and throws redist_error with one line naming the
 // JSON path (`time profile JSON: ops.alltoall.per_byte_s: expected a finite number >= 0,
 // found -1`): the format tag, "name" a string of at most 31 bytes, "devices" an unsigned
 // integer, "ops" an object with every kind of step and no unknown one, each with the three
 // terms finite and non-negative; "pass_per_byte_s" the same, or missing (0: profiles written
-// before it). Other fields are ignored. Text nested deeper than
+// before it); "mpi", where present (below), as it says. Other fields are ignored. Text
+// nested deeper than
 // max_profile_json_depth, malformed JSON and numbers JSON cannot hold (1e400) are
 // redist_errors too.
 #pragma once
@@ -24,13 +36,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <array>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "redist/backends/mpi_exchange.hpp"
 #include "redist/core/cost.hpp"
 #include "redist/core/error.hpp"
 #include "redist/core/time_model.hpp"
@@ -42,8 +57,16 @@ namespace redist {
 inline constexpr std::string_view profile_json_format = "redist-time-profile/2";
 
 /// The deepest nesting of arrays and objects profile_from_json_text reads (a profile needs
-/// 3: the document, "ops", an op).
+/// 3: the document, "ops" or "mpi", an op or "geomean_s").
 inline constexpr int max_profile_json_depth = 8;
+
+/// How `redist calibrate --backend mpi` found the MPI backend's exchanges fastest, and the
+/// geometric means it measured (the profile's "mpi" object).
+struct mpi_exchange_choice {
+  mpi_exchange exchange = mpi_exchange::single_copy;
+  /// Seconds per mode, in the order of all_mpi_exchanges; a negative value: not measured.
+  std::array<double, all_mpi_exchanges.size()> geomean_s = {-1, -1, -1};
+};
 
 namespace detail {
 
@@ -67,8 +90,9 @@ inline double profile_seconds(const nlohmann::json& obj, const char* key, const 
 
 }  // namespace detail
 
-/// The profile as JSON, keys in the order above (ops in the order of core/cost.hpp all_ops).
-inline nlohmann::ordered_json profile_to_json(const time_profile& p) {
+/// The profile as JSON, keys in the order above (ops in the order of core/cost.hpp all_ops),
+/// with the "mpi" object when `mpi` is given.
+inline nlohmann::ordered_json profile_to_json(const time_profile& p, const std::optional<mpi_exchange_choice>& mpi = {}) {
   nlohmann::ordered_json j;
   j["format"] = profile_json_format;
   j["name"] = std::string(p.name_view());
@@ -83,13 +107,22 @@ inline nlohmann::ordered_json profile_to_json(const time_profile& p) {
     ops[std::string(op_name(o))] = std::move(t);
   }
   j["ops"] = std::move(ops);
+  if (mpi) {
+    nlohmann::ordered_json m;
+    m["exchange"] = std::string(mpi_exchange_name(mpi->exchange));
+    nlohmann::ordered_json g = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < all_mpi_exchanges.size(); ++k)
+      if (mpi->geomean_s[k] >= 0) g[std::string(mpi_exchange_name(all_mpi_exchanges[k]))] = mpi->geomean_s[k];
+    m["geomean_s"] = std::move(g);
+    j["mpi"] = std::move(m);
+  }
   return j;
 }
 
 /// JSON text: one line per op. Doubles print with 17 significant digits at most (nlohmann's
 /// round-trip form), so reading the text back gives the same profile.
-inline std::string profile_json_text(const time_profile& p) {
-  const nlohmann::ordered_json j = profile_to_json(p);
+inline std::string profile_json_text(const time_profile& p, const std::optional<mpi_exchange_choice>& mpi = {}) {
+  const nlohmann::ordered_json j = profile_to_json(p, mpi);
   std::string out = "{\n";
   out += "  \"format\": " + j["format"].dump() + ",\n";
   out += "  \"name\": " + j["name"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n";
@@ -102,7 +135,38 @@ inline std::string profile_json_text(const time_profile& p) {
     first = false;
     out += "    \"" + name + "\": " + t.dump();
   }
-  return out + "\n  }\n}";
+  out += "\n  }";
+  if (j.contains("mpi")) out += ",\n  \"mpi\": " + j["mpi"].dump();
+  return out + "\n}";
+}
+
+/// The profile's "mpi" object, checked (see the header comment), or none if it has none.
+inline std::optional<mpi_exchange_choice> mpi_exchange_from_profile_json(const nlohmann::json& j) {
+  using namespace detail;
+  if (!j.is_object() || !j.contains("mpi")) return std::nullopt;
+  const nlohmann::json& m = j["mpi"];
+  if (!m.is_object()) profile_fail(errc::syntax, "mpi", "expected an object, found " + json_excerpt(m));
+  const nlohmann::json& e = profile_field(m, "exchange", "mpi");
+  const std::optional<mpi_exchange> mode =
+      e.is_string() ? mpi_exchange_from_name(e.get_ref<const std::string&>()) : std::nullopt;
+  if (!mode)
+    profile_fail(errc::syntax, "mpi.exchange",
+                 "expected one of " + std::string(mpi_exchange_names) + ", found " + json_excerpt(e));
+  mpi_exchange_choice c;
+  c.exchange = *mode;
+  if (m.contains("geomean_s")) {
+    const nlohmann::json& g = m["geomean_s"];
+    if (!g.is_object()) profile_fail(errc::syntax, "mpi.geomean_s", "expected an object, found " + json_excerpt(g));
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      const std::optional<mpi_exchange> k = mpi_exchange_from_name(it.key());
+      if (!k)
+        profile_fail(errc::syntax, "mpi.geomean_s",
+                     "unknown way of exchanging " + json_excerpt(nlohmann::json(it.key())) + " (known: " +
+                         std::string(mpi_exchange_names) + ")");
+      c.geomean_s[static_cast<std::size_t>(*k)] = profile_seconds(g, it.key().c_str(), "mpi.geomean_s");
+    }
+  }
+  return c;
 }
 
 /// Read a profile back (see the header comment for what is checked).
@@ -151,6 +215,7 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
     p[o].per_peer = profile_seconds(*it, "per_peer_s", where);
     p[o].per_byte = profile_seconds(*it, "per_byte_s", where);
   }
+  (void)mpi_exchange_from_profile_json(j);  // a profile is read whole or refused
   return p;
 }
 
@@ -158,6 +223,12 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
 /// and nesting deeper than max_profile_json_depth are redist_errors too.
 inline time_profile profile_from_json_text(std::string_view text) {
   return profile_from_json(detail::parse_json_text(text, max_profile_json_depth, "time profile JSON"));
+}
+
+/// Parse JSON text and read its "mpi" object (none if it has none); errors as
+/// profile_from_json_text's.
+inline std::optional<mpi_exchange_choice> mpi_exchange_from_profile_json_text(std::string_view text) {
+  return mpi_exchange_from_profile_json(detail::parse_json_text(text, max_profile_json_depth, "time profile JSON"));
 }
 
 /// Read a profile file (as `redist calibrate --out FILE` writes it).

@@ -32,6 +32,7 @@
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/backends/host.hpp"
 #include "redist/backends/mpi.hpp"   // empty unless REDIST_WITH_MPI
+#include "redist/backends/mpi_exchange.hpp"
 #include "redist/backends/nccl.hpp"  // empty unless REDIST_WITH_NCCL
 #include "redist/search/bgl_search.hpp"
 #include "redist/search/constexpr_search.hpp"

@@ -1,6 +1,6 @@
 // Redistributions between meshes on device sets (issue 25) on the MPI backend, one rank per
 // process: run under
-//   mpirun --oversubscribe -np W backends_mpi_between_test [problems]
+//   mpirun --oversubscribe -np W backends_mpi_test between [problems]
 // Every rank generates the same seeded random problems in the world of W ranks
 // (tests/support/between_problems.hpp: every relation of device sets, even and uneven,
 // pending sums in the source), plans them with plan_between, passes its source tile (or
@@ -28,7 +28,8 @@
 #include "support/between_problems.hpp"
 #include "support/random_problems.hpp"
 
-namespace {
+// A namespace of its own: the MPI test programs compile as one unit (mpi_main.cpp).
+namespace mpi_between_test {
 
 int failures = 0;  // on this rank
 
@@ -88,9 +89,8 @@ std::uint64_t run_layout(redist::mpi_backend& mpi, const redist::testing::betwee
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// backends_mpi_test between [problems]
+int run(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
@@ -171,3 +171,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return rc;
 }
+
+}  // namespace mpi_between_test

@@ -1,5 +1,5 @@
 // Many arrays at once (issue 26) on the MPI backend, one rank per process: run under
-//   mpirun --oversubscribe -np W backends_mpi_reshard_test [problems]
+//   mpirun --oversubscribe -np W backends_mpi_test reshard [problems]
 // Every rank generates the same seeded random reshards in the world of W ranks
 // (tests/support/reshard_problems.hpp: 1-6 arrays between meshes on device sets, even and
 // uneven, pending sums on some sources), plans them jointly (every other problem under a
@@ -24,7 +24,11 @@
 #include "support/random_problems.hpp"
 #include "support/reshard_problems.hpp"
 
-int main(int argc, char** argv) {
+// A namespace of its own: the MPI test programs compile as one unit (mpi_main.cpp).
+namespace mpi_reshard_test {
+
+/// backends_mpi_test reshard [problems]
+int run(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int failures = 0;
   {
@@ -139,3 +143,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
 }
+
+}  // namespace mpi_reshard_test

@@ -1,5 +1,5 @@
 // The MPI backend on real data, one rank per process: run under
-//   mpirun --oversubscribe -np D backends_mpi_test [problems]
+//   mpirun --oversubscribe -np D backends_mpi_test exchange [problems] [uneven problems]
 // Every rank synthesizes the same seeded random problems on meshes of D devices, fills
 // its source tile with values encoding their global index, redistributes through MPI and
 // checks every element of its target tile; then the error cases, each on every rank.
@@ -24,7 +24,8 @@
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
-namespace {
+// A namespace of its own: the MPI test programs compile as one unit (mpi_main.cpp).
+namespace mpi_exchange_test {
 
 int failures = 0;  // on this rank
 
@@ -312,9 +313,8 @@ void single_copy_cases(int me, const redist::mpi_backend& single, const redist::
     fail(me, "single copy is on, but the random exchanges read no piece that way");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// backends_mpi_test exchange [problems] [uneven problems]
+int run(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
@@ -402,3 +402,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return rc;
 }
+
+}  // namespace mpi_exchange_test

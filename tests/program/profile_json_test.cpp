@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -114,6 +115,52 @@ TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[p
   j["ops"]["allgather"]["per_peer_s"] = std::numeric_limits<double>::infinity();
   CHECK_THROWS_WITH(redist::profile_from_json(j),
                     "time profile JSON: ops.allgather.per_peer_s: expected a finite number >= 0 (seconds), found null");
+}
+
+TEST_CASE("a profile's \"mpi\" object: the way of exchanging calibrate chose, round trip and errors",
+          "[profile_json]") {
+  redist::mpi_exchange_choice c;
+  c.exchange = redist::mpi_exchange::alltoallw;
+  c.geomean_s = {2.5e-4, 1.25e-4, -1};  // packed not measured
+  const std::string text = redist::profile_json_text(redist::builtin_profile, c);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  CHECK(j["mpi"].dump() == R"({"exchange":"alltoallw","geomean_s":{"alltoallw":0.000125,"single-copy":0.00025}})");
+  const std::optional<redist::mpi_exchange_choice> back = redist::mpi_exchange_from_profile_json_text(text);
+  REQUIRE(back);
+  CHECK(back->exchange == redist::mpi_exchange::alltoallw);
+  CHECK(back->geomean_s == c.geomean_s);
+  CHECK(redist::profile_from_json_text(text) == redist::builtin_profile);
+  // A profile without one (host, or written before it): none, and profile_json_text writes none.
+  CHECK_FALSE(redist::mpi_exchange_from_profile_json_text(redist::profile_json_text(redist::builtin_profile)));
+  CHECK(redist::profile_json_text(redist::builtin_profile).find("\"mpi\"") == std::string::npos);
+  for (redist::mpi_exchange m : redist::all_mpi_exchanges) {
+    CHECK(redist::mpi_exchange_from_name(redist::mpi_exchange_name(m)) == m);
+    // The MPI backend's options for each way (mpi_options::set_exchange) say it back.
+    c.exchange = m;
+    CHECK(redist::mpi_exchange_from_profile_json_text(redist::profile_json_text(redist::builtin_profile, c))->exchange ==
+          m);
+  }
+  CHECK_FALSE(redist::mpi_exchange_from_name("Packed"));
+  // Errors: one line naming the path, from profile_from_json_text too (a profile is read whole).
+  auto mpi_error = [](const char* mpi) {
+    nlohmann::json x = nlohmann::json::parse(redist::profile_json_text(redist::builtin_profile));
+    x["mpi"] = nlohmann::json::parse(mpi);
+    return error_of(x.dump());
+  };
+  CHECK(mpi_error(R"({"exchange": "fast"})") ==
+        "time profile JSON: mpi.exchange: expected one of single-copy, alltoallw, packed, found \"fast\"");
+  CHECK(mpi_error(R"({"exchange": 1})") ==
+        "time profile JSON: mpi.exchange: expected one of single-copy, alltoallw, packed, found 1");
+  CHECK(mpi_error(R"({})") == "time profile JSON: mpi: missing field 'exchange'");
+  CHECK(mpi_error(R"("packed")") == "time profile JSON: mpi: expected an object, found \"packed\"");
+  CHECK(mpi_error(R"({"exchange": "packed", "geomean_s": {"packed": -1}})") ==
+        "time profile JSON: mpi.geomean_s.packed: expected a finite number >= 0 (seconds), found -1");
+  CHECK(mpi_error(R"({"exchange": "packed", "geomean_s": {"rdma": 1}})") ==
+        "time profile JSON: mpi.geomean_s: unknown way of exchanging \"rdma\" (known: single-copy, alltoallw, "
+        "packed)");
+  CHECK(mpi_error(R"({"exchange": "packed", "geomean_s": [1]})") ==
+        "time profile JSON: mpi.geomean_s: expected an object, found [1]");
+  CHECK(mpi_error(R"({"exchange": "packed", "note": "other fields are ignored"})") == "(no error)");
 }
 
 }  // namespace profile_json_test

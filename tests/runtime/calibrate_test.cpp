@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -181,6 +182,51 @@ TEST_CASE("calibrate with one rank times the tile copy and a prime D borrows the
   const redist::calibration c = redist::calibrate_samples(three, o);
   CHECK(c.samples[static_cast<int>(op::allpermute)].empty());
   CHECK(c.profile[op::allpermute] == c.profile[op::exchange]);
+}
+
+TEST_CASE("time_exchanges times every exchange program on every candidate and finds the fastest", "[calibrate]") {
+  // Two host backends stand for two ways of exchanging: the same programs on both.
+  redist::host_backend a(4), b(4);
+  redist::host_backend* const candidates[] = {&a, &b};
+  redist::calibrate_options o;
+  o.sizes = {4u << 10, 16u << 10};
+  o.repetitions = 1;
+  const redist::exchange_timing t = redist::time_exchanges(std::span<redist::host_backend* const>(candidates), o);
+  // Meshes {x: 2, y: 2} and {x: 4, y: 1}, three exchanges and the 2-D grid, two sizes;
+  // [{x, y}N, M] -> [{y, x}N, M] on {x: 4, y: 1} is no move, and the grid needs two axes.
+  CHECK(t.programs.size() == 2 * 4 * 2 - 2 * 2);
+  // 4 KiB per rank: 2048 elements, 64 columns (16 D; their square root is 45).
+  CHECK(t.programs.front() == "{x: 2, y: 2}: [{x}32, 64] -> [32, {x}64]");
+  // 16 KiB per rank on {x: 2, y: 2}: the 2-D grid of 16384 elements, square.
+  CHECK(std::find(t.programs.begin(), t.programs.end(), "{x: 2, y: 2}: [{x}128, {y}128] -> [{y}128, {x}128]") !=
+        t.programs.end());
+  REQUIRE(t.seconds.size() == 2);
+  REQUIRE(t.geomean.size() == 2);
+  for (std::size_t c = 0; c < 2; ++c) {
+    REQUIRE(t.seconds[c].size() == t.programs.size());
+    double logs = 0;
+    for (double s : t.seconds[c]) {
+      CHECK(s > 0);
+      logs += std::log(s);
+    }
+    CHECK(t.geomean[c] == Approx(std::exp(logs / static_cast<double>(t.programs.size()))));
+  }
+  CHECK(t.geomean[t.fastest] == std::min(t.geomean[0], t.geomean[1]));
+  // Errors: no candidates, candidates on different numbers of ranks, no sizes.
+  redist::host_backend c3(3);
+  redist::host_backend* const mixed[] = {&a, &c3};
+  CHECK_THROWS_WITH(redist::time_exchanges(std::span<redist::host_backend* const>(), o),
+                    "calibrate: no backends to time exchanges on");
+  CHECK_THROWS_WITH(redist::time_exchanges(std::span<redist::host_backend* const>(mixed), o),
+                    "calibrate: the backends drive different numbers of ranks");
+  o.sizes = {};
+  CHECK_THROWS_WITH(redist::time_exchanges(std::span<redist::host_backend* const>(candidates), o),
+                    "calibrate: no sizes to measure");
+  // One rank: nothing to time.
+  redist::host_backend one(1);
+  redist::host_backend* const single[] = {&one};
+  o.sizes = {1024};
+  CHECK(redist::time_exchanges(std::span<redist::host_backend* const>(single), o).programs.empty());
 }
 
 TEST_CASE("calibrate refuses bad options", "[calibrate]") {

@@ -376,6 +376,10 @@ def check_time_model(redist, checks):
             neg["ops"]["alltoall"]["per_byte_s"] = 0
             cases.append((json.dumps(neg), "redist: error: --profile: time profile JSON: ops: missing the kind "
                           "of step 'exchange'"))
+            mpi = json.loads(json.dumps(prof))
+            mpi["mpi"] = {"exchange": "fastest"}
+            cases.append((json.dumps(mpi), "redist: error: --profile: time profile JSON: mpi.exchange: expected one "
+                          'of single-copy, alltoallw, packed, found "fastest"'))
         for text, want in cases:
             with open(bad, "w") as f:
                 f.write(text)
@@ -392,6 +396,16 @@ def check_time_model(redist, checks):
            "calibrate --sizes 64,0: %r" % r.stderr)
     r = run(redist, ["plan"] + GOOD + ["--profile", "built-in", "--baseline", "naive"])
     expect(r.returncode == 2, "--profile with --baseline: rc %d, stderr %r" % (r.returncode, r.stderr))
+    # --exchange is the MPI backend's: refused on the host backend, and an unknown way by CLI11.
+    manifest = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reshard_manifest.json")
+    for argv in (["run", "--backend", "host", "--mesh", "{x: 4}", "--from", "[{x}8]", "--to", "[8]"],
+                 ["reshard", "run", "--backend", "host", "--manifest", manifest]):
+        r = run(redist, argv + ["--exchange", "packed"])
+        expect(one_error_line(r) and r.stderr == "redist: error: --exchange: only for --backend mpi\n",
+               "%s --exchange packed on host: rc %d, stderr %r" % (argv[0], r.returncode, r.stderr))
+        r = run(redist, argv + ["--exchange", "rdma"])
+        expect(r.returncode == 2 and "--exchange" in r.stderr,
+               "%s --exchange rdma: rc %d, stderr %r" % (argv[0], r.returncode, r.stderr))
 
 
 if __name__ == "__main__":

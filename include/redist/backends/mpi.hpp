@@ -93,6 +93,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "redist/backends/mpi_exchange.hpp"
 #include "redist/core/error.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
@@ -195,6 +196,18 @@ struct mpi_options {
   /// For tests: treat consecutive groups of this many ranks of each node as separate
   /// nodes (0: the nodes MPI_COMM_TYPE_SHARED reports).
   std::uint64_t node_size = 0;
+
+  /// How exchanges move (backends/mpi_exchange.hpp), from the two flags above.
+  [[nodiscard]] constexpr mpi_exchange exchange() const {
+    return !exchange_in_place ? mpi_exchange::packed
+                              : exchange_single_copy ? mpi_exchange::single_copy : mpi_exchange::alltoallw;
+  }
+  /// Set the two flags for mode m (e.g. the mode `redist calibrate` recorded in a profile).
+  constexpr mpi_options& set_exchange(mpi_exchange m) {
+    exchange_in_place = m != mpi_exchange::packed;
+    exchange_single_copy = m == mpi_exchange::single_copy;
+    return *this;
+  }
 };
 
 namespace detail {
@@ -329,6 +342,12 @@ class mpi_backend {
   /// single copy (mpi_options::exchange_single_copy, and the kernel let every rank read
   /// its node's ranks); the same on every rank.
   [[nodiscard]] bool single_copy() const { return !node_index_.empty(); }
+  /// How exchanges move: the options' way, except alltoallw where single copy was asked for
+  /// and the kernel does not allow it (single_copy()).
+  [[nodiscard]] mpi_exchange exchange() const {
+    const mpi_exchange m = opt_.exchange();
+    return m == mpi_exchange::single_copy && !single_copy() ? mpi_exchange::alltoallw : m;
+  }
   /// Pieces this rank has read and written by single copy so far (for tests and tuning).
   struct single_copy_count {
     std::uint64_t reads = 0, writes = 0;

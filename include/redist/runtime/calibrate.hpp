@@ -47,6 +47,14 @@
 //   - a kind without samples (allpermute when D is prime: no mesh has two axes to swap)
 //     takes the exchange's terms (a one-peer message is what both are).
 //
+// Ways of exchanging (time_exchanges below): the three exchanges of the table and the 2-D
+// grid [{x}N, {y}M] -> [{y}N, {x}M], on arrays about as wide as tall (the table's arrays have
+// 16 D columns, and how long a piece's runs are decides between the ways), timed as above on
+// each of several backends that drive the same ranks (the MPI backend with each way of
+// moving exchanges, backends/mpi_exchange.hpp), one program at a time on all of them in
+// turn; the least geometric mean over the programs wins. `redist calibrate --backend
+// mpi` records it in the profile (profile_json.hpp, "mpi") and measures the profile with it.
+//
 // With the default options (4 KiB, 64 KiB, 1 MiB and 8 MiB, 5 repetitions: the latencies
 // measured where they dominate, since the time objective decides how many steps a plan
 // takes, and per-byte costs where tiles no longer fit in caches) calibrating 8
@@ -306,6 +314,91 @@ inline std::string fill_sizes(std::string t, std::uint64_t N, std::uint64_t M) {
   return t;
 }
 
+/// One program calibrate times, and what it is (for reports).
+struct calibration_program {
+  program prog;
+  std::string what;  ///< "{x: 2, y: 4}: [{x}256, 64] -> [256, {x}64]"
+};
+
+/// Which programs calibration_programs makes.
+enum class calibration_set {
+  profile,        ///< every row of the table in the header comment, arrays [N, 16 D]
+  exchange_ways,  ///< the exchanges and a 2-D grid, on arrays about square (time_exchanges)
+};
+
+/// The programs of calibrate on D >= 2 ranks: on meshes {x: a, y: D/a} for every divisor
+/// a >= 2 of D, at every size (the larger tile per rank, rounded to whole rows).
+/// calibration_set::profile: the table in the header comment, on arrays of 16 D columns.
+/// calibration_set::exchange_ways: its three
+/// exchanges and the 2-D grid [{x}N, {y}M] -> [{y}N, {x}M] (where y has more than one rank),
+/// on arrays about as wide as tall, as the arrays users redistribute: how long a piece's
+/// runs are decides between the ways of exchanging (single copy opens runs, MPI's
+/// datatypes walk them, packing copies them twice), and 16 D columns would make every
+/// run short.
+inline std::vector<calibration_program> calibration_programs(std::uint64_t D, std::span<const std::uint64_t> sizes,
+                                                             calibration_set set) {
+  struct kase {
+    const char* from;
+    const char* to;
+    bool exchange;
+  };
+  static constexpr kase kases[] = {
+      {"[{x}{N}, {M}]", "[{N}, {M}]", false},                // allgather
+      {"[{x}{N}, {M}]", "[{N}, {x}{M}]", false},             // alltoall
+      {"[{N}, {M}]", "[{x}{N}, {M}]", false},                // dynslice
+      {"[{x, y}{N}, {M}]", "[{y, x}{N}, {M}]", false},       // allpermute
+      {"[{N}, {y}{M}] sum{x}", "[{N}, {y}{M}]", false},      // allreduce
+      {"[{N}, {y}{M}] sum{x}", "[{x}{N}, {y}{M}]", false},   // reducescatter
+      {"[{x}{N}, {M}]", "[{N}, {x}{M}]", true},              // exchanges
+      {"[{x, y}{N}, {M}]", "[{y, x}{N}, {M}]", true},
+      {"[{x}{N}, {M}]", "[{N}, {M}]", true},
+  };
+  static constexpr kase grid = {"[{x}{N}, {y}{M}]", "[{y}{N}, {x}{M}]", true};
+  const bool ways = set == calibration_set::exchange_ways;
+  std::vector<kase> todo;
+  for (const kase& k : kases)
+    if (k.exchange || !ways) todo.push_back(k);
+  const std::uint64_t e = sizeof(float);
+  std::vector<calibration_program> out;
+  for (std::uint64_t a = 2; a <= D; ++a) {
+    if (D % a != 0) continue;
+    const std::string mesh_text = "{x: " + std::to_string(a) + ", y: " + std::to_string(D / a) + "}";
+    const device_mesh m = parse_mesh(mesh_text);
+    std::vector<kase> here = todo;
+    if (ways && D / a > 1) here.push_back(grid);
+    for (const kase& k : here) {
+      // The larger tile per rank as a fraction of the array, from N = M = 16 D.
+      const std::uint64_t W = 16 * D;  // divisible by every group size
+      const dist_type a0 = parse_type(m, fill_sizes(k.from, W, W));
+      const dist_type b0 = parse_type(m, fill_sizes(k.to, W, W));
+      const double frac =
+          static_cast<double>(std::max(local_size(m, a0), local_size(m, b0))) / static_cast<double>(W * W);
+      for (std::uint64_t size : sizes) {
+        const double elements = static_cast<double>(size) / static_cast<double>(e) / frac;
+        // Columns: 16 D, or (exchange_ways) about the square root of the elements, a
+        // multiple of D; rows: the rest, a multiple of D.
+        const std::uint64_t M =
+            ways ? std::max<std::uint64_t>(
+                       W, D * static_cast<std::uint64_t>(std::llround(std::sqrt(elements) / static_cast<double>(D))))
+                 : W;
+        const double rows = elements / static_cast<double>(M);
+        const std::uint64_t N = D * std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(rows / static_cast<double>(D))));
+        const std::string from_text = fill_sizes(k.from, N, M), to_text = fill_sizes(k.to, N, M);
+        const dist_type from = parse_type(m, from_text);
+        const dist_type to = parse_type(m, to_text);
+        if (from == to) continue;
+        // The paper's search (objective::bytes): one collective of the kind, whatever a
+        // profile would predict of splitting it.
+        program p = k.exchange ? exchange_program(m, from, to, e)
+                               : search_program(m, from, to, synth_options{.element_bytes = e, .goal = objective::bytes});
+        if (p.steps.empty()) continue;
+        out.push_back({std::move(p), mesh_text + ": " + from_text + " -> " + to_text});
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace detail
 
 /// Measure the samples and fit the profile (see the header comment). Every rank of the
@@ -347,52 +440,15 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
     return c;
   }
 
-  struct kase {
-    const char* from;
-    const char* to;
-    bool exchange;
-  };
-  static constexpr kase kases[] = {
-      {"[{x}{N}, {M}]", "[{N}, {M}]", false},                // allgather
-      {"[{x}{N}, {M}]", "[{N}, {x}{M}]", false},             // alltoall
-      {"[{N}, {M}]", "[{x}{N}, {M}]", false},                // dynslice
-      {"[{x, y}{N}, {M}]", "[{y, x}{N}, {M}]", false},       // allpermute
-      {"[{N}, {y}{M}] sum{x}", "[{N}, {y}{M}]", false},      // allreduce
-      {"[{N}, {y}{M}] sum{x}", "[{x}{N}, {y}{M}]", false},   // reducescatter
-      {"[{x}{N}, {M}]", "[{N}, {x}{M}]", true},              // exchanges
-      {"[{x, y}{N}, {M}]", "[{y, x}{N}, {M}]", true},
-      {"[{x}{N}, {M}]", "[{N}, {M}]", true},
-  };
-  const std::uint64_t M = 16 * D;  // divisible by every group size
-  for (std::uint64_t a = 2; a <= D; ++a) {
-    if (D % a != 0) continue;
-    const device_mesh m = parse_mesh("{x: " + std::to_string(a) + ", y: " + std::to_string(D / a) + "}");
-    for (const kase& k : kases) {
-      // The larger tile per rank as a fraction of the array, from N = D rows.
-      const dist_type a0 = parse_type(m, detail::fill_sizes(k.from, D, M));
-      const dist_type b0 = parse_type(m, detail::fill_sizes(k.to, D, M));
-      const double frac =
-          static_cast<double>(std::max(local_size(m, a0), local_size(m, b0))) / static_cast<double>(D * M);
-      for (std::uint64_t size : o.sizes) {
-        const double rows = static_cast<double>(size) / static_cast<double>(e * M) / frac;
-        const std::uint64_t N = D * std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(rows / static_cast<double>(D))));
-        const dist_type from = parse_type(m, detail::fill_sizes(k.from, N, M));
-        const dist_type to = parse_type(m, detail::fill_sizes(k.to, N, M));
-        if (from == to) continue;
-        // The paper's search (objective::bytes): one collective of the kind, whatever a
-        // profile would predict of splitting it.
-        const program p = k.exchange ? exchange_program(m, from, to, e)
-                                     : search_program(m, from, to, synth_options{.element_bytes = e, .goal = objective::bytes});
-        if (p.steps.empty()) continue;
-        const std::vector<step_features> f = program_step_features(p);
-        const std::vector<double> sec = detail::time_program(b, p, o);
-        ++c.programs;
-        for (std::size_t s = 0; s < f.size(); ++s) {
-          if (f[s].steps == 0 && f[s].peers == 0 && f[s].bytes == 0) continue;  // e.g. an identity permute
-          c.samples[static_cast<int>(f[s].kind)].push_back(
-              {f[s].steps, f[s].peers, f[s].bytes, sec[s], c.profile.pass_per_byte * f[s].tile});
-        }
-      }
+  for (const detail::calibration_program& cp :
+       detail::calibration_programs(D, o.sizes, detail::calibration_set::profile)) {
+    const std::vector<step_features> f = program_step_features(cp.prog);
+    const std::vector<double> sec = detail::time_program(b, cp.prog, o);
+    ++c.programs;
+    for (std::size_t s = 0; s < f.size(); ++s) {
+      if (f[s].steps == 0 && f[s].peers == 0 && f[s].bytes == 0) continue;  // e.g. an identity permute
+      c.samples[static_cast<int>(f[s].kind)].push_back(
+          {f[s].steps, f[s].peers, f[s].bytes, sec[s], c.profile.pass_per_byte * f[s].tile});
     }
   }
   for (op k : all_ops) c.profile[k] = fit_op_time(c.samples[static_cast<int>(k)]);
@@ -406,6 +462,56 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
 template <class B>
 time_profile calibrate(B& b, const calibrate_options& o = {}) {
   return calibrate_samples(b, o).profile;
+}
+
+// ---- ways of moving exchanges ----
+
+/// What time_exchanges measured: every exchange program on every candidate backend.
+struct exchange_timing {
+  std::vector<std::string> programs;         ///< what each program is
+  std::vector<std::vector<double>> seconds;  ///< [candidate][program]: median of the runs, max over ranks
+  std::vector<double> geomean;               ///< per candidate: the geometric mean over the programs
+  std::size_t fastest = 0;                   ///< the candidate of the least geometric mean (the first on a tie)
+};
+
+/// Time calibrate's exchange programs (the exchange rows of the table in the header comment:
+/// every mesh {x: a, y: D/a} and every size of o.sizes) on each candidate backend, one
+/// program at a time on all candidates in turn (so that a change in the machine's load
+/// falls on all of them alike), and find the candidate of the least geometric mean: for
+/// example the MPI backend with each of its exchange modes (backends/mpi_exchange.hpp;
+/// `redist calibrate --backend mpi`). Every candidate drives the same ranks; every rank
+/// calls it (collective under MPI). Throws redist_error without candidates, if they drive
+/// different numbers of ranks, or as calibrate_samples does for the sizes.
+template <class B>
+exchange_timing time_exchanges(std::span<B* const> candidates, const calibrate_options& o = {}) {
+  if (candidates.empty()) throw redist_error(errc::runtime, "calibrate: no backends to time exchanges on");
+  const std::uint64_t D = candidates.front()->devices();
+  for (B* b : candidates)
+    if (b->devices() != D) throw redist_error(errc::runtime, "calibrate: the backends drive different numbers of ranks");
+  if (o.sizes.empty()) throw redist_error(errc::bad_size, "calibrate: no sizes to measure");
+  for (std::uint64_t s : o.sizes)
+    if (s == 0 || s > max_calibrate_bytes)
+      throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
+  exchange_timing t;
+  t.seconds.resize(candidates.size());
+  t.geomean.assign(candidates.size(), 0.0);
+  if (D < 2) return t;  // nothing moves between ranks
+  for (const detail::calibration_program& cp :
+       detail::calibration_programs(D, o.sizes, detail::calibration_set::exchange_ways)) {
+    t.programs.push_back(cp.what);
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      double sec = 0;
+      for (double s : detail::time_program(*candidates[c], cp.prog, o)) sec += s;
+      t.seconds[c].push_back(sec);
+    }
+  }
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    double logs = 0;
+    for (double s : t.seconds[c]) logs += std::log(std::max(s, 1e-9));  // (a clock that read 0)
+    t.geomean[c] = t.programs.empty() ? 0.0 : std::exp(logs / static_cast<double>(t.programs.size()));
+    if (t.geomean[c] < t.geomean[t.fastest]) t.fastest = c;
+  }
+  return t;
 }
 
 }  // namespace redist
