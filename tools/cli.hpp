@@ -515,16 +515,17 @@ inline profile_file read_profile(const std::string& path) {
 /// --exchange (run, reshard run): how the MPI backend moves exchanges.
 struct exchange_option {
   std::string name;  ///< empty: the profile's choice, else single-copy
-  CLI::Option* opt = nullptr;
 };
 
 inline void add_exchange_option(CLI::App& cmd, exchange_option& o) {
-  o.opt = cmd.add_option("--exchange", o.name,
-                         "mpi: how exchanges move: single-copy (cross-memory attach within a node), alltoallw "
-                         "(MPI_Alltoallw of subarrays) or packed (MPI_Alltoallv); default: what the --profile "
-                         "of `redist calibrate --backend mpi` found fastest, else single-copy")
-              ->check(CLI::IsMember({"single-copy", "alltoallw", "packed"}))
-              ->type_name("WAY");
+  std::vector<std::string> ways;
+  for (mpi_exchange m : all_mpi_exchanges) ways.emplace_back(mpi_exchange_name(m));
+  cmd.add_option("--exchange", o.name,
+                 "mpi: how exchanges move: single-copy (cross-memory attach within a node), alltoallw "
+                 "(MPI_Alltoallw of subarrays) or packed (MPI_Alltoallv); default: what the --profile "
+                 "of `redist calibrate --backend mpi` found fastest, else single-copy")
+      ->check(CLI::IsMember(ways))
+      ->type_name("WAY");
 }
 
 /// The MPI backend's way of exchanging: --exchange, else the profile's, else the default.

@@ -329,12 +329,11 @@ enum class calibration_set {
 /// The programs of calibrate on D >= 2 ranks: on meshes {x: a, y: D/a} for every divisor
 /// a >= 2 of D, at every size (the larger tile per rank, rounded to whole rows).
 /// calibration_set::profile: the table in the header comment, on arrays of 16 D columns.
-/// calibration_set::exchange_ways: its three
-/// exchanges and the 2-D grid [{x}N, {y}M] -> [{y}N, {x}M] (where y has more than one rank),
-/// on arrays about as wide as tall, as the arrays users redistribute: how long a piece's
-/// runs are decides between the ways of exchanging (single copy opens runs, MPI's
-/// datatypes walk them, packing copies them twice), and 16 D columns would make every
-/// run short.
+/// calibration_set::exchange_ways: its three exchanges and the 2-D grid [{x}N, {y}M] ->
+/// [{y}N, {x}M] (where y has more than one rank), on arrays about as wide as tall, like the
+/// arrays users redistribute: how long a piece's runs are decides between the ways of
+/// exchanging (a single copy pays per run, MPI's datatypes walk the runs, packing copies
+/// every byte into and out of a buffer), and 16 D columns would make every run short.
 inline std::vector<calibration_program> calibration_programs(std::uint64_t D, std::span<const std::uint64_t> sizes,
                                                              calibration_set set) {
   struct kase {
