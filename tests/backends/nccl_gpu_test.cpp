@@ -479,7 +479,9 @@ TEST_CASE("the executor with the NCCL backend on one-device meshes", "[gpu][nccl
   CHECK(b.cached_groups() == 1);
 }
 
-int main(int argc, char** argv) {
+// On the CPU stand-in it compiles in one unit with nccl_mpi_test.cpp (nccl_emulated_main.cpp).
+namespace nccl_gpu_test {
+int run(int argc, char** argv) {
   std::string why;
   const int devices = redist::detail::cuda_device_count(&why);
   if (devices == 0) {
@@ -488,3 +490,8 @@ int main(int argc, char** argv) {
   }
   return Catch::Session().run(argc, argv);
 }
+}  // namespace nccl_gpu_test
+
+#if !defined(REDIST_NCCL_EMULATED_TESTS)
+int main(int argc, char** argv) { return nccl_gpu_test::run(argc, argv); }
+#endif

@@ -32,7 +32,9 @@
 #include "redist/runtime/verify.hpp"
 #include "support/random_problems.hpp"
 
-namespace {
+// A namespace of its own: on the CPU stand-in it compiles in one unit with nccl_gpu_test.cpp
+// (nccl_emulated_main.cpp).
+namespace nccl_mpi_test {
 
 int failures = 0;  // on this rank
 
@@ -221,9 +223,7 @@ void mismatch_case(redist::nccl_backend& b) {
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int me = 0, size = 1, node_size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -317,3 +317,9 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return rc;
 }
+
+}  // namespace nccl_mpi_test
+
+#if !defined(REDIST_NCCL_EMULATED_TESTS)
+int main(int argc, char** argv) { return nccl_mpi_test::run(argc, argv); }
+#endif
