@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -53,7 +54,6 @@ struct run_options {
   planning_options planning;
   exchange_option exchange;
   std::string baseline;
-  std::string exchange_used;  ///< mpi: the way exchanges moved, for the report
 };
 
 /// What one rank (or, for the host backend, all simulated devices) measured.
@@ -66,6 +66,7 @@ struct measurement {
   std::uint64_t peak_live = 0;
   std::uint64_t checked = 0, wrong = 0, bad_ranks = 0;
   std::uint64_t first_bad_rank = 0, first_bad_index = 0;
+  std::string exchange;  // mpi: the way exchanges moved (mpi_backend::exchange())
 };
 
 template <class T>
@@ -178,7 +179,7 @@ void report(const program& prog, const run_options& o, const measurement& me, st
   const std::uint64_t es = prog.element_bytes;
   fmt::print("{}\n\n", prog);
   fmt::print("redist run: backend {}{}, {} ranks, {}-byte elements (values encode their global index), best of {}\n",
-             o.backend, o.exchange_used.empty() ? "" : " (exchanges: " + o.exchange_used + ")", ranks, es, o.repeat);
+             o.backend, me.exchange.empty() ? "" : " (exchanges: " + me.exchange + ")", ranks, es, o.repeat);
   fmt::print("  {:>2}  {:<10}  {:>9}  {:>14}  {:>14}  {:>12}\n", "#", "op", "groups", "moved (all)", "max per rank",
              "time");
   std::uint64_t total = 0, total_max = 0;
@@ -216,10 +217,18 @@ void check_result(const run_options& o, const measurement& me) {
                                                   me.wrong, me.first_bad_rank, me.first_bad_index));
 }
 
-program make_program(const run_options& o) {
+/// The program to run and, from --profile, the way the MPI backend moves exchanges fastest
+/// (none with --baseline, which excludes --profile).
+struct planned_run {
+  program prog;
+  std::optional<mpi_exchange_choice> mpi;
+};
+
+planned_run make_program(const run_options& o) {
   const problem pr = parse_problem(o.problem);
-  if (!o.baseline.empty()) return baseline_program(o.baseline, pr);
-  return program_for(pr, parse_planning(o.planning));
+  if (!o.baseline.empty()) return {baseline_program(o.baseline, pr), std::nullopt};
+  const planning pl = parse_planning(o.planning);
+  return {program_for(pr, pl), pl.mpi};
 }
 
 /// The most memory `redist run --backend host` uses for its simulated devices.
@@ -244,7 +253,7 @@ void check_host_simulation(const program& prog) {
 
 void run_host(const run_options& o) {
   (void)exchange_of(o.exchange, std::nullopt, o.backend);  // refuses --exchange
-  const program prog = make_program(o);
+  const program prog = make_program(o).prog;
   check_host_simulation(prog);
   host_backend host(prog.world_size());
   const measurement me = execute_bytes(host, prog, o);
@@ -253,21 +262,22 @@ void run_host(const run_options& o) {
 }
 
 #if defined(REDIST_WITH_MPI)
-void run_mpi(run_options& o) {
+void run_mpi(const run_options& o) {
   ensure_mpi();
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {
-    const program prog = make_program(o);
+    const planned_run plan = make_program(o);
+    const program& prog = plan.prog;
     // --exchange, else the way the profile's calibration found fastest.
-    const mpi_exchange way = exchange_of(o.exchange, parse_planning(o.planning).mpi, o.backend);
+    const mpi_exchange way = exchange_of(o.exchange, plan.mpi, o.backend);
     measurement me;
     std::uint64_t ranks = 0;
     {
       mpi_backend mpi(MPI_COMM_WORLD, mpi_options{}.set_exchange(way));
-      o.exchange_used = std::string(mpi_exchange_name(mpi.exchange()));
       ranks = mpi.devices();
       me = execute_bytes(mpi, prog, o);
+      me.exchange = std::string(mpi_exchange_name(mpi.exchange()));
       // Combine: bytes and checks summed, times and memory maxed over ranks.
       const std::size_t n = prog.steps.size();
       std::vector<std::uint64_t> sums = me.bytes;

@@ -34,9 +34,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
-#include <array>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -151,7 +151,7 @@ inline std::optional<mpi_exchange_choice> mpi_exchange_from_profile_json(const n
       e.is_string() ? mpi_exchange_from_name(e.get_ref<const std::string&>()) : std::nullopt;
   if (!mode)
     profile_fail(errc::syntax, "mpi.exchange",
-                 "expected one of " + std::string(mpi_exchange_names) + ", found " + json_excerpt(e));
+                 "expected one of " + mpi_exchange_names() + ", found " + json_excerpt(e));
   mpi_exchange_choice c;
   c.exchange = *mode;
   if (m.contains("geomean_s")) {
@@ -162,7 +162,7 @@ inline std::optional<mpi_exchange_choice> mpi_exchange_from_profile_json(const n
       if (!k)
         profile_fail(errc::syntax, "mpi.geomean_s",
                      "unknown way of exchanging " + json_excerpt(nlohmann::json(it.key())) + " (known: " +
-                         std::string(mpi_exchange_names) + ")");
+                         mpi_exchange_names() + ")");
       c.geomean_s[static_cast<std::size_t>(*k)] = profile_seconds(g, it.key().c_str(), "mpi.geomean_s");
     }
   }

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace redist {
@@ -43,6 +44,10 @@ constexpr std::optional<mpi_exchange> mpi_exchange_from_name(std::string_view s)
 }
 
 /// "single-copy, alltoallw, packed": for error messages.
-inline constexpr std::string_view mpi_exchange_names = "single-copy, alltoallw, packed";
+inline std::string mpi_exchange_names() {
+  std::string s;
+  for (mpi_exchange m : all_mpi_exchanges) s += (s.empty() ? "" : ", ") + std::string(mpi_exchange_name(m));
+  return s;
+}
 
 }  // namespace redist

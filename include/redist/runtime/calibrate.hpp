@@ -398,6 +398,14 @@ inline std::vector<calibration_program> calibration_programs(std::uint64_t D, st
   return out;
 }
 
+/// calibrate_options::sizes: at least one, each 1 byte .. max_calibrate_bytes.
+inline void check_sizes(const calibrate_options& o) {
+  if (o.sizes.empty()) throw redist_error(errc::bad_size, "calibrate: no sizes to measure");
+  for (std::uint64_t s : o.sizes)
+    if (s == 0 || s > max_calibrate_bytes)
+      throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
+}
+
 }  // namespace detail
 
 /// Measure the samples and fit the profile (see the header comment). Every rank of the
@@ -408,10 +416,7 @@ template <class B>
 calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
   const std::uint64_t D = b.devices();
   if (D == 0) throw redist_error(errc::runtime, "calibrate: the backend has no ranks");
-  if (o.sizes.empty()) throw redist_error(errc::bad_size, "calibrate: no sizes to measure");
-  for (std::uint64_t s : o.sizes)
-    if (s == 0 || s > max_calibrate_bytes)
-      throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
+  detail::check_sizes(o);
   calibration c;
   c.profile.set_name(o.name);
   c.profile.devices = D;
@@ -487,10 +492,7 @@ exchange_timing time_exchanges(std::span<B* const> candidates, const calibrate_o
   const std::uint64_t D = candidates.front()->devices();
   for (B* b : candidates)
     if (b->devices() != D) throw redist_error(errc::runtime, "calibrate: the backends drive different numbers of ranks");
-  if (o.sizes.empty()) throw redist_error(errc::bad_size, "calibrate: no sizes to measure");
-  for (std::uint64_t s : o.sizes)
-    if (s == 0 || s > max_calibrate_bytes)
-      throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
+  detail::check_sizes(o);
   exchange_timing t;
   t.seconds.resize(candidates.size());
   t.geomean.assign(candidates.size(), 0.0);
