@@ -14,8 +14,12 @@ block after it must be a ```text block holding exactly what the snippet prints:
     ```
 
 Kinds, from the code block's language:
-  cpp   a complete C++ program. CMake builds it against redist::redist (tests/docs/) and
-        ctest runs it; its stdout must equal the output block.
+  cpp   a complete C++ program: its #include lines, then the rest, with `int main(...) {` at
+        the start of a line and its closing `}` alone on a line. CMake builds every C++
+        snippet into one program against redist::redist (tests/docs/: one translation unit,
+        each snippet's code after its #include lines in namespace redist_docs_<name>, its
+        main returning 0 at its end as ::main does) and ctest runs it with the snippet's
+        name; its stdout must equal the output block.
   sh    one `redist ...` command line (backslash-newline continues it), run with the built
         command-line tool; stdout then stderr must equal the output block.
 Options after the name, `key=value`:
@@ -29,12 +33,13 @@ unmarked one, so that nothing in the docs escapes checking by accident.
 Subcommands:
   extract --out DIR MD...        write DIR/<name>.cpp for the C++ snippets (only when changed)
                                  and DIR/snippets.cmake (one redist_doc_snippet(...) call each)
-  check MD --name N [--exe PATH] [--redist PATH] [--launcher ARG]... [--update]
+  check MD --name N [--exe PATH] [--exe-arg ARG]... [--redist PATH] [--launcher ARG]... [--update]
                                  run one snippet and compare with its output block (exit 1 and
                                  a diff on mismatch); --update rewrites the block instead
   update --build DIR MD...       maintainers: run every snippet from a build tree and rewrite
-                                 all output blocks (cpp from DIR/tests/docs/docs_<name>, sh with
-                                 DIR/tools/redist, mpi ones under `mpiexec --oversubscribe -n N`)
+                                 all output blocks (cpp with DIR/tests/docs/docs_programs <name>,
+                                 sh with DIR/tools/redist, mpi ones under
+                                 `mpiexec --oversubscribe -n N`)
   lint MD...                     structure only: names unique, every snippet has its output
                                  block, no unmarked C++ or `redist` block
 """
@@ -57,6 +62,7 @@ FRAGMENT = re.compile(r"^<!--\s*fragment\s*-->\s*$")
 FENCE = re.compile(r"^(`{3,})\s*([A-Za-z0-9_+-]*)\s*$")
 OPTIONS = {"exit", "mpi", "nccl"}
 KINDS = {"cpp", "sh"}
+CPP_MAIN = re.compile(r"^int main\s*\([^)]*\)\s*\{")
 
 
 class DocError(Exception):
@@ -174,14 +180,51 @@ def command_argv(s: Snippet, redist: str | None) -> list[str]:
     return [redist] + argv[1:]
 
 
-def run(s: Snippet, exe: str | None, redist: str | None, launcher: list[str]) -> tuple[int, str]:
+def program_part(s: Snippet) -> str:
+    """A C++ snippet as one part of the docs' single program: its #include lines (with any
+    blank, comment or other preprocessor line among them) at file scope, then the rest in
+    namespace redist_docs_<name>, where its main is an ordinary function and so returns 0 at
+    its closing brace, as ::main does. #line directives keep the markdown's line numbers."""
+    lines = s.code.lines
+    first = s.code.start + 2  # the markdown's 1-based line number of lines[0]
+    k = 0
+    while k < len(lines) and (not lines[k].strip() or lines[k].lstrip().startswith(("#", "//"))):
+        k += 1
+    head, body = lines[:k], list(lines[k:])
+    for j, line in enumerate(body):
+        if line.lstrip().startswith("#include"):
+            raise DocError(f"{s.path}:{first + k + j}: snippet '{s.name}': an #include after code; "
+                           f"put every #include before the code")
+    mains = [j for j, line in enumerate(body) if CPP_MAIN.match(line)]
+    if len(mains) != 1:
+        raise DocError(f"{s.where}: snippet '{s.name}' needs exactly one `int main(...) {{` at the start of a "
+                       f"line, found {len(mains)}")
+    i = mains[0]
+    if body[i].rstrip().endswith("}"):  # int main() { ... } on one line
+        line = body[i].rstrip()
+        body[i] = line[:-1].rstrip() + " return 0; }"
+    else:
+        close = next((j for j in range(i + 1, len(body)) if body[j].rstrip() == "}"), None)
+        if close is None:
+            raise DocError(f"{s.path}:{first + k + i}: snippet '{s.name}': main's closing brace must be "
+                           f"alone on a line")
+        body[close] = "return 0; }"
+    ns = f"redist_docs_{s.name}"
+    md = s.path.resolve()
+    return "".join([f'#line {first} "{md}"\n', *(line + "\n" for line in head),
+                    f"namespace {ns} {{\n", f'#line {first + k} "{md}"\n', *(line + "\n" for line in body),
+                    f"}}  // namespace {ns}\n"])
+
+
+def run(s: Snippet, exe: str | None, redist: str | None, launcher: list[str],
+        exe_args: list[str] | None = None) -> tuple[int, str]:
     """Run a snippet; returns (exit status, what it printed)."""
     if s.kind == "sh":
         argv = command_argv(s, redist)
     else:
         if exe is None:
             raise DocError(f"{s.where}: snippet '{s.name}' needs --exe PATH")
-        argv = launcher + [exe]
+        argv = launcher + [exe] + (exe_args or [])
     env = dict(os.environ, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
     env.pop("CLICOLOR_FORCE", None)
@@ -246,7 +289,9 @@ def cmd_extract(args) -> int:
             source = ""
             if s.kind == "cpp":
                 cpp = out / f"{s.name}.cpp"
-                text = f"// Generated from {s.where} by tests/docs/snippets.py; edit the markdown.\n" + s.code.text
+                text = (f"// Generated from {s.where} by tests/docs/snippets.py; edit the markdown.\n"
+                        f"// One part of the docs' program (tests/docs/CMakeLists.txt, docs_programs).\n"
+                        + program_part(s))
                 if not cpp.exists() or cpp.read_text(encoding="utf-8") != text:
                     cpp.write_text(text, encoding="utf-8")
                 source = str(cpp)
@@ -261,7 +306,7 @@ def cmd_extract(args) -> int:
 
 def cmd_check(args) -> int:
     s = find([Path(args.md)], args.name)
-    status, printed = run(s, args.exe, args.redist, args.launcher or [])
+    status, printed = run(s, args.exe, args.redist, args.launcher or [], args.exe_arg)
     if args.update:
         n = rewrite(s.path, {s.name: printed})
         print(f"{s.where}: snippet '{s.name}': output block {'rewritten' if n else 'unchanged'}")
@@ -282,13 +327,13 @@ def cmd_update(args) -> int:
     for md in map(Path, args.md):
         results = {}
         for s in parse(md)[1]:
-            exe = build / "tests" / "docs" / f"docs_{s.name}"
+            exe = build / "tests" / "docs" / "docs_programs"
             if s.kind == "cpp" and not exe.exists():
                 print(f"{s.where}: snippet '{s.name}': {exe} is not built, output block left as it is")
                 failed += 1
                 continue
             launcher = [mpiexec, "--oversubscribe", "-n", str(s.options["mpi"])] if "mpi" in s.options else []
-            status, printed = run(s, str(exe), str(redist), launcher)
+            status, printed = run(s, str(exe), str(redist), launcher, [s.name])
             if status != s.options.get("exit", 0):
                 print(f"{s.where}: snippet '{s.name}' exited with status {status} (docs say "
                       f"{s.options.get('exit', 0)}); its output is written anyway, check it")
@@ -336,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("md")
     c.add_argument("--name", required=True)
     c.add_argument("--exe")
+    c.add_argument("--exe-arg", action="append", help="one argument of the program after --exe, repeated")
     c.add_argument("--redist")
     c.add_argument("--launcher", action="append", help="one argument of the launcher (mpiexec ...), repeated")
     c.add_argument("--update", action="store_true", help="rewrite the output block from this run")

@@ -197,7 +197,7 @@ class RunnerTest(unittest.TestCase):
         build = self.dir / "build"
         (build / "tests" / "docs").mkdir(parents=True)
         (build / "tools").mkdir()
-        os.symlink(self.exe, build / "tests" / "docs" / "docs_hello")
+        os.symlink(self.exe, build / "tests" / "docs" / "docs_programs")
         os.symlink(self.redist, build / "tools" / "redist")
         p = self.write(md(self.CPP_OK.replace("  world", "stale")) + md("""
             <!-- snippet: plan -->
@@ -271,8 +271,11 @@ class RunnerTest(unittest.TestCase):
         out = self.dir / "out"
         self.assertEqual(self.call("extract", "--out", str(out), str(p))[0], 0)
         self.assertEqual(sorted(f.name for f in out.iterdir()), ["hello.cpp", "ranks.cpp", "snippets.cmake"])
-        self.assertTrue((out / "hello.cpp").read_text().endswith("\nint main() {}\n"))
+        self.assertTrue((out / "hello.cpp").read_text().endswith(
+            "namespace redist_docs_hello {\n" f'#line 5 "{p.resolve()}"\n'
+            "int main() { return 0; }\n}  // namespace redist_docs_hello\n"))
         self.assertIn(f"doc.md:3 by tests/docs/snippets.py", (out / "hello.cpp").read_text())
+        self.assertIn("int main() { return 0; return 0; }\n", (out / "ranks.cpp").read_text())
         manifest = (out / "snippets.cmake").read_text()
         self.assertIn(f'redist_doc_snippet(hello cpp "{p.resolve()}" "{out / "hello.cpp"}" 0 0)', manifest)
         self.assertIn(f'redist_doc_snippet(ranks cpp "{p.resolve()}" "{out / "ranks.cpp"}" 4 0)', manifest)
@@ -282,6 +285,58 @@ class RunnerTest(unittest.TestCase):
         os.utime(out / "hello.cpp", ns=(before - 10**9, before - 10**9))
         self.assertEqual(self.call("extract", "--out", str(out), str(p))[0], 0)
         self.assertEqual((out / "hello.cpp").stat().st_mtime_ns, before - 10**9)
+
+    def test_a_cpp_snippet_becomes_one_part_of_the_docs_program(self):
+        text = """\
+            <!-- snippet: prog -->
+            ~~~cpp
+            // A comment.
+            #include <cstdio>
+
+            #include <vector>
+
+            using V = std::vector<int>;
+
+            int main(int argc, char** argv) {
+              if (argc > 1) {
+                std::puts(argv[1]);
+              }
+            }
+            ~~~
+
+            ~~~text
+            ~~~
+            """
+        p = self.write(text)
+        out = self.dir / "out"
+        self.assertEqual(self.call("extract", "--out", str(out), str(p))[0], 0)
+        md_path = p.resolve()
+        self.assertTrue((out / "prog.cpp").read_text().endswith(
+            f'#line 3 "{md_path}"\n// A comment.\n#include <cstdio>\n\n#include <vector>\n\n'
+            f'namespace redist_docs_prog {{\n#line 8 "{md_path}"\n'
+            "using V = std::vector<int>;\n\nint main(int argc, char** argv) {\n  if (argc > 1) {\n"
+            "    std::puts(argv[1]);\n  }\nreturn 0; }\n}  // namespace redist_docs_prog\n"))
+        for bad, message in (
+                ("using V = std::vector<int>;\n", "doc.md:9: snippet 'prog': an #include after code"),
+                ("int main(int argc, char** argv) {", "needs exactly one `int main(...) {` at the start of a line, found 0"),
+                ("  }\n            }", "doc.md:10: snippet 'prog': main's closing brace must be alone on a line")):
+            if bad.startswith("using"):
+                broken = text.replace(bad, bad + "            #include <map>\n")
+            elif bad.startswith("int"):
+                broken = text.replace(bad, "int start(int argc, char** argv) {")
+            else:
+                broken = text.replace(bad, "  } }")
+            rc, got = self.call("extract", "--out", str(out), str(self.write(broken)))
+            self.assertEqual(rc, 1, broken)
+            self.assertIn(message, got)
+
+    def test_the_program_gets_its_arguments(self):
+        echo = self.script("echo_exe", 'import sys\nprint(" ".join(sys.argv[1:]))\n')
+        p = self.write(self.CPP_OK.replace("hello\n          world", "hello"))
+        rc, out = self.call("check", str(p), "--name", "hello", "--exe", echo, "--exe-arg", "hello")
+        self.assertEqual(rc, 0, out)
+        rc, out = self.call("check", str(p), "--name", "hello", "--exe", echo, "--exe-arg", "other")
+        self.assertEqual(rc, 1, out)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 // text fields, a byte reader for the structured harness, and the one rule all harnesses
 // check: hostile input ends in a redist_error with a message, never in anything else.
 //
-// Built with libFuzzer (-DREDIST_FUZZ=ON, clang) the harnesses are coverage-guided
-// fuzzers; built without it, replay_main.cpp turns each into a driver that runs every
-// file of its corpus and regression folders (ctest fuzz_<name>_replay).
+// The harnesses (one per *_fuzzer.cpp) are one program, redist_fuzz (fuzz_main.cpp), which
+// runs the one its name picks: build/tests/fuzz/fuzz_<harness> are links to it. Built with
+// libFuzzer (-DREDIST_FUZZ=ON, clang) it is a coverage-guided fuzzer; built without it,
+// replay_main.cpp makes it a driver that runs every file of a harness's corpus and
+// regression folders (ctest fuzz_<harness>_replay).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,16 @@
 #include "redist/core/mesh.hpp"
 
 namespace redist::fuzz {
+
+/// The harnesses: what the fuzzer calls for one input (tests/fuzz/<name>_fuzzer.cpp).
+int harness_parse_mesh(const std::uint8_t* data, std::size_t size);
+int harness_parse_type(const std::uint8_t* data, std::size_t size);
+int harness_jax(const std::uint8_t* data, std::size_t size);
+int harness_dtensor(const std::uint8_t* data, std::size_t size);
+int harness_xla(const std::uint8_t* data, std::size_t size);
+int harness_shardy(const std::uint8_t* data, std::size_t size);
+int harness_program_json(const std::uint8_t* data, std::size_t size);
+int harness_synthesize(const std::uint8_t* data, std::size_t size);
 
 /// A finding: print what broke and abort, so that libFuzzer (or the replay driver) reports
 /// the input.

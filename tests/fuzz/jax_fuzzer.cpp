@@ -5,7 +5,7 @@
 #include "notation_fuzz.hpp"
 #include "redist/core/jax.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_jax(const std::uint8_t* data, std::size_t size) {
   redist::fuzz::notation_round_trip(
       data, size, [](const auto& m, const auto& g, auto s) { return redist::from_jax(m, g, s); },
       [](const auto& m, const auto& t) { return redist::to_jax(m, t); });

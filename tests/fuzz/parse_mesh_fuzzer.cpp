@@ -8,7 +8,7 @@
 #include "fuzz_support.hpp"
 #include "redist/core/mesh.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_parse_mesh(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   const std::string_view s(reinterpret_cast<const char*>(data), size);
   fuzz::refused_cleanly_or_ran([&] {

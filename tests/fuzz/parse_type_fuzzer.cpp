@@ -14,7 +14,7 @@
 #include "redist/core/offsets.hpp"
 #include "redist/runtime/darray.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_parse_type(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   const auto f = fuzz::fields(data, size, 2);
   const device_mesh m = fuzz::mesh_or_default(f[0]);

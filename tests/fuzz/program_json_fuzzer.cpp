@@ -24,7 +24,7 @@ void run_on_host(const redist::program& p) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_program_json(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   const std::string_view s(reinterpret_cast<const char*>(data), size);
   fuzz::refused_cleanly_or_ran([&] {

@@ -1,4 +1,5 @@
-// tests/fuzz/replay_main.cpp -- the main() of a fuzz harness built without libFuzzer: runs
+// tests/fuzz/replay_main.cpp -- the main() of redist_fuzz built without libFuzzer: picks the
+// harness as libFuzzer would (LLVMFuzzerInitialize, fuzz_main.cpp), then runs
 // LLVMFuzzerTestOneInput once on every file named on the command line, or found in the
 // folders named there, and reports how many it ran. A finding aborts (non-zero exit).
 #include <algorithm>
@@ -11,10 +12,12 @@
 #include <string>
 #include <vector>
 
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv);
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
+  LLVMFuzzerInitialize(&argc, &argv);
   std::vector<fs::path> files;
   for (int i = 1; i < argc; ++i) {
     const fs::path p(argv[i]);

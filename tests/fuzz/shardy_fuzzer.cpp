@@ -12,7 +12,7 @@
 #include "fuzz_support.hpp"
 #include "redist/core/shardy.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_shardy(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   const auto f = fuzz::fields(data, size, 3);
   placed_mesh pm;

@@ -53,7 +53,7 @@ std::string type_string(const std::vector<std::vector<int>>& dims, const std::ve
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_synthesize(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   fuzz::byte_reader in{data, size};
   const int naxes = static_cast<int>(in.in(1, 3));

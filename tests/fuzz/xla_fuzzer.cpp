@@ -27,7 +27,7 @@ std::map<std::uint64_t, std::vector<std::uint64_t>> boxes(const redist::placed_t
 }
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int redist::fuzz::harness_xla(const std::uint8_t* data, std::size_t size) {
   using namespace redist;
   const auto f = fuzz::fields(data, size, 2);
   std::vector<std::uint64_t> global;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh -- the NCCL backend on a GPU machine, in one command:
 #   tests/gpu/run.sh            (from anywhere; BUILD=dir and JOBS=n override the defaults)
-# 1. builds from a clean directory with REDIST_WITH_NCCL=ON (warnings as errors);
+# 1. builds from a clean directory with REDIST_WITH_NCCL=ON and REDIST_GPU_TESTS=ON (warnings
+#    as errors);
 # 2. runs the no-GPU NCCL tests, the memory-space and pack tests, and the one-rank GPU tests
 #    (device pack/unpack against the host's on random problems, the executor on device
 #    memory with simulated multi-rank meshes, every NCCL collective on a one-rank
@@ -21,7 +22,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 
 echo "== build ($BUILD, clean, REDIST_WITH_NCCL=ON)"
 rm -rf "$BUILD"
-cmake -S . -B "$BUILD" -DREDIST_WITH_NCCL=ON -DREDIST_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$BUILD" -DREDIST_WITH_NCCL=ON -DREDIST_GPU_TESTS=ON -DREDIST_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 targets=(backends_nccl_test backends_nccl_gpu_test nccl_pack_bench runtime_tests)
 have_mpi=0
 if grep -q "^backends_nccl_mpi_test" <(cmake --build "$BUILD" --target help | sed 's/^\.\.\. //'); then
