@@ -3,8 +3,7 @@
 // the library's headers are compiled once for the three, not once each. Run under
 //   mpirun --oversubscribe -np W backends_mpi_test exchange|between|reshard [counts]
 // The first argument names the program; the rest are its own (see its source).
-#include <cstdio>
-#include <string_view>
+#include "support/subprograms.hpp"
 
 namespace mpi_exchange_test {
 int run(int argc, char** argv);  // mpi_test.cpp: the backend on random programs, single copy, errors
@@ -17,12 +16,8 @@ int run(int argc, char** argv);  // mpi_reshard_test.cpp: many arrays at once th
 }
 
 int main(int argc, char** argv) {
-  const std::string_view what = argc > 1 ? argv[1] : "";
-  // The program's own arguments follow its name: it sees argv[0], then them.
-  if (argc > 1) argv[1] = argv[0];
-  if (what == "exchange") return mpi_exchange_test::run(argc - 1, argv + 1);
-  if (what == "between") return mpi_between_test::run(argc - 1, argv + 1);
-  if (what == "reshard") return mpi_reshard_test::run(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: backends_mpi_test exchange|between|reshard [counts] (under mpirun)\n");
-  return 2;
+  constexpr redist::testing::subprogram programs[] = {
+      {"exchange", &mpi_exchange_test::run}, {"between", &mpi_between_test::run}, {"reshard", &mpi_reshard_test::run}};
+  return redist::testing::run_subprogram(argc, argv, programs,
+                                         "usage: backends_mpi_test exchange|between|reshard [counts] (under mpirun)");
 }

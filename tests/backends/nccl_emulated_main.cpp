@@ -5,8 +5,7 @@
 //   backends_nccl_emulated_test gpu [Catch2 arguments]
 //   mpirun --oversubscribe -np W backends_nccl_emulated_test mpi [problems]
 // On a GPU machine the two sources build as their own programs against CUDA and NCCL.
-#include <cstdio>
-#include <string_view>
+#include "support/subprograms.hpp"
 
 namespace nccl_gpu_test {
 int run(int argc, char** argv);  // nccl_gpu_test.cpp: one rank on one GPU (Catch2)
@@ -16,11 +15,6 @@ int run(int argc, char** argv);  // nccl_mpi_test.cpp: one rank per GPU, bootstr
 }
 
 int main(int argc, char** argv) {
-  const std::string_view what = argc > 1 ? argv[1] : "";
-  // The program's own arguments follow its name: it sees argv[0], then them.
-  if (argc > 1) argv[1] = argv[0];
-  if (what == "gpu") return nccl_gpu_test::run(argc - 1, argv + 1);
-  if (what == "mpi") return nccl_mpi_test::run(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: backends_nccl_emulated_test gpu|mpi [arguments]\n");
-  return 2;
+  constexpr redist::testing::subprogram programs[] = {{"gpu", &nccl_gpu_test::run}, {"mpi", &nccl_mpi_test::run}};
+  return redist::testing::run_subprogram(argc, argv, programs, "usage: backends_nccl_emulated_test gpu|mpi [arguments]");
 }

@@ -19,12 +19,9 @@ struct harness {
   int (*run)(const std::uint8_t*, std::size_t);
 };
 
-constexpr harness harnesses[] = {
-    {"parse_mesh", &redist::fuzz::harness_parse_mesh},     {"parse_type", &redist::fuzz::harness_parse_type},
-    {"jax", &redist::fuzz::harness_jax},                   {"dtensor", &redist::fuzz::harness_dtensor},
-    {"xla", &redist::fuzz::harness_xla},                   {"shardy", &redist::fuzz::harness_shardy},
-    {"program_json", &redist::fuzz::harness_program_json}, {"synthesize", &redist::fuzz::harness_synthesize},
-};
+#define REDIST_FUZZ_ENTRY(name) {#name, &redist::fuzz::harness_##name},
+constexpr harness harnesses[] = {REDIST_FUZZ_HARNESSES(REDIST_FUZZ_ENTRY)};
+#undef REDIST_FUZZ_ENTRY
 
 int (*chosen)(const std::uint8_t*, std::size_t) = nullptr;
 

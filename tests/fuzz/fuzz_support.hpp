@@ -23,15 +23,13 @@
 
 namespace redist::fuzz {
 
-/// The harnesses: what the fuzzer calls for one input (tests/fuzz/<name>_fuzzer.cpp).
-int harness_parse_mesh(const std::uint8_t* data, std::size_t size);
-int harness_parse_type(const std::uint8_t* data, std::size_t size);
-int harness_jax(const std::uint8_t* data, std::size_t size);
-int harness_dtensor(const std::uint8_t* data, std::size_t size);
-int harness_xla(const std::uint8_t* data, std::size_t size);
-int harness_shardy(const std::uint8_t* data, std::size_t size);
-int harness_program_json(const std::uint8_t* data, std::size_t size);
-int harness_synthesize(const std::uint8_t* data, std::size_t size);
+/// The harnesses, X(name) each: harness_<name> is what the fuzzer calls for one input
+/// (tests/fuzz/<name>_fuzzer.cpp); fuzz_main.cpp's table of names comes from the same list.
+#define REDIST_FUZZ_HARNESSES(X) \
+  X(parse_mesh) X(parse_type) X(jax) X(dtensor) X(xla) X(shardy) X(program_json) X(synthesize)
+#define REDIST_FUZZ_DECLARE(name) int harness_##name(const std::uint8_t* data, std::size_t size);
+REDIST_FUZZ_HARNESSES(REDIST_FUZZ_DECLARE)
+#undef REDIST_FUZZ_DECLARE
 
 /// A finding: print what broke and abort, so that libFuzzer (or the replay driver) reports
 /// the input.
