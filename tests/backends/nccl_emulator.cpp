@@ -12,9 +12,9 @@
 // - REDIST_EMULATED_GPUS devices (default 8) per process, the same on every rank of a
 //   node (device k has PCI bus id 0000:k:00.0); cudaPointerGetAttributes tells device,
 //   pinned host and other host memory apart.
-// - The copy kernel (backends/cuda_strided.hpp) is compiled for real by NVRTC (for an
-//   emulated sm_90 with 132 multiprocessors); cudaLaunchKernel runs it on the CPU with the
-//   same arguments, checking alignment and bounds. cudaMemGetInfo reports 80 GiB less the
+// - The copy kernels (backends/cuda_strided.hpp) are compiled for real by NVRTC (for an
+//   emulated sm_90 with 132 multiprocessors); cudaLaunchKernel runs them on the CPU with
+//   the same arguments, checking alignment and bounds (the batch kernel: every job). cudaMemGetInfo reports 80 GiB less the
 //   bytes allocated on the current device, so memory formulas are checked exactly.
 // - Everything runs synchronously when called (stream order is trivially kept, so this
 //   cannot find a missing synchronization; the real GPU run, tests/gpu/run.sh, can).
@@ -37,6 +37,9 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "redist/backends/cuda_strided.hpp"  // the batch kernel's argument (strided_jobs)
+#include "redist/backends/mpi.hpp"           // mpi_sum_op: 8-bit sums that wrap
 
 struct CUstream_st {
   int device = 0;
@@ -143,15 +146,19 @@ MPI_Datatype mpi_type(ncclDataType_t t) {
   }
 }
 
-/// The MPI operation of an NCCL reduction (ncclAvg: MPI_SUM, then divide_by_size), or
-/// MPI_OP_NULL for one not emulated.
-MPI_Op mpi_op(ncclRedOp_t op) {
+/// The MPI operation of an NCCL reduction of elements of type t (ncclAvg: the sum, then
+/// divide_by_size), or MPI_OP_NULL for one not emulated. 8-bit sums wrap as NCCL's do, through
+/// the MPI backend's own operation (Open MPI 4.1's MPI_SUM saturates them: backends/mpi.hpp).
+MPI_Op mpi_op(ncclRedOp_t op, ncclDataType_t t) {
   switch (op) {
-    case ncclSum: return MPI_SUM;
+    case ncclSum:
+    case ncclAvg:
+      if (t == ncclInt8) return redist::detail::mpi_sum_op<std::int8_t>();
+      if (t == ncclUint8) return redist::detail::mpi_sum_op<std::uint8_t>();
+      return MPI_SUM;
     case ncclProd: return MPI_PROD;
     case ncclMax: return MPI_MAX;
     case ncclMin: return MPI_MIN;
-    case ncclAvg: return MPI_SUM;
     default: return MPI_OP_NULL;
   }
 }
@@ -370,6 +377,7 @@ struct CUkern_st {
   bool transpose;
   std::size_t unit;
   bool wide;
+  bool batch = false;  // redist_batch: its argument is a redist::detail::strided_jobs
 };
 cudaError_t cudaLibraryLoadData(cudaLibrary_t* lib, const void* code, cudaJitOption*, void**, unsigned int,
                                 cudaLibraryOption*, void**, unsigned int) {
@@ -386,7 +394,12 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t lib, const char*
         for (bool w : {false, true}) v.push_back({t, u, w});
     return v;
   }();
+  static CUkern_st batch{false, 0, true, true};
   if (lib == nullptr) return fail(cudaErrorInvalidValue);
+  if (std::string(name) == "redist_batch") {
+    *k = &batch;
+    return cudaSuccess;
+  }
   for (auto& x : kernels)
     if (std::string(name) ==
         (x.transpose ? "redist_transpose_" : "redist_strided_") + std::to_string(x.unit) + (x.wide ? "_64" : "_32")) {
@@ -422,11 +435,31 @@ cudaError_t strided_kernel(const CUkern_st& k, void** args) {
   if (width == 0 || rows == 0 || total % (width * rows) != 0) return fail(cudaErrorInvalidValue);
   return run_units(src, dst, k.unit, total / (width * rows), rows, width, a[4], a[3], a[6], a[5]);
 }
+/// redist_batch: block row y copies job[y] (units of job.unit bytes, 64-bit indices); one
+/// row per job, each job checked like a copy.
+cudaError_t batch_kernel(dim3 grid, void** args) {
+  const auto& b = *static_cast<const redist::detail::strided_jobs*>(args[0]);
+  if (b.n == 0 || b.n > b.job.size() || grid.y != b.n) return fail(cudaErrorInvalidValue);
+  for (std::uint32_t y = 0; y < b.n; ++y) {
+    const redist::detail::strided_job& j = b.job[y];
+    const std::uint32_t u = j.unit;
+    if ((u != 1 && u != 2 && u != 4 && u != 8 && u != 16) || j.width == 0 || j.rows == 0 ||
+        j.total % (j.width * j.rows) != 0)
+      return fail(cudaErrorInvalidValue);
+    const cudaError_t rc = run_units(static_cast<const char*>(j.src), static_cast<char*>(j.dst), u,
+                                     j.total / (j.width * j.rows), j.rows, j.width, j.src_step, j.src_pitch,
+                                     j.dst_step, j.dst_pitch);
+    if (rc != cudaSuccess) return rc;
+  }
+  return cudaSuccess;
+}
 }  // namespace
 cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t) {
   const auto* k = static_cast<const CUkern_st*>(func);
-  if (k == nullptr || grid.x == 0 || block.x * block.y * block.z == 0 || block.x * block.y * block.z > 1024)
+  if (k == nullptr || grid.x == 0 || grid.y == 0 || block.x * block.y * block.z == 0 ||
+      block.x * block.y * block.z > 1024)
     return fail(cudaErrorInvalidValue);
+  if (k->batch) return batch_kernel(grid, args);
   return k->wide ? strided_kernel<std::uint64_t>(*k, args) : strided_kernel<std::uint32_t>(*k, args);
 }
 
@@ -544,14 +577,14 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
                            ncclComm_t comm, cudaStream_t) {
   const std::size_t b = count * type_size(t);
   if (ncclResult_t r = check_call("AllReduce", comm, send, b, recv, b); r != ncclSuccess) return r;
-  if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op) == MPI_OP_NULL)
+  if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op, t) == MPI_OP_NULL)
     return nccl_fail(ncclInvalidArgument, "AllReduce : datatype or operation not emulated");
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
   }
   const ncclResult_t r = mpi(
-      MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(t), mpi_op(op), comm->mpi),
+      MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), mpi_type(t), mpi_op(op, t), comm->mpi),
       "AllReduce");
   if (r == ncclSuccess) divide_by_size(op, t, recv, count, comm->size);
   return r;
@@ -561,14 +594,14 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, n
   const std::size_t b = recvcount * type_size(t);
   if (ncclResult_t r = check_call("ReduceScatter", comm, send, b * (comm ? comm->size : 1), recv, b); r != ncclSuccess)
     return r;
-  if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op) == MPI_OP_NULL)
+  if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op, t) == MPI_OP_NULL)
     return nccl_fail(ncclInvalidArgument, "ReduceScatter : datatype or operation not emulated");
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
   }
   const ncclResult_t r = mpi(
-      MPI_Reduce_scatter_block(send, recv, static_cast<int>(recvcount), mpi_type(t), mpi_op(op), comm->mpi),
+      MPI_Reduce_scatter_block(send, recv, static_cast<int>(recvcount), mpi_type(t), mpi_op(op, t), comm->mpi),
       "ReduceScatter");
   if (r == ncclSuccess) divide_by_size(op, t, recv, recvcount, comm->size);
   return r;

@@ -29,6 +29,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/pack.hpp"
+#include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/verify.hpp"
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
@@ -154,6 +155,110 @@ TEST_CASE("device pack/unpack equal the host's, element by element, on random pr
     std::printf("device pack/unpack (%s): %llu elements compared with the host pack\n", mem.pack_engine().c_str(),
                 static_cast<unsigned long long>(elements));
     CHECK(elements > 0);
+  }
+}
+
+TEST_CASE("batched copies (a message's pieces from many tiles) equal the host's, byte by byte", "[gpu][pack]") {
+  // The reshard executor's packing: random regions of random tiles (1-4 dimensions, the last
+  // in bytes of 1-16-byte elements) back to back in one buffer, then unpacked into other
+  // tiles; 1-150 pieces a message, so that batches of the kernel fill and flush.
+  test_stream s;
+  for (const redist::cuda_pack engine : {redist::cuda_pack::kernel, redist::cuda_pack::copy_engine}) {
+    const cuda_memory mem(0, s.s, engine);
+    INFO("strided copies by " << mem.pack_engine());
+    std::mt19937_64 rng(0x62617463);
+    std::uint64_t bytes = 0;
+    for (int m = 0; m < 40; ++m) {
+      const std::size_t tiles = 1 + rng() % 6, pieces = 1 + rng() % (m % 4 == 0 ? 150 : 20);
+      std::vector<std::vector<std::byte>> host(tiles);
+      std::vector<cuda_buffer<std::byte>> dev;
+      std::vector<std::array<std::uint64_t, redist::max_dims>> ext(tiles);
+      std::vector<int> rank(tiles);
+      std::vector<std::uint64_t> elem(tiles);
+      for (std::size_t t = 0; t < tiles; ++t) {
+        rank[t] = 1 + static_cast<int>(rng() % 4);
+        elem[t] = std::uint64_t{1} << (rng() % 5);
+        std::uint64_t n = elem[t];
+        for (int d = 0; d < rank[t]; ++d) {
+          ext[t][static_cast<std::size_t>(d)] = 1 + rng() % 9;
+          n *= ext[t][static_cast<std::size_t>(d)];
+        }
+        ext[t][static_cast<std::size_t>(rank[t] - 1)] *= elem[t];
+        host[t].resize(n);
+        for (auto& b : host[t]) b = static_cast<std::byte>(rng());
+        dev.push_back(cuda_buffer<std::byte>(n, 0));
+        REDIST_CUDA_CHECK(cudaMemcpy(dev.back().data(), host[t].data(), n, cudaMemcpyHostToDevice));
+      }
+      // Each piece: a region of a random tile, whole elements in the last dimension.
+      std::vector<std::pair<std::size_t, redist::detail::byte_region>> region;
+      std::vector<redist::detail::byte_region> packed;
+      std::uint64_t total = 0;
+      for (std::size_t k = 0; k < pieces; ++k) {
+        const std::size_t t = rng() % tiles;
+        redist::detail::byte_region r, q;
+        r.rank = q.rank = rank[t];
+        r.ext = ext[t];
+        std::uint64_t size = 1;
+        for (int d = 0; d < rank[t]; ++d) {
+          const auto u = static_cast<std::size_t>(d);
+          const std::uint64_t e = d == rank[t] - 1 ? elem[t] : 1, n = r.ext[u] / e;
+          const std::uint64_t lo = rng() % n, len = 1 + rng() % (n - lo);
+          r.region.start[u] = lo * e;
+          r.region.size[u] = q.ext[u] = q.region.size[u] = len * e;
+          size *= len * e;
+        }
+        region.emplace_back(t, r);
+        packed.push_back(q);
+        total += size;
+      }
+      std::vector<std::byte> want(total), got(total);
+      cuda_buffer<std::byte> buf(total, 0);
+      std::vector<redist::detail::byte_copy> copies;
+      std::uint64_t at = 0;
+      for (std::size_t k = 0; k < pieces; ++k) {
+        const auto& [t, r] = region[k];
+        redist::detail::copy_region(host[t].data(), r, want.data() + at, packed[k]);
+        redist::detail::region_copies(copies, dev[t].data(), r, buf.data() + at, packed[k]);
+        std::uint64_t n = 1;
+        for (int d = 0; d < packed[k].rank; ++d) n *= packed[k].ext[static_cast<std::size_t>(d)];
+        at += n;
+      }
+      mem.strided_batch(copies);
+      REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
+      REDIST_CUDA_CHECK(cudaMemcpy(got.data(), buf.data(), total, cudaMemcpyDeviceToHost));
+      REQUIRE(got == want);
+      // Unpack the message into zeroed copies of the tiles (the pieces may overlap there, so
+      // each piece goes to a tile of its own).
+      std::vector<cuda_buffer<std::byte>> out;
+      copies.clear();
+      at = 0;
+      for (std::size_t k = 0; k < pieces; ++k) {
+        const auto& [t, r] = region[k];
+        out.push_back(cuda_buffer<std::byte>(host[t].size(), 0));
+        REDIST_CUDA_CHECK(cudaMemset(out.back().data(), 0, host[t].size()));
+        redist::detail::region_copies(copies, buf.data() + at, packed[k], out.back().data(), r);
+        std::uint64_t n = 1;
+        for (int d = 0; d < packed[k].rank; ++d) n *= packed[k].ext[static_cast<std::size_t>(d)];
+        at += n;
+      }
+      mem.strided_batch(copies);
+      REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
+      at = 0;
+      for (std::size_t k = 0; k < pieces; ++k) {
+        const auto& [t, r] = region[k];
+        std::vector<std::byte> expect(host[t].size()), back(host[t].size());
+        redist::detail::copy_region(want.data() + at, packed[k], expect.data(), r);
+        REDIST_CUDA_CHECK(cudaMemcpy(back.data(), out[k].data(), back.size(), cudaMemcpyDeviceToHost));
+        REQUIRE(back == expect);
+        std::uint64_t n = 1;
+        for (int d = 0; d < packed[k].rank; ++d) n *= packed[k].ext[static_cast<std::size_t>(d)];
+        at += n;
+      }
+      bytes += 2 * total;
+    }
+    std::printf("batched copies (%s): %llu bytes compared with the host's\n", mem.pack_engine().c_str(),
+                static_cast<unsigned long long>(bytes));
+    CHECK(bytes > 0);
   }
 }
 

@@ -4,8 +4,11 @@
 // random problems on meshes of D = <ranks> devices (partial sums too), fills its source
 // tile in device memory with values encoding their global index, redistributes through
 // NCCL, and checks every element of its target tile; then a few redistributions between
-// meshes on device sets (ranks holding no tile on one side); then the agreement refuses a
-// program mismatch with nothing moved. Rank 0 prints the totals.
+// meshes on device sets (ranks holding no tile on one side); then random reshards of many
+// arrays (runtime/reshard_executor.hpp: message rounds of pieces packed and unpacked on the
+// device by the batch kernel, some under a byte budget), every target element checked, and
+// host tiles refused; then the agreement refuses a program mismatch with nothing moved.
+// Rank 0 prints the totals.
 // Without a GPU per rank (a machine without GPU: what runs in CI; or two ranks of a node
 // on one GPU) the backend must refuse on every rank with a clear message before NCCL
 // starts, and the test checks that it does, and says so.
@@ -15,11 +18,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,9 +34,13 @@
 #include "redist/lower/between.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
+#include "redist/lower/reshard.hpp"
 #include "redist/runtime/executor.hpp"
+#include "redist/runtime/reshard_executor.hpp"
+#include "redist/runtime/reshard_tiles.hpp"
 #include "redist/runtime/verify.hpp"
 #include "support/random_problems.hpp"
+#include "support/reshard_problems.hpp"
 
 // A namespace of its own: on the CPU stand-in it compiles in one unit with nccl_gpu_test.cpp
 // (nccl_emulated_main.cpp).
@@ -44,7 +54,7 @@ void fail(int rank, const std::string& what) {
 }
 
 struct totals {
-  std::uint64_t problems = 0, elements = 0, mismatches = 0;
+  std::uint64_t problems = 0, elements = 0, mismatches = 0, reshards = 0, messages = 0;
   std::uint64_t ops[7] = {};
 };
 
@@ -186,6 +196,89 @@ void placed_cases(redist::nccl_backend& b, totals& tot) {
     const std::string dst = "{y: " + std::to_string(W - h) + "}" + list(h, W - h);
     run_placed_problem(b, src, "[{x}" + G + ", 7]", dst, "[{y}" + G + ", 7]", tot);
     run_placed_problem(b, src, "[{x}" + G + ", 7]", dst, "[" + G + ", 7]", tot);
+    run_placed_problem(b, dst, "[{y}" + G + ", 3]", "{}" + list(0, 1), "[" + G + ", 3]", tot);  // onto one rank
+  }
+}
+
+/// `n` seeded random reshards of many arrays (tests/support/reshard_problems.hpp) in the
+/// world of the backend's ranks, planned jointly (every other one under a budget that cuts
+/// the pieces into rounds; every fifth one call per array): the tiles in device memory,
+/// every target element checked on the host, the message buffer within the budget. Then
+/// host tiles, which the device cannot use, refused on every rank before anything moves.
+void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
+  const int me = static_cast<int>(b.rank());
+  std::mt19937 rng(2699);
+  redist::testing::reshard_workload w;
+  w.max_world = b.devices();
+  for (std::size_t i = 0; i < n; ++i) {
+    redist::testing::reshard_case c = redist::testing::random_reshard(rng, w);
+    redist::testing::widen_world(c.problem, b.devices());
+    redist::reshard_options o;
+    o.joint = i % 5 != 4;
+    redist::reshard_plan p = redist::plan_reshard(c.problem, o);
+    const std::uint64_t row = redist::testing::largest_row(p);
+    if (i % 2 == 1 && row > 0) {
+      o.budget_bytes = row + rng() % (2 * row + 1);
+      p = redist::plan_reshard(c.problem, o);
+    }
+    try {
+      redist::reshard_executor<redist::nccl_backend> ex(b, p);
+      redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+      redist::fill_reshard_sources(p, ex.local_ranks(), t);
+      std::vector<redist::cuda_buffer<std::byte>> din, dout;
+      std::vector<std::span<const std::byte>> in;
+      std::vector<std::span<std::byte>> out;
+      for (const auto& h : t.in) {
+        din.push_back(upload<std::byte>(b, h));
+        in.emplace_back(din.back().data(), h.size());
+      }
+      for (const auto& h : t.out) {
+        dout.emplace_back(h.size(), b.device());
+        out.emplace_back(dout.back().data(), h.size());
+      }
+      ex.run(in, out);
+      b.synchronize();
+      for (std::size_t k = 0; k < t.out.size(); ++k)
+        if (!t.out[k].empty())
+          REDIST_CUDA_CHECK(cudaMemcpy(t.out[k].data(), dout[k].data(), t.out[k].size(), cudaMemcpyDeviceToHost));
+      if (o.budget_bytes > 0 && ex.message_bytes() > o.budget_bytes)
+        fail(me, c.text + ": message buffer of " + std::to_string(ex.message_bytes()) + " bytes, over the budget");
+      const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+      tot.elements += k.checked;
+      tot.mismatches += k.wrong;
+      if (!k.ok()) fail(me, c.text + ": " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
+      ++tot.reshards;
+      for (std::size_t r = 0; r < p.rounds.size(); ++r) tot.messages += p.messages(r);
+    } catch (const redist::redist_error& e) {
+      const std::string what = e.what();
+      if (what.find("its own program holds") == std::string::npos && what.find("another rank rejected") == std::string::npos)
+        fail(me, c.text + ": " + what);  // else an own program over the budget: refused on every rank
+    }
+  }
+  // Host tiles: refused on every rank, naming the array, the rank and the tile.
+  redist::reshard_problem pr;
+  pr.world = b.devices();
+  const std::string D = std::to_string(b.devices()), G = std::to_string(4 * b.devices());
+  redist::placed_layout from, to;
+  from.pm = to.pm = redist::parse_placed_mesh("{x: " + D + "}");
+  from.type = redist::parse_type(from.pm.mesh, "[{x}" + G + ", " + G + "]");
+  to.type = redist::parse_type(to.pm.mesh, "[" + G + ", {x}" + G + "]");
+  pr.arrays.push_back({"w", redist::element_type::f32, from, to});
+  redist::reshard_executor<redist::nccl_backend> ex(b, redist::plan_reshard(pr, {}));
+  redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+  std::vector<redist::cuda_buffer<std::byte>> dout;
+  std::vector<std::span<std::byte>> out;
+  for (const auto& h : t.out) {
+    dout.emplace_back(h.size(), b.device());
+    out.emplace_back(dout.back().data(), h.size());
+  }
+  const std::string want = "array 'w' on rank " + std::to_string(me) + ": the source tile is host memory, not memory of CUDA device " +
+                           std::to_string(b.device());
+  try {
+    ex.run(t.sources(), out);
+    fail(me, "host tiles: no error");
+  } catch (const redist::redist_error& e) {
+    if (e.what() != want) fail(me, std::string("host tiles: got '") + e.what() + "', expected '" + want + "'");
   }
 }
 
@@ -292,6 +385,7 @@ int run(int argc, char** argv) {
         run_problem<float>(b, redist::testing::random_uneven_problem(rng, ws[i % ws.size()]), tot);
       }
       placed_cases(b, tot);  // meshes on device sets: ranks that hold no tile on one side
+      reshard_cases(b, std::max<std::size_t>(count / 2, 2), tot);  // many arrays: message rounds
       if (b.devices() > 1) mismatch_case(b);  // one rank cannot disagree with itself
     } catch (const std::exception& e) {
       fail(me, std::string("exception: ") + e.what());
@@ -305,13 +399,14 @@ int run(int argc, char** argv) {
     if (me == 0)
       std::printf("nccl backend over MPI, %d ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
                   "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
-                  "%llu reducescatter, %llu exchange; %.2f s\n",
+                  "%llu reducescatter, %llu exchange; %llu reshards of many arrays in %llu messages; %.2f s\n",
                   size, static_cast<unsigned long long>(all[3] / static_cast<std::uint64_t>(size)),
                   static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
                   static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
                   static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
                   static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
-                  static_cast<unsigned long long>(tot.ops[5]), static_cast<unsigned long long>(tot.ops[6]), seconds);
+                  static_cast<unsigned long long>(tot.ops[5]), static_cast<unsigned long long>(tot.ops[6]),
+                  static_cast<unsigned long long>(tot.reshards), static_cast<unsigned long long>(tot.messages), seconds);
     rc = all[1] == 0 && all[2] == 0 && all[3] >= (count + uneven_count + 3) * static_cast<std::uint64_t>(size) ? 0 : 1;
   }
   MPI_Finalize();

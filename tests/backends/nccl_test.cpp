@@ -395,6 +395,9 @@ TEST_CASE("NVRTC compiles the copy kernel (no GPU needed)", "[nccl][kernel]") {
     for (const char* kind : {"redist_strided_", "redist_transpose_"})
       for (const char* unit : {"16", "8", "4", "2", "1"})
         for (const char* bits : {"_32", "_64"}) CHECK(code.find(std::string(kind) + unit + bits) != std::string::npos);
+    CHECK(code.find(".entry redist_batch(") != std::string::npos);  // the batch kernel, its argument by value
+    CHECK(code.find(".param .align 8 .b8 redist_batch_param_0[" + std::to_string(sizeof(redist::detail::strided_jobs)) +
+                    "]") != std::string::npos);
     CHECK(code.find("ld.global.nc.v2.u64") != std::string::npos);  // 16-byte loads
     (void)nvrtcDestroyProgram(&prog);
   }

@@ -9,10 +9,16 @@
 //   nccl_pack_bench [MiB per tile = 256] [repetitions = 20]
 //   nccl_pack_bench --count        prints the number of CUDA devices and exits
 //
-// Prints a Markdown table; exits non-zero if a result is wrong (not if it is slow: the
+// A second table: the reshard executor's fused messages (runtime/reshard_executor.hpp): many
+// arrays' pieces packed back to back into one message and unpacked from it by one batch of
+// copies (cuda_memory::strided_batch), and by one strided copy per piece, against a device
+// copy of the message's bytes.
+//
+// Prints Markdown tables; exits non-zero if a result is wrong (not if it is slow: the
 // goal, pack and unpack at >= 80% of the copy's bandwidth, is reported per row).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "redist/backends/nccl.hpp"
+#include "redist/runtime/memory.hpp"
 #include "redist/runtime/pack.hpp"
 
 namespace {
@@ -54,6 +61,136 @@ float time_ms(cudaStream_t s, int reps, F f) {
   REDIST_CUDA_CHECK(cudaEventDestroy(a));
   REDIST_CUDA_CHECK(cudaEventDestroy(b));
   return ms / static_cast<float>(reps);
+}
+
+/// One piece of a message: the block of columns [lo, lo + n) of a row-major rows x cols
+/// float32 tile.
+struct piece_spec {
+  std::uint64_t rows, cols, lo, n;
+};
+
+/// The reshard executor's messages (runtime/reshard_executor.hpp): many arrays' pieces packed
+/// back to back into one buffer and unpacked from it, as one batch of copies
+/// (cuda_memory::strided_batch, the batch kernel) and one strided copy per piece, against a
+/// device copy of the message's bytes. Tiles lie back to back in a, the message in b, the
+/// unpacked tiles in c. Prints a table; returns the number of wrong results.
+int fused_messages(const redist::cuda_memory& mem, cudaStream_t stream, int reps, std::uint64_t elements,
+                   redist::cuda_buffer<float>& a, redist::cuda_buffer<float>& b, redist::cuda_buffer<float>& c,
+                   const std::vector<float>& host) {
+  using T = float;
+  struct message_case {
+    const char* what;
+    std::vector<piece_spec> pieces;
+  };
+  std::vector<message_case> cases;
+  {  // a GPT-style layer stack, TP 2 -> TP 4: each rank sends half the columns it holds of
+     // 4 matrices and 2 norms per layer (150 pieces), the matrices scaled to the buffer
+    message_case m{"150 arrays: half the columns of 4 matrices and 2 norms a layer", {}};
+    const std::uint64_t layers = 25, h = 256;
+    std::uint64_t per_layer = 2 * h;
+    const std::uint64_t cols[4] = {3 * h / 2, h / 2, 2 * h, 2 * h};
+    for (std::uint64_t x : cols) per_layer += x * h;
+    const std::uint64_t scale = std::max<std::uint64_t>(1, elements / (layers * per_layer));
+    for (std::uint64_t l = 0; l < layers; ++l) {
+      for (std::uint64_t x : cols) m.pieces.push_back({h * scale, x, x / 2, x / 2});
+      m.pieces.push_back({1, h, 0, h / 2});
+      m.pieces.push_back({1, h, h / 2, h / 2});
+    }
+    cases.push_back(m);
+  }
+  {  // many small arrays: 1536 contiguous pieces of 16 KiB and 2 KiB rows
+    message_case m{"1536 arrays of 16 KiB, whole tiles", {}};
+    for (int i = 0; i < 1536; ++i) m.pieces.push_back({8, 512, 0, 512});
+    cases.push_back(m);
+  }
+  {  // one array's pieces for 8 ranks: 8 column blocks of one tile, runs of 512 B
+    message_case m{"8 column blocks of one array, runs of 512 B", {}};
+    const std::uint64_t cols = 1024, rows = elements / (8 * cols);
+    for (std::uint64_t k = 0; k < 8; ++k) m.pieces.push_back({rows, cols, k * cols / 8, cols / 8});
+    cases.push_back(m);
+  }
+  std::printf("\n# fused messages: many arrays' pieces packed into one message and unpacked, one batch of copies "
+              "(%s) against one strided copy per piece, against a device copy of the message's bytes\n\n",
+              mem.pack_engine().c_str());
+  std::printf("| message | pieces | MiB | copy GB/s | fused pack GB/s | / copy | fused unpack GB/s | / copy | "
+              "per-piece pack / copy | per-piece unpack / copy | checked |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  int wrong = 0;
+  double worst = 1e9;
+  for (const message_case& m : cases) {
+    // The pieces' copies: tile t at offset ta in a (and c), its piece at offset at in b.
+    std::vector<redist::detail::byte_copy> pack, unpack;
+    std::uint64_t ta = 0, at = 0;
+    bool fits = true;
+    for (const piece_spec& p : m.pieces) {
+      if (ta + p.rows * p.cols > elements) {
+        fits = false;
+        break;
+      }
+      redist::detail::strided_copy k;  // bytes: rows runs of n floats
+      k.count = 1;
+      k.rows = p.rows;
+      k.width = p.n * sizeof(T);
+      k.src = (ta + p.lo) * sizeof(T);
+      k.src_pitch = p.cols * sizeof(T);
+      k.src_step = p.rows * k.src_pitch;
+      k.dst = at * sizeof(T);
+      k.dst_pitch = k.width;
+      k.dst_step = p.rows * k.width;
+      const auto* A = reinterpret_cast<const std::byte*>(a.data());
+      auto* B = reinterpret_cast<std::byte*>(b.data());
+      auto* C = reinterpret_cast<std::byte*>(c.data());
+      pack.push_back({k, A, B});
+      redist::detail::strided_copy u = k;
+      std::swap(u.src, u.dst);
+      std::swap(u.src_pitch, u.dst_pitch);
+      std::swap(u.src_step, u.dst_step);
+      unpack.push_back({u, B, C});
+      ta += p.rows * p.cols;
+      at += p.rows * p.n;
+    }
+    if (!fits) continue;
+    const double bytes = static_cast<double>(at * sizeof(T));
+    auto gbs = [&](float ms) { return bytes / (static_cast<double>(ms) * 1e6); };
+    const double copy = gbs(time_ms(stream, reps, [&] {
+      REDIST_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), at * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    }));
+    const double fp = gbs(time_ms(stream, reps, [&] { mem.strided_batch(pack); }));
+    const double fu = gbs(time_ms(stream, reps, [&] { mem.strided_batch(unpack); }));
+    const double pp = gbs(time_ms(stream, reps, [&] {
+      for (const auto& x : pack) mem.strided(x.c, x.src, x.dst);
+    }));
+    const double pu = gbs(time_ms(stream, reps, [&] {
+      for (const auto& x : unpack) mem.strided(x.c, x.src, x.dst);
+    }));
+    // Check: b = the pieces of a back to back; c = a on every piece.
+    REDIST_CUDA_CHECK(cudaMemset(b.data(), 0, at * sizeof(T)));
+    REDIST_CUDA_CHECK(cudaMemset(c.data(), 0, ta * sizeof(T)));
+    mem.strided_batch(pack);
+    mem.strided_batch(unpack);
+    REDIST_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<T> gb(at), gc(ta);
+    REDIST_CUDA_CHECK(cudaMemcpy(gb.data(), b.data(), at * sizeof(T), cudaMemcpyDeviceToHost));
+    REDIST_CUDA_CHECK(cudaMemcpy(gc.data(), c.data(), ta * sizeof(T), cudaMemcpyDeviceToHost));
+    bool ok = true;
+    std::uint64_t t0 = 0, p0 = 0;
+    for (const piece_spec& p : m.pieces) {
+      for (std::uint64_t r = 0; r < p.rows && ok; ++r)
+        for (std::uint64_t j = 0; j < p.n && ok; ++j) {
+          const T want = host[t0 + r * p.cols + p.lo + j];
+          ok = gb[p0 + r * p.n + j] == want && gc[t0 + r * p.cols + p.lo + j] == want;
+        }
+      t0 += p.rows * p.cols;
+      p0 += p.rows * p.n;
+    }
+    wrong += ok ? 0 : 1;
+    worst = std::min(worst, std::min(fp, fu) / copy);
+    std::printf("| %s | %zu | %.1f | %.0f | %.0f | %.0f%% | %.0f | %.0f%% | %.0f%% | %.0f%% | %s |\n", m.what,
+                m.pieces.size(), bytes / (1 << 20), copy, fp, 100 * fp / copy, fu, 100 * fu / copy, 100 * pp / copy,
+                100 * pu / copy, ok ? "yes" : "WRONG");
+  }
+  std::printf("\nworst fused pack or unpack / copy: %.0f%% (goal: >= 80%%); %d wrong results\n", 100 * worst, wrong);
+  return wrong;
 }
 
 }  // namespace
@@ -150,6 +287,7 @@ int main(int argc, char** argv) {
     std::printf("\nworst pack or unpack / copy: %.0f%% by %s (goal: >= 80%%), %.0f%% by the copy engine; %d wrong "
                 "results\n",
                 100 * worst, mem.pack_engine().c_str(), 100 * worst_engine, wrong);
+    wrong += fused_messages(mem, stream, reps, elements, a, b, c, host);
     REDIST_CUDA_CHECK(cudaStreamDestroy(stream));
     return wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {

@@ -37,9 +37,11 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "redist/runtime/memory.hpp"
 #include "redist/runtime/pack.hpp"
 
 namespace redist::detail {
@@ -105,7 +107,69 @@ REDIST_STRIDED_UNIT(8, v8)
 REDIST_STRIDED_UNIT(4, u32)
 REDIST_STRIDED_UNIT(2, unsigned short)
 REDIST_STRIDED_UNIT(1, unsigned char)
+struct redist_job {
+  const unsigned char* src;
+  unsigned char* dst;
+  u64 width, rows, total, src_pitch, src_step, dst_pitch, dst_step;
+  u32 unit, pad;
+};
+struct redist_jobs {
+  redist_job job[48];  // strided_batch_size
+  u32 n, pad;
+};
+template <class U>
+__device__ __forceinline__ void redist_run_job(const redist_job& b) {
+  const U* __restrict__ src = (const U*)b.src;
+  U* __restrict__ dst = (U*)b.dst;
+  const u64 block = blockDim.x, stride = (u64)gridDim.x * block * 4;
+  for (u64 base = (u64)blockIdx.x * block * 4 + threadIdx.x; base < b.total; base += stride) {
+    U v[4];
+    u64 to[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const u64 t = base + (u64)u * block;
+      if (t < b.total) {
+        const u64 q = t / b.width, k = t - q * b.width, i = q / b.rows, j = q - i * b.rows;
+        v[u] = src[i * b.src_step + j * b.src_pitch + k];
+        to[u] = i * b.dst_step + j * b.dst_pitch + k;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (base + (u64)u * block < b.total) dst[to[u]] = v[u];
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) redist_batch(const __grid_constant__ redist_jobs jobs) {
+  const redist_job& b = jobs.job[blockIdx.y];
+  switch (b.unit) {
+    case 16: redist_run_job<v16>(b); break;
+    case 8: redist_run_job<v8>(b); break;
+    case 4: redist_run_job<u32>(b); break;
+    case 2: redist_run_job<unsigned short>(b); break;
+    default: redist_run_job<unsigned char>(b); break;
+  }
+}
 )";
+
+/// One copy of a batch (the kernel redist_batch): the run kernel's arguments with 64-bit
+/// indices, in units of `unit` bytes, from src to dst (offset to the first run). The
+/// layout is the kernel source's struct redist_job.
+struct strided_job {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  std::uint64_t width = 0, rows = 0, total = 0, src_pitch = 0, src_step = 0, dst_pitch = 0, dst_step = 0;
+  std::uint32_t unit = 0, pad = 0;
+};
+/// The most copies one launch of redist_batch takes (the length of redist_jobs::job in the
+/// kernel source): its argument (strided_jobs) stays within the 4 KiB that every CUDA device
+/// passes to a kernel.
+inline constexpr std::size_t strided_batch_size = 48;
+/// The argument of redist_batch (struct redist_jobs): block (x, y) works on job[y].
+struct strided_jobs {
+  std::array<strided_job, strided_batch_size> job{};
+  std::uint32_t n = 0, pad = 0;
+};
+static_assert(sizeof(strided_job) == 80 && sizeof(strided_jobs) <= 4096, "redist_batch's argument: at most 4 KiB");
 
 /// Unit sizes the kernels move, widest first.
 inline constexpr std::array<std::size_t, 5> strided_units = {16, 8, 4, 2, 1};
@@ -120,6 +184,8 @@ class strided_kernels {
   [[nodiscard]] cudaKernel_t kernel(bool transpose, std::size_t unit, bool wide) const noexcept {
     return k_[(transpose ? strided_units.size() * 2 : 0) + unit * 2 + (wide ? 1 : 0)];
   }
+  /// The batch kernel (redist_batch: up to strided_batch_size copies in one launch).
+  [[nodiscard]] cudaKernel_t batch() const noexcept { return batch_; }
   /// Which code was loaded: "sm_90 cubin", or "compute_90 PTX" when NVRTC does not know
   /// the device's architecture and the driver compiles PTX of the newest one it does.
   [[nodiscard]] const std::string& target() const noexcept { return target_; }
@@ -172,14 +238,20 @@ class strided_kernels {
       for (std::size_t unit : strided_units)
         for (const char* bits : {"_32", "_64"}) {
           const std::string name = kind + std::to_string(unit) + bits;
-          const cudaError_t rc = cudaLibraryGetKernel(&k_[n++], lib_, name.c_str());
-          if (rc != cudaSuccess) {
-            (void)cudaGetLastError();
-            error_ = "cudaLibraryGetKernel(" + name + "): " + cudaGetErrorString(rc);
-            k_.fill(nullptr);
-            return;
-          }
+          if (!get(&k_[n++], name.c_str())) return;
         }
+    (void)get(&batch_, "redist_batch");
+  }
+
+  /// Kernel `name` of the library into *k; false, with error_ set and no kernel left, if not.
+  bool get(cudaKernel_t* k, const char* name) {
+    const cudaError_t rc = cudaLibraryGetKernel(k, lib_, name);
+    if (rc == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    error_ = "cudaLibraryGetKernel(" + std::string(name) + "): " + cudaGetErrorString(rc);
+    k_.fill(nullptr);
+    batch_ = nullptr;
+    return false;
   }
 
   /// Compile for sm_<cc> (cubin) or compute_<cc> (PTX) and load it; "" or why not.
@@ -223,6 +295,7 @@ class strided_kernels {
   }
 
   std::array<cudaKernel_t, strided_units.size() * 4> k_{};
+  cudaKernel_t batch_ = nullptr;
   cudaLibrary_t lib_ = nullptr;
   std::string error_, target_;
 };
@@ -315,6 +388,53 @@ inline cudaError_t launch_strided(const strided_kernels& kernels, int sms, const
     args[2 + i] = l.wide ? static_cast<void*>(&a[i]) : static_cast<void*>(&narrow[i]);
   }
   return cudaLaunchKernel(k, g, b, args, 0, stream);
+}
+
+/// Launch the byte copies `copies` (runtime/memory.hpp's byte_copy; no copy writes where
+/// another reads or writes) on `stream` with `kernels` (ready) on a device of `sms`
+/// multiprocessors: up to strided_batch_size copies per launch of the batch kernel, in units
+/// as wide as each copy allows; transposes (plan_strided_launch) launch on their own. Block
+/// (x, y) of a batch works on copy y: each copy gets the blocks its size needs, up to 16 per
+/// multiprocessor shared among the batch but never fewer than 2 per multiprocessor. Returns
+/// the first failed launch's result.
+inline cudaError_t launch_batch(const strided_kernels& kernels, int sms, std::span<const byte_copy> copies,
+                                cudaStream_t stream) {
+  constexpr unsigned block = 256;
+  const std::uint64_t m = static_cast<std::uint64_t>(std::max(sms, 1));
+  strided_jobs jobs;
+  std::uint64_t most = 0;  // the largest job's units
+  auto flush = [&]() -> cudaError_t {
+    if (jobs.n == 0) return cudaSuccess;
+    const std::uint64_t share = std::max(m * 2, m * 16 / jobs.n);
+    const std::uint64_t gx = std::max<std::uint64_t>(1, std::min(share, (most + block * 4 - 1) / (block * 4)));
+    void* args[1] = {&jobs};
+    const cudaError_t rc = cudaLaunchKernel(static_cast<const void*>(kernels.batch()),
+                                            dim3(static_cast<unsigned>(gx), jobs.n), dim3(block), args, 0, stream);
+    jobs.n = 0;
+    most = 0;
+    return rc;
+  };
+  for (const byte_copy& b : copies) {
+    if (b.c.elements() == 0) continue;
+    const std::byte* s = b.src + b.c.src;
+    std::byte* d = b.dst + b.c.dst;
+    const strided_launch l =
+        plan_strided_launch(b.c, 1, reinterpret_cast<std::uintptr_t>(s), reinterpret_cast<std::uintptr_t>(d), 0);
+    if (l.transpose) {
+      const cudaError_t rc = launch_strided(kernels, sms, b.c, 1, b.src, b.dst, stream);
+      if (rc != cudaSuccess) return rc;
+      continue;
+    }
+    strided_job& j = jobs.job[jobs.n++];
+    j = {s, d, l.width, l.rows, l.total, l.src_pitch, l.src_step, l.dst_pitch, l.dst_step,
+         static_cast<std::uint32_t>(strided_units[l.unit]), 0};
+    most = std::max(most, l.total);
+    if (jobs.n == strided_batch_size) {
+      const cudaError_t rc = flush();
+      if (rc != cudaSuccess) return rc;
+    }
+  }
+  return flush();
 }
 
 }  // namespace redist::detail

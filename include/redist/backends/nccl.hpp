@@ -38,7 +38,10 @@
 //   options.grouped_alltoall), otherwise grouped ncclSend / ncclRecv; permute: grouped
 //   ncclSend / ncclRecv (fixed points are local copies); exchange (redist/exchange.hpp):
 //   the executor packs the pieces on the device, then grouped ncclSend / ncclRecv of the
-//   non-empty ones (alltoallv); allreduce / reducescatter:
+//   non-empty ones (alltoallv); message rounds (the reshard executor of many arrays,
+//   runtime/reshard_executor.hpp): each message's pieces packed by one batch kernel
+//   launch (backends/cuda_strided.hpp), one group of ncclSend / ncclRecv, each received
+//   message unpacked by one launch; allreduce / reducescatter:
 //   ncclAllReduce / ncclReduceScatter with ncclSum, ncclMax, ncclMin, ncclProd or ncclAvg
 //   (the step's reduction; ncclAvg, NCCL >= 2.10, divides integer sums with truncation
 //   as the other backends do), for element types with an NCCL datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
@@ -393,6 +396,17 @@ class cuda_memory {
     strided(detail::concat_all_plan(chunk_ext, d, n, chunks.size(), tile.size()), chunks.data(), tile.data());
   }
 
+  /// Execute byte copies (runtime/memory.hpp's strided_batch: the reshard executor's packing
+  /// and unpacking of messages): with the kernel, one launch per detail::strided_batch_size
+  /// copies (detail::launch_batch); with the copy engine, strided() each.
+  void strided_batch(std::span<const detail::byte_copy> copies) const {
+    if (kernels_ != nullptr) {
+      REDIST_CUDA_CHECK(detail::launch_batch(*kernels_, sms_, copies, stream_));
+      return;
+    }
+    for (const detail::byte_copy& b : copies) strided(b.c, b.src, b.dst);
+  }
+
   /// "" if p is memory of this device (or managed memory), else why not.
   template <class T>
   [[nodiscard]] std::string check_pointer(const T* p) const {
@@ -729,17 +743,45 @@ class nccl_backend {
     const std::pair<rank_t, rank_t> to_from = detail::check_permutation(who, dest, size_, me_);
     const rank_t to = to_from.first, from = to_from.second;
     const std::size_t bytes = detail::block_bytes<T>(who, count);
+    if (to == me_) {  // a fixed point: a local copy, or nothing on a rank that holds no tile (format 2)
+      const bool held = io.send.size() > me_ && io.recv.size() > me_ && io.send[me_] != nullptr && io.recv[me_] != nullptr;
+      if (held) copy_bytes(reinterpret_cast<std::byte*>(io.recv[me_]), reinterpret_cast<const std::byte*>(io.send[me_]), bytes);
+      return;
+    }
     const auto bufs = buffers(io);
     const std::byte* send = bufs.first;
     std::byte* recv = bufs.second;
-    if (to == me_) {
-      if (send != nullptr) copy_bytes(recv, send, bytes);
-      return;
-    }
     in_group([&] {
       REDIST_NCCL_CHECK(ncclSend(send, bytes, ncclUint8, static_cast<int>(to), comm_.h, stream_.h));
       REDIST_NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, static_cast<int>(from), comm_.h, stream_.h));
     });
+  }
+
+  /// A message round (runtime/backend.hpp, message_backend: the joint exchange of many
+  /// arrays, runtime/reshard_executor.hpp), all in stream order: pack(k) for every send
+  /// (the executor enqueues the message's packing, one batch kernel), the receives and
+  /// sends as one NCCL group, local() (the pieces the rank keeps), then unpack(k) for every
+  /// receive. Buffers may be reused by whatever is enqueued on the stream after it.
+  template <class Pack, class Local, class Unpack>
+  void message_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack, Local&& local,
+                     Unpack&& unpack) {
+    for (const auto* side : {&sends, &recvs})
+      for (const message& m : *side)
+        if (m.peer >= size_ || m.peer == me_)
+          throw redist_error(errc::runtime, std::string(who) + ": rank " + std::to_string(me_) +
+                                                ": a message to or from rank " + std::to_string(m.peer) + " of " +
+                                                std::to_string(size_));
+    for (std::size_t k = 0; k < sends.size(); ++k) pack(k);
+    in_group([&] {
+      for (const message& r : recvs)
+        if (r.bytes != 0)
+          REDIST_NCCL_CHECK(ncclRecv(r.data, r.bytes, ncclUint8, static_cast<int>(r.peer), comm_.h, stream_.h));
+      for (const message& m : sends)
+        if (m.bytes != 0)
+          REDIST_NCCL_CHECK(ncclSend(m.data, m.bytes, ncclUint8, static_cast<int>(m.peer), comm_.h, stream_.h));
+    });
+    local();
+    for (std::size_t k = 0; k < recvs.size(); ++k) unpack(k);
   }
 
   template <class T>
@@ -922,6 +964,7 @@ static_assert(backend_for<nccl_backend, std::int16_t>);
 static_assert(reducing_backend_for<nccl_backend, double>);
 static_assert(reducing_backend_for<nccl_backend, std::int32_t>);
 static_assert(!reducing_backend_for<nccl_backend, std::int16_t>);
+static_assert(message_backend<nccl_backend>);
 
 }  // namespace redist
 

@@ -33,6 +33,13 @@
 //                         execute the strided copy c (pack.hpp's detail::strided_copy) from
 //                         src to dst (const T*, T*; no overlap): the executor's chunked
 //                         packing and unpacking of blocks (block_piece_copies).
+//   mem.strided_batch(copies)
+//                         optional: execute the byte copies `copies` (detail::byte_copy,
+//                         none writing where another reads or writes) in any order, as
+//                         few operations as it can (the NCCL backend: one kernel launch
+//                         per 48); without it, detail::strided_copies makes one
+//                         mem.strided each. The reshard executor packs and unpacks its
+//                         messages with it (runtime/reshard_executor.hpp).
 //   mem.check_pointer(p)  for a user's tile p (const T*): "" if the executor may read and
 //                         write it through this memory space, otherwise a phrase saying
 //                         why not ("is host memory, not memory of CUDA device 0"); called
@@ -123,6 +130,26 @@ concept memory_space_for =
       mem.strided(detail::strided_copy{}, cp, p);
       { mem.check_pointer(cp) } -> std::convertible_to<std::string>;
     };
+
+namespace detail {
+/// One strided copy of bytes (pack.hpp's strided_copy of 1-byte elements) from src to dst.
+struct byte_copy {
+  strided_copy c;
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+};
+
+/// Execute `copies` in memory space `mem` (none writing where another reads or writes): all
+/// at once where the space has strided_batch, otherwise one mem.strided each.
+template <class M>
+void strided_copies(const M& mem, std::span<const byte_copy> copies) {
+  if constexpr (requires { mem.strided_batch(copies); }) {
+    mem.strided_batch(copies);
+  } else {
+    for (const byte_copy& b : copies) mem.strided(b.c, b.src, b.dst);
+  }
+}
+}  // namespace detail
 
 /// The memory space of a backend: b.memory() if it has one, otherwise host_memory{}.
 template <class B>

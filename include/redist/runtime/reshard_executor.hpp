@@ -23,6 +23,13 @@
 //     holds a round's sends, then its receives; it is allocated once, the largest over the
 //     rounds: at most the plan's budget.
 //
+// Memory. The tiles, the message buffer and every copy live in the backend's memory space
+// (runtime/memory.hpp): host memory, or with the NCCL backend memory of the rank's CUDA
+// device, every copy enqueued on its stream (run() then returns before the data has moved,
+// as the executor's does). A message's pieces are packed, and unpacked, as one batch of
+// copies (detail::strided_copies: one kernel launch on NCCL). A tile the space cannot use
+// (host memory given to the NCCL backend) is refused before anything moves.
+//
 // Own programs (arrays whose route is own) run after the rounds, one executor each
 // (runtime/executor.hpp), on the element type of their dtype (its arithmetic where the
 // program reduces partial values); their executors' buffers are allocated when this
@@ -96,7 +103,15 @@ inline byte_region packed_region(const box& b, std::uint64_t e) {
   return piece_region(b, b, std::span<const std::uint64_t>(te.data(), static_cast<std::size_t>(b.rank)), e);
 }
 
-/// Copy region f of bytes `from` to region t of bytes `to` (the same sizes).
+/// The copies of region f of bytes `from` to region t of bytes `to` (the same sizes),
+/// appended to `out`.
+inline void region_copies(std::vector<byte_copy>& out, const std::byte* from, const byte_region& f, std::byte* to,
+                          const byte_region& t) {
+  for_region_copies(f.extents(), f.region, t.extents(), t.region,
+                    [&](const strided_copy& c) { out.push_back({c, from, to}); });
+}
+
+/// Copy region f of bytes `from` to region t of bytes `to` (the same sizes), in host memory.
 inline void copy_region(const std::byte* from, const byte_region& f, std::byte* to, const byte_region& t) {
   for_region_copies(f.extents(), f.region, t.extents(), t.region,
                     [&](const strided_copy& c) { host_memory{}.strided(c, from, to); });
@@ -187,6 +202,8 @@ inline constexpr std::uint64_t reshard_in_place_bytes = std::uint64_t{1} << 20;
 
 template <class B>
 class reshard_executor {
+  using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
+
  public:
   reshard_executor(B& backend, reshard_plan plan, reshard_messages how = reshard_messages::automatic)
       : b_(backend), p_(std::move(plan)), how_(how) {
@@ -211,7 +228,7 @@ class reshard_executor {
     if constexpr (!message_backend<B> && !strided_message_backend<B>) {
       if (local_.size() != W && !p_.rounds.empty()) {
         error_ = "the joint exchange needs a backend driving every rank, or one rank with message_round "
-                 "(runtime/backend.hpp: MPI)";
+                 "(runtime/backend.hpp: MPI, NCCL)";
         return;
       }
     }
@@ -260,7 +277,7 @@ class reshard_executor {
           if (pc.from == me || pc.to == me) s += p_.piece_bytes(pc);
         buf_bytes_ = std::max(buf_bytes_, s);
       }
-      buf_.resize(buf_bytes_);
+      buf_ = memory_of(b_).template allocate<std::byte>(buf_bytes_);
     }
   }
 
@@ -328,6 +345,11 @@ class reshard_executor {
             return "array '" + p_.arrays[a].name + "' on rank " + std::to_string(r) + ": the " +
                    (src ? "source" : "target") + " tile has " + std::to_string(have) + " bytes, expected " +
                    std::to_string(want) + (want == 0 ? " (the rank is not on its mesh)" : "");
+          const std::byte* at = src ? in[i * A + a].data() : out[i * A + a].data();
+          if (have == 0) continue;
+          if (const std::string why = memory_of(b_).check_pointer(at); !why.empty())
+            return "array '" + p_.arrays[a].name + "' on rank " + std::to_string(r) + ": the " +
+                   (src ? "source" : "target") + " tile " + why;
         }
         const std::span<const std::byte> o = out[i * A + a];
         if (!o.empty()) ranges.emplace_back(o.data(), o.data() + o.size());
@@ -359,13 +381,15 @@ class reshard_executor {
   /// Every rank here: each piece from the sender's source tile to the receiver's target tile.
   void run_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
     const std::size_t A = p_.arrays.size();
+    std::vector<detail::byte_copy> copies;
     auto move = [&](const reshard_piece& pc) {
-      detail::copy_region(in[index_[pc.from] * A + pc.array].data(), src_region(pc),
-                          out[index_[pc.to] * A + pc.array].data(), dst_region(pc));
+      detail::region_copies(copies, in[index_[pc.from] * A + pc.array].data(), src_region(pc),
+                            out[index_[pc.to] * A + pc.array].data(), dst_region(pc));
     };
     for (const reshard_piece& pc : p_.local) move(pc);
     for (const reshard_round& r : p_.rounds)
       for (const reshard_piece& pc : r.pieces) move(pc);
+    detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
   }
 
   /// Whether the backend moves the pieces in place (strided_message_backend, when it hands
@@ -418,8 +442,11 @@ class reshard_executor {
 
   /// The pieces this rank keeps, from its source tiles to its target tiles.
   void keep_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    std::vector<detail::byte_copy> copies;
     for (const reshard_piece& pc : p_.local)
-      if (pc.to == local_[0]) detail::copy_region(in[pc.array].data(), src_region(pc), out[pc.array].data(), dst_region(pc));
+      if (pc.to == local_[0])
+        detail::region_copies(copies, in[pc.array].data(), src_region(pc), out[pc.array].data(), dst_region(pc));
+    detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
   }
 
   /// One rank of several: a message round per round of the plan.
@@ -451,22 +478,28 @@ class reshard_executor {
         }
         i = j;
       }
-      auto pack = [&](std::size_t m) {
+      std::vector<detail::byte_copy> copies;
+      auto pack = [&](std::size_t m) {  // the message's pieces back to back, as one batch of copies
+        copies.clear();
         std::byte* at = sends[m].data;
         for (std::size_t i = sp[m].first; i < sp[m].second; ++i) {
           const reshard_piece& pc = v[i];
-          detail::copy_region(in[pc.array].data(), src_region(pc), at, detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()));
+          detail::region_copies(copies, in[pc.array].data(), src_region(pc), at,
+                                detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()));
           at += p_.piece_bytes(pc);
         }
+        detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
       };
       auto unpack = [&](std::size_t m) {
+        copies.clear();
         const std::byte* at = recvs[m].data;
         for (std::size_t i = rp[m].first; i < rp[m].second; ++i) {
           const reshard_piece& pc = v[i];
-          detail::copy_region(at, detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()), out[pc.array].data(),
-                              dst_region(pc));
+          detail::region_copies(copies, at, detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()),
+                                out[pc.array].data(), dst_region(pc));
           at += p_.piece_bytes(pc);
         }
+        detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
       };
       auto keep = [&] {
         if (k == 0) keep_local(in, out);
@@ -512,7 +545,7 @@ class reshard_executor {
   std::vector<extents> src_ext_, dst_ext_;
   std::vector<std::unique_ptr<detail::own_runner>> own_;
   std::vector<std::uint64_t> in_bytes_, out_bytes_;  ///< tile bytes of array a on rank r: [a * W + r]
-  std::vector<std::byte> buf_;
+  buffer_type buf_{};  ///< the message buffer, in the backend's memory space
   std::uint64_t buf_bytes_ = 0, own_held_ = 0, hash_ = 0;
   std::string error_;
 };
