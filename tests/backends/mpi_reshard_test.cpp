@@ -51,18 +51,7 @@ int run(int argc, char** argv) {
       if (++failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", me, what.c_str());
     };
     for (int i = 0; i < problems; ++i) {
-      redist::testing::reshard_case c = redist::testing::random_reshard(rng, w);
-      redist::testing::widen_world(c.problem, mpi.devices());
-      redist::reshard_options o;
-      o.joint = i % 5 != 4;
-      redist::reshard_plan p = redist::plan_reshard(c.problem, o);
-      const std::uint64_t row = redist::testing::largest_row(p);
-      if (i % 2 == 1 && row > 0) {
-        o.budget_bytes = row + rng() % (2 * row + 1);
-        p = redist::plan_reshard(c.problem, o);
-      } else {
-        (void)rng();  // the same draws on every path
-      }
+      const auto [c, o, p] = redist::testing::random_planned_reshard(rng, w, mpi.devices(), static_cast<std::size_t>(i));
       rounds += p.rounds.size();
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.

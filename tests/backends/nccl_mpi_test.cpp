@@ -211,16 +211,7 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   redist::testing::reshard_workload w;
   w.max_world = b.devices();
   for (std::size_t i = 0; i < n; ++i) {
-    redist::testing::reshard_case c = redist::testing::random_reshard(rng, w);
-    redist::testing::widen_world(c.problem, b.devices());
-    redist::reshard_options o;
-    o.joint = i % 5 != 4;
-    redist::reshard_plan p = redist::plan_reshard(c.problem, o);
-    const std::uint64_t row = redist::testing::largest_row(p);
-    if (i % 2 == 1 && row > 0) {
-      o.budget_bytes = row + rng() % (2 * row + 1);
-      p = redist::plan_reshard(c.problem, o);
-    }
+    const auto [c, o, p] = redist::testing::random_planned_reshard(rng, w, b.devices(), i);
     try {
       redist::reshard_executor<redist::nccl_backend> ex(b, p);
       redist::reshard_tiles t = redist::make_reshard_tiles(ex);

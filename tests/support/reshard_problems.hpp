@@ -91,4 +91,27 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
   return most;
 }
 
+/// Problem i of a backend test's sequence in a world of W ranks (W >= w.max_world): a random
+/// reshard, planned jointly (every fifth one call per array), every other one under a random
+/// budget that cuts its pieces into rounds (options.budget_bytes, 0 where none).
+struct planned_reshard {
+  reshard_case c;
+  reshard_options options;
+  reshard_plan plan;
+};
+inline planned_reshard random_planned_reshard(std::mt19937& rng, const reshard_workload& w, std::uint64_t W,
+                                              std::size_t i) {
+  planned_reshard r{random_reshard(rng, w), {}, {}};
+  widen_world(r.c.problem, W);
+  r.options.joint = i % 5 != 4;
+  r.plan = plan_reshard(r.c.problem, r.options);
+  const std::uint64_t row = largest_row(r.plan);
+  const std::uint64_t draw = rng();  // drawn on every path: the same sequence of problems
+  if (i % 2 == 1 && row > 0) {
+    r.options.budget_bytes = row + draw % (2 * row + 1);
+    r.plan = plan_reshard(r.c.problem, r.options);
+  }
+  return r;
+}
+
 }  // namespace redist::testing

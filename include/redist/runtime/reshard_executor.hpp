@@ -345,8 +345,8 @@ class reshard_executor {
             return "array '" + p_.arrays[a].name + "' on rank " + std::to_string(r) + ": the " +
                    (src ? "source" : "target") + " tile has " + std::to_string(have) + " bytes, expected " +
                    std::to_string(want) + (want == 0 ? " (the rank is not on its mesh)" : "");
-          const std::byte* at = src ? in[i * A + a].data() : out[i * A + a].data();
           if (have == 0) continue;
+          const std::byte* at = src ? in[i * A + a].data() : out[i * A + a].data();
           if (const std::string why = memory_of(b_).check_pointer(at); !why.empty())
             return "array '" + p_.arrays[a].name + "' on rank " + std::to_string(r) + ": the " +
                    (src ? "source" : "target") + " tile " + why;
