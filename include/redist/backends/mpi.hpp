@@ -591,9 +591,7 @@ class mpi_backend {
     std::vector<std::size_t> owner;
     std::vector<std::size_t> left(recvs.size(), 0);
     auto parts = [&](const message& m, auto&& post) {
-      if (m.peer >= size_ || m.peer == me_)
-        throw redist_error(errc::runtime, "mpi backend: a message to or from rank " + std::to_string(m.peer) +
-                                              " (this is rank " + std::to_string(me_) + " of " + std::to_string(size_) + ")");
+      check_peer(m.peer);
       for (std::uint64_t at = 0; at < m.bytes; at += part) post(m.data + at, static_cast<int>(std::min(part, m.bytes - at)));
     };
     for (std::size_t k = 0; k < recvs.size(); ++k)
@@ -923,11 +921,7 @@ class mpi_backend {
     return sc;
   }
 
-  void check_peer(rank_t peer) const {
-    if (peer >= size_ || peer == me_)
-      throw redist_error(errc::runtime, "mpi backend: a message to or from rank " + std::to_string(peer) +
-                                            " (this is rank " + std::to_string(me_) + " of " + std::to_string(size_) + ")");
-  }
+  void check_peer(rank_t peer) const { detail::check_message_peer("mpi backend", peer, size_, me_); }
 
   /// The constructor's collective check: this node's ranks (node_index_, node_pids_)
   /// where every rank of the communicator read a value from every rank of its node.

@@ -766,11 +766,7 @@ class nccl_backend {
   void message_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack, Local&& local,
                      Unpack&& unpack) {
     for (const auto* side : {&sends, &recvs})
-      for (const message& m : *side)
-        if (m.peer >= size_ || m.peer == me_)
-          throw redist_error(errc::runtime, std::string(who) + ": rank " + std::to_string(me_) +
-                                                ": a message to or from rank " + std::to_string(m.peer) + " of " +
-                                                std::to_string(size_));
+      for (const message& m : *side) detail::check_message_peer(who, m.peer, size_, me_);
     for (std::size_t k = 0; k < sends.size(); ++k) pack(k);
     in_group([&] {
       for (const message& r : recvs)

@@ -373,6 +373,14 @@ concept parallel_backend = requires(B& b, std::size_t n, std::uint64_t bytes, vo
 };
 
 namespace detail {
+/// The check every backend's message rounds make of a message's peer (`who` names the
+/// backend): another rank of the `size` ranks than `me`.
+inline void check_message_peer(const std::string& who, rank_t peer, std::uint64_t size, rank_t me) {
+  if (peer >= size || peer == me)
+    throw redist_error(errc::runtime, who + ": a message to or from rank " + std::to_string(peer) + " (this is rank " +
+                                          std::to_string(me) + " of " + std::to_string(size) + ")");
+}
+
 /// The check every backend's permute makes of its destinations (`who` names the backend in
 /// the message): `dest` must be a bijection of the `size` ranks. Returns {dest[me], the
 /// rank sending to me}.
