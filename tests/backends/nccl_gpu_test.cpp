@@ -192,7 +192,7 @@ TEST_CASE("batched copies (a message's pieces from many tiles) equal the host's,
       // Each piece: a region of a random tile, whole elements in the last dimension.
       std::vector<std::pair<std::size_t, redist::detail::byte_region>> region;
       std::vector<redist::detail::byte_region> packed;
-      std::uint64_t total = 0;
+      std::vector<std::uint64_t> at{0};  // piece k lies at [at[k], at[k + 1]) of the message
       for (std::size_t k = 0; k < pieces; ++k) {
         const std::size_t t = rng() % tiles;
         redist::detail::byte_region r, q;
@@ -209,19 +209,16 @@ TEST_CASE("batched copies (a message's pieces from many tiles) equal the host's,
         }
         region.emplace_back(t, r);
         packed.push_back(q);
-        total += size;
+        at.push_back(at.back() + size);
       }
+      const std::uint64_t total = at.back();
       std::vector<std::byte> want(total), got(total);
       cuda_buffer<std::byte> buf(total, 0);
       std::vector<redist::detail::byte_copy> copies;
-      std::uint64_t at = 0;
       for (std::size_t k = 0; k < pieces; ++k) {
         const auto& [t, r] = region[k];
-        redist::detail::copy_region(host[t].data(), r, want.data() + at, packed[k]);
-        redist::detail::region_copies(copies, dev[t].data(), r, buf.data() + at, packed[k]);
-        std::uint64_t n = 1;
-        for (int d = 0; d < packed[k].rank; ++d) n *= packed[k].ext[static_cast<std::size_t>(d)];
-        at += n;
+        redist::detail::copy_region(host[t].data(), r, want.data() + at[k], packed[k]);
+        redist::detail::region_copies(copies, dev[t].data(), r, buf.data() + at[k], packed[k]);
       }
       mem.strided_batch(copies);
       REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
@@ -231,28 +228,20 @@ TEST_CASE("batched copies (a message's pieces from many tiles) equal the host's,
       // each piece goes to a tile of its own).
       std::vector<cuda_buffer<std::byte>> out;
       copies.clear();
-      at = 0;
       for (std::size_t k = 0; k < pieces; ++k) {
         const auto& [t, r] = region[k];
         out.push_back(cuda_buffer<std::byte>(host[t].size(), 0));
         REDIST_CUDA_CHECK(cudaMemset(out.back().data(), 0, host[t].size()));
-        redist::detail::region_copies(copies, buf.data() + at, packed[k], out.back().data(), r);
-        std::uint64_t n = 1;
-        for (int d = 0; d < packed[k].rank; ++d) n *= packed[k].ext[static_cast<std::size_t>(d)];
-        at += n;
+        redist::detail::region_copies(copies, buf.data() + at[k], packed[k], out.back().data(), r);
       }
       mem.strided_batch(copies);
       REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
-      at = 0;
       for (std::size_t k = 0; k < pieces; ++k) {
         const auto& [t, r] = region[k];
         std::vector<std::byte> expect(host[t].size()), back(host[t].size());
-        redist::detail::copy_region(want.data() + at, packed[k], expect.data(), r);
+        redist::detail::copy_region(want.data() + at[k], packed[k], expect.data(), r);
         REDIST_CUDA_CHECK(cudaMemcpy(back.data(), out[k].data(), back.size(), cudaMemcpyDeviceToHost));
         REQUIRE(back == expect);
-        std::uint64_t n = 1;
-        for (int d = 0; d < packed[k].rank; ++d) n *= packed[k].ext[static_cast<std::size_t>(d)];
-        at += n;
       }
       bytes += 2 * total;
     }
