@@ -16,8 +16,15 @@
 //   emulated sm_90 with 132 multiprocessors); cudaLaunchKernel runs them on the CPU with
 //   the same arguments, checking alignment and bounds (the batch kernel: every job). cudaMemGetInfo reports 80 GiB less the
 //   bytes allocated on the current device, so memory formulas are checked exactly.
-// - Everything runs synchronously when called (stream order is trivially kept, so this
-//   cannot find a missing synchronization; the real GPU run, tests/gpu/run.sh, can).
+// - Streams run their work later, as a GPU does (REDIST_EMULATED_STREAMS): `random` (the
+//   default; `random:SEED` picks the seed) runs some of the enqueued copies and kernels of
+//   randomly chosen streams at each call, `lazy` only what a synchronization forces, `sync`
+//   everything when called. Each stream keeps its order and its waits on events; copies
+//   between device and pageable host memory behave as CUDA's do (an upload is staged when
+//   called, a download waits for its stream); cudaMemcpy and cudaMemset (the legacy default
+//   stream) do not wait for the non-blocking streams; an NCCL call runs when called, after
+//   the work before it on its stream. So a missing cudaStreamSynchronize or event wait
+//   reads or leaves stale data here as it could on a GPU.
 // - NCCL communicators are MPI communicators (one-rank communicators need no MPI):
 //   ncclCommInitRank splits MPI_COMM_WORLD (all its ranks must take part), ncclCommSplit
 //   is MPI_Comm_split, collectives are their MPI counterparts (reductions: sum, prod, max,
@@ -33,7 +40,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
+#include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -43,6 +55,14 @@
 
 struct CUstream_st {
   int device = 0;
+  bool blocking = true;                      // synchronizes with the legacy default stream
+  std::deque<std::function<void()>> work;    // enqueued and not yet run
+  std::uint64_t enqueued = 0, done = 0;      // items enqueued and run so far
+  bool running = false;
+};
+struct CUevent_st {
+  cudaStream_t s = nullptr;  // the stream it was last recorded on (nullptr: complete)
+  std::uint64_t at = 0;      // complete once s has run this many items
 };
 
 struct ncclComm {
@@ -64,6 +84,7 @@ struct p2p {
   std::size_t bytes;
   int peer;
   ncclComm_t comm;
+  cudaStream_t stream;
 };
 std::vector<p2p> pending;
 
@@ -115,6 +136,85 @@ bool copy_ok(void* dst, std::size_t dn, const void* src, std::size_t sn, cudaMem
     case cudaMemcpyHostToHost: return !dd && !sd;
     default: return true;
   }
+}
+
+
+// ---- Streams: deferred work (see the top of this file) ----
+
+enum class stream_mode { sync, lazy, random };
+struct scheduler {
+  stream_mode mode = stream_mode::random;
+  std::mt19937_64 rng{1};
+  std::vector<cudaStream_t> streams;  // the live ones, in creation order
+  std::set<cudaEvent_t> events;
+  scheduler() {
+    const char* v = std::getenv("REDIST_EMULATED_STREAMS");
+    const std::string m = v != nullptr ? v : "";
+    if (m == "sync") mode = stream_mode::sync;
+    else if (m == "lazy") mode = stream_mode::lazy;
+    else if (m.rfind("random:", 0) == 0) rng.seed(std::strtoull(m.c_str() + 7, nullptr, 10));
+  }
+};
+scheduler& sched() {
+  static scheduler s;
+  return s;
+}
+
+/// Run s's oldest item (which may first run other streams' items it waits for).
+void run_head(cudaStream_t s) {
+  if (s->running) {  // a cycle of waits: a bug of this emulator, never of a valid program
+    std::fprintf(stderr, "nccl emulator: a stream waits on itself\n");
+    std::abort();
+  }
+  std::function<void()> f = std::move(s->work.front());
+  s->work.pop_front();
+  s->running = true;
+  f();
+  s->running = false;
+  ++s->done;
+}
+/// Run s until it has run `at` items.
+void run_until(cudaStream_t s, std::uint64_t at) {
+  while (s->done < at && !s->work.empty()) run_head(s);
+}
+void run_all(cudaStream_t s) { run_until(s, s->enqueued); }
+/// Everything enqueued on every stream (cudaDeviceSynchronize, cudaFree).
+void run_everything() {
+  for (cudaStream_t s : sched().streams) run_all(s);
+}
+/// In random mode, run a random number of items of randomly chosen streams.
+void progress() {
+  scheduler& S = sched();
+  if (S.mode != stream_mode::random) return;
+  while (S.rng() % 2 != 0) {
+    std::vector<cudaStream_t> busy;
+    for (cudaStream_t s : S.streams)
+      if (!s->work.empty() && !s->running) busy.push_back(s);
+    if (busy.empty()) return;
+    run_head(busy[S.rng() % busy.size()]);
+  }
+}
+/// Work on stream s (nullptr: the legacy default stream, which first waits for the
+/// blocking streams and runs at once).
+void enqueue(cudaStream_t s, std::function<void()> f) {
+  if (s == nullptr || sched().mode == stream_mode::sync) {
+    if (s == nullptr)
+      for (cudaStream_t b : sched().streams)
+        if (b->blocking) run_all(b);
+    if (s != nullptr) run_all(s);
+    f();
+    if (s != nullptr) ++s->enqueued, ++s->done;
+    return;
+  }
+  s->work.push_back(std::move(f));
+  ++s->enqueued;
+  progress();
+}
+/// Before an NCCL call on s runs (at once): what s holds before it.
+void before_nccl(cudaStream_t s) {
+  if (s != nullptr) run_all(s);
+  else run_everything();
+  progress();
 }
 
 ncclResult_t nccl_fail(ncclResult_t r, const std::string& why) {
@@ -204,6 +304,7 @@ ncclResult_t mpi(int rc, const char* fn) {
 }
 
 ncclResult_t flush() {
+  for (const p2p& op : pending) before_nccl(op.stream);
   std::vector<MPI_Request> reqs;
   std::vector<p2p> local;
   for (const p2p& op : pending) {
@@ -312,6 +413,7 @@ cudaError_t cudaMallocHost(void** p, size_t size) {
 }
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
+  run_everything();  // CUDA's cudaFree waits for the device
   auto it = registry().find(reinterpret_cast<std::uintptr_t>(p));
   if (it == registry().end() || it->second.device < 0) return fail(cudaErrorInvalidDevicePointer);
   registry().erase(it);
@@ -319,6 +421,7 @@ cudaError_t cudaFree(void* p) {
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) {
+  run_everything();
   auto it = registry().find(reinterpret_cast<std::uintptr_t>(p));
   if (it == registry().end() || it->second.device >= 0) return fail(cudaErrorInvalidValue);
   registry().erase(it);
@@ -332,42 +435,103 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   a->device = al != nullptr && al->device >= 0 ? al->device : -1;
   return cudaSuccess;
 }
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
   if (!copy_ok(dst, n, src, n, kind)) return fail(cudaErrorInvalidValue);
-  if (n) std::memmove(dst, src, n);
+  if (n == 0) return cudaSuccess;
+  if (find(src, n) == nullptr) {  // from pageable host memory: staged now
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
+    enqueue(s, [=] { std::memcpy(dst, staged->data(), n); });
+  } else if (find(dst, n) == nullptr) {  // to pageable host memory: returns once copied
+    enqueue(s, [=] { std::memmove(dst, src, n); });
+    if (s != nullptr) run_all(s);
+  } else {
+    enqueue(s, [=] { std::memmove(dst, src, n); });
+  }
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
-  return cudaMemcpy(dst, src, n, kind);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  return cudaMemcpyAsync(dst, src, n, kind, nullptr);
 }
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                              cudaMemcpyKind kind, cudaStream_t) {
+                              cudaMemcpyKind kind, cudaStream_t s) {
   if (width == 0 || height == 0) return cudaSuccess;
   if (width > dpitch || width > spitch || dpitch > static_cast<std::size_t>(max_pitch()) ||
       spitch > static_cast<std::size_t>(max_pitch()))
     return fail(cudaErrorInvalidPitchValue);
   if (!copy_ok(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width, kind))
     return fail(cudaErrorInvalidValue);
-  for (std::size_t r = 0; r < height; ++r)
-    std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  if (kind != cudaMemcpyDeviceToDevice) return fail(cudaErrorInvalidValue);  // the backend's only use
+  enqueue(s, [=] {
+    for (std::size_t r = 0; r < height; ++r)
+      std::memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  });
   return cudaSuccess;
 }
-cudaError_t cudaMemset(void* p, int v, size_t n) {
+cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
   if (n && !is_device(p, n)) return fail(cudaErrorInvalidValue);
-  std::memset(p, v, n);
+  enqueue(s, [=] { std::memset(p, v, n); });
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
-  *s = new CUstream_st{current_device};
+cudaError_t cudaMemset(void* p, int v, size_t n) { return cudaMemsetAsync(p, v, n, nullptr); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
+  *s = new CUstream_st{};
+  (*s)->device = current_device;
+  (*s)->blocking = (flags & cudaStreamNonBlocking) == 0;
+  sched().streams.push_back(*s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  if (s == nullptr) return fail(cudaErrorInvalidValue);
+  run_all(s);  // CUDA lets enqueued work finish
+  auto& v = sched().streams;
+  v.erase(std::remove(v.begin(), v.end(), s), v.end());
+  for (cudaEvent_t e : sched().events)
+    if (e->s == s) e->s = nullptr;  // complete
   delete s;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (s != nullptr) run_all(s);
+  else run_everything();
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) {
+  run_everything();
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
+  *e = new CUevent_st{};
+  sched().events.insert(*e);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  if (sched().events.erase(e) == 0) return fail(cudaErrorInvalidValue);
+  delete e;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  if (sched().events.count(e) == 0) return fail(cudaErrorInvalidValue);
+  if (s == nullptr) run_everything();  // the legacy stream: complete once everything before it is
+  e->s = s;
+  e->at = s != nullptr ? s->enqueued : 0;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+  if (sched().events.count(e) == 0) return fail(cudaErrorInvalidValue);
+  if (e->s == nullptr || e->s == s) return cudaSuccess;  // complete, or in s's own order
+  const cudaStream_t of = e->s;
+  const std::uint64_t at = e->at;
+  enqueue(s, [of, at] {
+    if (std::find(sched().streams.begin(), sched().streams.end(), of) != sched().streams.end()) run_until(of, at);
+  });
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (sched().events.count(e) == 0) return fail(cudaErrorInvalidValue);
+  if (e->s != nullptr) run_until(e->s, e->at);
+  return cudaSuccess;
+}
 
 // Kernels: a library is any non-empty code (NVRTC's real output); its kernels are those of
 // backends/cuda_strided.hpp, run here on the CPU with the same arguments, every unit's
@@ -409,36 +573,48 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t lib, const char*
   return fail(cudaErrorSymbolNotFound);
 }
 namespace {
-/// The copy of count x rows runs of `width` units of u bytes (strides in units), checked.
+/// The copy of count x rows runs of `width` units of u bytes (strides in units), checked;
+/// copied only if `go` (a launch checks its arguments when called, then copies when its
+/// stream runs it).
 cudaError_t run_units(const char* src, char* dst, std::uint64_t u, std::uint64_t count, std::uint64_t rows,
-                      std::uint64_t width, std::uint64_t ss, std::uint64_t sp, std::uint64_t ds, std::uint64_t dp) {
+                      std::uint64_t width, std::uint64_t ss, std::uint64_t sp, std::uint64_t ds, std::uint64_t dp,
+                      bool go) {
   if (count == 0 || rows == 0 || width == 0) return cudaSuccess;
   const std::uint64_t slast = ((count - 1) * ss + (rows - 1) * sp + width) * u,
                       dlast = ((count - 1) * ds + (rows - 1) * dp + width) * u;
   if (reinterpret_cast<std::uintptr_t>(src) % u != 0 || reinterpret_cast<std::uintptr_t>(dst) % u != 0 ||
       !is_device(src, slast) || !is_device(dst, dlast))
     return fail(cudaErrorInvalidValue);  // misaligned units or outside the allocations
+  if (!go) return cudaSuccess;
   for (std::uint64_t i = 0; i < count; ++i)
     for (std::uint64_t j = 0; j < rows; ++j)
       std::memcpy(dst + (i * ds + j * dp) * u, src + (i * ss + j * sp) * u, width * u);
   return cudaSuccess;
 }
+/// A launch of redist_strided_* / redist_transpose_*: its arguments (a[]: the integers,
+/// 32- or 64-bit by the kernel) read when launched.
+struct strided_launch {
+  const CUkern_st* k;
+  const char* src;
+  char* dst;
+  std::uint64_t a[7];
+  cudaError_t run(bool go) const {
+    if (k->transpose)  // (na, nb, src_a, src_b, dst_a, dst_b): runs of one unit
+      return run_units(src, dst, k->unit, a[0], a[1], 1, a[2], a[3], a[4], a[5], go);
+    const std::uint64_t width = a[0], rows = a[1], total = a[2];
+    if (width == 0 || rows == 0 || total % (width * rows) != 0) return fail(cudaErrorInvalidValue);
+    return run_units(src, dst, k->unit, total / (width * rows), rows, width, a[4], a[3], a[6], a[5], go);
+  }
+};
 template <class I>
-cudaError_t strided_kernel(const CUkern_st& k, void** args) {
-  const auto* src = *static_cast<const char* const*>(args[0]);
-  auto* dst = *static_cast<char* const*>(args[1]);
-  I a[7] = {};
-  for (int i = 0; i < (k.transpose ? 6 : 7); ++i) a[i] = *static_cast<const I*>(args[2 + i]);
-  if (k.transpose)  // (na, nb, src_a, src_b, dst_a, dst_b): runs of one unit
-    return run_units(src, dst, k.unit, a[0], a[1], 1, a[2], a[3], a[4], a[5]);
-  const std::uint64_t width = a[0], rows = a[1], total = a[2];
-  if (width == 0 || rows == 0 || total % (width * rows) != 0) return fail(cudaErrorInvalidValue);
-  return run_units(src, dst, k.unit, total / (width * rows), rows, width, a[4], a[3], a[6], a[5]);
+strided_launch strided_args(const CUkern_st& k, void** args) {
+  strided_launch l{&k, *static_cast<const char* const*>(args[0]), *static_cast<char* const*>(args[1]), {}};
+  for (int i = 0; i < (k.transpose ? 6 : 7); ++i) l.a[i] = *static_cast<const I*>(args[2 + i]);
+  return l;
 }
 /// redist_batch: block row y copies job[y] (units of job.unit bytes, 64-bit indices); one
 /// row per job, each job checked like a copy.
-cudaError_t batch_kernel(dim3 grid, void** args) {
-  const auto& b = *static_cast<const redist::detail::strided_jobs*>(args[0]);
+cudaError_t batch_kernel(dim3 grid, const redist::detail::strided_jobs& b, bool go) {
   if (b.n == 0 || b.n > b.job.size() || grid.y != b.n) return fail(cudaErrorInvalidValue);
   for (std::uint32_t y = 0; y < b.n; ++y) {
     const redist::detail::strided_job& j = b.job[y];
@@ -448,19 +624,27 @@ cudaError_t batch_kernel(dim3 grid, void** args) {
       return fail(cudaErrorInvalidValue);
     const cudaError_t rc = run_units(static_cast<const char*>(j.src), static_cast<char*>(j.dst), u,
                                      j.total / (j.width * j.rows), j.rows, j.width, j.src_step, j.src_pitch,
-                                     j.dst_step, j.dst_pitch);
+                                     j.dst_step, j.dst_pitch, go);
     if (rc != cudaSuccess) return rc;
   }
   return cudaSuccess;
 }
 }  // namespace
-cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t) {
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t s) {
   const auto* k = static_cast<const CUkern_st*>(func);
   if (k == nullptr || grid.x == 0 || grid.y == 0 || block.x * block.y * block.z == 0 ||
       block.x * block.y * block.z > 1024)
     return fail(cudaErrorInvalidValue);
-  if (k->batch) return batch_kernel(grid, args);
-  return k->wide ? strided_kernel<std::uint64_t>(*k, args) : strided_kernel<std::uint32_t>(*k, args);
+  if (k->batch) {  // the argument is passed by value: copied now
+    auto jobs = std::make_shared<redist::detail::strided_jobs>(*static_cast<const redist::detail::strided_jobs*>(args[0]));
+    if (const cudaError_t e = batch_kernel(grid, *jobs, false); e != cudaSuccess) return e;
+    enqueue(s, [grid, jobs] { (void)batch_kernel(grid, *jobs, true); });
+    return cudaSuccess;
+  }
+  const strided_launch l = k->wide ? strided_args<std::uint64_t>(*k, args) : strided_args<std::uint32_t>(*k, args);
+  if (const cudaError_t e = l.run(false); e != cudaSuccess) return e;
+  enqueue(s, [l] { (void)l.run(true); });
+  return cudaSuccess;
 }
 
 // ---- NCCL ----
@@ -553,9 +737,10 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t) {
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t s) {
   const std::size_t b = count * type_size(t);
   if (ncclResult_t r = check_call("AllGather", comm, send, b, recv, b * (comm ? comm->size : 1)); r != ncclSuccess) return r;
+  before_nccl(s);
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
@@ -563,9 +748,10 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
   const int n = static_cast<int>(b);
   return mpi(MPI_Allgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm->mpi), "AllGather");
 }
-ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t) {
+ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t s) {
   const std::size_t b = count * type_size(t), all = b * (comm ? comm->size : 1);
   if (ncclResult_t r = check_call("AlltoAll", comm, send, all, recv, all); r != ncclSuccess) return r;
+  before_nccl(s);
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
@@ -574,11 +760,12 @@ ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataTy
   return mpi(MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm->mpi), "AlltoAll");
 }
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t s) {
   const std::size_t b = count * type_size(t);
   if (ncclResult_t r = check_call("AllReduce", comm, send, b, recv, b); r != ncclSuccess) return r;
   if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op, t) == MPI_OP_NULL)
     return nccl_fail(ncclInvalidArgument, "AllReduce : datatype or operation not emulated");
+  before_nccl(s);
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
@@ -590,12 +777,13 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
   return r;
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t) {
+                               ncclComm_t comm, cudaStream_t s) {
   const std::size_t b = recvcount * type_size(t);
   if (ncclResult_t r = check_call("ReduceScatter", comm, send, b * (comm ? comm->size : 1), recv, b); r != ncclSuccess)
     return r;
   if (mpi_type(t) == MPI_DATATYPE_NULL || mpi_op(op, t) == MPI_OP_NULL)
     return nccl_fail(ncclInvalidArgument, "ReduceScatter : datatype or operation not emulated");
+  before_nccl(s);
   if (comm->mpi == MPI_COMM_NULL) {
     std::memmove(recv, send, b);
     return ncclSuccess;
@@ -606,18 +794,18 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, n
   if (r == ncclSuccess) divide_by_size(op, t, recv, recvcount, comm->size);
   return r;
 }
-ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t) {
+ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
   const std::size_t b = count * type_size(t);
   if (ncclResult_t r = check_call("Send", comm, send, b, nullptr, 0); r != ncclSuccess) return r;
   if (peer < 0 || peer >= comm->size) return nccl_fail(ncclInvalidArgument, "Send : peer out of range");
-  pending.push_back({true, send, nullptr, b, peer, comm});
+  pending.push_back({true, send, nullptr, b, peer, comm, s});
   return group_depth == 0 ? flush() : ncclSuccess;
 }
-ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t) {
+ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s) {
   const std::size_t b = count * type_size(t);
   if (ncclResult_t r = check_call("Recv", comm, nullptr, 0, recv, b); r != ncclSuccess) return r;
   if (peer < 0 || peer >= comm->size) return nccl_fail(ncclInvalidArgument, "Recv : peer out of range");
-  pending.push_back({false, nullptr, recv, b, peer, comm});
+  pending.push_back({false, nullptr, recv, b, peer, comm, s});
   return group_depth == 0 ? flush() : ncclSuccess;
 }
 ncclResult_t ncclGroupStart() {

@@ -200,10 +200,57 @@ void placed_cases(redist::nccl_backend& b, totals& tot) {
   }
 }
 
+/// One planned reshard of many arrays through NCCL: the tiles in device memory, poisoned
+/// (0xff bytes), then the sources uploaded on the backend's stream as a producer's output
+/// would be; every target element checked on the host, the message buffer within the budget.
+/// An own program over the budget is refused on every rank, which is not a failure.
+void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::uint64_t budget, const std::string& what,
+                 totals& tot) {
+  const int me = static_cast<int>(b.rank());
+  try {
+    redist::reshard_executor<redist::nccl_backend> ex(b, p);
+    redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+    redist::fill_reshard_sources(p, ex.local_ranks(), t);
+    std::vector<redist::cuda_buffer<std::byte>> din, dout;
+    std::vector<std::span<const std::byte>> in;
+    std::vector<std::span<std::byte>> out;
+    for (const auto* side : {&t.in, &t.out})
+      for (const auto& h : *side) {
+        auto& d = (side == &t.in ? din : dout).emplace_back(h.size(), b.device());
+        REDIST_CUDA_CHECK(cudaMemset(d.data(), 0xff, h.size()));
+      }
+    REDIST_CUDA_CHECK(cudaDeviceSynchronize());
+    for (std::size_t k = 0; k < t.in.size(); ++k) {
+      if (!t.in[k].empty())
+        REDIST_CUDA_CHECK(cudaMemcpyAsync(din[k].data(), t.in[k].data(), t.in[k].size(), cudaMemcpyHostToDevice, b.stream()));
+      in.emplace_back(din[k].data(), t.in[k].size());
+    }
+    for (std::size_t k = 0; k < t.out.size(); ++k) out.emplace_back(dout[k].data(), t.out[k].size());
+    ex.run(in, out);
+    b.synchronize();
+    for (std::size_t k = 0; k < t.out.size(); ++k)
+      if (!t.out[k].empty())
+        REDIST_CUDA_CHECK(cudaMemcpy(t.out[k].data(), dout[k].data(), t.out[k].size(), cudaMemcpyDeviceToHost));
+    if (budget > 0 && ex.message_bytes() > budget)
+      fail(me, what + ": message buffer of " + std::to_string(ex.message_bytes()) + " bytes, over the budget");
+    const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+    tot.elements += k.checked;
+    tot.mismatches += k.wrong;
+    if (!k.ok()) fail(me, what + ": " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
+    ++tot.reshards;
+    for (std::size_t r = 0; r < p.rounds.size(); ++r) tot.messages += p.messages(r);
+  } catch (const redist::redist_error& e) {
+    const std::string w = e.what();
+    if (w.find("its own program holds") == std::string::npos && w.find("another rank rejected") == std::string::npos)
+      fail(me, what + ": " + w);
+  }
+}
+
 /// `n` seeded random reshards of many arrays (tests/support/reshard_problems.hpp) in the
 /// world of the backend's ranks, planned jointly (every other one under a budget that cuts
-/// the pieces into rounds; every fifth one call per array): the tiles in device memory,
-/// every target element checked on the host, the message buffer within the budget. Then
+/// the pieces into rounds; every fifth one call per array). Then pieces every rank keeps
+/// (no message: only the copies on the backend's second stream, which must wait for the
+/// uploads before them; repeated, as the emulator's streams run in random orders), and
 /// host tiles, which the device cannot use, refused on every rank before anything moves.
 void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const int me = static_cast<int>(b.rank());
@@ -212,41 +259,8 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   w.max_world = b.devices();
   for (std::size_t i = 0; i < n; ++i) {
     const auto [c, o, p] = redist::testing::random_planned_reshard(rng, w, b.devices(), i);
-    try {
-      redist::reshard_executor<redist::nccl_backend> ex(b, p);
-      redist::reshard_tiles t = redist::make_reshard_tiles(ex);
-      redist::fill_reshard_sources(p, ex.local_ranks(), t);
-      std::vector<redist::cuda_buffer<std::byte>> din, dout;
-      std::vector<std::span<const std::byte>> in;
-      std::vector<std::span<std::byte>> out;
-      for (const auto& h : t.in) {
-        din.push_back(upload<std::byte>(b, h));
-        in.emplace_back(din.back().data(), h.size());
-      }
-      for (const auto& h : t.out) {
-        dout.emplace_back(h.size(), b.device());
-        out.emplace_back(dout.back().data(), h.size());
-      }
-      ex.run(in, out);
-      b.synchronize();
-      for (std::size_t k = 0; k < t.out.size(); ++k)
-        if (!t.out[k].empty())
-          REDIST_CUDA_CHECK(cudaMemcpy(t.out[k].data(), dout[k].data(), t.out[k].size(), cudaMemcpyDeviceToHost));
-      if (o.budget_bytes > 0 && ex.message_bytes() > o.budget_bytes)
-        fail(me, c.text + ": message buffer of " + std::to_string(ex.message_bytes()) + " bytes, over the budget");
-      const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
-      tot.elements += k.checked;
-      tot.mismatches += k.wrong;
-      if (!k.ok()) fail(me, c.text + ": " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
-      ++tot.reshards;
-      for (std::size_t r = 0; r < p.rounds.size(); ++r) tot.messages += p.messages(r);
-    } catch (const redist::redist_error& e) {
-      const std::string what = e.what();
-      if (what.find("its own program holds") == std::string::npos && what.find("another rank rejected") == std::string::npos)
-        fail(me, c.text + ": " + what);  // else an own program over the budget: refused on every rank
-    }
+    run_reshard(b, p, o.budget_bytes, c.text, tot);
   }
-  // Host tiles: refused on every rank, naming the array, the rank and the tile.
   redist::reshard_problem pr;
   pr.world = b.devices();
   const std::string D = std::to_string(b.devices()), G = std::to_string(4 * b.devices());
@@ -254,7 +268,11 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   from.pm = to.pm = redist::parse_placed_mesh("{x: " + D + "}");
   from.type = redist::parse_type(from.pm.mesh, "[{x}" + G + ", " + G + "]");
   to.type = redist::parse_type(to.pm.mesh, "[" + G + ", {x}" + G + "]");
-  pr.arrays.push_back({"w", redist::element_type::f32, from, to});
+  pr.arrays.push_back({"k", redist::element_type::f32, from, from});
+  const redist::reshard_plan kept = redist::plan_reshard(pr, {});
+  for (int i = 0; i < 16; ++i) run_reshard(b, kept, 0, "kept pieces", tot);
+  pr.arrays.back() = {"w", redist::element_type::f32, from, to};
+  // Host tiles: refused on every rank, naming the array, the rank and the tile.
   redist::reshard_executor<redist::nccl_backend> ex(b, redist::plan_reshard(pr, {}));
   redist::reshard_tiles t = redist::make_reshard_tiles(ex);
   std::vector<redist::cuda_buffer<std::byte>> dout;

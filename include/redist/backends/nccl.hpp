@@ -16,10 +16,12 @@
 //   strided copies that runtime/pack.hpp describes for the host, each one launch of a copy
 //   kernel compiled at run time with NVRTC, backends/cuda_strided.hpp, or with
 //   nccl_options::pack = cuda_pack::copy_engine 2-D copies, cudaMemcpy2DAsync), and the
-//   NCCL calls. No host synchronization
-//   inside a redistribution: run() returns once the work is enqueued; call synchronize()
-//   or keep working on stream() before using the output. The tiles passed to run() must
-//   be ready in that stream's order (written on the same stream, or synchronized).
+//   NCCL calls (the joint exchange of many arrays copies the pieces a rank keeps on a
+//   second stream of the backend, joined back by events: message_round). No host
+//   synchronization inside a redistribution: run() returns once the work is enqueued; call
+//   synchronize() or keep working on stream() before using the output. The tiles passed to
+//   run() must be ready in that stream's order (written on the same stream, or
+//   synchronized).
 // - Bootstrap: over MPI (one process per GPU; rank 0 creates the ncclUniqueId and
 //   broadcasts it; each rank takes the GPU of its index among the ranks of its node,
 //   modulo the GPUs it sees, or options.device; two ranks of a node on one GPU are
@@ -525,6 +527,7 @@ struct handle_holder {
 };
 using nccl_comm_holder = handle_holder<ncclComm_t, &ncclCommDestroy>;
 using cuda_stream_holder = handle_holder<cudaStream_t, &cudaStreamDestroy>;
+using cuda_event_holder = handle_holder<cudaEvent_t, &cudaEventDestroy>;
 #if defined(REDIST_WITH_MPI)
 struct mpi_comm_holder {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -619,8 +622,9 @@ class nccl_backend {
   [[nodiscard]] cudaStream_t stream() const { return stream_.h; }
   /// The backend's communicator over all ranks.
   [[nodiscard]] ncclComm_t comm() const { return comm_.h; }
-  /// The memory space of the executor's buffers (runtime/memory.hpp).
-  [[nodiscard]] const cuda_memory& memory() const { return mem_; }
+  /// The memory space of the executor's buffers (runtime/memory.hpp): copies on stream(),
+  /// except inside a message round's local(), where they go on the backend's second stream.
+  [[nodiscard]] const cuda_memory& memory() const { return *active_; }
   /// Communicators built so far (for tests: the cache must not grow on reruns).
   [[nodiscard]] std::size_t cached_groups() const { return groups_.size(); }
   /// True if all-to-all uses ncclAlltoAll, false if grouped ncclSend / ncclRecv.
@@ -758,15 +762,20 @@ class nccl_backend {
   }
 
   /// A message round (runtime/backend.hpp, message_backend: the joint exchange of many
-  /// arrays, runtime/reshard_executor.hpp), all in stream order: pack(k) for every send
-  /// (the executor enqueues the message's packing, one batch kernel), the receives and
-  /// sends as one NCCL group, local() (the pieces the rank keeps), then unpack(k) for every
-  /// receive. Buffers may be reused by whatever is enqueued on the stream after it.
+  /// arrays, runtime/reshard_executor.hpp). On stream(): pack(k) for every send (the
+  /// executor enqueues the message's packing, one batch kernel), the receives and sends as
+  /// one NCCL group, then unpack(k) for every receive. local() (the pieces the rank keeps)
+  /// goes on the backend's second stream, which starts after everything enqueued on
+  /// stream() before the round, so its copies overlap the packing and the transfers; the
+  /// round ends with stream() waiting for it (events, no host synchronization). Whatever
+  /// is enqueued on stream() after the round sees all of it and may reuse the buffers.
   template <class Pack, class Local, class Unpack>
   void message_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack, Local&& local,
                      Unpack&& unpack) {
     for (const auto* side : {&sends, &recvs})
       for (const message& m : *side) detail::check_message_peer(who, m.peer, size_, me_);
+    REDIST_CUDA_CHECK(cudaEventRecord(ready_.h, stream_.h));
+    REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
     for (std::size_t k = 0; k < sends.size(); ++k) pack(k);
     in_group([&] {
       for (const message& r : recvs)
@@ -776,8 +785,18 @@ class nccl_backend {
         if (m.bytes != 0)
           REDIST_NCCL_CHECK(ncclSend(m.data, m.bytes, ncclUint8, static_cast<int>(m.peer), comm_.h, stream_.h));
     });
-    local();
+    {
+      struct restore {
+        const cuda_memory*& active;
+        const cuda_memory& main;
+        ~restore() { active = &main; }
+      } r{active_, mem_};
+      active_ = &side_mem_;
+      local();
+    }
+    REDIST_CUDA_CHECK(cudaEventRecord(kept_.h, side_.h));
     for (std::size_t k = 0; k < recvs.size(); ++k) unpack(k);
+    REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, kept_.h, 0));
   }
 
   template <class T>
@@ -882,7 +901,8 @@ class nccl_backend {
   }
 #endif
 
-  /// The stream (given or created on `device`), the memory space, the agreement buffer.
+  /// The stream (given or created on `device`), the memory space, the agreement buffer;
+  /// the second stream of message rounds, its memory space and its two events.
   void setup(int device, cudaStream_t stream, cuda_pack pack) {
     detail::device_guard g(device);
     if (stream != nullptr) {
@@ -893,6 +913,13 @@ class nccl_backend {
     }
     mem_ = cuda_memory(device, stream_.h, pack);
     agree_ = cuda_buffer<std::uint64_t>(3, device);
+    REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&side_.h, cudaStreamNonBlocking));
+    side_.owned = true;
+    side_mem_ = cuda_memory(device, side_.h, pack);
+    for (detail::cuda_event_holder* e : {&ready_, &kept_}) {
+      REDIST_CUDA_CHECK(cudaEventCreateWithFlags(&e->h, cudaEventDisableTiming));
+      e->owned = true;
+    }
   }
 
   /// This rank's send and receive buffers, as bytes.
@@ -941,14 +968,16 @@ class nccl_backend {
 
 #if defined(REDIST_WITH_MPI)
   detail::mpi_comm_holder mpi_;  // destroyed last
+  int boot_device_ = -1;
 #endif
-  detail::cuda_stream_holder stream_;
-  detail::nccl_comm_holder comm_;  // destroyed before the stream
-  cuda_memory mem_;
+  detail::cuda_stream_holder stream_, side_;  // side_: local() of message rounds
+  detail::cuda_event_holder ready_, kept_;     // side_ starts after ready_; stream_ waits for kept_
+  detail::nccl_comm_holder comm_;              // destroyed before the streams
+  cuda_memory mem_, side_mem_;
+  const cuda_memory* active_ = &mem_;  // memory(): side_mem_ inside local()
   cuda_buffer<std::uint64_t> agree_;
   std::uint64_t size_ = 0;
   rank_t me_ = 0;
-  int boot_device_ = -1;
   bool grouped_ = false;
   std::map<std::vector<rank_t>, ncclComm_t> groups_;
   std::set<std::vector<rank_t>> partitions_;
