@@ -153,6 +153,11 @@ struct scheduler {
     if (m == "sync") mode = stream_mode::sync;
     else if (m == "lazy") mode = stream_mode::lazy;
     else if (m.rfind("random:", 0) == 0) rng.seed(std::strtoull(m.c_str() + 7, nullptr, 10));
+    else if (!m.empty() && m != "random") {
+      std::fprintf(stderr, "nccl emulator: REDIST_EMULATED_STREAMS is '%s'; use random, random:SEED, lazy or sync\n",
+                   m.c_str());
+      std::abort();
+    }
   }
 };
 scheduler& sched() {
