@@ -1204,6 +1204,7 @@ class executor_core {
           const std::map<box, std::uint64_t>& packed = packed_[si];
           std::vector<std::uint64_t> sc(D, 0), sd(D, 0), rc(D, 0), ro(D + 1, 0);
           std::vector<const exchange_piece*> in(D, nullptr);
+          std::vector<const exchange_piece*> kept;  // what the rank keeps from its own tile
           for (const exchange_piece& pc : x.pieces)
             if (pc.from == me && pc.to != me) {
               sc[pc.to] = pc.b.size();
@@ -1211,7 +1212,7 @@ class executor_core {
             }
           for (const exchange_piece& pc : x.into(me)) {
             if (pc.from == me) {
-              own(0, pc);
+              kept.push_back(&pc);
             } else {
               rc[pc.from] = pc.b.size();
               in[pc.from] = &pc;
@@ -1228,12 +1229,13 @@ class executor_core {
             const tile_region whole = region(in[k]->b, in[k]->b);
             copy(pr + ro[k], extent_span(whole, R), whole, dst(0), after.span(), region(in[k]->b, x.after[me]));
           };
-          if constexpr (message_backend<B> && std::is_same_v<memory_type, host_memory>) {
+          if constexpr (message_backend<B>) {
             // Pipelined (runtime/backend.hpp message_round): receives posted first, each piece
-            // packed and sent at once (a piece for several ranks packed once), the own piece
-            // copied while they fly (above), each piece unpacked as it arrives. A piece that
-            // is one contiguous run of the sender's tile is sent from the tile, and one that
-            // is a run of the receiver's tile is received into it: no pack, no unpack.
+            // packed and sent at once (a piece for several ranks packed once), the kept piece
+            // copied while they fly (NCCL: on the backend's second stream), each piece unpacked
+            // as it arrives. A piece that is one contiguous run of the sender's tile is sent
+            // from the tile, and one that is a run of the receiver's tile is received into it:
+            // no pack, no unpack.
             std::vector<message> sends, recvs;
             std::vector<const box*> sent;  // per send: the piece to pack, nullptr when sent from the tile
             std::vector<char> unpacks;     // per receive: unpack it (0: received in place)
@@ -1259,10 +1261,14 @@ class executor_core {
                 [&](std::size_t m) {
                   if (sent[m] && done.insert(&packed.find(*sent[m])->first).second) pack(*sent[m]);
                 },
-                [] {}, [&](std::size_t m) {
+                [&] {
+                  for (const exchange_piece* pc : kept) own(0, *pc);
+                },
+                [&](std::size_t m) {
                   if (unpacks[m]) unpack(recvs[m].peer);
                 });
           } else {
+            for (const exchange_piece* pc : kept) own(0, *pc);
             for (const auto& [b, at] : packed) pack(b);
             bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
             if (x.max_received > 0)
