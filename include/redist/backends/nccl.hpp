@@ -39,11 +39,13 @@
 // - allgather: ncclAllGather; alltoall: ncclAlltoAll (NCCL >= 2.28, unless
 //   options.grouped_alltoall), otherwise grouped ncclSend / ncclRecv; permute: grouped
 //   ncclSend / ncclRecv (fixed points are local copies); exchange (redist/exchange.hpp):
-//   the executor packs the pieces on the device, then grouped ncclSend / ncclRecv of the
-//   non-empty ones (alltoallv); message rounds (the reshard executor of many arrays,
-//   runtime/reshard_executor.hpp): each message's pieces packed by one batch kernel
-//   launch (backends/cuda_strided.hpp), one group of ncclSend / ncclRecv, each received
-//   message unpacked by one launch; allreduce / reducescatter:
+//   a message round (below): the executor packs the pieces on the device (a piece that is
+//   one run of a tile is sent from it or received into it), one group of ncclSend /
+//   ncclRecv, the kept piece copied on the second stream; message rounds (message_round;
+//   also the reshard executor of many arrays, runtime/reshard_executor.hpp): each
+//   message's pieces packed by one batch kernel launch (backends/cuda_strided.hpp), one
+//   group of ncclSend / ncclRecv, each received message unpacked by one launch;
+//   allreduce / reducescatter:
 //   ncclAllReduce / ncclReduceScatter with ncclSum, ncclMax, ncclMin, ncclProd or ncclAvg
 //   (the step's reduction; ncclAvg, NCCL >= 2.10, divides integer sums with truncation
 //   as the other backends do), for element types with an NCCL datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
