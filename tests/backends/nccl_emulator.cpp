@@ -138,7 +138,6 @@ bool copy_ok(void* dst, std::size_t dn, const void* src, std::size_t sn, cudaMem
   }
 }
 
-
 // ---- Streams: deferred work (see the top of this file) ----
 
 enum class stream_mode { sync, lazy, random };
