@@ -198,14 +198,18 @@ void progress() {
     run_head(busy[S.rng() % busy.size()]);
   }
 }
-/// Work on stream s (nullptr: the legacy default stream, which first waits for the
-/// blocking streams and runs at once).
+/// What work on stream s waits for: s's earlier work, or for the legacy default stream
+/// (nullptr) the blocking streams'.
+void run_before(cudaStream_t s) {
+  if (s != nullptr) run_all(s);
+  else
+    for (cudaStream_t b : sched().streams)
+      if (b->blocking) run_all(b);
+}
+/// Work on stream s (nullptr: the legacy default stream, which runs it at once).
 void enqueue(cudaStream_t s, std::function<void()> f) {
   if (s == nullptr || sched().mode == stream_mode::sync) {
-    if (s == nullptr)
-      for (cudaStream_t b : sched().streams)
-        if (b->blocking) run_all(b);
-    if (s != nullptr) run_all(s);
+    run_before(s);
     f();
     if (s != nullptr) ++s->enqueued, ++s->done;
     return;
@@ -214,10 +218,9 @@ void enqueue(cudaStream_t s, std::function<void()> f) {
   ++s->enqueued;
   progress();
 }
-/// Before an NCCL call on s runs (at once): what s holds before it.
+/// Before an NCCL call on s runs (at once).
 void before_nccl(cudaStream_t s) {
-  if (s != nullptr) run_all(s);
-  else run_everything();
+  run_before(s);
   progress();
 }
 
