@@ -80,6 +80,9 @@ std::string profile_table(const calibration& c, double seconds) {
   t += fmt::format("  pass: {:.4f} ns per byte of the tile every step writes (the executor's tile copy)\n",
                    p.pass_per_byte * 1e9);
   if (p.devices == 1) t += "  one rank: every kind is the executor's tile copy (nothing moves between ranks)\n";
+  else
+    t += fmt::format("  overlap: {:.2f} of a message round's transfer hides a copy (pipelined reshard rounds{})\n",
+                     p.overlap, p.overlap > 0 ? "" : ": not taken");
   return t;
 }
 

@@ -2,7 +2,7 @@
 // state between a trainer's and an inference engine's layouts, a checkpoint), from a manifest
 // (format redist-reshard/1, redist/reshard_json.hpp), in one joint plan (lower/reshard.hpp).
 //
-//   redist reshard plan --manifest state.json [--budget-bytes N] [--explain] [--json]
+//   redist reshard plan --manifest state.json [--budget-bytes N] [--pipeline auto|on|off] [--explain] [--json]
 //   redist reshard run --manifest state.json --backend host --verify
 //   mpirun -np 8 redist reshard run --manifest state.json --backend mpi --verify
 //
@@ -12,7 +12,9 @@
 // redist-reshard-plan/1. run fills every source tile with values that encode the array and
 // the global index (runtime/reshard_tiles.hpp), runs the plan (--repeat times, best time)
 // and with --verify checks every element of every target tile; --separate runs every array
-// by its own plan, one call each, for comparison. --budget-bytes overrides the manifest's.
+// by its own plan, one call each, for comparison. --budget-bytes overrides the manifest's;
+// --pipeline runs the rounds two at a time within it (lower/reshard.hpp; auto: where the
+// profile's overlap predicts it faster).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -50,6 +52,7 @@ struct reshard_cli_options {
   CLI::Option* budget_opt = nullptr;
   bool explain = false, json = false, verify = false, separate = false;
   std::string backend = "host";
+  std::string pipeline = "auto";
   exchange_option exchange;
   int repeat = 1;
 };
@@ -71,6 +74,7 @@ reshard_plan plan_from(const reshard_cli_options& o, profile_file& profile) {
   if (!o.profile.empty()) profile = read_profile(o.profile);
   ro.synth.time_model = &profile.profile;
   ro.joint = !o.separate;
+  ro.pipeline = o.pipeline == "on" ? reshard_pipeline::on : o.pipeline == "off" ? reshard_pipeline::off : reshard_pipeline::automatic;
   return for_option("--manifest", [&] { return plan_reshard(m.problem, ro); });
 }
 
@@ -92,8 +96,10 @@ void print_plan(const reshard_plan& p, bool explain) {
   std::uint64_t msgs = 0;
   for (std::size_t k = 0; k < p.rounds.size(); ++k) msgs += p.messages(k);
   const auto most = [](const std::vector<std::uint64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); };
-  fmt::print("joint exchange: {} {}, {} messages; most one rank receives {} (lower bound {}); transient at most {} per rank\n",
-             p.rounds.size(), p.rounds.size() == 1 ? "round" : "rounds", msgs, bytes_text(most(p.received_bytes)),
+  fmt::print("joint exchange: {} {}{}, {} messages; most one rank receives {} (lower bound {}); transient at most {} per "
+             "rank\n",
+             p.rounds.size(), p.rounds.size() == 1 ? "round" : "rounds", p.pipelined ? " (two at a time)" : "", msgs,
+             bytes_text(most(p.received_bytes)),
              bytes_text(most(p.lower_bound_bytes)), bytes_text(most(p.transient_bytes)));
   fmt::print("predicted {:.3f} ms (one call per array: {:.3f} ms)\n", p.seconds * 1e3, p.separate_seconds * 1e3);
   if (!explain) return;
@@ -168,6 +174,11 @@ void add_reshard_command(CLI::App& app) {
     c->add_option("--profile", o->profile, "the time profile: a file from `redist calibrate`, or built-in")
         ->type_name("FILE");
     c->add_flag("--separate", o->separate, "every array by its own plan, one call each (for comparison)");
+    c->add_option("--pipeline", o->pipeline,
+                  "rounds two at a time, each within half the budget: auto (where the profile's overlap predicts "
+                  "it faster), on or off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     return o;
   };
   CLI::App* plan = cmd->add_subcommand("plan", "plan the arrays jointly and print the plan");

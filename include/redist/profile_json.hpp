@@ -3,12 +3,15 @@
 // Requires nlohmann-json (link nlohmann_json::nlohmann_json); the core library does not.
 //
 //   {"format": "redist-time-profile/2", "name": "mpi", "devices": 8, "pass_per_byte_s": 3e-10,
+//    "overlap": 0.1,
 //    "ops": {"allgather": {"latency_s": 2e-05, "per_peer_s": 4e-06, "per_byte_s": 3.5e-10},
 //            "alltoall": {...}, "dynslice": {...}, "allpermute": {...}, "allreduce": {...},
 //            "reducescatter": {...}, "exchange": {...}}}
 //
 // Seconds per step, per peer (a collective's round: ceil(log2 n) of them) and per byte
-// received, and per byte of a tile written (the pass; core/time_model.hpp has the formula).
+// received, and per byte of a tile written (the pass; core/time_model.hpp has the formula);
+// "overlap", the share of a message round's transfer a rank can spend copying (0 to 1,
+// time_profile::overlap; missing: 0, as in profiles written before it).
 // Format /1 priced a collective per peer (n - 1); its files are refused with a line that
 // says to recalibrate.
 //
@@ -27,10 +30,9 @@
 // found -1`): the format tag, "name" a string of at most 31 bytes, "devices" an unsigned
 // integer, "ops" an object with every kind of step and no unknown one, each with the three
 // terms finite and non-negative; "pass_per_byte_s" the same, or missing (0: profiles written
-// before it); "mpi", where present (below), as it says. Other fields are ignored. Text
-// nested deeper than
-// max_profile_json_depth, malformed JSON and numbers JSON cannot hold (1e400) are
-// redist_errors too.
+// before it); "overlap" from 0 to 1, or missing (0); "mpi", where present (below), as it
+// says. Other fields are ignored. Text nested deeper than max_profile_json_depth, malformed
+// JSON and numbers JSON cannot hold (1e400) are redist_errors too.
 #pragma once
 
 #include <algorithm>
@@ -98,6 +100,7 @@ inline nlohmann::ordered_json profile_to_json(const time_profile& p, const std::
   j["name"] = std::string(p.name_view());
   j["devices"] = p.devices;
   j["pass_per_byte_s"] = p.pass_per_byte;
+  j["overlap"] = p.overlap;
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (op o : all_ops) {
     nlohmann::ordered_json t;
@@ -128,6 +131,7 @@ inline std::string profile_json_text(const time_profile& p, const std::optional<
   out += "  \"name\": " + j["name"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n";
   out += "  \"devices\": " + j["devices"].dump() + ",\n";
   out += "  \"pass_per_byte_s\": " + j["pass_per_byte_s"].dump() + ",\n";
+  out += "  \"overlap\": " + j["overlap"].dump() + ",\n";
   out += "  \"ops\": {\n";
   bool first = true;
   for (const auto& [name, t] : j["ops"].items()) {
@@ -195,6 +199,13 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
     profile_fail(errc::syntax, "devices", "expected an unsigned integer, found " + json_excerpt(devices));
   p.devices = devices.get<std::uint64_t>();
   if (j.contains("pass_per_byte_s")) p.pass_per_byte = profile_seconds(j, "pass_per_byte_s", "");
+  if (j.contains("overlap")) {
+    const nlohmann::json& v = j["overlap"];
+    const double d = v.is_number() ? v.get<double>() : -1;
+    if (!v.is_number() || !(d >= 0 && d <= 1))
+      profile_fail(errc::syntax, "overlap", "expected a number from 0 to 1, found " + json_excerpt(v));
+    p.overlap = d;
+  }
   const nlohmann::json& ops = profile_field(j, "ops", "");
   if (!ops.is_object()) profile_fail(errc::syntax, "ops", "expected an object, found " + json_excerpt(ops));
   for (auto it = ops.begin(); it != ops.end(); ++it) {

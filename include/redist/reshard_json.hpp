@@ -266,6 +266,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   for (std::size_t k = 0; k < p.rounds.size(); ++k)
     rounds.push_back({{"messages", p.messages(k)}, {"pieces", pieces(p.rounds[k].pieces)}});
   j["rounds"] = std::move(rounds);
+  j["pipelined"] = p.pipelined;
   j["received_bytes"] = p.received_bytes;
   j["lower_bound_bytes"] = p.lower_bound_bytes;
   j["transient_bytes"] = p.transient_bytes;

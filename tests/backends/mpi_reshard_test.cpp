@@ -5,9 +5,9 @@
 // uneven, pending sums on some sources), plans them jointly (every other problem under a
 // budget that cuts the pieces into several rounds; every fifth one call per array), runs them
 // through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
-// turn) and checks every element of its target tiles. It checks too that the message
-// buffers stay within the budget. Rank 0 prints
-// the totals; the exit status is non-zero on any failure on any rank.
+// turn; half the budgeted plans pipelined, two rounds at a time) and checks every element
+// of its target tiles. It checks too that the message buffers stay within the budget. Rank
+// 0 prints the totals; the exit status is non-zero on any failure on any rank.
 #include <mpi.h>
 
 #include <cstdint>
@@ -46,13 +46,14 @@ int run(int argc, char** argv) {
     std::mt19937 rng(2699);
     redist::testing::reshard_workload w;
     w.max_world = mpi.devices();
-    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0;
+    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0;
     auto fail = [&](const std::string& what) {
       if (++failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", me, what.c_str());
     };
     for (int i = 0; i < problems; ++i) {
       const auto [c, o, p] = redist::testing::random_planned_reshard(rng, w, mpi.devices(), static_cast<std::size_t>(i));
       rounds += p.rounds.size();
+      pipelined += p.pipelined;
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.
         const auto how = static_cast<redist::reshard_messages>(i % 3);
@@ -121,10 +122,11 @@ int run(int argc, char** argv) {
     std::uint64_t total = 0;
     MPI_Reduce(&checked, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)
-      std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds, %llu refused over the budget, "
-                  "%llu elements checked, %d failures; single copy %s: %llu and %llu pieces\n",
+      std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds (%llu plans pipelined), %llu "
+                  "refused over the budget, %llu elements checked, %d failures; single copy %s: %llu and %llu pieces\n",
                   static_cast<unsigned long long>(mpi.devices()), problems, static_cast<unsigned long long>(runs),
-                  static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(refused),
+                  static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(pipelined),
+                  static_cast<unsigned long long>(refused),
                   static_cast<unsigned long long>(total), all, single.single_copy() ? "on" : "off",
                   static_cast<unsigned long long>(moved_all[0]), static_cast<unsigned long long>(moved_all[1]));
     failures = all;

@@ -54,7 +54,7 @@ void fail(int rank, const std::string& what) {
 }
 
 struct totals {
-  std::uint64_t problems = 0, elements = 0, mismatches = 0, reshards = 0, messages = 0;
+  std::uint64_t problems = 0, elements = 0, mismatches = 0, reshards = 0, messages = 0, pipelined = 0;
   std::uint64_t ops[7] = {};
 };
 
@@ -238,6 +238,7 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
     tot.mismatches += k.wrong;
     if (!k.ok()) fail(me, what + ": " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
     ++tot.reshards;
+    tot.pipelined += p.pipelined;
     for (std::size_t r = 0; r < p.rounds.size(); ++r) tot.messages += p.messages(r);
   } catch (const redist::redist_error& e) {
     const std::string w = e.what();
@@ -250,8 +251,10 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
 /// world of the backend's ranks, planned jointly (every other one under a budget that cuts
 /// the pieces into rounds; every fifth one call per array). Then pieces every rank keeps
 /// (no message: only the copies on the backend's second stream, which must wait for the
-/// uploads before them; repeated, as the emulator's streams run in random orders), and
-/// host tiles, which the device cannot use, refused on every rank before anything moves.
+/// uploads before them; repeated, as the emulator's streams run in random orders), rows to
+/// columns in pipelined rounds (the next round packed on the second stream into the half of
+/// the buffer the round before last used; repeated too), and host tiles, which the device
+/// cannot use, refused on every rank before anything moves.
 void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const int me = static_cast<int>(b.rank());
   std::mt19937 rng(2699);
@@ -272,6 +275,22 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const redist::reshard_plan kept = redist::plan_reshard(pr, {});
   for (int i = 0; i < 16; ++i) run_reshard(b, kept, 0, "kept pieces", tot);
   pr.arrays.back() = {"w", redist::element_type::f32, from, to};
+  // Rows to columns on the ranks in reverse order (no one collective does it: the joint
+  // exchange), every piece 4 x 4 floats (64 bytes); rounds within half a budget of 192
+  // bytes hold one piece sent or received per rank: 2 (D - 1) rounds or so, two at a time.
+  if (b.devices() >= 3) {
+    std::string reversed;
+    for (std::uint64_t r = b.devices(); r-- > 0;) reversed += (reversed.empty() ? "" : ", ") + std::to_string(r);
+    redist::reshard_problem rev = pr;
+    redist::placed_layout back = to;
+    back.pm = redist::parse_placed_mesh("{x: " + D + "} @ [" + reversed + "]");
+    rev.arrays.back().target = back;
+    const std::uint64_t budget = 192;
+    const redist::reshard_plan two =
+        redist::plan_reshard(rev, {.budget_bytes = budget, .pipeline = redist::reshard_pipeline::on});
+    if (!two.pipelined || two.rounds.size() < b.devices() - 1) fail(me, "rows to columns: " + two.reason);
+    for (int i = 0; i < 8; ++i) run_reshard(b, two, budget, "rows to columns, pipelined", tot);
+  }
   // Host tiles: refused on every rank, naming the array, the rank and the tile.
   redist::reshard_executor<redist::nccl_backend> ex(b, redist::plan_reshard(pr, {}));
   redist::reshard_tiles t = redist::make_reshard_tiles(ex);
@@ -408,14 +427,16 @@ int run(int argc, char** argv) {
     if (me == 0)
       std::printf("nccl backend over MPI, %d ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
                   "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
-                  "%llu reducescatter, %llu exchange; %llu reshards of many arrays in %llu messages; %.2f s\n",
+                  "%llu reducescatter, %llu exchange; %llu reshards of many arrays in %llu messages (%llu "
+                  "pipelined); %.2f s\n",
                   size, static_cast<unsigned long long>(all[3] / static_cast<std::uint64_t>(size)),
                   static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
                   static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
                   static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
                   static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
                   static_cast<unsigned long long>(tot.ops[5]), static_cast<unsigned long long>(tot.ops[6]),
-                  static_cast<unsigned long long>(tot.reshards), static_cast<unsigned long long>(tot.messages), seconds);
+                  static_cast<unsigned long long>(tot.reshards), static_cast<unsigned long long>(tot.messages),
+                  static_cast<unsigned long long>(tot.pipelined), seconds);
     rc = all[1] == 0 && all[2] == 0 && all[3] >= (count + uneven_count + 3) * static_cast<std::uint64_t>(size) ? 0 : 1;
   }
   MPI_Finalize();

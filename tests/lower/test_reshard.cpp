@@ -38,6 +38,7 @@ std::string check_plan(const reshard_plan& p, std::uint64_t budget) {
     if (pc.from != pc.to) return "a local piece goes from rank " + std::to_string(pc.from) + " to " + std::to_string(pc.to);
     got[{pc.array, pc.to}].push_back(pc);
   }
+  std::vector<std::uint64_t> last(W, 0);  // the previous round's bytes per rank
   for (std::size_t k = 0; k < p.rounds.size(); ++k) {
     const auto& v = p.rounds[k].pieces;
     if (!std::is_sorted(v.begin(), v.end())) return "round " + std::to_string(k) + " is not in message order";
@@ -50,12 +51,16 @@ std::string check_plan(const reshard_plan& p, std::uint64_t budget) {
       got[{pc.array, pc.to}].push_back(pc);
     }
     for (std::uint64_t r = 0; r < W; ++r) {
-      if (budget && use[r] > budget)
-        return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " holds " + std::to_string(use[r]) +
+      // Pipelined, rounds k - 1 and k hold buffers at once.
+      const std::uint64_t held = use[r] + (p.pipelined ? last[r] : 0);
+      if (budget && held > budget)
+        return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " holds " + std::to_string(held) +
                " bytes, over the budget of " + std::to_string(budget);
-      if (use[r] > p.transient_bytes[r]) return "transient_bytes of rank " + std::to_string(r) + " is too small";
+      if (held > p.transient_bytes[r]) return "transient_bytes of rank " + std::to_string(r) + " is too small";
     }
+    last = use;
   }
+  if (p.pipelined && budget == 0) return "pipelined without a budget";
   if (budget == 0 && p.rounds.size() > 1) return "more than one round without a budget";
   for (std::size_t a = 0; a < A; ++a) {
     const reshard_array& x = p.arrays[a];
@@ -109,7 +114,7 @@ reshard_array array_of(const std::string& name, element_type t, const std::strin
 TEST_CASE("random reshards: pieces tile every target, the lower bound, the budget", "[reshard]") {
   std::mt19937 rng(2611);
   testing::reshard_workload w;
-  int planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0;
+  int planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0, pipelined = 0;
   for (int i = 0; i < 1500; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, w);
     INFO(c.text);
@@ -126,8 +131,15 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
     INFO("budget " << budget);
     REQUIRE(check_plan(q, budget).empty());
     REQUIRE(q.received_bytes == p.received_bytes);
+    REQUIRE(!q.pipelined);  // the built-in profile has no overlap
     ++budgeted;
     rounds += static_cast<int>(q.rounds.size());
+    // Two rounds at a time: any two consecutive rounds within the budget.
+    const reshard_plan r = plan_reshard(c.problem, {.budget_bytes = budget, .pipeline = reshard_pipeline::on});
+    REQUIRE(check_plan(r, budget).empty());
+    REQUIRE(r.received_bytes == p.received_bytes);
+    REQUIRE(r.pipelined == (q.rounds.size() > 1 && 2 * row <= budget));
+    pipelined += r.pipelined;
     if (row > 1) {
       try {
         plan_reshard(c.problem, {.budget_bytes = row - 1});
@@ -143,6 +155,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
   CHECK(owned > 300);        // pending sums
   CHECK(boxed > 300);        // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
+  CHECK(pipelined > 300);
 }
 
 TEST_CASE("one call per array: every array by its own plan", "[reshard]") {
@@ -216,6 +229,47 @@ TEST_CASE("a budget cuts one piece into chunks of whole rows", "[reshard]") {
     REQUIRE(std::string(e.what()) == "array 'x': one row of the piece [0, 64) x [0, 64) from rank 0 to rank 1 is 256 "
                                      "bytes, more than the budget of 255 bytes per rank");
   }
+}
+
+TEST_CASE("pipelined rounds: half the budget each, chosen by the overlap", "[reshard]") {
+  reshard_problem pr;
+  pr.arrays.push_back(array_of("x", element_type::f32, "{} @ [0]", "[64, 64]", "{} @ [1]", "[64, 64]"));
+  // The built-in profile: transfers and copies share the cores, nothing to hide.
+  const reshard_plan one = plan_reshard(pr, {.budget_bytes = 1024});
+  REQUIRE(!one.pipelined);
+  REQUIRE(one.rounds.size() == 16);
+  // On: rounds of 512 bytes (2 rows), two at a time within 1024.
+  const reshard_plan two = plan_reshard(pr, {.budget_bytes = 1024, .pipeline = reshard_pipeline::on});
+  REQUIRE(two.pipelined);
+  REQUIRE(check_plan(two, 1024).empty());
+  REQUIRE(two.rounds.size() == 32);
+  REQUIRE(two.transient_bytes == std::vector<std::uint64_t>{1024, 1024});
+  REQUIRE(two.unpipelined_seconds == one.joint_seconds);
+  REQUIRE(two.joint_seconds > one.joint_seconds);  // more latencies, nothing hidden
+  REQUIRE(two.reason.find("in 32 pipelined rounds") != std::string::npos);
+  // Half the budget below one row (256 bytes): one round at a time, and the reason says why.
+  const reshard_plan odd = plan_reshard(pr, {.budget_bytes = 511, .pipeline = reshard_pipeline::on});
+  REQUIRE(!odd.pipelined);
+  REQUIRE(odd.rounds.size() == 64);
+  REQUIRE(odd.reason.find("not pipelined: a row of a piece is more than half the budget") != std::string::npos);
+  // No budget: one round, nothing to pipeline.
+  REQUIRE(!plan_reshard(pr, {.pipeline = reshard_pipeline::on}).pipelined);
+  // A profile whose transfers leave the cores free and whose copies are slow: automatic
+  // pipelines, priced sum (t + c) - overlap * sum min(t_k, c_{k+1}).
+  time_profile P = builtin_profile;
+  P.overlap = 0.75;
+  P.pass_per_byte = 1e-6;
+  reshard_options o{.budget_bytes = 1024};
+  o.synth.time_model = &P;
+  const reshard_plan fast = plan_reshard(pr, o);
+  REQUIRE(fast.pipelined);
+  REQUIRE(fast.rounds.size() == 32);
+  const double t = P.seconds(op::exchange, 1, 512, 0), c = P.pass_per_byte * 512;
+  REQUIRE(fast.joint_seconds == Approx(32 * (t + c) - 31 * 0.75 * std::min(t, c)));
+  REQUIRE(fast.unpipelined_seconds == Approx(16 * (P.seconds(op::exchange, 1, 1024, 0) + 2 * c)));
+  REQUIRE(fast.joint_seconds < fast.unpipelined_seconds);
+  o.pipeline = reshard_pipeline::off;
+  REQUIRE(!plan_reshard(pr, o).pipelined);
 }
 
 TEST_CASE("pending sums take their own plans; an unreducible dtype is refused", "[reshard]") {

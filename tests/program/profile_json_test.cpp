@@ -48,14 +48,18 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
   odd.devices = 6;
   odd[redist::op::exchange] = {1.0 / 3.0, 1e-300, 123456.789};
   odd.pass_per_byte = 1.0 / 7.0;
+  odd.overlap = 2.0 / 3.0;
   const redist::time_profile o2 = redist::profile_from_json_text(redist::profile_json_text(odd));
   CHECK(o2.name_view() == odd.name_view());
   CHECK(o2.pass_per_byte == odd.pass_per_byte);
+  CHECK(o2.overlap == odd.overlap);
+  CHECK(o2 == odd);
   for (redist::op o : redist::all_ops) CHECK(o2[o] == odd[o]);
 
   // The layout: the format first, one line per op.
   CHECK(text.starts_with("{\n  \"format\": \"redist-time-profile/2\",\n  \"name\": \"built-in\",\n  \"devices\": 8,\n"
                          "  \"pass_per_byte_s\": "));
+  CHECK(text.find(",\n  \"overlap\": 0.0,\n  \"ops\": {\n") != std::string::npos);
   CHECK(text.find("\n    \"allgather\": {\"latency_s\":") != std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(text);
   CHECK(j["ops"].size() == 7);
@@ -64,6 +68,7 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
   const redist::time_profile old =
       redist::profile_from_json_text(edited([](nlohmann::json& x) { x.erase("pass_per_byte_s"); }));
   CHECK(old.pass_per_byte == 0);
+  CHECK(redist::profile_from_json_text(edited([](nlohmann::json& x) { x.erase("overlap"); })) == b);
   CHECK(old[redist::op::alltoall] == b[redist::op::alltoall]);
   // Fields it does not know are ignored.
   CHECK_NOTHROW(redist::profile_from_json_text(edited([](nlohmann::json& x) { x["measured_on"] = "today"; })));
@@ -91,6 +96,10 @@ TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[p
         "time profile JSON: ops.alltoall.per_byte_s: expected a finite number >= 0 (seconds), found -1");
   CHECK(error_of(edited([](nlohmann::json& j) { j["pass_per_byte_s"] = -1e-9; })) ==
         "time profile JSON: pass_per_byte_s: expected a finite number >= 0 (seconds), found -1e-09");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["overlap"] = 1.5; })) ==
+        "time profile JSON: overlap: expected a number from 0 to 1, found 1.5");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["overlap"] = "some"; })) ==
+        "time profile JSON: overlap: expected a number from 0 to 1, found \"some\"");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["allreduce"]["latency_s"] = "fast"; })) ==
         "time profile JSON: ops.allreduce.latency_s: expected a finite number >= 0 (seconds), found \"fast\"");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["exchange"].erase("per_peer_s"); })) ==

@@ -141,6 +141,7 @@ TEST_CASE("calibrate on the host backend produces a profile for every kind", "[c
     CHECK(p.seconds(k, 1, 1 << 20, 1 << 20) > 0);  // something costs time
   }
   CHECK(p.pass_per_byte > 0);              // the tile copy
+  CHECK(p.overlap == 0);                   // no message rounds on the host backend
   CHECK(p[op::dynslice].per_peer == 0);    // no peers
   CHECK(p[op::allpermute].per_peer == 0);  // always one peer
   redist::time_profile capped = p;         // the all-reduce is capped already

@@ -93,7 +93,8 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
 
 /// Problem i of a backend test's sequence in a world of W ranks (W >= w.max_world): a random
 /// reshard, planned jointly (every fifth one call per array), every other one under a random
-/// budget that cuts its pieces into rounds (options.budget_bytes, 0 where none).
+/// budget that cuts its pieces into rounds (options.budget_bytes, 0 where none), half of
+/// those with pipelined rounds (options.pipeline on, a budget of at least two rows).
 struct planned_reshard {
   reshard_case c;
   reshard_options options;
@@ -109,6 +110,10 @@ inline planned_reshard random_planned_reshard(std::mt19937& rng, const reshard_w
   const std::uint64_t draw = rng();  // drawn on every path: the same sequence of problems
   if (i % 2 == 1 && row > 0) {
     r.options.budget_bytes = row + draw % (2 * row + 1);
+    if (i % 4 == 3) {  // two rounds at a time, within half a budget that holds a row
+      r.options.pipeline = reshard_pipeline::on;
+      r.options.budget_bytes += row;
+    }
     r.plan = plan_reshard(r.c.problem, r.options);
   }
   return r;

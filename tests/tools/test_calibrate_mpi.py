@@ -49,6 +49,10 @@ def main():
             expect(sorted(g) == sorted(WAYS) and all(isinstance(g[w], (int, float)) and g[w] > 0 for w in WAYS),
                    "calibrate: geomean_s %r" % g)
             expect(chosen in WAYS and g[chosen] == min(g.values()), "calibrate: chose %r of %r" % (chosen, g))
+            ov = prof["overlap"]
+            expect(isinstance(ov, (int, float)) and 0 <= ov <= 1, "calibrate: overlap %r" % ov)
+            expect(re.search(r"overlap: [01]\.\d\d of a message round's transfer hides a copy", r.stdout) is not None,
+                   "calibrate's table has no overlap line: %r" % r.stdout[-600:])
             m = re.search(r"exchanges on MPI, geometric mean over (\d+) programs: single-copy [0-9.]+ us, "
                           r"alltoallw [0-9.]+ us, packed [0-9.]+ us; chosen: ([a-z-]+)", r.stdout)
             # 4 ranks: meshes {x: 2, y: 2} and {x: 4, y: 1}, 3 exchanges and the 2-D grid (on

@@ -249,7 +249,32 @@ def check_reshard(redist, checks):
     expect(plan.get("format") == "redist-reshard-plan/1" and plan.get("budget_bytes") == 4096 and
            len(plan.get("rounds", [])) > 1 and max(plan.get("transient_bytes", [1 << 40])) <= 4096 and
            plan.get("received_bytes") == plan.get("lower_bound_bytes"), "reshard plan --json: %r" % r.stdout[:300])
-    for extra in ([], ["--budget-bytes", "2048"], ["--separate"]):
+    expect(plan.get("pipelined") is False, "reshard plan --json: pipelined under the built-in profile: %r" %
+           plan.get("pipelined"))
+    # Two rounds at a time: any two consecutive rounds within the budget on every rank.
+    r = run(redist, ["reshard", "plan", "--manifest", manifest, "--budget-bytes", "4096", "--pipeline", "on", "--json"])
+    plan = json.loads(r.stdout) if r.returncode == 0 else {}
+    use = []
+    for rnd in plan.get("rounds", []):
+        u = [0] * plan["world"]
+        for a, frm, to, b in rnd["pieces"]:
+            n = 1
+            for lo, hi in b:
+                n *= hi - lo
+            n *= {"f32": 4, "bf16": 2}[plan["arrays"][a]["dtype"]]
+            u[frm] += n
+            u[to] += n
+        use.append(u)
+    expect(plan.get("pipelined") is True and len(use) > 2 and
+           all(x + y <= 4096 for k in range(len(use) - 1) for x, y in zip(use[k], use[k + 1])) and
+           max(plan.get("transient_bytes", [1 << 40])) <= 4096 and "pipelined rounds" in plan.get("reason", ""),
+           "reshard plan --pipeline on: %r" % r.stdout[:300])
+    r = run(redist, ["reshard", "plan", "--manifest", manifest, "--budget-bytes", "4096", "--pipeline", "on"])
+    expect(r.returncode == 0 and "rounds (two at a time)," in r.stdout, "reshard plan --pipeline on: %r" % r.stdout)
+    r = run(redist, ["reshard", "plan", "--manifest", manifest, "--pipeline", "sometimes"])
+    expect(r.returncode == 2 and "--pipeline: sometimes not in {auto,on,off}" in r.stderr,
+           "reshard plan --pipeline sometimes: %r" % r.stderr)
+    for extra in ([], ["--budget-bytes", "2048"], ["--budget-bytes", "2048", "--pipeline", "on"], ["--separate"]):
         r = run(redist, ["reshard", "run", "--manifest", manifest, "--backend", "host", "--verify"] + extra)
         expect(r.returncode == 0 and "verified: 78080 elements, 0 wrong" in r.stdout,
                "reshard run %s: rc %d\n%s%s" % (extra, r.returncode, r.stdout[-300:], r.stderr))

@@ -585,35 +585,29 @@ class mpi_backend {
   template <class Pack, class Local, class Unpack>
   void message_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack, Local&& local,
                      Unpack&& unpack) {
-    constexpr std::uint64_t part = std::uint64_t{1} << 30;
-    const int tag = tag_message + static_cast<int>(rounds_++ % 1024);
-    std::vector<MPI_Request> rq, sq;
-    std::vector<std::size_t> owner;
-    std::vector<std::size_t> left(recvs.size(), 0);
-    auto parts = [&](const message& m, auto&& post) {
-      check_peer(m.peer);
-      for (std::uint64_t at = 0; at < m.bytes; at += part) post(m.data + at, static_cast<int>(std::min(part, m.bytes - at)));
-    };
-    for (std::size_t k = 0; k < recvs.size(); ++k)
-      parts(recvs[k], [&](std::byte* p, int n) {
-        call(MPI_Irecv(p, n, MPI_BYTE, static_cast<int>(recvs[k].peer), tag, comm_, &rq.emplace_back()), "MPI_Irecv");
-        owner.push_back(k);
-        ++left[k];
-      });
-    for (std::size_t k = 0; k < sends.size(); ++k) {
-      pack(k);
-      parts(sends[k], [&](std::byte* p, int n) {
-        call(MPI_Isend(p, n, MPI_BYTE, static_cast<int>(sends[k].peer), tag, comm_, &sq.emplace_back()), "MPI_Isend");
-      });
-    }
+    posted_round r = post_round(sends, recvs, pack);
     local();
-    for (std::size_t done = 0; done < rq.size(); ++done) {
-      int i = MPI_UNDEFINED;
-      call(MPI_Waitany(static_cast<int>(rq.size()), rq.data(), &i, MPI_STATUS_IGNORE), "MPI_Waitany");
-      const std::size_t k = owner[static_cast<std::size_t>(i)];
-      if (--left[k] == 0) unpack(k);
+    finish_round(r, unpack);
+  }
+
+  /// Rounds of messages two at a time (runtime/backend.hpp message_rounds): round k + 1
+  /// posted (receives, then each send packed and posted) before round k is waited for, so
+  /// that its packing runs while round k's messages fly.
+  template <class Round, class Pack, class Local, class Unpack>
+  void message_rounds(std::size_t n, Round&& round, Pack&& pack, Local&& local, Unpack&& unpack) {
+    if (n == 0) return;
+    auto post = [&](std::size_t k) {
+      const auto& m = round(k);
+      return post_round(m.sends, m.recvs, [&](std::size_t i) { pack(k, i); });
+    };
+    posted_round r = post(0);
+    local();
+    for (std::size_t k = 0; k < n; ++k) {
+      posted_round next;
+      if (k + 1 < n) next = post(k + 1);
+      finish_round(r, [&](std::size_t i) { unpack(k, i); });
+      r = std::move(next);
     }
-    call(MPI_Waitall(static_cast<int>(sq.size()), sq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
 
   /// Point-to-point messages of pieces in place (runtime/backend.hpp strided_message): one
@@ -922,6 +916,51 @@ class mpi_backend {
   }
 
   void check_peer(rank_t peer) const { detail::check_message_peer("mpi backend", peer, size_, me_); }
+
+  /// A message round in flight: its requests, and per receive how many parts are pending.
+  struct posted_round {
+    std::vector<MPI_Request> rq, sq;
+    std::vector<std::size_t> owner;  ///< the receive of each request of rq
+    std::vector<std::size_t> left;
+  };
+
+  /// Post a message round: every receive, then each send packed (pack(k)) and posted.
+  template <class Pack>
+  posted_round post_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack) {
+    constexpr std::uint64_t part = std::uint64_t{1} << 30;
+    const int tag = tag_message + static_cast<int>(rounds_++ % 1024);
+    posted_round r;
+    r.left.assign(recvs.size(), 0);
+    auto parts = [&](const message& m, auto&& post) {
+      check_peer(m.peer);
+      for (std::uint64_t at = 0; at < m.bytes; at += part) post(m.data + at, static_cast<int>(std::min(part, m.bytes - at)));
+    };
+    for (std::size_t k = 0; k < recvs.size(); ++k)
+      parts(recvs[k], [&](std::byte* p, int n) {
+        call(MPI_Irecv(p, n, MPI_BYTE, static_cast<int>(recvs[k].peer), tag, comm_, &r.rq.emplace_back()), "MPI_Irecv");
+        r.owner.push_back(k);
+        ++r.left[k];
+      });
+    for (std::size_t k = 0; k < sends.size(); ++k) {
+      pack(k);
+      parts(sends[k], [&](std::byte* p, int n) {
+        call(MPI_Isend(p, n, MPI_BYTE, static_cast<int>(sends[k].peer), tag, comm_, &r.sq.emplace_back()), "MPI_Isend");
+      });
+    }
+    return r;
+  }
+
+  /// Wait for a posted round: unpack(k) for each receive as it completes, then the sends.
+  template <class Unpack>
+  void finish_round(posted_round& r, Unpack&& unpack) {
+    for (std::size_t done = 0; done < r.rq.size(); ++done) {
+      int i = MPI_UNDEFINED;
+      call(MPI_Waitany(static_cast<int>(r.rq.size()), r.rq.data(), &i, MPI_STATUS_IGNORE), "MPI_Waitany");
+      const std::size_t k = r.owner[static_cast<std::size_t>(i)];
+      if (--r.left[k] == 0) unpack(k);
+    }
+    call(MPI_Waitall(static_cast<int>(r.sq.size()), r.sq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
 
   /// The constructor's collective check: this node's ranks (node_index_, node_pids_)
   /// where every rank of the communicator read a value from every rank of its node.

@@ -44,7 +44,9 @@
 //   ncclRecv, the kept piece copied on the second stream; message rounds (message_round;
 //   also the reshard executor of many arrays, runtime/reshard_executor.hpp): each
 //   message's pieces packed by one batch kernel launch (backends/cuda_strided.hpp), one
-//   group of ncclSend / ncclRecv, each received message unpacked by one launch;
+//   group of ncclSend / ncclRecv, each received message unpacked by one launch; rounds
+//   two at a time (message_rounds: the next round packed on the second stream while this
+//   one's group runs);
 //   allreduce / reducescatter:
 //   ncclAllReduce / ncclReduceScatter with ncclSum, ncclMax, ncclMin, ncclProd or ncclAvg
 //   (the step's reduction; ncclAvg, NCCL >= 2.10, divides integer sums with truncation
@@ -774,30 +776,50 @@ class nccl_backend {
   template <class Pack, class Local, class Unpack>
   void message_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack, Local&& local,
                      Unpack&& unpack) {
-    for (const auto* side : {&sends, &recvs})
-      for (const message& m : *side) detail::check_message_peer(who, m.peer, size_, me_);
+    check_peers(sends, recvs);
     REDIST_CUDA_CHECK(cudaEventRecord(ready_.h, stream_.h));
     REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
     for (std::size_t k = 0; k < sends.size(); ++k) pack(k);
-    in_group([&] {
-      for (const message& r : recvs)
-        if (r.bytes != 0)
-          REDIST_NCCL_CHECK(ncclRecv(r.data, r.bytes, ncclUint8, static_cast<int>(r.peer), comm_.h, stream_.h));
-      for (const message& m : sends)
-        if (m.bytes != 0)
-          REDIST_NCCL_CHECK(ncclSend(m.data, m.bytes, ncclUint8, static_cast<int>(m.peer), comm_.h, stream_.h));
-    });
-    {
-      struct restore {
-        const cuda_memory*& active;
-        const cuda_memory& main;
-        ~restore() { active = &main; }
-      } r{active_, mem_};
-      active_ = &side_mem_;
-      local();
-    }
+    send_receive(sends, recvs);
+    on_side(local);
     REDIST_CUDA_CHECK(cudaEventRecord(kept_.h, side_.h));
     for (std::size_t k = 0; k < recvs.size(); ++k) unpack(k);
+    REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, kept_.h, 0));
+  }
+
+  /// Message rounds two at a time (runtime/backend.hpp message_rounds): round 0 as above;
+  /// round k + 1 is packed on the second stream while round k's group runs on stream(),
+  /// after stream() has finished round k - 1 (whose buffers round k + 1 reuses), and
+  /// stream() waits for that packing before round k + 1's group. Events only, no host
+  /// synchronization; stream() ends after every round and the kept pieces.
+  template <class Round, class Pack, class Local, class Unpack>
+  void message_rounds(std::size_t n, Round&& round, Pack&& pack, Local&& local, Unpack&& unpack) {
+    if (n == 0) return;
+    REDIST_CUDA_CHECK(cudaEventRecord(ready_.h, stream_.h));
+    REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
+    {
+      const auto& m = round(std::size_t{0});
+      check_peers(m.sends, m.recvs);
+      for (std::size_t i = 0; i < m.sends.size(); ++i) pack(std::size_t{0}, i);
+    }
+    on_side(local);
+    REDIST_CUDA_CHECK(cudaEventRecord(kept_.h, side_.h));
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& m = round(k);
+      if (k + 1 < n) {
+        const auto& next = round(k + 1);
+        check_peers(next.sends, next.recvs);
+        if (k >= 1) REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, done_[(k + 1) % 2].h, 0));
+        on_side([&] {
+          for (std::size_t i = 0; i < next.sends.size(); ++i) pack(k + 1, i);
+        });
+        REDIST_CUDA_CHECK(cudaEventRecord(packed_.h, side_.h));
+      }
+      send_receive(m.sends, m.recvs);
+      for (std::size_t i = 0; i < m.recvs.size(); ++i) unpack(k, i);
+      REDIST_CUDA_CHECK(cudaEventRecord(done_[k % 2].h, stream_.h));
+      if (k + 1 < n) REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, packed_.h, 0));
+    }
     REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, kept_.h, 0));
   }
 
@@ -904,7 +926,7 @@ class nccl_backend {
 #endif
 
   /// The stream (given or created on `device`), the memory space, the agreement buffer;
-  /// the second stream of message rounds, its memory space and its two events.
+  /// the second stream of message rounds, its memory space and its events.
   void setup(int device, cudaStream_t stream, cuda_pack pack) {
     detail::device_guard g(device);
     if (stream != nullptr) {
@@ -918,10 +940,39 @@ class nccl_backend {
     REDIST_CUDA_CHECK(cudaStreamCreateWithFlags(&side_.h, cudaStreamNonBlocking));
     side_.owned = true;
     side_mem_ = cuda_memory(device, side_.h, pack);
-    for (detail::cuda_event_holder* e : {&ready_, &kept_}) {
+    for (detail::cuda_event_holder* e : {&ready_, &kept_, &packed_, &done_[0], &done_[1]}) {
       REDIST_CUDA_CHECK(cudaEventCreateWithFlags(&e->h, cudaEventDisableTiming));
       e->owned = true;
     }
+  }
+
+  void check_peers(std::span<const message> sends, std::span<const message> recvs) const {
+    for (const auto* side : {&sends, &recvs})
+      for (const message& m : *side) detail::check_message_peer(who, m.peer, size_, me_);
+  }
+
+  /// A round's receives and sends as one NCCL group on stream().
+  void send_receive(std::span<const message> sends, std::span<const message> recvs) {
+    in_group([&] {
+      for (const message& r : recvs)
+        if (r.bytes != 0)
+          REDIST_NCCL_CHECK(ncclRecv(r.data, r.bytes, ncclUint8, static_cast<int>(r.peer), comm_.h, stream_.h));
+      for (const message& m : sends)
+        if (m.bytes != 0)
+          REDIST_NCCL_CHECK(ncclSend(m.data, m.bytes, ncclUint8, static_cast<int>(m.peer), comm_.h, stream_.h));
+    });
+  }
+
+  /// f() with memory() on the second stream.
+  template <class F>
+  void on_side(F&& f) {
+    struct restore {
+      const cuda_memory*& active;
+      const cuda_memory& main;
+      ~restore() { active = &main; }
+    } r{active_, mem_};
+    active_ = &side_mem_;
+    f();
   }
 
   /// This rank's send and receive buffers, as bytes.
@@ -974,6 +1025,7 @@ class nccl_backend {
 #endif
   detail::cuda_stream_holder stream_, side_;  // side_: local() of message rounds
   detail::cuda_event_holder ready_, kept_;     // side_ starts after ready_; stream_ waits for kept_
+  detail::cuda_event_holder packed_, done_[2];  // message_rounds: the next round packed; round k done
   detail::nccl_comm_holder comm_;              // destroyed before the streams
   cuda_memory mem_, side_mem_;
   const cuda_memory* active_ = &mem_;  // memory(): side_mem_ inside local()

@@ -67,6 +67,12 @@ struct time_profile {
   std::uint64_t devices = 0;   ///< ranks it was measured on (0: not measured)
   op_time ops[op_count]{};
   double pass_per_byte = 0;    ///< per byte of the tile a step writes (one pass over memory)
+  /// The share of a message round's transfer time during which a rank copies at full speed
+  /// (0 to 1): what packing the next round while this one flies can hide (lower/reshard.hpp,
+  /// pipelined rounds). 0 where the transfers take the cores the copies need (shared-memory
+  /// MPI on an oversubscribed node, the built-in profile); towards 1 where a network or
+  /// copy engines move the bytes. Calibration measures it on message backends.
+  double overlap = 0;
 
   constexpr void set_name(std::string_view s) {
     std::size_t i = 0;

@@ -23,12 +23,21 @@
 // dimension 0); the chunks are placed first-fit, largest first, into the first round where
 // both the sender and the receiver have room. A row of a piece larger than B is refused.
 // Without a budget there is one round.
+// Pipelined rounds (reshard_options::pipeline). Rounds may run two at a time: round k+1's
+// receives posted and its messages packed and sent before round k is waited for
+// (runtime/reshard_executor.hpp), so that packing hides behind the transfers. Two rounds
+// then hold buffers at once, so they are placed as above within B/2 each: any two
+// consecutive rounds stay within B. More rounds pay more latencies; automatic pipelines
+// where that is predicted faster.
 //
 // Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
-// rank sends to or receives from, the most bytes one rank receives or sends, and the pass
-// over the bytes it writes (the pieces it keeps are written in the first round); an own
-// program by its own prediction. `separate_seconds` is one call per array, one after
-// another (each array's own plan), for comparison.
+// rank sends to or receives from, the most bytes one rank receives or sends (its transfer
+// t_k), and the pass over the bytes it writes (c_k; the pieces it keeps are written in the
+// first round); an own program by its own prediction. Pipelined rounds hide up to
+// P.overlap * t_k of round k+1's pass behind round k's transfer:
+//   sum_k (t_k + c_k) - P.overlap * sum_{k < n-1} min(t_k, c_{k+1}).
+// `separate_seconds` is one call per array, one after another (each array's own plan), for
+// comparison.
 #pragma once
 
 #include <algorithm>
@@ -71,14 +80,23 @@ struct reshard_problem {
   std::vector<reshard_array> arrays;
 };
 
+/// Whether the joint exchange runs two rounds at a time (the header comment).
+enum class reshard_pipeline : std::uint8_t {
+  automatic,  ///< under a budget, where predicted faster (time_profile::overlap > 0)
+  off,        ///< one round at a time
+  on,         ///< under a budget, two rounds at a time (rounds of half the budget), unless a
+              ///< row of a piece is more than half the budget
+};
+
 struct reshard_options {
-  /// Most bytes one rank holds for the joint exchange in a round (send plus receive
-  /// buffers); 0: no limit (one round).
+  /// Most bytes one rank holds for the joint exchange at a time (send plus receive buffers
+  /// of a round, of two consecutive rounds where pipelined); 0: no limit (one round).
   std::uint64_t budget_bytes = 0;
   /// Every array's own plan: the profile and objective (element_bytes: each array's own).
   synth_options synth{};
   /// false: every array by its own plan, no joint exchange (one call per array).
   bool joint = true;
+  reshard_pipeline pipeline = reshard_pipeline::automatic;
 };
 
 /// How one array moves.
@@ -117,8 +135,11 @@ struct reshard_plan {
   std::vector<std::uint64_t> received_bytes;     ///< per world rank: what the joint exchange brings it
   std::vector<std::uint64_t> lower_bound_bytes;  ///< per world rank: its joint arrays' target boxes minus what it held
   std::vector<std::uint64_t> transient_bytes;    ///< per world rank: the largest send + receive buffers of a round
+                                                 ///< (of two consecutive rounds where pipelined)
+  bool pipelined = false;       ///< rounds run two at a time (the header comment)
   double seconds = 0;           ///< predicted: the rounds, then the own programs
   double joint_seconds = 0;     ///< predicted: the rounds alone
+  double unpipelined_seconds = 0;  ///< predicted: the rounds one at a time, within the whole budget
   double separate_seconds = 0;  ///< predicted: one call per array, in sequence
   std::string reason;           ///< one line: what was chosen and why
 
@@ -157,22 +178,27 @@ struct round_tally {
     received[to] -= bytes;
     if (--pairs[{from, to}] == 0) pairs.erase({from, to});
   }
-  /// Predicted seconds of these pieces as one exchange step (nothing: no time).
-  [[nodiscard]] double seconds(const time_profile& P) const {
+  /// Predicted seconds of these pieces as one exchange step, as {the transfer, the pass
+  /// over the bytes written} (nothing: no time).
+  [[nodiscard]] std::pair<double, double> parts(const time_profile& P) const {
     std::uint64_t bytes = 0, tile = 0;
     for (std::size_t r = 0; r < sent.size(); ++r) {
       bytes = std::max({bytes, sent[r], received[r]});
       tile = std::max(tile, written[r]);
     }
-    if (bytes == 0 && tile == 0) return 0;
+    const double pass = P.pass_per_byte * static_cast<double>(tile);
+    if (bytes == 0) return {0.0, pass};  // local copies only, or nothing
     std::vector<std::uint64_t> peers_out(sent.size(), 0), peers_in(sent.size(), 0);
     std::uint64_t peers = 0;
     for (const auto& [pr, n] : pairs) {
       peers = std::max(peers, ++peers_out[pr.first]);
       peers = std::max(peers, ++peers_in[pr.second]);
     }
-    if (bytes == 0) return P.pass_per_byte * static_cast<double>(tile);  // local copies only
-    return P.seconds(op::exchange, peers, bytes, tile);
+    return {P.seconds(op::exchange, peers, bytes, 0), pass};
+  }
+  [[nodiscard]] double seconds(const time_profile& P) const {
+    const auto [transfer, pass] = parts(P);
+    return transfer + pass;
   }
 };
 
@@ -198,6 +224,63 @@ inline void cut_piece(const reshard_piece& p, std::uint64_t e, std::uint64_t cap
     c.b.hi[0] = std::min(p.b.hi[0], lo + step);
     out.push_back(c);
   }
+}
+
+/// The rounds of the pieces between ranks within `cap` bytes per rank per round (0: one
+/// round), their transient bytes per rank and their predicted seconds, with the pieces a
+/// rank keeps (`rp.local`) priced in the first round.
+struct round_schedule {
+  std::vector<reshard_round> rounds;
+  std::vector<std::uint64_t> transient;
+  double seconds = 0;
+  bool pipelined = false;
+};
+
+inline round_schedule schedule_rounds(const reshard_plan& rp, const std::vector<reshard_piece>& between,
+                                      std::uint64_t cap, std::uint64_t W, const time_profile& P, bool pipelined) {
+  round_schedule s;
+  s.pipelined = pipelined;
+  std::vector<reshard_piece> moving;  // cut to the cap
+  for (const reshard_piece& p : between)
+    cut_piece(p, rp.arrays[p.array].element_bytes(), cap, rp.arrays[p.array].name, moving);
+  // First fit, largest first.
+  std::stable_sort(moving.begin(), moving.end(),
+                   [&](const reshard_piece& x, const reshard_piece& y) { return rp.piece_bytes(x) > rp.piece_bytes(y); });
+  std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
+  const std::uint64_t most = cap ? cap : UINT64_MAX;
+  for (const reshard_piece& p : moving) {
+    const std::uint64_t b = rp.piece_bytes(p);
+    std::size_t k = 0;
+    for (; k < use.size(); ++k)
+      if (use[k][p.from] <= most - b && use[k][p.to] <= most - b) break;
+    if (k == use.size()) {
+      use.emplace_back(W, 0);
+      s.rounds.emplace_back();
+    }
+    use[k][p.from] += b;
+    use[k][p.to] += b;
+    s.rounds[k].pieces.push_back(p);
+  }
+  s.transient.assign(W, 0);
+  std::vector<double> transfer, pass;
+  for (std::size_t k = 0; k < s.rounds.size() || (k == 0 && !rp.local.empty()); ++k) {
+    round_tally t(W);
+    if (k == 0)
+      for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
+    if (k < s.rounds.size()) {
+      std::sort(s.rounds[k].pieces.begin(), s.rounds[k].pieces.end());
+      for (const reshard_piece& p : s.rounds[k].pieces) t.add(p.from, p.to, rp.piece_bytes(p));
+      for (std::uint64_t r = 0; r < W; ++r)
+        s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < use.size() ? use[k + 1][r] : 0));
+    }
+    const auto [tk, ck] = t.parts(P);
+    transfer.push_back(tk);
+    pass.push_back(ck);
+    s.seconds += tk + ck;
+  }
+  if (pipelined)
+    for (std::size_t k = 0; k + 1 < transfer.size(); ++k) s.seconds -= P.overlap * std::min(transfer[k], pass[k + 1]);
+  return s;
 }
 
 }  // namespace detail
@@ -299,52 +382,36 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     for (std::size_t i = 0; i < A; ++i)
       if (rp.route[i] == reshard_route::own && !forced[i]) pieces[i].clear();
   }
-  // Local copies, and the pieces between ranks cut to the budget.
-  std::vector<reshard_piece> moving;
+  // Local copies, and the pieces between ranks.
+  std::vector<reshard_piece> between;
   for (std::size_t i = 0; i < A; ++i)
-    for (const reshard_piece& p : pieces[i]) {
-      if (p.from == p.to) rp.local.push_back(p);
-      else detail::cut_piece(p, pr.arrays[i].element_bytes(), o.budget_bytes, pr.arrays[i].name, moving);
-    }
-  // Rounds: first fit, largest first.
-  std::stable_sort(moving.begin(), moving.end(),
-                   [&](const reshard_piece& x, const reshard_piece& y) { return rp.piece_bytes(x) > rp.piece_bytes(y); });
-  std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
-  const std::uint64_t cap = o.budget_bytes ? o.budget_bytes : UINT64_MAX;
-  for (const reshard_piece& p : moving) {
-    const std::uint64_t s = rp.piece_bytes(p);
-    std::size_t k = 0;
-    for (; k < use.size(); ++k)
-      if (use[k][p.from] <= cap - s && use[k][p.to] <= cap - s) break;
-    if (k == use.size()) {
-      use.emplace_back(W, 0);
-      rp.rounds.emplace_back();
-    }
-    use[k][p.from] += s;
-    use[k][p.to] += s;
-    rp.rounds[k].pieces.push_back(p);
-  }
+    for (const reshard_piece& p : pieces[i]) (p.from == p.to ? rp.local : between).push_back(p);
   std::sort(rp.local.begin(), rp.local.end());
-  rp.transient_bytes.assign(W, 0);
+  // The rounds within the whole budget, one at a time, and where they may be pipelined,
+  // within half of it, two at a time; the faster by prediction (the header comment).
+  const detail::round_schedule one = detail::schedule_rounds(rp, between, o.budget_bytes, W, P, false);
+  detail::round_schedule best = one;
+  const bool may_pipeline = o.budget_bytes / 2 > 0 && one.rounds.size() > 1 &&
+                            (o.pipeline == reshard_pipeline::on || (o.pipeline == reshard_pipeline::automatic && P.overlap > 0));
+  std::string unpipelined;  // why the rounds could not be pipelined
+  if (may_pipeline) {
+    try {
+      detail::round_schedule two = detail::schedule_rounds(rp, between, o.budget_bytes / 2, W, P, true);
+      if (o.pipeline == reshard_pipeline::on || two.seconds < one.seconds) best = std::move(two);
+    } catch (const redist_error& e) {  // a row of a piece over half the budget
+      if (e.code() != errc::bad_size) throw;
+      unpipelined = "; not pipelined: a row of a piece is more than half the budget";
+    }
+  }
+  rp.rounds = std::move(best.rounds);
+  rp.transient_bytes = std::move(best.transient);
+  rp.pipelined = best.pipelined;
+  rp.joint_seconds = best.seconds;
+  rp.unpipelined_seconds = one.seconds;
   rp.received_bytes.assign(W, 0);
   rp.lower_bound_bytes.assign(W, 0);
-  for (std::size_t k = 0; k < rp.rounds.size(); ++k) {
-    std::sort(rp.rounds[k].pieces.begin(), rp.rounds[k].pieces.end());
-    for (std::uint64_t r = 0; r < W; ++r) rp.transient_bytes[r] = std::max(rp.transient_bytes[r], use[k][r]);
-    detail::round_tally t(W);
-    if (k == 0)
-      for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
-    for (const reshard_piece& p : rp.rounds[k].pieces) {
-      t.add(p.from, p.to, rp.piece_bytes(p));
-      rp.received_bytes[p.to] += rp.piece_bytes(p);
-    }
-    rp.joint_seconds += t.seconds(P);
-  }
-  if (rp.rounds.empty() && !rp.local.empty()) {
-    detail::round_tally t(W);
-    for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
-    rp.joint_seconds += t.seconds(P);
-  }
+  for (const reshard_round& r : rp.rounds)
+    for (const reshard_piece& p : r.pieces) rp.received_bytes[p.to] += rp.piece_bytes(p);
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::joint)
       for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r];
@@ -360,8 +427,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   std::uint64_t msgs = 0;
   for (std::size_t k = 0; k < rp.rounds.size(); ++k) msgs += rp.messages(k);
   rp.reason = std::to_string(rp.count(reshard_route::joint)) + " arrays in " + std::to_string(rp.rounds.size()) +
-              (rp.rounds.size() == 1 ? " round" : " rounds") + " of " + std::to_string(msgs) + " messages, predicted " +
-              detail::seconds_text(rp.joint_seconds);
+              (rp.pipelined ? " pipelined" : "") + (rp.rounds.size() == 1 ? " round" : " rounds") + " of " +
+              std::to_string(msgs) + " messages, predicted " + detail::seconds_text(rp.joint_seconds);
+  if (rp.pipelined) rp.reason += " (one at a time: " + detail::seconds_text(rp.unpipelined_seconds) + ")";
+  rp.reason += unpipelined;
   if (!owned.empty())
     rp.reason += "; " + std::to_string(rp.count(reshard_route::own)) + " by their own plans (" + owned + ")";
   rp.reason += "; in all " + detail::seconds_text(rp.seconds) + " against " + detail::seconds_text(rp.separate_seconds) +

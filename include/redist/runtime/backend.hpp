@@ -113,6 +113,18 @@
 //                              be reused. Two rounds between the same ranks match in call
 //                              order.
 //
+// and, to run rounds two at a time (concept pipelined_message_backend; the joint plan's
+// pipelined rounds, lower/reshard.hpp):
+//
+//   b.message_rounds(n, round, pack, local, unpack)
+//                              n message rounds; round(k) returns round k's messages (a
+//                              message_set). Round k + 1 is posted (its receives, then
+//                              pack(k + 1, m) and the send of each message m) before round
+//                              k is waited for; local() runs while round 0 flies; unpack(k,
+//                              m) for each of round k's receives as it arrives. Round k is
+//                              complete (sends reusable, receives unpacked) before round
+//                              k + 2 is posted, so rounds k and k + 2 may share buffers.
+//
 // and, to move the pieces in place without packing (concept strided_message_backend, used
 // when b.strided_blocks(op::exchange) is true):
 //
@@ -343,6 +355,11 @@ struct message {
   std::uint64_t bytes = 0;
 };
 
+/// The messages of one round (message_rounds).
+struct message_set {
+  std::vector<message> sends, recvs;
+};
+
 /// One piece of a strided message: a region of a row-major tile of bytes.
 struct message_piece {
   const std::byte* base = nullptr;        ///< the tile (written through for a receive)
@@ -366,6 +383,13 @@ template <class B>
 concept message_backend = requires(B& b, std::span<const message> m, void (*k)(std::size_t), void (*l)()) {
   b.message_round(m, m, k, l, k);
 };
+
+template <class B>
+concept pipelined_message_backend =
+    message_backend<B> &&
+    requires(B& b, std::size_t n, message_set (*r)(std::size_t), void (*k)(std::size_t, std::size_t), void (*l)()) {
+      b.message_rounds(n, r, k, l, k);
+    };
 
 template <class B>
 concept parallel_backend = requires(B& b, std::size_t n, std::uint64_t bytes, void (*fn)(std::size_t)) {

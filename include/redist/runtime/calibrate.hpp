@@ -55,6 +55,14 @@
 // turn; the least geometric mean over the programs wins. `redist calibrate --backend
 // mpi` records it in the profile (profile_json.hpp, "mpi") and measures the profile with it.
 //
+// The overlap (time_profile::overlap; measure_overlap below), on a backend driving one rank
+// of several in host memory through message rounds (MPI): at the largest size S, a message
+// round in which every rank sends S bytes to the next rank and receives S from the one
+// before (t_msg), a copy of S bytes alone (t_copy), and both at once, the copy as the
+// round's local() (t_both); each the median of the runs after a warm-up, then the max over
+// ranks. overlap = (t_msg + t_copy - t_both) / min(t_msg, t_copy), within [0, 1]. 0 on
+// other backends (the host backend has no message rounds; NCCL runs rounds in order).
+//
 // With the default options (4 KiB, 64 KiB, 1 MiB and 8 MiB, 5 repetitions: the latencies
 // measured where they dominate, since the time objective decides how many steps a plan
 // takes, and per-byte costs where tiles no longer fit in caches) calibrating 8
@@ -66,9 +74,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "redist/core/cost.hpp"
@@ -307,6 +317,45 @@ std::vector<double> time_program(B& b, const program& p, const calibrate_options
   return sec;
 }
 
+/// The overlap of b's message rounds with a copy (the header comment).
+template <class B>
+double measure_overlap(B& b, const calibrate_options& o) {
+  if constexpr (message_backend<B> && std::is_same_v<memory_space_t<B>, host_memory>) {
+    const std::uint64_t D = b.devices();
+    if (D < 2 || b.local_ranks().size() != 1) return 0;
+    const std::uint64_t me = b.local_ranks()[0];
+    const std::uint64_t S = *std::max_element(o.sizes.begin(), o.sizes.end());
+    std::vector<std::byte> send(S, std::byte{1}), recv(S), from(S, std::byte{2}), to(S);
+    const message sends[] = {{static_cast<rank_t>((me + 1) % D), send.data(), S}};
+    const message recvs[] = {{static_cast<rank_t>((me + D - 1) % D), recv.data(), S}};
+    auto copy = [&] { std::memcpy(to.data(), from.data(), S); };
+    auto none = [](std::size_t) {};
+    auto seconds = [&](bool messages, bool copying) {
+      std::vector<double> t;
+      for (int k = 0; k <= std::max(1, o.repetitions); ++k) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (messages)
+          b.message_round(std::span<const message>(sends), std::span<const message>(recvs), none,
+                          [&] {
+                            if (copying) copy();
+                          },
+                          none);
+        else
+          copy();
+        if (k > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return o.max_over_ranks(median_of(std::move(t)));
+    };
+    const double msg = seconds(true, false), cp = seconds(false, true), both = seconds(true, true);
+    const double least = std::min(msg, cp);
+    return least > 0 ? std::clamp((msg + cp - both) / least, 0.0, 1.0) : 0.0;
+  } else {
+    (void)b;
+    (void)o;
+    return 0;
+  }
+}
+
 /// "[{x}N, M]" with N and M filled in: `{N}` and `{M}` stand for the sizes.
 inline std::string fill_sizes(std::string t, std::uint64_t N, std::uint64_t M) {
   for (std::size_t at; (at = t.find("{N}")) != std::string::npos;) t.replace(at, 3, std::to_string(N));
@@ -435,6 +484,7 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
   }
   const op_time copy = fit_op_time(copies);
   c.profile.pass_per_byte = copy.per_byte;
+  c.profile.overlap = detail::measure_overlap(b, o);
 
   if (D == 1) {  // nothing moves between ranks: every kind is the tile copy
     for (op k : all_ops) {

@@ -21,7 +21,12 @@
 //   packed (message_backend): each message packed (its pieces back to back, in the plan's
 //     order) and sent at once, and unpacked into the target tiles as it arrives. One buffer
 //     holds a round's sends, then its receives; it is allocated once, the largest over the
-//     rounds: at most the plan's budget.
+//     rounds: at most the plan's budget. A pipelined plan (lower/reshard.hpp) runs its
+//     rounds two at a time where the backend can (pipelined_message_backend: MPI, NCCL):
+//     round k + 1 posted and packed before round k is waited for (NCCL: packed on the second
+//     stream while round k's group runs), its messages at the other end of the buffer,
+//     which holds the largest two consecutive rounds: still at most the budget. Elsewhere
+//     one at a time.
 //
 // Memory. The tiles, the message buffer and every copy live in the backend's memory space
 // (runtime/memory.hpp): host memory, or with the NCCL backend memory of the rank's CUDA
@@ -268,15 +273,18 @@ class reshard_executor {
         error_ = "array '" + x.name + "': its own program holds " + std::to_string(held) + " bytes, more than the budget of " +
                  std::to_string(p_.budget_bytes);
     }
-    // Message buffers: one rank of several, packing.
+    // Message buffers: one rank of several, packing. Pipelined, round k + 1 lies beside
+    // round k: even rounds at the start of the buffer, odd ones at its end.
     if (local_.size() == 1 && local_.size() != W && !in_place()) {
       const rank_t me = local_[0];
       for (const reshard_round& r : p_.rounds) {
         std::uint64_t s = 0;
         for (const reshard_piece& pc : r.pieces)
           if (pc.from == me || pc.to == me) s += p_.piece_bytes(pc);
-        buf_bytes_ = std::max(buf_bytes_, s);
+        round_bytes_.push_back(s);
       }
+      for (std::size_t k = 0; k < round_bytes_.size(); ++k)
+        buf_bytes_ = std::max(buf_bytes_, round_bytes_[k] + (p_.pipelined && k + 1 < round_bytes_.size() ? round_bytes_[k + 1] : 0));
       buf_ = memory_of(b_).template allocate<std::byte>(buf_bytes_);
     }
   }
@@ -449,17 +457,24 @@ class reshard_executor {
     detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
   }
 
-  /// One rank of several: a message round per round of the plan.
+  /// One rank of several: a message round per round of the plan, two at a time where the
+  /// plan is pipelined and the backend can (pipelined_message_backend).
   void run_messages(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out)
     requires message_backend<B>
   {
     const rank_t me = local_[0];
-    for (std::size_t k = 0; k < p_.rounds.size() || (k == 0 && !p_.local.empty()); ++k) {
-      // The messages of this round: runs of pieces with the same (from, to).
-      std::vector<message> sends, recvs;
-      std::vector<std::pair<std::size_t, std::size_t>> sp, rp;  // pieces [first, last) of each message
-      const std::vector<reshard_piece> none;
-      const std::vector<reshard_piece>& v = k < p_.rounds.size() ? p_.rounds[k].pieces : none;
+    const std::size_t n = std::max<std::size_t>(p_.rounds.size(), p_.local.empty() ? 0 : 1);
+    // Every round's messages, runs of pieces with the same (from, to), in its part of the
+    // buffer (sends, then receives), and the pieces [first, last) of each message.
+    struct round_messages {
+      message_set m;
+      std::vector<std::pair<std::size_t, std::size_t>> sp, rp;
+    };
+    std::vector<round_messages> rounds(n);
+    for (std::size_t k = 0; k < p_.rounds.size(); ++k) {
+      const std::vector<reshard_piece>& v = p_.rounds[k].pieces;
+      round_messages& r = rounds[k];
+      std::byte* const base = buf_.data() + (p_.pipelined && k % 2 == 1 ? buf_bytes_ - round_bytes_[k] : 0);
       std::uint64_t so = 0, ro = 0;
       for (const reshard_piece& pc : v)
         if (pc.from == me) ro += p_.piece_bytes(pc);  // the receives follow the sends
@@ -468,47 +483,54 @@ class reshard_executor {
         std::uint64_t bytes = 0;
         while (j < v.size() && v[j].from == v[i].from && v[j].to == v[i].to) bytes += p_.piece_bytes(v[j++]);
         if (v[i].from == me) {
-          sends.push_back({v[i].to, buf_.data() + so, bytes});
-          sp.emplace_back(i, j);
+          r.m.sends.push_back({v[i].to, base + so, bytes});
+          r.sp.emplace_back(i, j);
           so += bytes;
         } else if (v[i].to == me) {
-          recvs.push_back({v[i].from, buf_.data() + ro, bytes});
-          rp.emplace_back(i, j);
+          r.m.recvs.push_back({v[i].from, base + ro, bytes});
+          r.rp.emplace_back(i, j);
           ro += bytes;
         }
         i = j;
       }
-      std::vector<detail::byte_copy> copies;
-      auto pack = [&](std::size_t m) {  // the message's pieces back to back, as one batch of copies
-        copies.clear();
-        std::byte* at = sends[m].data;
-        for (std::size_t i = sp[m].first; i < sp[m].second; ++i) {
-          const reshard_piece& pc = v[i];
-          detail::region_copies(copies, in[pc.array].data(), src_region(pc), at,
-                                detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()));
-          at += p_.piece_bytes(pc);
-        }
-        detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
-      };
-      auto unpack = [&](std::size_t m) {
-        copies.clear();
-        const std::byte* at = recvs[m].data;
-        for (std::size_t i = rp[m].first; i < rp[m].second; ++i) {
-          const reshard_piece& pc = v[i];
-          detail::region_copies(copies, at, detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes()),
-                                out[pc.array].data(), dst_region(pc));
-          at += p_.piece_bytes(pc);
-        }
-        detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
-      };
-      auto keep = [&] {
-        if (k == 0) keep_local(in, out);
-      };
-      b_.message_round(std::span<const message>(sends), std::span<const message>(recvs), pack, keep, unpack);
     }
+    std::vector<detail::byte_copy> copies;
+    // A message's pieces back to back, as one batch of copies: packed from the tiles, or
+    // unpacked into them.
+    auto move = [&](std::size_t k, std::size_t m, bool pack) {
+      copies.clear();
+      const std::vector<reshard_piece>& v = p_.rounds[k].pieces;
+      const auto [first, last] = (pack ? rounds[k].sp : rounds[k].rp)[m];
+      std::byte* at = (pack ? rounds[k].m.sends : rounds[k].m.recvs)[m].data;
+      for (std::size_t i = first; i < last; ++i) {
+        const reshard_piece& pc = v[i];
+        const detail::byte_region packed = detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes());
+        if (pack) detail::region_copies(copies, in[pc.array].data(), src_region(pc), at, packed);
+        else detail::region_copies(copies, at, packed, out[pc.array].data(), dst_region(pc));
+        at += p_.piece_bytes(pc);
+      }
+      detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
+    };
+    auto pack = [&](std::size_t k, std::size_t m) { move(k, m, true); };
+    auto unpack = [&](std::size_t k, std::size_t m) { move(k, m, false); };
+    auto keep = [&] { keep_local(in, out); };
+    if constexpr (pipelined_message_backend<B>) {
+      if (p_.pipelined) {
+        b_.message_rounds(n, [&](std::size_t k) -> const message_set& { return rounds[k].m; }, pack, keep, unpack);
+        return;
+      }
+    }
+    for (std::size_t k = 0; k < n; ++k)
+      b_.message_round(
+          std::span<const message>(rounds[k].m.sends), std::span<const message>(rounds[k].m.recvs),
+          [&](std::size_t m) { pack(k, m); },
+          [&] {
+            if (k == 0) keep();
+          },
+          [&](std::size_t m) { unpack(k, m); });
   }
 
-  /// FNV-1a over what every rank must agree on: the world, the arrays and the pieces.
+  /// FNV-1a over what every rank must agree on: the world, whether rounds are pipelined, the arrays and the pieces.
   [[nodiscard]] std::uint64_t plan_hash() const {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](std::uint64_t v) {
@@ -518,6 +540,7 @@ class reshard_executor {
       }
     };
     mix(p_.world);
+    mix(p_.pipelined);
     mix(p_.arrays.size());
     for (std::size_t a = 0; a < p_.arrays.size(); ++a) {
       mix(static_cast<std::uint64_t>(p_.arrays[a].dtype));
@@ -546,6 +569,7 @@ class reshard_executor {
   std::vector<std::unique_ptr<detail::own_runner>> own_;
   std::vector<std::uint64_t> in_bytes_, out_bytes_;  ///< tile bytes of array a on rank r: [a * W + r]
   buffer_type buf_{};  ///< the message buffer, in the backend's memory space
+  std::vector<std::uint64_t> round_bytes_;  ///< per round: this rank's sends + receives
   std::uint64_t buf_bytes_ = 0, own_held_ = 0, hash_ = 0;
   std::string error_;
 };
