@@ -6,6 +6,8 @@
 //   joint           plan_reshard's joint plan, no budget (lower/reshard.hpp), its messages
 //                   packed and in place (struct datatypes)
 //   joint/budget    the same, packed, within a budget of 1/8 of the largest array per rank
+//   joint/budget, pipelined  the same budget, rounds two at a time (reshard_pipeline::on:
+//                   rounds of half the budget, round k + 1 packed while round k flies)
 //   per array       one redist call per array, in sequence (each array's own plan)
 //   gather+slice    per array, what frameworks do today: every rank all-gathers the whole
 //                   array (MPI_Allgatherv of each distinct source box from its first holder)
@@ -189,10 +191,11 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
     }
     const reshard_plan joint = plan_reshard(pr);
     const reshard_plan budget = plan_reshard(pr, {.budget_bytes = largest / 8});
+    const reshard_plan pipelined = plan_reshard(pr, {.budget_bytes = largest / 8, .pipeline = reshard_pipeline::on});
     const reshard_plan separate = plan_reshard(pr, {.joint = false});
     reshard_executor<mpi_backend> ej(mpi, joint, reshard_messages::packed), ei(mpi, joint, reshard_messages::in_place),
         eb(mpi, budget, reshard_messages::packed), es(mpi, separate), pi(plain, joint, reshard_messages::in_place),
-        ps(plain, separate);
+        ps(plain, separate), ep(mpi, pipelined, reshard_messages::packed);
     reshard_tiles t = make_reshard_tiles(ej);
     fill_reshard_sources(joint, ej.local_ranks(), t);
     gather_slice gs(joint);
@@ -204,20 +207,22 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
                              {"per array", {}},
                              {"gather+slice", {}},
                              {"joint (in place), single copy off", {}},
-                             {"per array, single copy off", {}}};
+                             {"per array, single copy off", {}},
+                             {"joint/budget, pipelined (packed)", {}}};
     const std::vector<std::function<void()>> run = {[&] { ej.run(in, out); }, [&] { ei.run(in, out); },
                                                     [&] { eb.run(in, out); }, [&] { es.run(in, out); },
                                                     [&] { gs.run(in, out); }, [&] { pi.run(in, out); },
-                                                    [&] { ps.run(in, out); }};
+                                                    [&] { ps.run(in, out); }, [&] { ep.run(in, out); }};
     auto clear = [&] {
       for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
     };
     auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
     interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
                std::vector<std::function<bool()>>(s.size(), check), runs);
-    const reshard_plan* plans[] = {&joint, &joint, &budget, &separate, nullptr, &joint, &separate};
+    const reshard_plan* plans[] = {&joint, &joint, &budget, &separate, nullptr, &joint, &separate, &pipelined};
     const std::uint64_t buffers[] = {ej.message_bytes(), ei.message_bytes(), eb.message_bytes(), es.bytes_held(),
-                                     gs.full.size() + gs.send.size(), pi.message_bytes(), ps.bytes_held()};
+                                     gs.full.size() + gs.send.size(), pi.message_bytes(), ps.bytes_held(),
+                                     ep.message_bytes()};
     std::uint64_t buf = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
       buf = buffers[i];
@@ -244,10 +249,12 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
     if (me == 0)
       std::printf("\nmedians, %s: per array / joint (packed) %.2fx, per array / joint (in place) %.2fx, gather+slice / "
                   "joint (packed) %.2fx, joint/budget / joint %.2fx; budget %s MiB; single copy off / on: joint (in "
-                  "place) %.2fx, per array %.2fx; per array / joint (in place), both single copy off %.2fx\n\n",
+                  "place) %.2fx, per array %.2fx; per array / joint (in place), both single copy off %.2fx; "
+                  "joint/budget pipelined / one round at a time %.2fx (predicted %.2fx)\n\n",
                   target, s[3].median() / s[0].median(), s[3].median() / s[1].median(), s[4].median() / s[0].median(),
                   s[2].median() / s[0].median(), mib(largest / 8).c_str(), s[5].median() / s[1].median(),
-                  s[6].median() / s[3].median(), s[6].median() / s[5].median());
+                  s[6].median() / s[3].median(), s[6].median() / s[5].median(), s[7].median() / s[2].median(),
+                  pipelined.joint_seconds / budget.joint_seconds);
   }
 }
 
