@@ -61,7 +61,8 @@
 // before (t_msg), a copy of S bytes alone (t_copy), and both at once, the copy as the
 // round's local() (t_both); each the median of the runs after a warm-up, then the max over
 // ranks. overlap = (t_msg + t_copy - t_both) / min(t_msg, t_copy), within [0, 1]. 0 on
-// other backends (the host backend has no message rounds; NCCL runs rounds in order).
+// other backends (the host backend has no message rounds; NCCL's copies are kernels on its
+// streams, which this host-timed probe does not measure).
 //
 // With the default options (4 KiB, 64 KiB, 1 MiB and 8 MiB, 5 repetitions: the latencies
 // measured where they dominate, since the time objective decides how many steps a plan
