@@ -776,30 +776,29 @@ class nccl_backend {
   template <class Pack, class Local, class Unpack>
   void message_round(std::span<const message> sends, std::span<const message> recvs, Pack&& pack, Local&& local,
                      Unpack&& unpack) {
-    check_peers(sends, recvs);
-    REDIST_CUDA_CHECK(cudaEventRecord(ready_.h, stream_.h));
-    REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
-    for (std::size_t k = 0; k < sends.size(); ++k) pack(k);
-    send_receive(sends, recvs);
-    on_side(local);
-    REDIST_CUDA_CHECK(cudaEventRecord(kept_.h, side_.h));
-    for (std::size_t k = 0; k < recvs.size(); ++k) unpack(k);
-    REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, kept_.h, 0));
+    struct spans {
+      std::span<const message> sends, recvs;
+    };
+    const spans one{sends, recvs};
+    message_rounds(
+        1, [&](std::size_t) -> const spans& { return one; }, [&](std::size_t, std::size_t m) { pack(m); }, local,
+        [&](std::size_t, std::size_t m) { unpack(m); });
   }
 
-  /// Message rounds two at a time (runtime/backend.hpp message_rounds): round 0 as above;
-  /// round k + 1 is packed on the second stream while round k's group runs on stream(),
-  /// after stream() has finished round k - 1 (whose buffers round k + 1 reuses), and
-  /// stream() waits for that packing before round k + 1's group. Events only, no host
-  /// synchronization; stream() ends after every round and the kept pieces.
+  /// Message rounds two at a time (runtime/backend.hpp message_rounds; message_round is the
+  /// one-round case): round 0 as above; round k + 1 is packed on the second stream while
+  /// round k's group runs on stream(), after stream() has finished round k - 1 (whose
+  /// buffers round k + 1 reuses), and stream() waits for that packing before round k + 1's
+  /// group. Events only, no host synchronization; stream() ends after every round and the
+  /// kept pieces.
   template <class Round, class Pack, class Local, class Unpack>
   void message_rounds(std::size_t n, Round&& round, Pack&& pack, Local&& local, Unpack&& unpack) {
     if (n == 0) return;
-    REDIST_CUDA_CHECK(cudaEventRecord(ready_.h, stream_.h));
-    REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
     {
       const auto& m = round(std::size_t{0});
       check_peers(m.sends, m.recvs);
+      REDIST_CUDA_CHECK(cudaEventRecord(ready_.h, stream_.h));
+      REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
       for (std::size_t i = 0; i < m.sends.size(); ++i) pack(std::size_t{0}, i);
     }
     on_side(local);
@@ -817,7 +816,7 @@ class nccl_backend {
       }
       send_receive(m.sends, m.recvs);
       for (std::size_t i = 0; i < m.recvs.size(); ++i) unpack(k, i);
-      REDIST_CUDA_CHECK(cudaEventRecord(done_[k % 2].h, stream_.h));
+      if (k + 2 < n) REDIST_CUDA_CHECK(cudaEventRecord(done_[k % 2].h, stream_.h));  // round k + 2 waits for it
       if (k + 1 < n) REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, packed_.h, 0));
     }
     REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, kept_.h, 0));
