@@ -26,7 +26,7 @@ namespace redist::fuzz {
 /// The harnesses, X(name) each: harness_<name> is what the fuzzer calls for one input
 /// (tests/fuzz/<name>_fuzzer.cpp); fuzz_main.cpp's table of names comes from the same list.
 #define REDIST_FUZZ_HARNESSES(X) \
-  X(parse_mesh) X(parse_type) X(jax) X(dtensor) X(xla) X(shardy) X(program_json) X(synthesize)
+  X(parse_mesh) X(parse_type) X(jax) X(dtensor) X(xla) X(shardy) X(program_json) X(synthesize) X(reshard_manifest) X(between)
 #define REDIST_FUZZ_DECLARE(name) int harness_##name(const std::uint8_t* data, std::size_t size);
 REDIST_FUZZ_HARNESSES(REDIST_FUZZ_DECLARE)
 #undef REDIST_FUZZ_DECLARE

@@ -12,13 +12,14 @@ build="$(cd "${1:?usage: run_fuzzers.sh BUILD [SECONDS] [FUZZERS...]}" && pwd)"
 seconds="${2:-60}"
 shift $(( $# >= 2 ? 2 : 1 ))
 fuzzers=("$@")
-[ ${#fuzzers[@]} -gt 0 ] || fuzzers=(parse_mesh parse_type jax dtensor xla shardy program_json synthesize)
+[ ${#fuzzers[@]} -gt 0 ] || fuzzers=(parse_mesh parse_type jax dtensor xla shardy program_json synthesize reshard_manifest between)
 
 dict_of() {
   case "$1" in
     parse_mesh|parse_type) echo "$here/dict/types.dict" ;;
     jax|dtensor|xla|shardy) echo "$here/dict/notations.dict" ;;
     program_json) echo "$here/dict/program_json.dict" ;;
+    reshard_manifest) echo "$here/dict/reshard_manifest.dict" ;;
     *) echo "" ;;
   esac
 }

@@ -36,6 +36,7 @@
 #include "redist/runtime/program_check.hpp"
 #include "redist/runtime/verify.hpp"
 #include "support/between_problems.hpp"
+#include "support/between_run.hpp"
 #include "support/test_boxes.hpp"
 
 namespace {
@@ -47,105 +48,6 @@ using namespace redist::testing;
 
 bool every = false;              // every candidate and the relabelled plan on every problem
 std::ofstream* jsonl = nullptr;  // the programs checked, one JSON document a line
-
-/// Every source tile of the problem, by world rank.
-template <class T>
-std::vector<darray<T>> inputs(const placed_layout& a, std::uint64_t W) {
-  std::vector<darray<T>> in;
-  for (std::uint64_t r = 0; r < W; ++r) in.push_back(source_tile<T>(a, W, r));
-  return in;
-}
-
-/// Run p on host_backend(W) and check every rank's target tile; "" if right. A
-/// target with pending sums: the partials of every sum group added into its
-/// root, which is checked.
-template <class T>
-std::string run_and_check(const program& p, const placed_layout& a) {
-  const std::uint64_t W = p.world_size();
-  redist::host_backend host(W);
-  redist::executor<T, redist::host_backend> ex(host, p);
-  std::vector<darray<T>> out;
-  try {
-    out = ex.run(inputs<T>(a, W));
-  } catch (const redist::redist_error& e) {
-    return std::string("executor: ") + e.what();
-  }
-  if (out.size() != W) return "expected " + std::to_string(W) + " output tiles, got " + std::to_string(out.size());
-  const std::vector<std::int64_t> pos = target_positions(p);
-  if (p.target.nsum == 0) {
-    for (std::uint64_t r = 0; r < W; ++r)
-      if (std::string e = check_target_tile(p, r, pos[r], out[r]); !e.empty()) return e;
-    return {};
-  }
-  // Pending sums kept: order the tiles by target position, add the partials
-  // into the roots.
-  std::vector<darray<T>> by_pos(p.target_mesh().devices);
-  for (std::uint64_t r = 0; r < W; ++r) {
-    if (pos[r] < 0) {
-      if (out[r].holds() || out[r].size() != 0)
-        return "rank " + std::to_string(r) + " holds a tile off the target mesh";
-      continue;
-    }
-    by_pos[static_cast<std::size_t>(pos[r])] = out[r];
-  }
-  redist::sum_partials_into_roots(std::span<darray<T>>(by_pos));
-  for (std::uint64_t q = 0; q < by_pos.size(); ++q)
-    if (redist::sum_root(p.target_mesh(), p.target, static_cast<redist::rank_t>(q)) == q) {
-      program unsummed = p;
-      unsummed.target.nsum = 0;
-      darray<T> t(p.target_mesh(), unsummed.target, static_cast<redist::rank_t>(q),
-                  std::vector<T>(by_pos[q].span().begin(), by_pos[q].span().end()));
-      if (std::string e = check_target_tile(unsummed, q, static_cast<std::int64_t>(q), t); !e.empty())
-        return "position " + std::to_string(q) + " (summed): " + e;
-    }
-  return {};
-}
-
-/// The checks of one program: well-formed, memory-efficient, JSON round trip,
-/// runs right.
-template <class T>
-std::string check_program_fully(const program& p, const placed_layout& a, const placed_layout& b) {
-  const auto shapes = redist::detail::check_program(p);
-  if (!shapes.error.empty()) return "check_program: " + shapes.error;
-  const std::uint64_t bound = std::max(redist::local_size(a.pm.mesh, a.type), redist::local_size(b.pm.mesh, b.type));
-  if (p.peak_local_elements > bound)
-    return "peak " + std::to_string(p.peak_local_elements) +
-           " elements above max(local source, local target) = " + std::to_string(bound);
-  if (!(p.target == b.type) || !(p.target_mesh() == b.pm.mesh)) return "the program's target is not the problem's";
-  if (std::string e = json_round_trip(p, jsonl); !e.empty()) return e;
-  return run_and_check<T>(p, a);
-}
-
-/// Every rank of the target receives exactly its box minus what it held before
-/// the exchange (the source's boxes, with pending sums reduced): "" if so.
-std::string check_exchange_bound(const program& p, const placed_layout& a) {
-  std::size_t at = p.steps.size();
-  for (std::size_t i = 0; i < p.steps.size(); ++i)
-    if (p.steps[i].kind == redist::op::exchange) at = i;
-  if (at == p.steps.size()) return {};  // every rank already holds its box: no step
-  const std::uint64_t W = p.world_size();
-  redist::dist_type reduced = a.type;
-  reduced.nsum = 0;
-  reduced.reduce = redist::reduction::sum;
-  const std::vector<redist::rank_t> devs(a.pm.devices.begin(), a.pm.devices.end());
-  const std::vector<redist::box> before = redist::placed_boxes(a.pm.mesh, reduced, devs, W);
-  const redist::exchange_plan x = redist::plan_exchange(p, at);
-  if (!x.error.empty()) return "plan_exchange: " + x.error;
-  std::uint64_t most = 0;
-  for (std::uint64_t r = 0; r < W; ++r) {
-    const redist::box after = redist::step_box(p.steps[at], p.source.rank, r);
-    const std::uint64_t bound =
-        p.steps[at].holds_after(r) ? after.size() - redist::intersect(after, before[r]).size() : 0;
-    most = std::max(most, bound);
-    if (x.received[r] != bound)
-      return "rank " + std::to_string(r) + " receives " + std::to_string(x.received[r]) +
-             " elements, the lower bound is " + std::to_string(bound);
-  }
-  if (a.type.nsum == 0 && redist::run_received_elements(p) != most)
-    return "run_received_elements " + std::to_string(redist::run_received_elements(p)) + ", the lower bound is " +
-           std::to_string(most);
-  return {};
-}
 
 struct stats {
   std::uint64_t problems = 0, skipped = 0, elements = 0, candidates_run = 0, exchanges_bounded = 0, relabelled = 0,
@@ -160,12 +62,6 @@ struct stats {
       failures.push_back("...");
   }
 };
-
-bool has_candidate(const redist::plan_choice& c, const std::string& name) {
-  for (const auto& k : c.candidates)
-    if (k.name == name) return true;
-  return false;
-}
 
 template <class T>
 void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
@@ -198,13 +94,14 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
   // The target's ranks in the program are the problem's (no relabelling asked).
   const std::vector<std::int64_t> want = pr.b.pm.positions(pr.world), got = target_positions(w.prog);
   if (want != got) st.fail(pr, w.name, "the program puts the target on other ranks");
-  if (std::string e = check_program_fully<T>(w.prog, pr.a, pr.b); !e.empty()) st.fail(pr, "chosen " + w.name, e);
+  if (std::string e = check_between_program<T>(w.prog, pr.a, pr.b, jsonl); !e.empty())
+    st.fail(pr, "chosen " + w.name, e);
   st.elements += target_elements;
-  if (pr.b.type.nsum == 0 && !has_candidate(c, "exchange")) st.fail(pr, "exchange", "no exchange candidate");
+  if (pr.b.type.nsum == 0 && !has_between_candidate(c, "exchange")) st.fail(pr, "exchange", "no exchange candidate");
   // The exchange candidate receives exactly the lower bound, rank by rank.
   for (const auto& k : c.candidates)
     if (k.name == "exchange") {
-      if (std::string e = check_exchange_bound(k.prog, pr.a); !e.empty())
+      if (std::string e = check_between_exchange_bound(k.prog, pr.a); !e.empty())
         st.fail(pr, "exchange bound", e);
       else
         ++st.exchanges_bounded;
@@ -215,7 +112,7 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
     for (std::size_t i = 0; i < c.candidates.size(); ++i) {
       if (i == c.chosen) continue;
       ++st.candidates_run;
-      if (std::string e = check_program_fully<T>(c.candidates[i].prog, pr.a, pr.b); !e.empty())
+      if (std::string e = check_between_program<T>(c.candidates[i].prog, pr.a, pr.b, jsonl); !e.empty())
         st.fail(pr, "candidate " + c.candidates[i].name, e);
     }
   }
@@ -238,7 +135,7 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
     for (std::uint64_t q = 0; q < pr.world; ++q)
       if ((rp[q] < 0) != (want[q] < 0)) st.fail(pr, "relabel", "the target moved to other ranks");
     st.relabel_taken += rp != want;
-    if (std::string e = check_program_fully<T>(rw.prog, pr.a, pr.b); !e.empty())
+    if (std::string e = check_between_program<T>(rw.prog, pr.a, pr.b, jsonl); !e.empty())
       st.fail(pr, "relabelled " + rw.name, e);
   }
 }
@@ -326,8 +223,8 @@ redist::plan_choice plan_and_run(const between_problem& pr, bool relabel = false
   std::printf("%s%s: %s\n", pr.text.text().c_str(), relabel ? " (relabel)" : "", c.reason.c_str());
   for (const auto& k : c.candidates) {
     INFO(pr.text.text() << " candidate " << k.name);
-    CHECK(check_program_fully<std::int64_t>(k.prog, pr.a, pr.b) == "");
-    if (k.name == "exchange") CHECK(check_exchange_bound(k.prog, pr.a) == "");
+    CHECK(check_between_program<std::int64_t>(k.prog, pr.a, pr.b) == "");
+    if (k.name == "exchange") CHECK(check_between_exchange_bound(k.prog, pr.a) == "");
   }
   return c;
 }
@@ -348,8 +245,8 @@ TEST_CASE(
   const auto pr = named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]",
                         "[8, {tp}16, 32]");
   const auto c = plan_and_run(pr);
-  REQUIRE(has_candidate(c, "exchange"));
-  CHECK_FALSE(has_candidate(c, "collective"));  // disjoint ranks
+  REQUIRE(has_between_candidate(c, "exchange"));
+  CHECK_FALSE(has_between_candidate(c, "collective"));  // disjoint ranks
   // The target ranks hold nothing before: each receives its whole tile, 8 x 8
   // x 32.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 8 * 32);
@@ -362,8 +259,8 @@ TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase", "[
   const auto pr =
       named(8, "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "[{dp}8, 16, {tp}32]", "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "[8, 16, 32]");
   const auto c = plan_and_run(pr);
-  REQUIRE(has_candidate(c, "exchange"));
-  REQUIRE(has_candidate(c, "two-phase"));
+  REQUIRE(has_between_candidate(c, "exchange"));
+  REQUIRE(has_between_candidate(c, "two-phase"));
   // The exchange sends the whole array to every target rank; the two-phase
   // sends a quarter across, then all-gathers inside the target ranks.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 16 * 32);
@@ -377,7 +274,7 @@ TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase", "[
 TEST_CASE("checkpoint 8 -> 6 ranks: {x: 8} [{x}48, 10] -> {y: 6} [{y}48, 10]", "[between][named]") {
   const auto pr = named(8, "{x: 8}", "[{x}48, 10]", "{y: 6}", "[{y}48, 10]");
   const auto c = plan_and_run(pr);
-  REQUIRE(has_candidate(c, "exchange"));
+  REQUIRE(has_between_candidate(c, "exchange"));
   // Rank r of the target holds rows [8r, 8r + 8) and held [6r, 6r + 6): the
   // busiest rank (r = 5: rows 40-47, held 30-35) receives all 8 rows.
   CHECK(redist::run_received_elements(candidate(c, "exchange")) == 8 * 10);
@@ -454,14 +351,14 @@ TEST_CASE("bad input: one clear message each", "[between][errors]") {
   redist::host_backend host(4);
   redist::executor<std::int64_t, redist::host_backend> ex(host, p);
   {  // none() for rank 3, which is device 1 of the source mesh
-    auto in = inputs<std::int64_t>(pr.a, 4);
+    auto in = between_inputs<std::int64_t>(pr.a, 4);
     in[3] = darray<std::int64_t>::none(pr.a.pm.mesh, pr.a.type);
     CHECK(message([&] { (void)ex.run(in); }) ==
           "input tile of rank 3 belongs to device none, rank 3 is device 1 of "
           "its mesh");
   }
   {  // a real tile for rank 0, which is not on the source mesh
-    auto in = inputs<std::int64_t>(pr.a, 4);
+    auto in = between_inputs<std::int64_t>(pr.a, 4);
     in[0] = darray<std::int64_t>(pr.a.pm.mesh, pr.a.type, 0);
     CHECK(message([&] { (void)ex.run(in); }) ==
           "input tile of rank 0 must be empty (darray::none): rank 0 is not on "
@@ -469,7 +366,7 @@ TEST_CASE("bad input: one clear message each", "[between][errors]") {
   }
   {  // outputs: a real tile for rank 1 (off the target mesh), none() for rank 2
     // (device 1)
-    const auto in = inputs<std::int64_t>(pr.a, 4);
+    const auto in = between_inputs<std::int64_t>(pr.a, 4);
     std::vector<darray<std::int64_t>> out;
     for (std::uint64_t r = 0; r < 4; ++r)
       out.push_back(r % 2 == 0 ? darray<std::int64_t>(pr.b.pm.mesh, pr.b.type, static_cast<redist::rank_t>(r / 2))

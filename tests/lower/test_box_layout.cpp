@@ -24,6 +24,7 @@
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "support/between_problems.hpp"
+#include "support/between_run.hpp"
 #include "support/test_boxes.hpp"
 
 namespace {
@@ -36,52 +37,20 @@ using redist::placed_layout;
 using redist::program;
 using namespace redist::testing;
 
-/// Rank r's source tile of layout a, the expected value at every element it holds.
+/// One exchange at the data-movement bound (every rank receives exactly its box minus what it
+/// held, the cost the most of those), and the checks of tests/support/between_run.hpp: the
+/// exchange's bound rank by rank, well-formed, the target b's, JSON round trip (written to
+/// `jsonl`), runs right.
 template <class T>
-darray<T> input_tile(const array_layout& a, std::uint64_t W, std::uint64_t r) {
-  if (const auto* t = std::get_if<placed_layout>(&a)) return source_tile<T>(*t, W, r);
-  return layout_tile<T>(std::get<box_layout>(a), r);
-}
-
-/// Run p on host_backend(W) from layout a, check every element of every rank's target tile;
-/// "" if right.
-template <class T>
-std::string run_and_check(const program& p, const array_layout& a) {
-  const std::uint64_t W = p.world_size();
-  redist::host_backend host(W);
-  redist::executor<T, redist::host_backend> ex(host, p);
-  std::vector<darray<T>> in, out;
-  for (std::uint64_t r = 0; r < W; ++r) in.push_back(input_tile<T>(a, W, r));
-  try {
-    out = ex.run(in);
-  } catch (const redist::redist_error& e) {
-    return std::string("executor: ") + e.what();
-  }
-  if (!p.boxed_target()) {
-    const std::vector<std::int64_t> pos = target_positions(p);
-    for (std::uint64_t r = 0; r < W; ++r)
-      if (std::string e = check_target_tile(p, r, pos[r], out[r]); !e.empty()) return e;
-    return {};
-  }
-  for (std::uint64_t r = 0; r < W; ++r)
-    if (std::string e = check_layout_tile(p.target_layout, r, out[r]); !e.empty()) return e;
-  return {};
-}
-
-/// Well-formed, the data-movement bound, JSON round trip (written to `jsonl`), runs right.
-template <class T>
-std::string check_fully(const program& p, const array_layout& a, std::ofstream* jsonl) {
-  const auto shapes = redist::detail::check_program(p);
-  if (!shapes.error.empty()) return "check_program: " + shapes.error;
+std::string check_fully(const program& p, const array_layout& a, const array_layout& b, std::ofstream* jsonl) {
   if (p.steps.size() != 1 || p.steps[0].kind != redist::op::exchange) return "not one exchange";
-  // Every rank receives exactly its box minus what it held.
   const std::vector<box> before = redist::source_boxes(p), after = redist::target_boxes(p);
   std::uint64_t most = 0;
   for (std::size_t r = 0; r < before.size(); ++r)
     most = std::max(most, after[r].size() - redist::intersect(after[r], before[r]).size());
   if (p.cost_elements != most) return "cost " + std::to_string(p.cost_elements) + ", the bound " + std::to_string(most);
-  if (std::string e = json_round_trip(p, jsonl); !e.empty()) return e;
-  return run_and_check<T>(p, a);
+  if (std::string e = check_between_exchange_bound(p, a); !e.empty()) return e;
+  return check_between_program<T>(p, a, b, jsonl);
 }
 
 /// The plan for elements of T.
@@ -118,9 +87,9 @@ TEST_CASE("box layouts: DTensor [Shard(0), Shard(0)] of 10 x 5 on 2 x 2 reads as
     const placed_layout t{pm, redist::from_dtensor(pm.mesh, shape, "[Shard(1), Replicate()]")};
     const program p = plan<std::int64_t>(l, t);
     CHECK(p.world_size() == 4);
-    CHECK(check_fully<std::int64_t>(p, l, nullptr) == "");
+    CHECK(check_fully<std::int64_t>(p, l, t, nullptr) == "");
     const program q = plan<float>(t, l);
-    CHECK(check_fully<float>(q, t, nullptr) == "");
+    CHECK(check_fully<float>(q, t, l, nullptr) == "");
   }
   SECTION("on {x: 2, y: 2} @ [4, 6, 5, 7] in a world of 8, from the replicated array") {
     const redist::placed_mesh placed = redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 5, 7]");
@@ -130,7 +99,7 @@ TEST_CASE("box layouts: DTensor [Shard(0), Shard(0)] of 10 x 5 on 2 x 2 reads as
     const placed_layout rep{placed, redist::from_dtensor(placed.mesh, shape, "[Replicate(), Replicate()]")};
     const program p = plan<std::int64_t>(rep, pl, 8);
     CHECK(p.cost_elements == 0);  // every rank keeps part of what it held
-    CHECK(check_fully<std::int64_t>(p, rep, nullptr) == "");
+    CHECK(check_fully<std::int64_t>(p, rep, pl, nullptr) == "");
     const std::string j = redist::program_json_text(p);
     CHECK(j.find("\"target\": {") != std::string::npos);
     CHECK(j.find("redist-program/2") != std::string::npos);
@@ -139,7 +108,7 @@ TEST_CASE("box layouts: DTensor [Shard(0), Shard(0)] of 10 x 5 on 2 x 2 reads as
     const box_layout m = redist::dtensor_layout(pm, shape, "[Shard(1), Shard(1)]");
     CHECK(*m.boxes[1] == make_box({{0, 10}, {2, 3}}));  // 5 -> 3, 2; 3 -> 2, 1
     const program p = plan<double>(l, m);
-    CHECK(check_fully<double>(p, l, nullptr) == "");
+    CHECK(check_fully<double>(p, l, m, nullptr) == "");
   }
 }
 
@@ -156,7 +125,7 @@ TEST_CASE("box layouts: replicas, from DTensor's Replicate() beside nested uneve
   const placed_layout t{pm, redist::from_dtensor(pm.mesh, shape, "[Shard(1), Replicate(), Replicate()]")};
   // From the replicas: every piece once, the sending shared between the replicas.
   const program p = plan<double>(l, t);
-  CHECK(check_fully<double>(p, l, nullptr) == "");
+  CHECK(check_fully<double>(p, l, t, nullptr) == "");
   const redist::exchange_plan x = redist::plan_exchange(redist::source_boxes(p), redist::target_boxes(p));
   std::vector<std::uint64_t> sends(8, 0);
   for (const auto& pc : x.pieces)
@@ -164,7 +133,7 @@ TEST_CASE("box layouts: replicas, from DTensor's Replicate() beside nested uneve
   for (std::uint64_t r = 0; r < 8; ++r) CHECK(sends[r] > 0);
   // To the replicas: each receives its box.
   const program q = plan<float>(t, l);
-  CHECK(check_fully<float>(q, t, nullptr) == "");
+  CHECK(check_fully<float>(q, t, l, nullptr) == "");
 }
 
 TEST_CASE("box layouts: random guillotine blocks to and from types and layouts, every element checked",
@@ -202,7 +171,7 @@ TEST_CASE("box layouts: random guillotine blocks to and from types and layouts, 
     } catch (const redist::redist_error& e) {
       FAIL("plan: " << e.what());
     }
-    const std::string e = as_int ? check_fully<std::int64_t>(p, a, &out) : check_fully<float>(p, a, &out);
+    const std::string e = as_int ? check_fully<std::int64_t>(p, a, b, &out) : check_fully<float>(p, a, b, &out);
     if (!e.empty()) FAIL(e);
     ++kinds[kind];
     ++problems;

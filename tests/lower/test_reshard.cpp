@@ -6,7 +6,8 @@
 // rank's target box exactly and come from the sender's source box, every rank
 // receives exactly the data-movement lower bound, every round keeps every
 // rank's send + receive bytes within the budget, the pieces of a round are in
-// message order, and arrays with pending sums take their own plans. Then named
+// message order, and arrays with pending sums take their own plans (the check,
+// check_reshard_plan, is in tests/support/reshard_problems.hpp). Then named
 // cases (a weight sync from FSDP x TP to TP on the same and on other devices, a
 // budget cutting one piece into rows) and bad input. Execution on real data is
 // tests/runtime/reshard_executor_test.cpp.
@@ -26,77 +27,6 @@
 namespace {
 
 using namespace redist;
-
-/// "" if the plan's pieces are right for its problem (the header comment), else what is wrong.
-std::string check_plan(const reshard_plan& p, std::uint64_t budget) {
-  const std::uint64_t W = p.world;
-  const std::size_t A = p.arrays.size();
-  // Per (array, receiver): the pieces it gets.
-  std::map<std::pair<std::uint32_t, rank_t>, std::vector<reshard_piece>> got;
-  std::vector<std::uint64_t> received(W, 0);
-  for (const reshard_piece& pc : p.local) {
-    if (pc.from != pc.to) return "a local piece goes from rank " + std::to_string(pc.from) + " to " + std::to_string(pc.to);
-    got[{pc.array, pc.to}].push_back(pc);
-  }
-  std::vector<std::uint64_t> last(W, 0);  // the previous round's bytes per rank
-  for (std::size_t k = 0; k < p.rounds.size(); ++k) {
-    const auto& v = p.rounds[k].pieces;
-    if (!std::is_sorted(v.begin(), v.end())) return "round " + std::to_string(k) + " is not in message order";
-    std::vector<std::uint64_t> use(W, 0);
-    for (const reshard_piece& pc : v) {
-      if (pc.from == pc.to) return "round " + std::to_string(k) + " has a piece a rank keeps";
-      use[pc.from] += p.piece_bytes(pc);
-      use[pc.to] += p.piece_bytes(pc);
-      received[pc.to] += p.piece_bytes(pc);
-      got[{pc.array, pc.to}].push_back(pc);
-    }
-    for (std::uint64_t r = 0; r < W; ++r) {
-      // Pipelined, rounds k - 1 and k hold buffers at once.
-      const std::uint64_t held = use[r] + (p.pipelined ? last[r] : 0);
-      if (budget && held > budget)
-        return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " holds " + std::to_string(held) +
-               " bytes, over the budget of " + std::to_string(budget);
-      if (held > p.transient_bytes[r]) return "transient_bytes of rank " + std::to_string(r) + " is too small";
-    }
-    last = use;
-  }
-  if (p.pipelined && budget == 0) return "pipelined without a budget";
-  if (budget == 0 && p.rounds.size() > 1) return "more than one round without a budget";
-  for (std::size_t a = 0; a < A; ++a) {
-    const reshard_array& x = p.arrays[a];
-    const bool sums = x.source_pending() || x.target_pending();
-    if (sums != (p.route[a] == reshard_route::own) && sums) return "array " + x.name + " has sums but is joint";
-    const std::vector<box> before = layout_boxes(x.source, W), after = layout_boxes(x.target, W);
-    for (std::uint64_t r = 0; r < W; ++r) {
-      const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});
-      const std::vector<reshard_piece> none;
-      const std::vector<reshard_piece>& v = it == got.end() ? none : it->second;
-      if (p.route[a] == reshard_route::own) {
-        if (!v.empty()) return "array " + x.name + " is own but has joint pieces";
-        continue;
-      }
-      std::uint64_t n = 0;
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        if (!(intersect(v[i].b, after[r]) == v[i].b)) return "a piece of " + x.name + " lies outside its receiver's box";
-        if (!(intersect(v[i].b, before[v[i].from]) == v[i].b))
-          return "a piece of " + x.name + " is not in its sender's source box";
-        for (std::size_t j = 0; j < i; ++j)
-          if (!intersect(v[i].b, v[j].b).empty()) return "two pieces of " + x.name + " to rank " + std::to_string(r) + " overlap";
-        n += v[i].b.size();
-      }
-      if (n != after[r].size())
-        return "rank " + std::to_string(r) + " gets " + std::to_string(n) + " elements of " + x.name + ", its box has " +
-               std::to_string(after[r].size());
-    }
-  }
-  for (std::uint64_t r = 0; r < W; ++r) {
-    if (received[r] != p.received_bytes[r]) return "received_bytes of rank " + std::to_string(r) + " is wrong";
-    if (received[r] != p.lower_bound_bytes[r])
-      return "rank " + std::to_string(r) + " receives " + std::to_string(received[r]) + " bytes, the lower bound is " +
-             std::to_string(p.lower_bound_bytes[r]);
-  }
-  return {};
-}
 
 reshard_array array_of(const std::string& name, element_type t, const std::string& from_mesh, const std::string& from,
                        const std::string& to_mesh, const std::string& to) {
@@ -120,7 +50,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
     INFO(c.text);
     for (const reshard_array& a : c.problem.arrays) boxed += !layout_type(a.source) || !layout_type(a.target);
     const reshard_plan p = plan_reshard(c.problem);
-    REQUIRE(check_plan(p, 0).empty());
+    REQUIRE(testing::check_reshard_plan(p, 0).empty());
     ++planned;
     owned += static_cast<int>(p.count(reshard_route::own));
     const std::uint64_t row = testing::largest_row(p);
@@ -129,14 +59,14 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
     const std::uint64_t budget = row + rng() % (4 * row + 1);
     const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = budget});
     INFO("budget " << budget);
-    REQUIRE(check_plan(q, budget).empty());
+    REQUIRE(testing::check_reshard_plan(q, budget).empty());
     REQUIRE(q.received_bytes == p.received_bytes);
     REQUIRE(!q.pipelined);  // the built-in profile has no overlap
     ++budgeted;
     rounds += static_cast<int>(q.rounds.size());
     // Two rounds at a time: any two consecutive rounds within the budget.
     const reshard_plan r = plan_reshard(c.problem, {.budget_bytes = budget, .pipeline = reshard_pipeline::on});
-    REQUIRE(check_plan(r, budget).empty());
+    REQUIRE(testing::check_reshard_plan(r, budget).empty());
     REQUIRE(r.received_bytes == p.received_bytes);
     REQUIRE(r.pipelined == (q.rounds.size() > 1 && 2 * row <= budget));
     pipelined += r.pipelined;
@@ -189,7 +119,7 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
   for (const reshard_problem* pr : {&same, &half}) {
     const reshard_plan p = plan_reshard(*pr);
     INFO(p.reason);
-    REQUIRE(check_plan(p, 0).empty());
+    REQUIRE(testing::check_reshard_plan(p, 0).empty());
     REQUIRE(p.rounds.size() == 1);
     // One message per pair of ranks, whatever the number of arrays.
     std::map<std::pair<rank_t, rank_t>, int> pairs;
@@ -204,7 +134,7 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
   // With a budget of 1/8 of the largest array: more rounds, the same bytes, within it on every rank.
   const std::uint64_t budget = 4096 * 64 * 4 / 8;
   const reshard_plan q = plan_reshard(half, {.budget_bytes = budget});
-  REQUIRE(check_plan(q, budget).empty());
+  REQUIRE(testing::check_reshard_plan(q, budget).empty());
   REQUIRE(q.rounds.size() > 1);
   REQUIRE(q.received_bytes == p.received_bytes);
   REQUIRE(*std::max_element(q.transient_bytes.begin(), q.transient_bytes.end()) <= budget);
@@ -215,7 +145,7 @@ TEST_CASE("a budget cuts one piece into chunks of whole rows", "[reshard]") {
   pr.arrays.push_back(array_of("x", element_type::f32, "{} @ [0]", "[64, 64]", "{} @ [1]", "[64, 64]"));
   const reshard_plan p = plan_reshard(pr, {.budget_bytes = 1024});  // rows of 256 bytes: 4 a chunk
   REQUIRE(p.world == 2);
-  REQUIRE(check_plan(p, 1024).empty());
+  REQUIRE(testing::check_reshard_plan(p, 1024).empty());
   REQUIRE(p.rounds.size() == 16);
   for (const reshard_round& r : p.rounds) {
     REQUIRE(r.pieces.size() == 1);
@@ -241,7 +171,7 @@ TEST_CASE("pipelined rounds: half the budget each, chosen by the overlap", "[res
   // On: rounds of 512 bytes (2 rows), two at a time within 1024.
   const reshard_plan two = plan_reshard(pr, {.budget_bytes = 1024, .pipeline = reshard_pipeline::on});
   REQUIRE(two.pipelined);
-  REQUIRE(check_plan(two, 1024).empty());
+  REQUIRE(testing::check_reshard_plan(two, 1024).empty());
   REQUIRE(two.rounds.size() == 32);
   REQUIRE(two.transient_bytes == std::vector<std::uint64_t>{1024, 1024});
   REQUIRE(two.unpipelined_seconds == one.joint_seconds);
@@ -278,7 +208,7 @@ TEST_CASE("pending sums take their own plans; an unreducible dtype is refused", 
   pr.arrays.push_back(array_of("w", element_type::f32, "{x: 2, y: 2}", "[{x}8, 8]", "{x: 2, y: 2}", "[8, {y}8]"));
   const reshard_plan p = plan_reshard(pr);
   REQUIRE(p.route[0] == reshard_route::own);
-  REQUIRE(check_plan(p, 0).empty());
+  REQUIRE(testing::check_reshard_plan(p, 0).empty());
   pr.arrays[0].dtype = element_type::bf16;
   try {
     plan_reshard(pr);

@@ -15,27 +15,9 @@
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/reshard_tiles.hpp"
 #include "support/reshard_problems.hpp"
-
-namespace {
+#include "support/reshard_run.hpp"
 
 using namespace redist;
-
-/// Run plan p on host_backend(world) and check every target element; "" if right.
-std::string run_and_check(const reshard_plan& p) {
-  host_backend host(p.world);
-  reshard_executor<host_backend> ex(host, p);
-  reshard_tiles t = make_reshard_tiles(ex);
-  fill_reshard_sources(p, ex.local_ranks(), t);
-  const std::vector<std::vector<std::byte>> before = t.in;
-  ex.run(t.sources(), t.targets());
-  if (t.in != before) return "a source tile was written";
-  if (ex.message_bytes() != 0) return "the host backend held message buffers";
-  const reshard_check c = check_reshard_targets(p, ex.local_ranks(), t);
-  if (!c.ok()) return std::to_string(c.wrong) + " wrong elements, first: " + c.first;
-  return {};
-}
-
-}  // namespace
 
 TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
   std::mt19937 rng(2626);
@@ -46,20 +28,20 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
     const testing::reshard_case c = testing::random_reshard(rng, w);
     INFO(c.text);
     const reshard_plan p = plan_reshard(c.problem);
-    REQUIRE(run_and_check(p).empty());
+    REQUIRE(testing::run_reshard_on_host(p).empty());
     const std::uint64_t row = testing::largest_row(p);
     if (row > 0) {
       const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = row + rng() % (2 * row + 1)});
       std::string r;
       try {
-        r = run_and_check(q);
+        r = testing::run_reshard_on_host(q);
       } catch (const redist_error& e) {  // an own program (pending sums) whose buffers exceed the budget
         REQUIRE_THAT(e.what(), Catch::Matchers::Contains("its own program holds"));
         ++refused;
       }
       REQUIRE(r.empty());
     }
-    if (i % 4 == 0) REQUIRE(run_and_check(plan_reshard(c.problem, {.joint = false})).empty());
+    if (i % 4 == 0) REQUIRE(testing::run_reshard_on_host(plan_reshard(c.problem, {.joint = false})).empty());
     ++runs;
   }
   CHECK(runs == 700);

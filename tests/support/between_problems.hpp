@@ -391,19 +391,23 @@ std::string check_target_tile(const program& p, std::uint64_t r, std::int64_t po
   return {};
 }
 
-/// A random box layout (redist/box.hpp) of an array of `shape`: a guillotine partition into
-/// 1..W blocks (a random block cut along a random dimension, again and again), on a random
-/// subset of the W ranks; each other rank holds a replica of a random block (one in three)
-/// or nothing.
-inline box_layout random_box_layout(std::mt19937& rng, const std::vector<std::uint64_t>& shape, std::uint64_t W) {
+/// A box layout (redist/box.hpp) of an array of `shape` drawn by `below(n)` (a value in
+/// [0, n)) and `shuffle(ranks)`: a guillotine partition into 1..W blocks (a drawn block cut
+/// along a drawn dimension at a drawn place, again and again, at most `tries` times), on a
+/// drawn subset of the W ranks; each other rank holds a replica of a drawn block (one in
+/// three) or nothing. The random problems draw from an mt19937, the between fuzzer from its
+/// input bytes.
+template <class Below, class Shuffle>
+box_layout guillotine_box_layout(const std::vector<std::uint64_t>& shape, std::uint64_t W, int tries, Below&& below,
+                                 Shuffle&& shuffle) {
   std::vector<box> pieces{whole_box(shape)};
-  const std::uint64_t want = 1 + rng() % W;
-  for (int tries = 0; pieces.size() < want && tries < 100; ++tries) {
-    box& b = pieces[rng() % pieces.size()];
-    const int d = static_cast<int>(rng() % shape.size());
+  const std::uint64_t want = 1 + below(W);
+  for (int k = 0; pieces.size() < want && k < tries; ++k) {
+    box& b = pieces[below(pieces.size())];
+    const int d = static_cast<int>(below(shape.size()));
     if (b.extent(d) < 2) continue;
     const auto i = static_cast<std::size_t>(d);
-    const std::uint64_t cut = b.lo[i] + 1 + rng() % (b.extent(d) - 1);
+    const std::uint64_t cut = b.lo[i] + 1 + below(b.extent(d) - 1);
     box c = b;
     b.hi[i] = cut;
     c.lo[i] = cut;
@@ -411,14 +415,21 @@ inline box_layout random_box_layout(std::mt19937& rng, const std::vector<std::ui
   }
   std::vector<std::uint64_t> ranks(W);
   std::iota(ranks.begin(), ranks.end(), 0);
-  std::shuffle(ranks.begin(), ranks.end(), rng);
+  shuffle(ranks);
   box_layout l;
   l.shape = shape;
   l.boxes.assign(W, std::nullopt);
   for (std::size_t k = 0; k < pieces.size(); ++k) l.boxes[ranks[k]] = pieces[k];
   for (std::size_t k = pieces.size(); k < W; ++k)
-    if (rng() % 3 == 0) l.boxes[ranks[k]] = pieces[rng() % pieces.size()];
+    if (below(3) == 0) l.boxes[ranks[k]] = pieces[below(pieces.size())];
   return l;
+}
+
+/// A random box layout (guillotine_box_layout) from `rng`.
+inline box_layout random_box_layout(std::mt19937& rng, const std::vector<std::uint64_t>& shape, std::uint64_t W) {
+  return guillotine_box_layout(
+      shape, W, 100, [&](std::uint64_t n) { return rng() % n; },
+      [&](std::vector<std::uint64_t>& v) { std::shuffle(v.begin(), v.end(), rng); });
 }
 
 /// Rank r's tile of box layout l (darray::of_layout), the expected value at every element.

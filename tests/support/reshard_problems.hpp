@@ -4,10 +4,12 @@
 // (support/between_problems.hpp: every relation of device sets, even and
 // uneven shapes, pending sums on some sources; a random box layout, replicas too, at one
 // end of some arrays), with a random element type (bf16 and f16 only where nothing is
-// reduced).
+// reduced); and the independent check of a joint plan (check_reshard_plan).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,6 +91,82 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
       most = std::max(most, p.piece_bytes(pc) / rows);
     }
   return most;
+}
+
+/// "" if plan p keeps its promises for its problem, else what is wrong: the pieces of every
+/// joint array tile every rank's target box exactly and come from the sender's source box,
+/// every rank receives exactly the data-movement lower bound, every round (with the round
+/// before it where pipelined) keeps every rank's send + receive bytes within `budget` (0:
+/// none) and within transient_bytes, the pieces of a round are in message order, and arrays
+/// with pending sums take their own plans.
+inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budget) {
+  const std::uint64_t W = p.world;
+  const std::size_t A = p.arrays.size();
+  // Per (array, receiver): the pieces it gets.
+  std::map<std::pair<std::uint32_t, rank_t>, std::vector<reshard_piece>> got;
+  std::vector<std::uint64_t> received(W, 0);
+  for (const reshard_piece& pc : p.local) {
+    if (pc.from != pc.to) return "a local piece goes from rank " + std::to_string(pc.from) + " to " + std::to_string(pc.to);
+    got[{pc.array, pc.to}].push_back(pc);
+  }
+  std::vector<std::uint64_t> last(W, 0);  // the previous round's bytes per rank
+  for (std::size_t k = 0; k < p.rounds.size(); ++k) {
+    const auto& v = p.rounds[k].pieces;
+    if (!std::is_sorted(v.begin(), v.end())) return "round " + std::to_string(k) + " is not in message order";
+    std::vector<std::uint64_t> use(W, 0);
+    for (const reshard_piece& pc : v) {
+      if (pc.from == pc.to) return "round " + std::to_string(k) + " has a piece a rank keeps";
+      use[pc.from] += p.piece_bytes(pc);
+      use[pc.to] += p.piece_bytes(pc);
+      received[pc.to] += p.piece_bytes(pc);
+      got[{pc.array, pc.to}].push_back(pc);
+    }
+    for (std::uint64_t r = 0; r < W; ++r) {
+      // Pipelined, rounds k - 1 and k hold buffers at once.
+      const std::uint64_t held = use[r] + (p.pipelined ? last[r] : 0);
+      if (budget && held > budget)
+        return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " holds " + std::to_string(held) +
+               " bytes, over the budget of " + std::to_string(budget);
+      if (held > p.transient_bytes[r]) return "transient_bytes of rank " + std::to_string(r) + " is too small";
+    }
+    last = use;
+  }
+  if (p.pipelined && budget == 0) return "pipelined without a budget";
+  if (budget == 0 && p.rounds.size() > 1) return "more than one round without a budget";
+  for (std::size_t a = 0; a < A; ++a) {
+    const reshard_array& x = p.arrays[a];
+    const bool sums = x.source_pending() || x.target_pending();
+    if (sums != (p.route[a] == reshard_route::own) && sums) return "array " + x.name + " has sums but is joint";
+    const std::vector<box> before = layout_boxes(x.source, W), after = layout_boxes(x.target, W);
+    for (std::uint64_t r = 0; r < W; ++r) {
+      const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});
+      const std::vector<reshard_piece> none;
+      const std::vector<reshard_piece>& v = it == got.end() ? none : it->second;
+      if (p.route[a] == reshard_route::own) {
+        if (!v.empty()) return "array " + x.name + " is own but has joint pieces";
+        continue;
+      }
+      std::uint64_t n = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!(intersect(v[i].b, after[r]) == v[i].b)) return "a piece of " + x.name + " lies outside its receiver's box";
+        if (!(intersect(v[i].b, before[v[i].from]) == v[i].b))
+          return "a piece of " + x.name + " is not in its sender's source box";
+        for (std::size_t j = 0; j < i; ++j)
+          if (!intersect(v[i].b, v[j].b).empty()) return "two pieces of " + x.name + " to rank " + std::to_string(r) + " overlap";
+        n += v[i].b.size();
+      }
+      if (n != after[r].size())
+        return "rank " + std::to_string(r) + " gets " + std::to_string(n) + " elements of " + x.name + ", its box has " +
+               std::to_string(after[r].size());
+    }
+  }
+  for (std::uint64_t r = 0; r < W; ++r) {
+    if (received[r] != p.received_bytes[r]) return "received_bytes of rank " + std::to_string(r) + " is wrong";
+    if (received[r] != p.lower_bound_bytes[r])
+      return "rank " + std::to_string(r) + " receives " + std::to_string(received[r]) + " bytes, the lower bound is " +
+             std::to_string(p.lower_bound_bytes[r]);
+  }
+  return {};
 }
 
 /// Problem i of a backend test's sequence in a world of W ranks (W >= w.max_world): a random
