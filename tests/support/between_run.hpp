@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <variant>
@@ -94,13 +95,6 @@ std::string run_between_and_check(const program& p, const array_layout& a) {
   return {};
 }
 
-/// The elements of one rank's tile of layout l: the type's local size, or the box layout's
-/// padded tile.
-inline std::uint64_t between_tile_elements(const array_layout& l) {
-  if (const auto* t = std::get_if<placed_layout>(&l)) return local_size(t->pm.mesh, t->type);
-  return std::get<box_layout>(l).padded_size();
-}
-
 /// The checks of one program from layout a to layout b: well-formed
 /// (detail::check_program), memory-efficient, its target b's type and mesh (or b's box
 /// layout), the JSON round trip (written to `jsonl` when given), and the run on the host
@@ -110,7 +104,9 @@ std::string check_between_program(const program& p, const array_layout& a, const
                                   std::ofstream* jsonl = nullptr) {
   const auto shapes = detail::check_program(p);
   if (!shapes.error.empty()) return "check_program: " + shapes.error;
-  const std::uint64_t bound = std::max(between_tile_elements(a), between_tile_elements(b));
+  std::uint64_t bound = 0;  // max(local source, local target): the largest tile of either end
+  for (const array_layout* l : {&a, &b})
+    for (std::uint64_t n : layout_tile_elements(*l, p.world_size())) bound = std::max(bound, n);
   if (p.peak_local_elements > bound)
     return "peak " + std::to_string(p.peak_local_elements) + " elements above max(local source, local target) = " +
            std::to_string(bound);

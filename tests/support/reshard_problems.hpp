@@ -136,7 +136,7 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
   for (std::size_t a = 0; a < A; ++a) {
     const reshard_array& x = p.arrays[a];
     const bool sums = x.source_pending() || x.target_pending();
-    if (sums != (p.route[a] == reshard_route::own) && sums) return "array " + x.name + " has sums but is joint";
+    if (sums && p.route[a] != reshard_route::own) return "array " + x.name + " has sums but is joint";
     const std::vector<box> before = layout_boxes(x.source, W), after = layout_boxes(x.target, W);
     for (std::uint64_t r = 0; r < W; ++r) {
       const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});
