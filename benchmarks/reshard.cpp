@@ -17,12 +17,17 @@
 //                   and slices its target box out of it
 //   ..., single copy off  joint in place and per array with mpi_options::exchange_single_copy
 //                   off (MPI datatypes between the tiles, as before single copy)
+//   pdgemr2d per array  where ScaLAPACK is built in (baselines/scalapack.hpp): psgemr2d /
+//                   pdgemr2d per array where it applies (source and target block
+//                   distributions without replication: the weights, the embedding, the
+//                   column-parallel biases), one redist call for each of the others, in sequence
 // Part 2, one array: the 2-D grid problems of float64 (4096 x 4096 and 8192 x 4096) between
 // {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}: the executor's exchange in place by MPI_Alltoallw of
 // subarray datatypes (the default before single copy), in place in a single copy
 // (mpi_options::exchange_single_copy, the default), packed (MPI_Alltoallv), and the message
 // rounds of the reshard executor, packed (receives first, packed per peer, unpacked on
-// arrival) and in place (datatypes of the pieces, or single copy within the node).
+// arrival) and in place (datatypes of the pieces, or single copy within the node), and
+// ScaLAPACK's pdgemr2d where it is built in.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
@@ -40,6 +45,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +58,9 @@
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/reshard_tiles.hpp"
 #include "redist/runtime/verify.hpp"
+#if defined(REDIST_WITH_SCALAPACK)
+#include "baselines/scalapack.hpp"
+#endif
 
 namespace {
 
@@ -176,6 +185,60 @@ struct gather_slice {
   }
 };
 
+#if defined(REDIST_WITH_SCALAPACK)
+/// ScaLAPACK per array where it applies (bench::scalapack_grid_of at both ends, f32 or f64),
+/// one redist call (each array's own plan) for every other array; in sequence.
+struct scalapack_per_array {
+  std::vector<std::function<void(const std::byte*, std::byte*)>> gemr2d;
+  std::vector<std::size_t> at;  ///< the array of each gemr2d
+  std::vector<std::size_t> rest_at;
+  reshard_problem rest_problem;
+  std::vector<std::unique_ptr<reshard_executor<mpi_backend>>> rest;  // none or one
+  std::uint64_t bytes = 0;                                           // what ScaLAPACK moves
+
+  scalapack_per_array(mpi_backend& mpi, const reshard_problem& pr) {
+    rest_problem.world = pr.world;
+    for (std::size_t a = 0; a < pr.arrays.size(); ++a) {
+      const reshard_array& x = pr.arrays[a];
+      const auto* f = std::get_if<placed_layout>(&x.source);
+      const auto* t = std::get_if<placed_layout>(&x.target);
+      const bool fits = f && t && bench::scalapack_grid_of(f->pm, f->type) && bench::scalapack_grid_of(t->pm, t->type);
+      if (fits && (x.dtype == element_type::f32 || x.dtype == element_type::f64)) {
+        if (x.dtype == element_type::f32)
+          add<float>(*f, *t);
+        else
+          add<double>(*f, *t);
+        at.push_back(a);
+        bytes += x.bytes();
+      } else {
+        rest_at.push_back(a);
+        rest_problem.arrays.push_back(x);
+      }
+    }
+    if (!rest_at.empty())
+      rest.push_back(std::make_unique<reshard_executor<mpi_backend>>(mpi, plan_reshard(rest_problem, {.joint = false})));
+  }
+  template <class T>
+  void add(const placed_layout& f, const placed_layout& t) {
+    auto r = std::make_shared<bench::scalapack_redistribution<T>>(f, t);
+    gemr2d.push_back([r](const std::byte* in, std::byte* out) {
+      r->run(reinterpret_cast<const T*>(in), reinterpret_cast<T*>(out));
+    });
+  }
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+    for (std::size_t k = 0; k < gemr2d.size(); ++k) gemr2d[k](in[at[k]].data(), out[at[k]].data());
+    if (rest.empty()) return;
+    std::vector<std::span<const std::byte>> i;
+    std::vector<std::span<std::byte>> o;
+    for (std::size_t a : rest_at) {
+      i.push_back(in[a]);
+      o.push_back(out[a]);
+    }
+    rest[0]->run(i, o);
+  }
+};
+#endif
+
 std::string mib(std::uint64_t b) { return std::to_string(b / (1024 * 1024)) + "." + std::to_string(b % (1024 * 1024) * 10 / (1024 * 1024)); }
 
 void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t layers, std::uint64_t dim, std::uint64_t vocab) {
@@ -223,21 +286,31 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
         at += o.size();
       }
     };
-    const std::vector<std::function<void()>> run = {[&] { ej.run(in, out); }, [&] { ei.run(in, out); },
-                                                    [&] { eb.run(in, out); }, [&] { es.run(in, out); },
-                                                    [&] { gs.run(in, out); }, [&] { pi.run(in, out); },
-                                                    [&] { ps.run(in, out); }, [&] { ep.run(in, out); }, copy_floor};
+    std::vector<std::function<void()>> run = {[&] { ej.run(in, out); }, [&] { ei.run(in, out); },
+                                              [&] { eb.run(in, out); }, [&] { es.run(in, out); },
+                                              [&] { gs.run(in, out); }, [&] { pi.run(in, out); },
+                                              [&] { ps.run(in, out); }, [&] { ep.run(in, out); }, copy_floor};
     auto clear = [&] {
       for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
     };
     auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
     std::vector<std::function<bool()>> checks(s.size(), check);
     checks.back() = [] { return true; };  // the copy floor moves no array
+    std::vector<const reshard_plan*> plans = {&joint, &joint, &budget, &separate, nullptr, &joint, &separate, &pipelined, nullptr};
+    std::vector<std::uint64_t> buffers = {ej.message_bytes(), ei.message_bytes(), eb.message_bytes(), es.bytes_held(),
+                                          gs.full.size() + gs.send.size(), pi.message_bytes(), ps.bytes_held(),
+                                          ep.message_bytes(), floor_from.size()};
+#if defined(REDIST_WITH_SCALAPACK)
+    scalapack_per_array sl(mpi, pr);
+    s.push_back({"pdgemr2d per array (" + std::to_string(sl.at.size()) + " of " + std::to_string(pr.arrays.size()) +
+                     " arrays, " + mib(sl.bytes) + " MiB; the rest one redist call each)",
+                 {}});
+    run.push_back([&] { sl.run(in, out); });
+    checks.push_back(check);
+    plans.push_back(nullptr);
+    buffers.push_back(sl.rest.empty() ? 0 : sl.rest[0]->bytes_held());
+#endif
     interleave(s, run, std::vector<std::function<void()>>(s.size(), clear), checks, runs);
-    const reshard_plan* plans[] = {&joint, &joint, &budget, &separate, nullptr, &joint, &separate, &pipelined, nullptr};
-    const std::uint64_t buffers[] = {ej.message_bytes(), ei.message_bytes(), eb.message_bytes(), es.bytes_held(),
-                                     gs.full.size() + gs.send.size(), pi.message_bytes(), ps.bytes_held(),
-                                     ep.message_bytes(), floor_from.size()};
     std::uint64_t buf = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
       buf = buffers[i];
@@ -266,12 +339,16 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
                   "joint (packed) %.2fx, joint/budget / joint %.2fx; budget %s MiB; single copy off / on: joint (in "
                   "place) %.2fx, per array %.2fx; per array / joint (in place), both single copy off %.2fx; "
                   "joint/budget pipelined / one round at a time %.2fx (predicted %.2fx); over the copy floor: joint "
-                  "(in place) %.2fx, per array %.2fx\n\n",
+                  "(in place) %.2fx, per array %.2fx\n",
                   target, s[3].median() / s[0].median(), s[3].median() / s[1].median(), s[4].median() / s[0].median(),
                   s[2].median() / s[0].median(), mib(largest / 8).c_str(), s[5].median() / s[1].median(),
                   s[6].median() / s[3].median(), s[6].median() / s[5].median(), s[7].median() / s[2].median(),
                   pipelined.joint_seconds / budget.joint_seconds, s[1].median() / s[8].median(),
                   s[3].median() / s[8].median());
+    if (me == 0 && s.size() > 9)
+      std::printf("pdgemr2d per array / joint (packed) %.2fx, / joint (in place) %.2fx, / per array %.2fx\n",
+                  s[9].median() / s[0].median(), s[9].median() / s[1].median(), s[9].median() / s[3].median());
+    if (me == 0) std::printf("\n");
   }
 }
 
@@ -279,9 +356,9 @@ void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
   if (me == 0)
     std::printf("\n## One array: the 2-D grid problems, float64, 8 ranks\n\n"
                 "| shape | from -> to | in place (Alltoallw) best / median ms | single copy | packed (Alltoallv) | "
-                "message rounds (packed) | message rounds (in place) | Alltoallw / single copy (medians) | max/min "
-                "Alltoallw | max/min single copy | max/min rounds packed |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|\n");
+                "message rounds (packed) | message rounds (in place) | pdgemr2d | Alltoallw / single copy (medians) | "
+                "max/min Alltoallw | max/min single copy | max/min rounds packed |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   mpi_backend packed(MPI_COMM_WORLD, {.alltoall_in_place = true, .allgather_in_place = true, .exchange_in_place = false});
   const std::vector<std::pair<std::string, std::string>> pairs = {
       {"{x: 2, y: 4}|[{x}R, {y}C]", "{x: 4, y: 2}|[{x}R, {y}C]"},
@@ -289,7 +366,7 @@ void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
       {"{x: 4, y: 2}|[{x}R, {y}C]", "{x: 8}|[R, {x}C]"},
       {"{x: 8}|[{x}R, C]", "{x: 2, y: 4}|[{y}R, {x}C]"},
   };
-  std::vector<double> ratios, rounds;
+  std::vector<double> ratios, rounds, pdgemr2d;
   for (const auto& shape : {std::pair<int, int>{4096, 4096}, {8192, 4096}}) {
     const int rows = shape.first, cols = shape.second;  // named, not bound: clang 14 cannot capture bindings
     for (const auto& [from, to] : pairs) {
@@ -323,21 +400,36 @@ void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
       const auto out = t.targets();
       std::vector<series> s = {
           {"Alltoallw", {}}, {"single copy", {}}, {"packed", {}}, {"rounds", {}}, {"rounds in place", {}}};
-      const std::vector<std::function<void()>> run = {[&] { ew.run(din, dout); }, [&] { ei.run(din, dout); },
-                                                      [&] { ep.run(din, dout); }, [&] { er.run(in, out); },
-                                                      [&] { eri.run(in, out); }};
+      std::vector<std::function<void()>> run = {[&] { ew.run(din, dout); }, [&] { ei.run(din, dout); },
+                                                [&] { ep.run(din, dout); }, [&] { er.run(in, out); },
+                                                [&] { eri.run(in, out); }};
+#if defined(REDIST_WITH_SCALAPACK)
+      bench::scalapack_redistribution<double> sl(std::get<placed_layout>(pr.arrays[0].source),
+                                                 std::get<placed_layout>(pr.arrays[0].target));
+      s.push_back({"pdgemr2d", {}});
+      run.push_back([&] {
+        sl.run(reinterpret_cast<const double*>(t.in[0].data()), reinterpret_cast<double*>(t.out[0].data()));
+      });
+      pdgemr2d.push_back(0);
+#endif
       auto clear = [&] { std::memset(t.out[0].data(), 0xff, t.out[0].size()); };
       auto check = [&] { return check_reshard_targets(rp, er.local_ranks(), t).ok(); };
       interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
                  std::vector<std::function<bool()>>(s.size(), check), runs);
       ratios.push_back(s[0].median() / s[1].median());
       rounds.push_back(s[0].median() / s[3].median());
+      char gemr2d[64] = "-";
+      if (s.size() > 5) {
+        std::snprintf(gemr2d, sizeof gemr2d, "%.1f / %.1f", s[5].best() * 1e3, s[5].median() * 1e3);
+        pdgemr2d.back() = s[5].median() / s[1].median();
+      }
       if (me == 0)
-        std::printf("| %dx%d | `%s` -> `%s` | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.2f | "
-                    "%.2f | %.2f | %.2f |\n",
+        std::printf("| %dx%d | `%s` -> `%s` | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %s | "
+                    "%.2f | %.2f | %.2f | %.2f |\n",
                     rows, cols, from.c_str(), to.c_str(), s[0].best() * 1e3, s[0].median() * 1e3, s[1].best() * 1e3,
                     s[1].median() * 1e3, s[2].best() * 1e3, s[2].median() * 1e3, s[3].best() * 1e3, s[3].median() * 1e3,
-                    s[4].best() * 1e3, s[4].median() * 1e3, ratios.back(), s[0].spread(), s[1].spread(), s[3].spread());
+                    s[4].best() * 1e3, s[4].median() * 1e3, gemr2d, ratios.back(), s[0].spread(), s[1].spread(),
+                    s[3].spread());
     }
   }
   auto geomean = [](const std::vector<double>& v) {
@@ -350,6 +442,8 @@ void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
                 "problems\n",
                 mpi.single_copy() ? "on" : "off (the kernel refused it: the single-copy column is Alltoallw)",
                 geomean(ratios), geomean(rounds), ratios.size());
+  if (me == 0 && !pdgemr2d.empty())
+    std::printf("geomean pdgemr2d / single copy %.2fx over %zu problems\n", geomean(pdgemr2d), pdgemr2d.size());
 }
 
 }  // namespace
@@ -371,6 +465,9 @@ int main(int argc, char** argv) {
     if (layers > 0) model_state(mpi, plain, runs, layers, dim, vocab);
     if (dim >= 512) grid(mpi, plain, runs);
   }
+#if defined(REDIST_WITH_SCALAPACK)
+  bench::scalapack_finalize();
+#endif
   MPI_Finalize();
   return wrong ? 1 : 0;
 }

@@ -140,6 +140,35 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
   REQUIRE(*std::max_element(q.transient_bytes.begin(), q.transient_bytes.end()) <= budget);
 }
 
+TEST_CASE("every call pays one agreement: an array whose own program moves nothing stays joint", "[reshard]") {
+  // The column-parallel bias of the weight sync: block index tp + 2 fsdp on {fsdp: 4, tp: 2}
+  // is the world rank, as on {tp: 8}, so its own program has no step (each rank copies its
+  // tile). The joint exchange copies it too, at no extra call.
+  reshard_problem pr;
+  pr.world = 8;
+  pr.arrays.push_back(array_of("b", element_type::f32, "{fsdp: 4, tp: 2}", "[{tp, fsdp}4096]", "{tp: 8}", "[{tp}4096]"));
+  pr.arrays.push_back(array_of("w", element_type::f32, "{fsdp: 4, tp: 2}", "[{fsdp}1024, {tp}512]", "{tp: 8}",
+                               "[1024, {tp}512]"));
+  pr.arrays.push_back(array_of("s", element_type::f32, "{fsdp: 4, tp: 2}", "[{tp}256, 64] sum{fsdp}", "{tp: 8}",
+                               "[{tp}256, 64]"));
+  const reshard_plan p = plan_reshard(pr);
+  INFO(p.reason);
+  const time_profile& P = builtin_profile;
+  const double call = detail::call_seconds(P, 8);
+  REQUIRE(call == P.seconds(op::allreduce, 3, 0, 24));  // an all-reduce of 24 bytes: 3 rounds among 8
+  REQUIRE(p.own[0].candidates[p.own[0].chosen].prog.steps.empty());
+  REQUIRE(p.route == std::vector<reshard_route>{reshard_route::joint, reshard_route::joint, reshard_route::own});
+  REQUIRE(testing::check_reshard_plan(p, 0).empty());
+  const double own = p.own[2].candidates[p.own[2].chosen].seconds;
+  REQUIRE(p.seconds == Approx(call + p.joint_seconds + own + call));
+  double separate = 0;
+  for (const plan_choice& c : p.own) separate += c.candidates[c.chosen].seconds + call;
+  REQUIRE(p.separate_seconds == Approx(separate));
+  // Without the joint exchange every array is a call of its own.
+  const reshard_plan q = plan_reshard(pr, {.joint = false});
+  REQUIRE(q.seconds == Approx(separate));
+}
+
 TEST_CASE("a budget cuts one piece into chunks of whole rows", "[reshard]") {
   reshard_problem pr;
   pr.arrays.push_back(array_of("x", element_type::f32, "{} @ [0]", "[64, 64]", "{} @ [1]", "[64, 64]"));

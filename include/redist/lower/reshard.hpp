@@ -36,8 +36,13 @@
 // first round); an own program by its own prediction. Pipelined rounds hide up to
 // P.overlap * t_k of round k+1's pass behind round k's transfer:
 //   sum_k (t_k + c_k) - P.overlap * sum_{k < n-1} min(t_k, c_{k+1}).
-// `separate_seconds` is one call per array, one after another (each array's own plan), for
-// comparison.
+// Every call starts with one agreement (runtime/backend.hpp agree: an all-reduce of three
+// 64-bit words over the world, before anything moves; detail::call_seconds): the joint
+// exchange pays it once for all its arrays, each own program once more. So an array whose
+// own program moves nothing (its source tile is its target tile) stays joint, where its
+// copy costs one pass and no call. `seconds` is the joint exchange's call (where it has
+// arrays) and rounds, then every own program and its call; `separate_seconds` is one call
+// per array, one after another (each array's own plan and call), for comparison.
 #pragma once
 
 #include <algorithm>
@@ -157,6 +162,12 @@ struct reshard_plan {
 };
 
 namespace detail {
+
+/// Predicted seconds of one call's agreement over a world of W ranks: an all-reduce of
+/// three 64-bit words (runtime/backend.hpp agree), priced as any all-reduce step.
+constexpr double call_seconds(const time_profile& P, std::uint64_t W) {
+  return step_seconds(P, op::allreduce, W, 3, 3, 8);
+}
 
 /// Per-rank tallies of a set of pieces between ranks (one round).
 struct round_tally {
@@ -319,6 +330,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   rp.own.resize(A);
   rp.route.assign(A, reshard_route::joint);
   std::vector<char> forced(A, 0);
+  const double call = detail::call_seconds(P, W);
   for (std::size_t i = 0; i < A; ++i) {
     const reshard_array& a = pr.arrays[i];
     synth_options so = o.synth;
@@ -328,7 +340,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     } catch (const redist_error& e) {
       throw blame(a, e);
     }
-    rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds;
+    rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
     if (a.source_pending() || a.target_pending()) {
       if (!element_type_reduces(a.dtype))  // reducing the source's, or creating the target's (lower/partial.hpp)
         throw redist_error(errc::rule, "array '" + a.name + "': its pending " +
@@ -376,7 +388,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       // (so that one array's choice does not depend on which others a budget lets choose).
       const double with = all.seconds(P);
       for (const reshard_piece& p : pieces[i]) all.remove(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
-      if (c.seconds < with - all.seconds(P)) rp.route[i] = reshard_route::own;
+      if (c.seconds + call < with - all.seconds(P)) rp.route[i] = reshard_route::own;
       for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
     }
     for (std::size_t i = 0; i < A; ++i)
@@ -415,12 +427,12 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::joint)
       for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r];
-  rp.seconds = rp.joint_seconds;
+  rp.seconds = rp.count(reshard_route::joint) > 0 ? call + rp.joint_seconds : 0;
   std::string owned;
   std::size_t named = 0;
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::own) {
-      rp.seconds += rp.own[i].candidates[rp.own[i].chosen].seconds;
+      rp.seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
       if (named++ < 4) owned += (owned.empty() ? "" : ", ") + pr.arrays[i].name;
       else if (named == 5) owned += ", ...";
     }
