@@ -193,8 +193,8 @@ struct scalapack_per_array {
   std::vector<std::size_t> at;  ///< the array of each gemr2d
   std::vector<std::size_t> rest_at;
   reshard_problem rest_problem;
-  std::vector<std::unique_ptr<reshard_executor<mpi_backend>>> rest;  // none or one
-  std::uint64_t bytes = 0;                                           // what ScaLAPACK moves
+  std::unique_ptr<reshard_executor<mpi_backend>> rest;  // the others' own plans; null: none
+  std::uint64_t bytes = 0;                               // what ScaLAPACK moves
 
   scalapack_per_array(mpi_backend& mpi, const reshard_problem& pr) {
     rest_problem.world = pr.world;
@@ -216,7 +216,7 @@ struct scalapack_per_array {
       }
     }
     if (!rest_at.empty())
-      rest.push_back(std::make_unique<reshard_executor<mpi_backend>>(mpi, plan_reshard(rest_problem, {.joint = false})));
+      rest = std::make_unique<reshard_executor<mpi_backend>>(mpi, plan_reshard(rest_problem, {.joint = false}));
   }
   template <class T>
   void add(const placed_layout& f, const placed_layout& t) {
@@ -227,14 +227,14 @@ struct scalapack_per_array {
   }
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
     for (std::size_t k = 0; k < gemr2d.size(); ++k) gemr2d[k](in[at[k]].data(), out[at[k]].data());
-    if (rest.empty()) return;
+    if (!rest) return;
     std::vector<std::span<const std::byte>> i;
     std::vector<std::span<std::byte>> o;
     for (std::size_t a : rest_at) {
       i.push_back(in[a]);
       o.push_back(out[a]);
     }
-    rest[0]->run(i, o);
+    rest->run(i, o);
   }
 };
 #endif
@@ -308,7 +308,7 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
     run.push_back([&] { sl.run(in, out); });
     checks.push_back(check);
     plans.push_back(nullptr);
-    buffers.push_back(sl.rest.empty() ? 0 : sl.rest[0]->bytes_held());
+    buffers.push_back(sl.rest ? sl.rest->bytes_held() : 0);
 #endif
     interleave(s, run, std::vector<std::function<void()>>(s.size(), clear), checks, runs);
     std::uint64_t buf = 0;
