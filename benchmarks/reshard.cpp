@@ -28,13 +28,16 @@
 // rounds of the reshard executor, packed (receives first, packed per peer, unpacked on
 // arrival) and in place (datatypes of the pieces, or single copy within the node), and
 // ScaLAPACK's pdgemr2d where it is built in.
+// Part 3, gradients: FSDP 4 x TP 2 weight gradients pending over fsdp, reduce-scattered to
+// their shards, and norms all-reduced (L layers of width D): the joint plan, whose own
+// collectives run fused (runtime/reshard_executor.hpp), against one call per array.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
 // Prints markdown tables (ms, best and median, max/min over the runs) and the ratios of the
 // issue's goals; asserts nothing about time, exits 1 on wrong data.
 // Usage: mpirun --oversubscribe -np 8 reshard_bench [runs] [layers] [dim] [vocab]
-//        (default 7 13 512 50257; part 1 runs where layers > 0, part 2 where dim >= 512)
+//        (default 7 13 512 50257; parts 1 and 3 run where layers > 0, part 2 where dim >= 512)
 #include <mpi.h>
 
 #include <algorithm>
@@ -47,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpt_state.hpp"
@@ -352,6 +356,53 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
   }
 }
 
+/// Part 3: gradients of FSDP 4 x TP 2, every array an own program of one collective: the
+/// joint plan (own all-reduces and reduce-scatters fused, runtime/reshard_executor.hpp)
+/// against one call per array.
+void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim) {
+  const placed_mesh m = parse_placed_mesh("{fsdp: 4, tp: 2}");
+  reshard_problem pr;
+  pr.world = 8;
+  auto add = [&](const std::string& name, const std::string& from, const std::string& to) {
+    pr.arrays.push_back({name, element_type::f32, placed_layout{m, parse_type(m.mesh, from)},
+                         placed_layout{m, parse_type(m.mesh, to)}});
+  };
+  const std::string D = std::to_string(dim), D3 = std::to_string(3 * dim), D4 = std::to_string(4 * dim);
+  for (std::uint64_t l = 0; l < layers; ++l) {
+    const std::string h = "h" + std::to_string(l) + ".";
+    for (const auto& [name, rows, cols] : {std::tuple{"c_attn", D, D3}, {"attn.c_proj", D, D}, {"c_fc", D, D4},
+                                           {"mlp.c_proj", D4, D}})
+      add(h + name, "[{tp}" + rows + ", " + cols + "] sum{fsdp}", "[{tp}" + rows + ", {fsdp}" + cols + "]");
+    for (const char* norm : {"ln_1.w", "ln_1.b", "ln_2.w", "ln_2.b"}) add(h + norm, "[" + D + "] sum{fsdp}", "[" + D + "]");
+  }
+  std::uint64_t bytes = 0;
+  for (const reshard_array& a : pr.arrays) bytes += a.bytes();
+  const reshard_plan joint = plan_reshard(pr), separate = plan_reshard(pr, {.joint = false});
+  reshard_executor<mpi_backend> ej(mpi, joint), es(mpi, separate);
+  reshard_tiles t = make_reshard_tiles(ej);
+  fill_reshard_sources(joint, ej.local_ranks(), t);
+  const auto in = t.sources();
+  const auto out = t.targets();
+  std::vector<series> s = {{"joint (fused collectives)", {}}, {"per array", {}}};
+  const std::vector<std::function<void()>> run = {[&] { ej.run(in, out); }, [&] { es.run(in, out); }};
+  auto clear = [&] {
+    for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
+  };
+  auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
+  interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
+             std::vector<std::function<bool()>>(s.size(), check), runs);
+  std::size_t calls = 0;
+  for (const auto& set : ej.fused_arrays()) calls += set.size() > 0;
+  if (me == 0)
+    std::printf("\n## Gradients: %llu layers of width %llu, FSDP 4 x TP 2, pending over fsdp, 8 ranks\n\n"
+                "| arrays | MiB | fused calls | joint (fused) best / median ms | per array best / median ms | per array / "
+                "joint (medians) | held by the fused calls / rank |\n|---|---|---|---|---|---|---|\n"
+                "| %zu | %s | %zu | %.2f / %.2f | %.2f / %.2f | %.2fx | %s MiB |\n",
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), pr.arrays.size(),
+                mib(bytes).c_str(), calls, s[0].best() * 1e3, s[0].median() * 1e3, s[1].best() * 1e3,
+                s[1].median() * 1e3, s[1].median() / s[0].median(), mib(ej.bytes_held()).c_str());
+}
+
 void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
   if (me == 0)
     std::printf("\n## One array: the 2-D grid problems, float64, 8 ranks\n\n"
@@ -464,6 +515,7 @@ int main(int argc, char** argv) {
     mpi_backend plain(MPI_COMM_WORLD, {.exchange_single_copy = false});
     if (layers > 0) model_state(mpi, plain, runs, layers, dim, vocab);
     if (dim >= 512) grid(mpi, plain, runs);
+    if (layers > 0) gradients(mpi, runs, layers, dim);
   }
 #if defined(REDIST_WITH_SCALAPACK)
   bench::scalapack_finalize();

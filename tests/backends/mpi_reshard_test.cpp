@@ -6,8 +6,10 @@
 // budget that cuts the pieces into several rounds; every fifth one call per array), runs them
 // through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
 // turn; half the budgeted plans pipelined, two rounds at a time) and checks every element
-// of its target tiles. It checks too that the message buffers stay within the budget. Rank
-// 0 prints the totals; the exit status is non-zero on any failure on any rank.
+// of its target tiles. It checks too that the message buffers stay within the budget. Then
+// named cases: messages by single copy, and (on 8 ranks) gradients whose own all-reduces and
+// reduce-scatters run as fused collectives. Rank 0 prints the totals; the exit status is
+// non-zero on any failure on any rank.
 #include <mpi.h>
 
 #include <cstdint>
@@ -110,6 +112,26 @@ int run(int argc, char** argv) {
              " rounds, " + std::to_string(moved) + (write ? " pieces written" : " pieces read") + " by single copy, expected 1 and " +
              std::to_string(W - 1));
     }
+    // Gradients of FSDP 4 x TP 2 (8 ranks): own all-reduces and reduce-scatters as fused
+    // collectives, one call per kind and group, without and under a budget that splits them.
+    if (W == 8)
+      for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{3 * 64 * 32 * 4 / 2}}) {
+        const redist::reshard_plan p = redist::plan_reshard(redist::testing::gradient_reshard(4), {.budget_bytes = budget});
+        redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
+        std::size_t fused = 0;
+        for (const auto& set : ex.fused_arrays()) fused += set.size();
+        redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+        redist::fill_reshard_sources(p, ex.local_ranks(), t);
+        for (int run = 0; run < 2; ++run) {
+          ex.run(t.sources(), t.targets());
+          const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+          checked += k.checked;
+          if (!k.ok()) fail("gradients: " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
+        }
+        if (fused != p.arrays.size() || (budget > 0 && ex.bytes_held() > budget))
+          fail("gradients: " + std::to_string(fused) + " of " + std::to_string(p.arrays.size()) +
+               " arrays in fused collectives, " + std::to_string(ex.bytes_held()) + " bytes held");
+      }
     // Where the kernel allows single copy, both backends moved pieces that way.
     std::uint64_t moved[2] = {single.single_copy_moves().reads + single.single_copy_moves().writes,
                               mixed.single_copy_moves().reads + mixed.single_copy_moves().writes},

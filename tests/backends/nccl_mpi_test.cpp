@@ -253,8 +253,9 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
 /// (no message: only the copies on the backend's second stream, which must wait for the
 /// uploads before them; repeated, as the emulator's streams run in random orders), rows to
 /// columns in pipelined rounds (the next round packed on the second stream into the half of
-/// the buffer the round before last used; repeated too), and host tiles, which the device
-/// cannot use, refused on every rank before anything moves.
+/// the buffer the round before last used; repeated too), gradients whose own collectives run
+/// fused (8 ranks), and host tiles, which the device cannot use, refused on every rank before
+/// anything moves.
 void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const int me = static_cast<int>(b.rank());
   std::mt19937 rng(2699);
@@ -291,6 +292,16 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
     if (!two.pipelined || two.rounds.size() < b.devices() - 1) fail(me, "rows to columns: " + two.reason);
     for (int i = 0; i < 8; ++i) run_reshard(b, two, budget, "rows to columns, pipelined", tot);
   }
+  // Gradients of FSDP 4 x TP 2 (8 ranks): own all-reduces and reduce-scatters as fused
+  // collectives over flat buffers in device memory, without and under a budget that splits
+  // them (repeated, as the emulator's streams run in random orders).
+  if (b.devices() == 8)
+    for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{3 * 64 * 32 * 4 / 2}}) {
+      const redist::reshard_plan g = redist::plan_reshard(redist::testing::gradient_reshard(4), {.budget_bytes = budget});
+      if (redist::reshard_executor<redist::nccl_backend>(b, g).fused_arrays().empty())
+        fail(me, "gradients: no fused collective");
+      for (int i = 0; i < 4; ++i) run_reshard(b, g, budget, "gradients, fused collectives", tot);
+    }
   // Host tiles: refused on every rank, naming the array, the rank and the tile.
   redist::reshard_executor<redist::nccl_backend> ex(b, redist::plan_reshard(pr, {}));
   redist::reshard_tiles t = redist::make_reshard_tiles(ex);

@@ -87,3 +87,51 @@ TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
   REQUIRE_THROWS_WITH(wrong.run(u.sources(), u.targets()),
                       "the communicator has 3 ranks but the reshard runs on a world of 4 ranks");
 }
+
+TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per kind and group", "[reshard]") {
+  const reshard_problem pr = testing::gradient_reshard(4);
+  const reshard_plan p = plan_reshard(pr);
+  REQUIRE(p.count(reshard_route::own) == pr.arrays.size());
+  host_backend host(8);
+  const reshard_executor<host_backend> ex(host, p);
+  const auto sets = ex.fused_arrays();
+  // Every array whose program is one all-reduce or reduce-scatter shares a call with the
+  // others of its kind, reduction, element type and groups.
+  std::vector<int> in_set(pr.arrays.size(), -1);
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    REQUIRE(sets[k].size() >= 2);
+    const step& s0 = p.own[sets[k][0]].chosen_program().steps[0];
+    for (std::size_t a : sets[k]) {
+      in_set[a] = static_cast<int>(k);
+      const step& s = p.own[a].chosen_program().steps[0];
+      REQUIRE(pr.arrays[a].dtype == pr.arrays[sets[k][0]].dtype);
+      REQUIRE((s.kind == s0.kind && s.reduce == s0.reduce && s.members == s0.members));
+    }
+  }
+  for (std::size_t a = 0; a < pr.arrays.size(); ++a) {
+    INFO(pr.arrays[a].name);
+    REQUIRE(detail::fusible(p.own[a].chosen_program(), 8));
+    REQUIRE(in_set[a] >= 0);
+  }
+  REQUIRE(in_set[0] == in_set[4]);  // w0 and w1
+  REQUIRE(in_set[0] != in_set[3]);  // w0 and t0: other groups
+  REQUIRE(in_set[0] != in_set[2]);  // w0 and d0: other element types
+  REQUIRE(in_set[16] == in_set[17]);
+  REQUIRE(testing::run_reshard_on_host(p).empty());
+  // One call per array fuses nothing.
+  const reshard_plan separate = plan_reshard(pr, {.joint = false});
+  REQUIRE(reshard_executor<host_backend>(host, separate).fused_arrays().empty());
+  // Under a budget the sets split to fit it, and every element still arrives.
+  const std::uint64_t budget = 3 * 64 * 32 * 4 / 2;  // two weights' reduce-scatter buffers
+  const reshard_plan q = plan_reshard(pr, {.budget_bytes = budget});
+  const reshard_executor<host_backend> eq(host, q);
+  std::size_t weights = 0;
+  for (const auto& set : eq.fused_arrays())
+    if (pr.arrays[set[0]].name[0] == 'w') {
+      REQUIRE(set.size() == 2);
+      ++weights;
+    }
+  REQUIRE(weights == 2);
+  REQUIRE(eq.bytes_held() <= budget);
+  REQUIRE(testing::run_reshard_on_host(q).empty());
+}

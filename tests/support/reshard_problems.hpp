@@ -197,4 +197,32 @@ inline planned_reshard random_planned_reshard(std::mt19937& rng, const reshard_w
   return r;
 }
 
+/// Gradients of FSDP 4 x TP 2 on 8 ranks, each an own program of one collective: weights
+/// pending over fsdp reduce-scattered to their shards (w*, f32; d*, f64), norms
+/// all-reduced (n*), weights reduced over tp (t*), `layers` of each; and two i32 maxima (m0,
+/// m1). The fused collectives (runtime/reshard_executor.hpp) take them by kind and group.
+inline reshard_problem gradient_reshard(int layers) {
+  const placed_mesh m = parse_placed_mesh("{fsdp: 4, tp: 2}");
+  reshard_problem pr;
+  pr.world = 8;
+  auto add = [&](const std::string& name, element_type t, const std::string& from, const std::string& to) {
+    reshard_array a;
+    a.name = name;
+    a.dtype = t;
+    a.source = placed_layout{m, parse_type(m.mesh, from)};
+    a.target = placed_layout{m, parse_type(m.mesh, to)};
+    pr.arrays.push_back(a);
+  };
+  for (int l = 0; l < layers; ++l) {
+    const std::string k = std::to_string(l);
+    add("w" + k, element_type::f32, "[{tp}64, 32] sum{fsdp}", "[{tp}64, {fsdp}32]");
+    add("n" + k, element_type::f32, "[32] sum{fsdp}", "[32]");
+    add("d" + k, element_type::f64, "[{tp}16, 8] sum{fsdp}", "[{tp}16, {fsdp}8]");
+    add("t" + k, element_type::f32, "[{fsdp}64, 32] sum{tp}", "[{fsdp}64, {tp}32]");
+  }
+  add("m0", element_type::i32, "[16] max{fsdp}", "[16]");
+  add("m1", element_type::i32, "[16] max{fsdp}", "[16]");
+  return pr;
+}
+
 }  // namespace redist::testing

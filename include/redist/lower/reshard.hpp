@@ -142,6 +142,7 @@ struct reshard_plan {
   std::vector<std::uint64_t> transient_bytes;    ///< per world rank: the largest send + receive buffers of a round
                                                  ///< (of two consecutive rounds where pipelined)
   bool pipelined = false;       ///< rounds run two at a time (the header comment)
+  bool joint = true;            ///< false: one call per array (reshard_options::joint), no collective fused
   double seconds = 0;           ///< predicted: the rounds, then the own programs
   double joint_seconds = 0;     ///< predicted: the rounds alone
   double unpipelined_seconds = 0;  ///< predicted: the rounds one at a time, within the whole budget
@@ -352,6 +353,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     }
   }
   if (!o.joint) {  // every array by its own plan, one call each
+    rp.joint = false;
     rp.route.assign(A, reshard_route::own);
     rp.received_bytes.assign(W, 0);
     rp.lower_bound_bytes.assign(W, 0);

@@ -41,6 +41,19 @@
 // executor is built and count in bytes_held(). Under a budget an own program whose buffers
 // exceed it is refused by run().
 //
+// Fused collectives. Own programs whose only step is an all-reduce or a reduce-scatter of
+// even tiles on ranks 0..W-1 (detail::fusible: the gradients of FSDP and DDP, `[{tp}K, D]
+// sum{fsdp}` -> `[{tp}K, {fsdp}D]`) run as one call per kind, reduction, element type and
+// groups, over flat buffers, as FSDP's and DDP's buckets do: every rank packs member m's
+// block of every array in the set as block m of its send buffer, makes one call, and copies
+// each array's part of the result into its target tile. Only arrays whose part of the
+// buffers is small join (reshard_fuse_array_bytes: there the calls saved cost more than the
+// copies added). The buffers (send and receive, per local rank) hold at most the budget, or
+// reshard_fuse_bytes without one: a set that would hold more is split in array order, and
+// an array alone above it runs its own executor (fused_arrays() lists the sets). Every rank forms the same sets from the plan; they run
+// first, then the other own programs in array order. A plan of one call per array
+// (reshard_options::joint false) fuses nothing.
+//
 // Errors. run() checks the tiles of every local rank (sizes, overlaps) and the plan against
 // the backend, then makes one agreement call (every rank compares a hash of the plan and
 // whether its checks passed), and only then moves data: a bad tile on any rank throws
@@ -167,6 +180,132 @@ struct typed_runner final : own_runner {
   }
 };
 
+/// Whether own program p may share one collective call with others (the header comment):
+/// its only step an all-reduce or a reduce-scatter over groups of all W ranks, of even
+/// tiles, on one mesh on ranks 0..W-1 in order.
+inline bool fusible(const program& p, std::uint64_t W) {
+  if (p.steps.size() != 1 || p.placed() || p.world_size() != W) return false;
+  const step& s = p.steps[0];
+  if (s.fused() || (s.kind != op::allreduce && s.kind != op::reducescatter) || s.members.size() != W) return false;
+  return uneven_dim(p.m, p.source) < 0 && uneven_dim(p.m, p.target) < 0;
+}
+
+/// A byte copy of a strided copy of e-byte elements.
+inline strided_copy in_bytes(strided_copy c, std::uint64_t e) {
+  c.width *= e;
+  c.src *= e;
+  c.src_pitch *= e;
+  c.src_step *= e;
+  c.dst *= e;
+  c.dst_pitch *= e;
+  c.dst_step *= e;
+  return c;
+}
+
+/// Own programs run as one collective over flat buffers (the header comment).
+struct fused_call {
+  virtual ~fused_call() = default;
+  virtual std::uint64_t bytes_held() const = 0;
+  /// in[i * A + a], out[i * A + a] as in reshard_executor::run.
+  virtual void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                   std::size_t A) = 0;
+  std::vector<std::size_t> arrays;  ///< the arrays it moves, ascending
+};
+
+template <class T, class B>
+struct typed_fused_call final : fused_call {
+  using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
+
+  /// The sizes alone: what the buffers of a set of these programs (one step each, the same
+  /// kind and groups) would hold per rank, in bytes.
+  static std::uint64_t held(std::span<const program* const> progs) {
+    std::uint64_t block = 0;
+    for (const program* p : progs) block += p->target_local();
+    const std::uint64_t n = progs.front()->steps[0].parts;
+    return (progs.front()->steps[0].kind == op::reducescatter ? n + 1 : 2) * block * sizeof(T);
+  }
+
+  typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
+                   std::span<const rank_t> local)
+      : b_(b), s_(progs.front()->steps[0]), local_(local.begin(), local.end()) {
+    arrays = std::move(which);
+    const std::uint64_t n = s_.parts;
+    const bool scatter = s_.kind == op::reducescatter;
+    for (const program* p : progs) block_ += p->target_local();  // member m's block: every array's part
+    std::uint64_t at = 0;
+    for (const program* p : progs) {
+      const std::uint64_t L = p->source_local(), part = p->target_local();
+      strided_copy in, out;  // pack: the source tile to the send buffer; unpack: the result to the target tile
+      if (scatter) {  // chunk m of n along split_dim to block m, at the array's offset
+        const extents ext = tile_extents(p->m, p->source);
+        const split_view v = make_split_view(ext.span(), s_.split_dim, n);
+        in.count = n;
+        in.rows = v.outer;
+        in.width = v.run;
+        in.src_step = v.run;
+        in.src_pitch = v.row;
+        in.dst = at;
+        in.dst_step = block_;
+        in.dst_pitch = v.run;
+      } else {  // the whole tile
+        in.width = L;
+        in.dst = at;
+      }
+      out.width = part;
+      out.src = at;
+      pack_.push_back(in_bytes(in, sizeof(T)));
+      unpack_.push_back(in_bytes(out, sizeof(T)));
+      at += part;
+    }
+    const auto mem = memory_of(b_);
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      send_.push_back(mem.template allocate<std::byte>((scatter ? n : 1) * block_ * sizeof(T)));
+      recv_.push_back(mem.template allocate<std::byte>(block_ * sizeof(T)));
+    }
+    held_ = held(progs);
+  }
+
+  std::uint64_t bytes_held() const override { return held_; }
+
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+           std::size_t A) override {
+    if (!prepared_) {
+      b_.prepare_groups(s_.members, s_.parts);
+      prepared_ = true;
+    }
+    const auto mem = memory_of(b_);
+    std::vector<byte_copy> copies;
+    for (std::size_t i = 0; i < local_.size(); ++i)
+      for (std::size_t k = 0; k < arrays.size(); ++k) copies.push_back({pack_[k], in[i * A + arrays[k]].data(), send_[i].data()});
+    strided_copies(mem, std::span<const byte_copy>(copies));
+    std::vector<T*> sp(b_.devices(), nullptr), rp(b_.devices(), nullptr);
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      sp[local_[i]] = reinterpret_cast<T*>(send_[i].data());
+      rp[local_[i]] = reinterpret_cast<T*>(recv_[i].data());
+    }
+    const block_io<T> io{std::span<T* const>(sp), std::span<T* const>(rp)};
+    for (std::size_t g = 0; g < s_.group_count(); ++g) {
+      const std::span<const rank_t> grp = s_.group(g);
+      if (std::none_of(grp.begin(), grp.end(), [&](rank_t r) { return sp[r] != nullptr; })) continue;
+      if (s_.kind == op::allreduce) b_.allreduce(grp, io, block_, s_.reduce);
+      else b_.reducescatter(grp, io, block_, s_.reduce);
+    }
+    copies.clear();
+    for (std::size_t i = 0; i < local_.size(); ++i)
+      for (std::size_t k = 0; k < arrays.size(); ++k) copies.push_back({unpack_[k], recv_[i].data(), out[i * A + arrays[k]].data()});
+    strided_copies(mem, std::span<const byte_copy>(copies));
+  }
+
+ private:
+  B& b_;
+  step s_;
+  std::vector<rank_t> local_;
+  std::uint64_t block_ = 0, held_ = 0;
+  std::vector<strided_copy> pack_, unpack_;  ///< per array, in bytes
+  std::vector<buffer_type> send_, recv_;     ///< per local rank
+  bool prepared_ = false;
+};
+
 /// The C++ type of an element type: its arithmetic type where `reduces` (f64 double, f32
 /// float, i64, i32, i8, u8), otherwise an unsigned integer of its size (the data only moves).
 template <class F>
@@ -204,6 +343,18 @@ enum class reshard_messages : std::uint8_t {
 /// benchmark (docs/benchmarks.md, 8 MPI ranks) measured in place 1.6-1.8x faster on a 256 MiB
 /// state (messages of 6-10 MiB) and packed 1.2-1.4x faster on a 3.7 MiB one (60-160 KiB).
 inline constexpr std::uint64_t reshard_in_place_bytes = std::uint64_t{1} << 20;
+
+/// Without a budget, the most bytes (send and receive buffers, per rank) one fused
+/// collective of own programs holds (the header comment): a bucket, as DDP's 25 MiB.
+inline constexpr std::uint64_t reshard_fuse_bytes = std::uint64_t{32} << 20;
+
+/// An own program joins a fused collective only where its part of the flat buffers (send
+/// and receive, per rank) is at most this many bytes: the reshard benchmark (8 MPI ranks on
+/// 2 cores, FSDP gradients, docs/benchmarks.md) measured the joint plan 3.0-3.1x faster than
+/// one call per array with parts up to 40 KiB and 1.1-1.3x with parts up to 120 KiB, but
+/// 0.66-0.75x where parts of 480 KiB and more joined: there packing and unpacking cost more
+/// than the calls they save.
+inline constexpr std::uint64_t reshard_fuse_array_bytes = std::uint64_t{128} << 10;
 
 template <class B>
 class reshard_executor {
@@ -250,10 +401,11 @@ class reshard_executor {
       dst_ext_[a] = detail::layout_extents(x.target);
     }
     hash_ = plan_hash();
-    // Own programs.
+    // Own programs: fused collectives first (the header comment), then one executor each.
+    const std::vector<char> fused = plan_fused_calls();
     own_.resize(A);
     for (std::size_t a = 0; a < A; ++a) {
-      if (p_.route[a] != reshard_route::own) continue;
+      if (p_.route[a] != reshard_route::own || fused[a]) continue;
       const reshard_array& x = p_.arrays[a];
       const program& prog = p_.own[a].chosen_program();
       const bool reduces = x.source_pending() || x.target_pending();  // reduces, or creates (a partial step)
@@ -298,6 +450,12 @@ class reshard_executor {
   /// (a round's sends, then its receives: at most the plan's budget) and the largest own
   /// program's buffers.
   [[nodiscard]] std::uint64_t bytes_held() const { return buf_bytes_ + own_held_; }
+  /// The own programs that run as one collective call, set by set (the header comment).
+  [[nodiscard]] std::vector<std::vector<std::size_t>> fused_arrays() const {
+    std::vector<std::vector<std::size_t>> v;
+    for (const auto& f : fused_) v.push_back(f->arrays);
+    return v;
+  }
   /// The message buffer alone (the joint exchange's transient bytes).
   [[nodiscard]] std::uint64_t message_bytes() const { return buf_bytes_; }
   /// The bytes of rank r's source (target) tile of array a: 0 where r is not on its mesh.
@@ -318,6 +476,7 @@ class reshard_executor {
     if (local_.size() == p_.world) run_local(in, out);
     else if (in_place()) run_in_place(in, out);
     else if constexpr (message_backend<B>) run_messages(in, out);
+    for (const auto& f : fused_) f->run(in, out, A);
     for (std::size_t a = 0; a < A; ++a) {
       if (!own_[a]) continue;
       std::vector<std::span<const std::byte>> i1;
@@ -331,6 +490,70 @@ class reshard_executor {
   }
 
  private:
+  /// Form the fused collectives (the header comment): the own programs detail::fusible
+  /// accepts, by kind, reduction, element type and groups, in array order, each set within
+  /// the budget (reshard_fuse_bytes without one) and of at least two arrays. Returns which
+  /// arrays they take.
+  std::vector<char> plan_fused_calls() {
+    const std::size_t A = p_.arrays.size();
+    std::vector<char> taken(A, 0);
+    if (!p_.joint) return taken;  // one call per array
+    const std::uint64_t cap = p_.budget_bytes > 0 ? p_.budget_bytes : reshard_fuse_bytes;
+    std::vector<char> seen(A, 0);
+    for (std::size_t a = 0; a < A; ++a) {
+      if (seen[a] || p_.route[a] != reshard_route::own) continue;
+      const program& pa = p_.own[a].chosen_program();
+      if (!element_type_reduces(p_.arrays[a].dtype) || !detail::fusible(pa, p_.world)) continue;
+      // Every later array with the same kind, reduction, element type and groups.
+      std::vector<std::size_t> same;
+      for (std::size_t c = a; c < A; ++c) {
+        if (seen[c] || p_.route[c] != reshard_route::own || p_.arrays[c].dtype != p_.arrays[a].dtype) continue;
+        const program& pc = p_.own[c].chosen_program();
+        if (!detail::fusible(pc, p_.world)) continue;
+        const step &x = pa.steps[0], &y = pc.steps[0];
+        if (x.kind != y.kind || x.reduce != y.reduce || x.parts != y.parts || x.members != y.members) continue;
+        seen[c] = 1;
+        same.push_back(c);
+      }
+      detail::with_element_type(p_.arrays[a].dtype, true, [&](auto t) {
+        using T = decltype(t);
+        if constexpr (reducing_backend_for<B, T>) {
+          if (!reducible<T>(pa.steps[0].reduce)) return;  // its own executor refuses it
+          using call = detail::typed_fused_call<T, B>;
+          // Buckets in array order, each within the cap.
+          std::vector<std::size_t> bucket;
+          std::vector<const program*> progs;
+          auto flush = [&] {
+            if (bucket.size() >= 2) {
+              fused_.push_back(std::make_unique<call>(b_, bucket, progs, local_));
+              for (std::size_t k : bucket) taken[k] = 1;
+              own_held_ = std::max(own_held_, fused_.back()->bytes_held());
+            }
+            bucket.clear();
+            progs.clear();
+          };
+          for (std::size_t c : same) {
+            const program* one[] = {&p_.own[c].chosen_program()};
+            if (call::held(one) > reshard_fuse_array_bytes) continue;  // its own executor
+            progs.push_back(&p_.own[c].chosen_program());
+            if (call::held(progs) > cap) {
+              progs.pop_back();
+              flush();
+              progs.push_back(&p_.own[c].chosen_program());
+              if (call::held(progs) > cap) {  // alone above the cap: its own executor
+                progs.clear();
+                continue;
+              }
+            }
+            bucket.push_back(c);
+          }
+          flush();
+        }
+      });
+    }
+    return taken;
+  }
+
   [[nodiscard]] std::uint64_t tile_bytes(std::size_t a, rank_t r, bool source) const {
     return (source ? in_bytes_ : out_bytes_)[a * p_.world + r];
   }
@@ -541,6 +764,7 @@ class reshard_executor {
     };
     mix(p_.world);
     mix(p_.pipelined);
+    mix(p_.joint);
     mix(p_.arrays.size());
     for (std::size_t a = 0; a < p_.arrays.size(); ++a) {
       mix(static_cast<std::uint64_t>(p_.arrays[a].dtype));
@@ -567,6 +791,7 @@ class reshard_executor {
   std::vector<std::vector<box>> src_box_, dst_box_;
   std::vector<extents> src_ext_, dst_ext_;
   std::vector<std::unique_ptr<detail::own_runner>> own_;
+  std::vector<std::unique_ptr<detail::fused_call>> fused_;
   std::vector<std::uint64_t> in_bytes_, out_bytes_;  ///< tile bytes of array a on rank r: [a * W + r]
   buffer_type buf_{};  ///< the message buffer, in the backend's memory space
   std::vector<std::uint64_t> round_bytes_;  ///< per round: this rank's sends + receives
