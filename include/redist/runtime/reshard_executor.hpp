@@ -50,9 +50,9 @@
 // buffers is small join (reshard_fuse_array_bytes: there the calls saved cost more than the
 // copies added). The buffers (send and receive, per local rank) hold at most the budget, or
 // reshard_fuse_bytes without one: a set that would hold more is split in array order, and
-// an array alone above it runs its own executor (fused_arrays() lists the sets). Every rank forms the same sets from the plan; they run
-// first, then the other own programs in array order. A plan of one call per array
-// (reshard_options::joint false) fuses nothing.
+// an array alone above it runs its own executor (fused_arrays() lists the sets). Every rank
+// forms the same sets from the plan; they run first, then the other own programs in array
+// order. A plan of one call per array (reshard_options::joint false) fuses nothing.
 //
 // Errors. run() checks the tiles of every local rank (sizes, overlaps) and the plan against
 // the backend, then makes one agreement call (every rank compares a hash of the plan and
@@ -276,7 +276,8 @@ struct typed_fused_call final : fused_call {
     const auto mem = memory_of(b_);
     std::vector<byte_copy> copies;
     for (std::size_t i = 0; i < local_.size(); ++i)
-      for (std::size_t k = 0; k < arrays.size(); ++k) copies.push_back({pack_[k], in[i * A + arrays[k]].data(), send_[i].data()});
+      for (std::size_t k = 0; k < arrays.size(); ++k)
+        copies.push_back({pack_[k], in[i * A + arrays[k]].data(), send_[i].data()});
     strided_copies(mem, std::span<const byte_copy>(copies));
     std::vector<T*> sp(b_.devices(), nullptr), rp(b_.devices(), nullptr);
     for (std::size_t i = 0; i < local_.size(); ++i) {
@@ -292,7 +293,8 @@ struct typed_fused_call final : fused_call {
     }
     copies.clear();
     for (std::size_t i = 0; i < local_.size(); ++i)
-      for (std::size_t k = 0; k < arrays.size(); ++k) copies.push_back({unpack_[k], recv_[i].data(), out[i * A + arrays[k]].data()});
+      for (std::size_t k = 0; k < arrays.size(); ++k)
+        copies.push_back({unpack_[k], recv_[i].data(), out[i * A + arrays[k]].data()});
     strided_copies(mem, std::span<const byte_copy>(copies));
   }
 
