@@ -196,11 +196,11 @@ struct scalapack_per_array {
   std::vector<std::function<void(const std::byte*, std::byte*)>> gemr2d;
   std::vector<std::size_t> at;  ///< the array of each gemr2d
   std::vector<std::size_t> rest_at;
-  reshard_problem rest_problem;
   std::unique_ptr<reshard_executor<mpi_backend>> rest;  // the others' own plans; null: none
   std::uint64_t bytes = 0;                               // what ScaLAPACK moves
 
   scalapack_per_array(mpi_backend& mpi, const reshard_problem& pr) {
+    reshard_problem rest_problem;
     rest_problem.world = pr.world;
     for (std::size_t a = 0; a < pr.arrays.size(); ++a) {
       const reshard_array& x = pr.arrays[a];

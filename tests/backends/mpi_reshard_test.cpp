@@ -115,7 +115,7 @@ int run(int argc, char** argv) {
     // Gradients of FSDP 4 x TP 2 (8 ranks): own all-reduces and reduce-scatters as fused
     // collectives, one call per kind and group, without and under a budget that splits them.
     if (W == 8)
-      for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{3 * 64 * 32 * 4 / 2}}) {
+      for (const std::uint64_t budget : {std::uint64_t{0}, redist::testing::gradient_budget}) {
         const redist::reshard_plan p = redist::plan_reshard(redist::testing::gradient_reshard(4), {.budget_bytes = budget});
         redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
         std::size_t fused = 0;

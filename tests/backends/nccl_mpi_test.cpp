@@ -296,7 +296,7 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   // collectives over flat buffers in device memory, without and under a budget that splits
   // them (repeated, as the emulator's streams run in random orders).
   if (b.devices() == 8)
-    for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{3 * 64 * 32 * 4 / 2}}) {
+    for (const std::uint64_t budget : {std::uint64_t{0}, redist::testing::gradient_budget}) {
       const redist::reshard_plan g = redist::plan_reshard(redist::testing::gradient_reshard(4), {.budget_bytes = budget});
       if (redist::reshard_executor<redist::nccl_backend>(b, g).fused_arrays().empty())
         fail(me, "gradients: no fused collective");

@@ -122,7 +122,7 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
   const reshard_plan separate = plan_reshard(pr, {.joint = false});
   REQUIRE(reshard_executor<host_backend>(host, separate).fused_arrays().empty());
   // Under a budget the sets split to fit it, and every element still arrives.
-  const std::uint64_t budget = 3 * 64 * 32 * 4 / 2;  // two weights' reduce-scatter buffers
+  const std::uint64_t budget = testing::gradient_budget;  // two weights' reduce-scatter buffers
   const reshard_plan q = plan_reshard(pr, {.budget_bytes = budget});
   const reshard_executor<host_backend> eq(host, q);
   std::size_t weights = 0;

@@ -225,4 +225,8 @@ inline reshard_problem gradient_reshard(int layers) {
   return pr;
 }
 
+/// A budget that splits gradient_reshard's fused reduce-scatters of w* into pairs: two of
+/// them hold 2 x 5 x 1 KiB (send n x part, receive part, n = 4), three would hold 15 KiB.
+inline constexpr std::uint64_t gradient_budget = 3 * 64 * 32 * 4 / 2;
+
 }  // namespace redist::testing
