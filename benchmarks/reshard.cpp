@@ -391,16 +391,18 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
   auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
   interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
              std::vector<std::function<bool()>>(s.size(), check), runs);
-  std::size_t calls = 0;
-  for (const auto& set : ej.fused_arrays()) calls += set.size() > 0;
+  std::size_t fused = 0;
+  for (const reshard_fused& f : joint.fused) fused += f.arrays.size();
   if (me == 0)
     std::printf("\n## Gradients: %llu layers of width %llu, FSDP 4 x TP 2, pending over fsdp, 8 ranks\n\n"
-                "| arrays | MiB | fused calls | joint (fused) best / median ms | per array best / median ms | per array / "
-                "joint (medians) | held by the fused calls / rank |\n|---|---|---|---|---|---|---|\n"
-                "| %zu | %s | %zu | %.2f / %.2f | %.2f / %.2f | %.2fx | %s MiB |\n",
+                "| arrays | MiB | fused calls (arrays) | joint (fused) best / median ms | per array best / median ms | "
+                "per array / joint (medians) | predicted: joint, per array ms (ratio) | held by the fused calls / rank "
+                "|\n|---|---|---|---|---|---|---|---|\n"
+                "| %zu | %s | %zu (%zu) | %.2f / %.2f | %.2f / %.2f | %.2fx | %.2f, %.2f (%.2fx) | %s MiB |\n",
                 static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), pr.arrays.size(),
-                mib(bytes).c_str(), calls, s[0].best() * 1e3, s[0].median() * 1e3, s[1].best() * 1e3,
-                s[1].median() * 1e3, s[1].median() / s[0].median(), mib(ej.bytes_held()).c_str());
+                mib(bytes).c_str(), joint.fused.size(), fused, s[0].best() * 1e3, s[0].median() * 1e3,
+                s[1].best() * 1e3, s[1].median() * 1e3, s[1].median() / s[0].median(), joint.seconds * 1e3,
+                separate.seconds * 1e3, separate.seconds / joint.seconds, mib(ej.bytes_held()).c_str());
 }
 
 void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {

@@ -7,8 +7,9 @@
 //   mpirun -np 8 redist reshard run --manifest state.json --backend mpi --verify
 //
 // plan prints one row per array (its route: joint or its own plan) and the joint exchange's
-// rounds, messages, bytes against the lower bound and predicted time against one call per
-// array; --explain adds every round and every array's own plan; --json prints the plan as
+// rounds, messages, bytes against the lower bound, the fused collectives of own programs and
+// the predicted time against one call per array; --explain adds every round, every fused
+// collective's arrays and every array's own plan; --json prints the plan as
 // redist-reshard-plan/1. run fills every source tile with values that encode the array and
 // the global index (runtime/reshard_tiles.hpp), runs the plan (--repeat times, best time)
 // and with --verify checks every element of every target tile; --separate runs every array
@@ -101,6 +102,16 @@ void print_plan(const reshard_plan& p, bool explain) {
              p.rounds.size(), p.rounds.size() == 1 ? "round" : "rounds", p.pipelined ? " (two at a time)" : "", msgs,
              bytes_text(most(p.received_bytes)),
              bytes_text(most(p.lower_bound_bytes)), bytes_text(most(p.transient_bytes)));
+  if (!p.fused.empty()) {
+    std::size_t n = 0;
+    std::uint64_t held = 0;
+    for (const reshard_fused& f : p.fused) {
+      n += f.arrays.size();
+      held = std::max(held, f.bytes);
+    }
+    fmt::print("fused collectives: {} own arrays in {} call{}; buffers at most {} per rank\n", n, p.fused.size(),
+               p.fused.size() == 1 ? "" : "s", bytes_text(held));
+  }
   fmt::print("predicted {:.3f} ms (one call per array: {:.3f} ms)\n", p.seconds * 1e3, p.separate_seconds * 1e3);
   if (!explain) return;
   fmt::print("\nreason: {}\n", p.reason);
@@ -108,6 +119,14 @@ void print_plan(const reshard_plan& p, bool explain) {
     std::uint64_t b = 0;
     for (const reshard_piece& pc : p.rounds[k].pieces) b += p.piece_bytes(pc);
     fmt::print("  round {}: {} pieces in {} messages, {}\n", k + 1, p.rounds[k].pieces.size(), p.messages(k), bytes_text(b));
+  }
+  for (std::size_t k = 0; k < p.fused.size(); ++k) {
+    const reshard_fused& f = p.fused[k];
+    std::string names;
+    for (std::uint32_t a : f.arrays) names += (names.empty() ? "" : ", ") + p.arrays[a].name;
+    fmt::print("  fused {}: one {} of {} arrays ({}), {} per rank, {:.3f} ms\n", k + 1,
+               op_name(p.own[f.arrays.front()].chosen_program().steps[0].kind), f.arrays.size(), names,
+               bytes_text(f.bytes), f.seconds * 1e3);
   }
   for (std::size_t i = 0; i < p.arrays.size(); ++i)
     fmt::print("  {}: {}\n", p.arrays[i].name, p.own[i].reason);

@@ -233,7 +233,8 @@ inline reshard_manifest read_reshard_manifest(std::string_view text) {
 
 /// The joint plan as JSON (redist-reshard-plan/1): the arrays with their routes (an own
 /// array with its program, redist-program/2), the pieces each rank keeps, the rounds with
-/// their pieces ([array, from, to, box]), and the per-rank measures.
+/// their pieces ([array, from, to, box]), the fused collectives (arrays, step, bytes per
+/// rank, predicted seconds), and the per-rank measures.
 inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   using nlohmann::json;
   json j;
@@ -266,6 +267,13 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   for (std::size_t k = 0; k < p.rounds.size(); ++k)
     rounds.push_back({{"messages", p.messages(k)}, {"pieces", pieces(p.rounds[k].pieces)}});
   j["rounds"] = std::move(rounds);
+  json fused = json::array();
+  for (const reshard_fused& f : p.fused)
+    fused.push_back({{"arrays", f.arrays},
+                     {"step", op_name(p.own[f.arrays.front()].chosen_program().steps[0].kind)},
+                     {"bytes", f.bytes},
+                     {"predicted_seconds", f.seconds}});
+  j["fused"] = std::move(fused);
   j["pipelined"] = p.pipelined;
   j["received_bytes"] = p.received_bytes;
   j["lower_bound_bytes"] = p.lower_bound_bytes;

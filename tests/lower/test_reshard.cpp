@@ -169,6 +169,64 @@ TEST_CASE("every call pays one agreement: an array whose own program moves nothi
   REQUIRE(q.seconds == Approx(separate));
 }
 
+TEST_CASE("fused collectives: own all-reduces and reduce-scatters share one call, priced", "[reshard]") {
+  const reshard_problem pr = testing::gradient_reshard(4);  // w, n, d, t per layer, then m0, m1
+  const reshard_plan p = plan_reshard(pr);
+  INFO(p.reason);
+  REQUIRE(testing::check_reshard_plan(p, 0).empty());
+  REQUIRE(p.count(reshard_route::own) == pr.arrays.size());
+  // One call per kind, reduction, element type and groups: w* (f32, reduce-scatter over
+  // fsdp), n* (all-reduce over fsdp), d* (f64), t* (reduce-scatter over tp), m* (i32 max).
+  using set = std::vector<std::uint32_t>;
+  REQUIRE(p.fused.size() == 5);
+  REQUIRE(p.fused[0].arrays == set{0, 4, 8, 12});
+  REQUIRE(p.fused[1].arrays == set{1, 5, 9, 13});
+  REQUIRE(p.fused[2].arrays == set{2, 6, 10, 14});
+  REQUIRE(p.fused[3].arrays == set{3, 7, 11, 15});
+  REQUIRE(p.fused[4].arrays == set{16, 17});
+  REQUIRE(p.reason.find("18 of them in 5 fused collectives") != std::string::npos);
+  // The norms' call: its agreement, one all-reduce over groups of 4 of the four [32] f32
+  // tiles (each member receives 2 x 3/4 of 512 bytes, writes 512), the pack and the unpack.
+  const time_profile& P = builtin_profile;
+  const double call = detail::call_seconds(P, 8);
+  REQUIRE(p.fused[1].seconds == Approx(call + P.seconds(op::allreduce, 2, 768, 512) + P.pass_per_byte * 1024));
+  REQUIRE(p.fused[1].bytes == 2 * 512);
+  REQUIRE(p.fused[0].bytes == (4 + 1) * 4 * 1024);  // n + 1 blocks of four 1 KiB parts
+  double fused = 0;
+  for (const reshard_fused& f : p.fused) {
+    double separate = 0;
+    for (std::uint32_t a : f.arrays) separate += p.own[a].candidates[p.own[a].chosen].seconds + call;
+    REQUIRE(f.seconds < separate);
+    fused += f.seconds;
+  }
+  REQUIRE(p.seconds == Approx(fused));
+  REQUIRE(p.seconds < p.separate_seconds / 3);
+  // An array joins only where its part of the buffers is within fuse_array_bytes: the
+  // weights hold 5 KiB each.
+  const reshard_plan small = plan_reshard(pr, {.fuse_array_bytes = 4096});
+  REQUIRE(testing::check_reshard_plan(small, 0).empty());
+  REQUIRE(small.fused.size() == 4);
+  REQUIRE(small.fused[0].arrays == set{1, 5, 9, 13});
+  REQUIRE(small.seconds == Approx(p.seconds - p.fused[0].seconds + 4 * (p.own[0].candidates[p.own[0].chosen].seconds + call)));
+  const reshard_plan none = plan_reshard(pr, {.fuse_array_bytes = 0});
+  REQUIRE(none.fused.empty());
+  REQUIRE(none.seconds == Approx(none.separate_seconds));
+  // Under a budget the sets split to fit it, in array order.
+  const reshard_plan q = plan_reshard(pr, {.budget_bytes = testing::gradient_budget});
+  REQUIRE(testing::check_reshard_plan(q, testing::gradient_budget).empty());
+  REQUIRE(q.fused.size() == 6);
+  REQUIRE(q.fused[0].arrays == set{0, 4});
+  REQUIRE(q.fused[1].arrays == set{8, 12});
+  // Where the pack and the unpack are predicted dearer than the calls they save, nothing joins.
+  time_profile slow = builtin_profile;
+  slow.pass_per_byte = 1e-6;
+  reshard_options o;
+  o.synth.time_model = &slow;
+  REQUIRE(plan_reshard(pr, o).fused.empty());
+  // One call per array fuses nothing.
+  REQUIRE(plan_reshard(pr, {.joint = false}).fused.empty());
+}
+
 TEST_CASE("a budget cuts one piece into chunks of whole rows", "[reshard]") {
   reshard_problem pr;
   pr.arrays.push_back(array_of("x", element_type::f32, "{} @ [0]", "[64, 64]", "{} @ [1]", "[64, 64]"));

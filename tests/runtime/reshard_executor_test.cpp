@@ -4,6 +4,7 @@
 // tile checked (runtime/reshard_tiles.hpp); the executor holds nothing on the
 // host; inputs are not written; bad tiles are refused before anything moves,
 // naming the array and the rank. MPI: tests/backends/mpi_reshard_test.cpp.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
@@ -95,8 +96,12 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
   host_backend host(8);
   const reshard_executor<host_backend> ex(host, p);
   const auto sets = ex.fused_arrays();
-  // Every array whose program is one all-reduce or reduce-scatter shares a call with the
-  // others of its kind, reduction, element type and groups.
+  // The plan's sets (tests/lower/test_reshard.cpp): every array whose program is one
+  // all-reduce or reduce-scatter shares a call with the others of its kind, reduction,
+  // element type and groups.
+  REQUIRE(sets.size() == p.fused.size());
+  for (std::size_t k = 0; k < sets.size(); ++k)
+    REQUIRE(std::equal(sets[k].begin(), sets[k].end(), p.fused[k].arrays.begin(), p.fused[k].arrays.end()));
   std::vector<int> in_set(pr.arrays.size(), -1);
   for (std::size_t k = 0; k < sets.size(); ++k) {
     REQUIRE(sets[k].size() >= 2);
@@ -134,4 +139,22 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
   REQUIRE(weights == 2);
   REQUIRE(eq.bytes_held() <= budget);
   REQUIRE(testing::run_reshard_on_host(q).empty());
+  // A plan whose fused sets cannot run as one call each is refused before anything moves.
+  auto refused = [&](reshard_plan bad, const std::string& what) {
+    reshard_executor<host_backend> eb(host, std::move(bad));
+    reshard_tiles t = make_reshard_tiles(eb);
+    fill_reshard_sources(p, eb.local_ranks(), t);
+    const std::vector<std::vector<std::byte>> before = t.out;
+    REQUIRE_THROWS_WITH(eb.run(t.sources(), t.targets()), what);
+    REQUIRE(t.out == before);
+  };
+  reshard_plan bad = p;
+  bad.fused[0].arrays[1] = 1;  // n0 all-reduces
+  refused(bad, "fused collective 1 of the plan takes array 'n0', whose element type or step is not that of array 'w0'");
+  bad = p;
+  bad.fused[1].arrays = {0, 1};  // w0 is also in set 1
+  refused(bad, "fused collective 2 of the plan lists array 'w0' twice or out of order");
+  bad = p;
+  bad.fused[4].arrays.pop_back();
+  refused(bad, "fused collective 5 of the plan has fewer than two arrays");
 }

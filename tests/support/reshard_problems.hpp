@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -160,6 +161,33 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
                std::to_string(after[r].size());
     }
   }
+  // Fused collectives: sets of at least two own arrays, each in one set, one call each,
+  // within the budget; the prediction adds the joint exchange, the sets and the other own
+  // programs, each call with its agreement.
+  std::vector<char> fused(A, 0);
+  const time_profile& P = builtin_profile;
+  const double call = detail::call_seconds(P, W);
+  double seconds = p.count(reshard_route::joint) > 0 ? call + p.joint_seconds : 0;
+  for (const reshard_fused& f : p.fused) {
+    if (f.arrays.size() < 2 || !std::is_sorted(f.arrays.begin(), f.arrays.end())) return "a fused set is too small or unsorted";
+    std::vector<const program*> progs;
+    for (std::uint32_t a : f.arrays) {
+      const program& pa = p.own[a].chosen_program();
+      if (fused[a]++) return "array " + p.arrays[a].name + " is in two fused sets";
+      if (p.route[a] != reshard_route::own || !detail::fusible(pa, W) || p.arrays[a].dtype != p.arrays[f.arrays[0]].dtype ||
+          !detail::same_call(pa, p.own[f.arrays[0]].chosen_program()))
+        return "array " + p.arrays[a].name + " cannot share its set's call";
+      progs.push_back(&pa);
+    }
+    if (f.bytes != detail::fused_bytes(progs, p.arrays[f.arrays[0]].element_bytes()) || (budget && f.bytes > budget))
+      return "a fused set's bytes are wrong or over the budget";
+    seconds += f.seconds;
+  }
+  for (std::size_t a = 0; a < A; ++a)
+    if (p.route[a] == reshard_route::own && !fused[a]) seconds += p.own[a].candidates[p.own[a].chosen].seconds + call;
+  if (!p.joint && !p.fused.empty()) return "one call per array, yet fused sets";
+  if (p.joint && std::abs(seconds - p.seconds) > 1e-9 * std::max(1.0, seconds))
+    return "predicted " + std::to_string(p.seconds) + " s, the parts add to " + std::to_string(seconds);
   for (std::uint64_t r = 0; r < W; ++r) {
     if (received[r] != p.received_bytes[r]) return "received_bytes of rank " + std::to_string(r) + " is wrong";
     if (received[r] != p.lower_bound_bytes[r])

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 
@@ -300,6 +301,29 @@ def check_reshard(redist, checks):
         expect(r.returncode == 0 and r.stdout.splitlines()[0] ==
                "redist reshard: 1 array (128 B) in a world of 4 ranks, no budget",
                "reshard plan, one array: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        # Gradients: two reduce-scatters over fsdp share one call; the norm's all-reduce is alone.
+        grads = os.path.join(d, "grads.json")
+        with open(grads, "w") as f:
+            json.dump({"format": "redist-reshard/1", "world": 8, "meshes": {"m": "{fsdp: 4, tp: 2}"}, "arrays": [
+                {"name": "w%d" % i, "shape": [64, 32], "dtype": "f32",
+                 "source": {"mesh": "m", "type": "[{tp}64, 32] sum{fsdp}"},
+                 "target": {"mesh": "m", "type": "[{tp}64, {fsdp}32]"}} for i in range(2)] + [
+                {"name": "n", "shape": [32], "dtype": "f32", "source": {"mesh": "m", "type": "[32] sum{fsdp}"},
+                 "target": {"mesh": "m", "type": "[32]"}}]}, f)
+        r = run(redist, ["reshard", "plan", "--manifest", grads, "--explain"])
+        expect(r.returncode == 0 and
+               "fused collectives: 2 own arrays in 1 call; buffers at most 10.0 KiB per rank" in r.stdout and
+               "  fused 1: one reducescatter of 2 arrays (w0, w1), 10.0 KiB per rank" in r.stdout,
+               "reshard plan, gradients: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        r = run(redist, ["reshard", "plan", "--manifest", grads, "--json"])
+        plan = json.loads(r.stdout) if r.returncode == 0 else {}
+        fused = plan.get("fused", [{}])
+        expect(len(fused) == 1 and fused[0].get("arrays") == [0, 1] and fused[0].get("step") == "reducescatter" and
+               fused[0].get("bytes") == 10240 and 0 < fused[0].get("predicted_seconds", 0) < plan["predicted_seconds"],
+               "reshard plan --json, gradients: %r" % r.stdout[-400:])
+        r = run(redist, ["reshard", "run", "--manifest", grads, "--backend", "host", "--verify"])
+        expect(r.returncode == 0 and re.search(r"verified: \d+ elements, 0 wrong", r.stdout),
+               "reshard run, gradients: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
         r = run(redist, ["reshard", "plan", "--manifest", boxed, "--json"])
         plan = json.loads(r.stdout) if r.returncode == 0 else {}
         expect(plan.get("arrays", [{}])[0].get("source") == {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None,

@@ -41,14 +41,35 @@
 // exchange pays it once for all its arrays, each own program once more. So an array whose
 // own program moves nothing (its source tile is its target tile) stays joint, where its
 // copy costs one pass and no call. `seconds` is the joint exchange's call (where it has
-// arrays) and rounds, then every own program and its call; `separate_seconds` is one call
-// per array, one after another (each array's own plan and call), for comparison.
+// arrays) and rounds, then every fused collective and every other own program with its
+// call; `separate_seconds` is one call per array, one after another (each array's own plan
+// and call), for comparison.
+// Fused collectives (reshard_plan::fused). Own programs whose only step is an all-reduce or
+// a reduce-scatter of even tiles on ranks 0..W-1 (detail::fusible: the gradients of FSDP and
+// DDP, `[{tp}K, D] sum{fsdp}` -> `[{tp}K, {fsdp}D]`) run as one call per kind, reduction,
+// element type and groups, over flat buffers, as FSDP's and DDP's buckets do
+// (runtime/reshard_executor.hpp): every rank packs member m's block of every array in the set
+// as block m of its send buffer, makes one call, and copies each array's part of the result
+// into its target tile. Such a call is priced (detail::fused_seconds) as its agreement, one
+// step of the kind over the sum of the arrays' tiles, and the passes of the packing and the
+// unpacking over them. An array joins where what it adds to the call of every candidate of
+// its kind is predicted below its own program with its call (and a set where it is predicted
+// faster than its arrays' own programs and calls), and where its part of the
+// buffers (send and receive, per rank) is at most reshard_options::fuse_array_bytes: the
+// built-in profile's pass, measured on small tiles, undercounts packing from memory, and on
+// 8 MPI ranks of 2 cores fused arrays of 480 KiB and more ran slower than their own calls.
+// The buffers hold at most the budget, or fuse_bytes without one: a set that would hold more
+// is split in array order; a set of one array is its own program. All-gathers need no
+// fusing: a joint array's all-gather is its pieces in the joint exchange, one message per
+// pair of ranks whatever the number of arrays.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +123,11 @@ struct reshard_options {
   /// false: every array by its own plan, no joint exchange (one call per array).
   bool joint = true;
   reshard_pipeline pipeline = reshard_pipeline::automatic;
+  /// Fused collectives (the header comment): the most bytes of send and receive buffers per
+  /// rank one array may add to a call (0: nothing fused), and one call may hold without a
+  /// budget (a bucket, as DDP's 25 MiB; under a budget, the budget).
+  std::uint64_t fuse_array_bytes = std::uint64_t{128} << 10;
+  std::uint64_t fuse_bytes = std::uint64_t{32} << 20;
 };
 
 /// How one array moves.
@@ -128,6 +154,13 @@ struct reshard_round {
   std::vector<reshard_piece> pieces;
 };
 
+/// Own programs that run as one collective call (the header comment).
+struct reshard_fused {
+  std::vector<std::uint32_t> arrays;  ///< ascending, at least two
+  std::uint64_t bytes = 0;            ///< per rank: the send and receive buffers
+  double seconds = 0;                 ///< predicted, with the call's agreement
+};
+
 /// The joint plan.
 struct reshard_plan {
   std::uint64_t world = 0;
@@ -137,13 +170,14 @@ struct reshard_plan {
   std::vector<plan_choice> own;        ///< per array: its own plan (plan_between), the program run when route is own
   std::vector<reshard_piece> local;    ///< pieces of joint arrays a rank copies from its own source tile
   std::vector<reshard_round> rounds;   ///< pieces between ranks, round by round
+  std::vector<reshard_fused> fused;    ///< own programs run as one collective call each set
   std::vector<std::uint64_t> received_bytes;     ///< per world rank: what the joint exchange brings it
   std::vector<std::uint64_t> lower_bound_bytes;  ///< per world rank: its joint arrays' target boxes minus what it held
   std::vector<std::uint64_t> transient_bytes;    ///< per world rank: the largest send + receive buffers of a round
                                                  ///< (of two consecutive rounds where pipelined)
   bool pipelined = false;       ///< rounds run two at a time (the header comment)
   bool joint = true;            ///< false: one call per array (reshard_options::joint), no collective fused
-  double seconds = 0;           ///< predicted: the rounds, then the own programs
+  double seconds = 0;           ///< predicted: the rounds, then the fused calls and the other own programs
   double joint_seconds = 0;     ///< predicted: the rounds alone
   double unpipelined_seconds = 0;  ///< predicted: the rounds one at a time, within the whole budget
   double separate_seconds = 0;  ///< predicted: one call per array, in sequence
@@ -168,6 +202,121 @@ namespace detail {
 /// three 64-bit words (runtime/backend.hpp agree), priced as any all-reduce step.
 constexpr double call_seconds(const time_profile& P, std::uint64_t W) {
   return step_seconds(P, op::allreduce, W, 3, 3, 8);
+}
+
+/// Whether own program p may share one collective call with others (the header comment):
+/// its only step an all-reduce or a reduce-scatter over groups of all W ranks, of even
+/// tiles, on one mesh on ranks 0..W-1 in order.
+inline bool fusible(const program& p, std::uint64_t W) {
+  if (p.steps.size() != 1 || p.placed() || p.world_size() != W) return false;
+  const step& s = p.steps[0];
+  if (s.fused() || (s.kind != op::allreduce && s.kind != op::reducescatter) || s.members.size() != W) return false;
+  return uneven_dim(p.m, p.source) < 0 && uneven_dim(p.m, p.target) < 0;
+}
+
+/// Whether two fusible programs' steps are one call: the same kind, reduction and groups.
+inline bool same_call(const program& x, const program& y) {
+  const step &s = x.steps[0], &t = y.steps[0];
+  return s.kind == t.kind && s.reduce == t.reduce && s.parts == t.parts && s.members == t.members;
+}
+
+/// Bytes per rank of the flat buffers of one call over fusible programs `progs` (one call,
+/// same_call) of e-byte elements: the send buffer (n blocks of a reduce-scatter over groups
+/// of n, one of an all-reduce) and the receive buffer (one block), where a block holds every
+/// program's part (its target tile).
+inline std::uint64_t fused_bytes(std::span<const program* const> progs, std::uint64_t e) {
+  std::uint64_t block = 0;
+  for (const program* p : progs) block += p->target_local();
+  const std::uint64_t n = progs.front()->steps[0].parts;
+  return (progs.front()->steps[0].kind == op::reducescatter ? n + 1 : 2) * block * e;
+}
+
+/// Predicted seconds of one call over fusible programs `progs` (the header comment): the
+/// agreement, one step over the sum of their tiles, the passes of packing their source
+/// tiles and unpacking their target tiles.
+/// The same from the call's step and the sums of the tiles' elements before and after.
+inline double fused_seconds(const time_profile& P, const step& s, std::uint64_t before, std::uint64_t after,
+                            std::uint64_t e, std::uint64_t W) {
+  return call_seconds(P, W) + step_seconds(P, s.kind, s.parts, before, after, e) +
+         P.pass_per_byte * (static_cast<double>(before) + static_cast<double>(after)) * static_cast<double>(e);
+}
+inline double fused_seconds(const time_profile& P, std::span<const program* const> progs, std::uint64_t e,
+                            std::uint64_t W) {
+  std::uint64_t before = 0, after = 0;
+  for (const program* p : progs) {
+    before += p->source_local();
+    after += p->target_local();
+  }
+  return fused_seconds(P, progs.front()->steps[0], before, after, e, W);
+}
+
+/// The fused collectives of plan rp's own programs (the header comment), by the options'
+/// caps, in array order.
+inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_profile& P, const reshard_options& o) {
+  std::vector<reshard_fused> sets;
+  const std::size_t A = rp.arrays.size();
+  const std::uint64_t W = rp.world;
+  const std::uint64_t cap = rp.budget_bytes > 0 ? rp.budget_bytes : o.fuse_bytes;
+  if (!rp.joint || o.fuse_array_bytes == 0) return sets;
+  auto prog = [&](std::size_t a) -> const program* { return &rp.own[a].chosen_program(); };
+  std::vector<char> seen(A, 0);
+  for (std::size_t a = 0; a < A; ++a) {
+    auto candidate = [&](std::size_t c) {
+      return !seen[c] && rp.route[c] == reshard_route::own && rp.arrays[c].dtype == rp.arrays[a].dtype &&
+             element_type_reduces(rp.arrays[c].dtype) && fusible(*prog(c), W) && same_call(*prog(c), *prog(a));
+    };
+    if (!candidate(a)) continue;
+    // Every candidate of this call, and which of them join: each against the call of all.
+    const std::uint64_t e = rp.arrays[a].element_bytes();
+    const step& s = prog(a)->steps[0];
+    std::vector<std::size_t> same;
+    std::uint64_t before = 0, after = 0;
+    for (std::size_t c = a; c < A; ++c)
+      if (candidate(c)) {
+        seen[c] = 1;
+        same.push_back(c);
+        before += prog(c)->source_local();
+        after += prog(c)->target_local();
+      }
+    if (same.size() < 2) continue;
+    const double with = fused_seconds(P, s, before, after, e, W);
+    std::vector<std::size_t> join;
+    for (std::size_t c : same) {
+      const program* one[] = {prog(c)};
+      if (fused_bytes(one, e) > o.fuse_array_bytes) continue;
+      const double without = fused_seconds(P, s, before - one[0]->source_local(), after - one[0]->target_local(), e, W);
+      if (with - without < rp.own[c].candidates[rp.own[c].chosen].seconds + call_seconds(P, W)) join.push_back(c);
+    }
+    // Sets in array order, each within the cap and predicted faster than its arrays' calls.
+    reshard_fused set;
+    std::vector<const program*> progs;
+    auto flush = [&] {
+      if (set.arrays.size() >= 2) {
+        double separate = 0;
+        for (std::uint32_t c : set.arrays) separate += rp.own[c].candidates[rp.own[c].chosen].seconds + call_seconds(P, W);
+        set.seconds = fused_seconds(P, progs, e, W);
+        set.bytes = fused_bytes(progs, e);
+        if (set.seconds < separate) sets.push_back(set);
+      }
+      set = {};
+      progs.clear();
+    };
+    for (std::size_t c : join) {
+      progs.push_back(prog(c));
+      if (fused_bytes(progs, e) > cap) {
+        progs.pop_back();
+        flush();
+        progs.push_back(prog(c));
+        if (fused_bytes(progs, e) > cap) {  // alone above the cap: its own program
+          progs.clear();
+          continue;
+        }
+      }
+      set.arrays.push_back(static_cast<std::uint32_t>(c));
+    }
+    flush();
+  }
+  return sets;
 }
 
 /// Per-rank tallies of a set of pieces between ranks (one round).
@@ -430,11 +579,19 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     if (rp.route[i] == reshard_route::joint)
       for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r];
   rp.seconds = rp.count(reshard_route::joint) > 0 ? call + rp.joint_seconds : 0;
+  rp.fused = detail::plan_fused(rp, P, o);
+  std::vector<char> in_call(A, 0);
+  std::size_t fused_arrays = 0;
+  for (const reshard_fused& f : rp.fused) {
+    rp.seconds += f.seconds;
+    fused_arrays += f.arrays.size();
+    for (std::uint32_t a : f.arrays) in_call[a] = 1;
+  }
   std::string owned;
   std::size_t named = 0;
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::own) {
-      rp.seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
+      if (!in_call[i]) rp.seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
       if (named++ < 4) owned += (owned.empty() ? "" : ", ") + pr.arrays[i].name;
       else if (named == 5) owned += ", ...";
     }
@@ -447,6 +604,9 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   rp.reason += unpipelined;
   if (!owned.empty())
     rp.reason += "; " + std::to_string(rp.count(reshard_route::own)) + " by their own plans (" + owned + ")";
+  if (!rp.fused.empty())
+    rp.reason += ", " + std::to_string(fused_arrays) + " of them in " + std::to_string(rp.fused.size()) +
+                 (rp.fused.size() == 1 ? " fused collective" : " fused collectives");
   rp.reason += "; in all " + detail::seconds_text(rp.seconds) + " against " + detail::seconds_text(rp.separate_seconds) +
                " for one call per array";
   return rp;

@@ -41,18 +41,15 @@
 // executor is built and count in bytes_held(). Under a budget an own program whose buffers
 // exceed it is refused by run().
 //
-// Fused collectives. Own programs whose only step is an all-reduce or a reduce-scatter of
-// even tiles on ranks 0..W-1 (detail::fusible: the gradients of FSDP and DDP, `[{tp}K, D]
-// sum{fsdp}` -> `[{tp}K, {fsdp}D]`) run as one call per kind, reduction, element type and
-// groups, over flat buffers, as FSDP's and DDP's buckets do: every rank packs member m's
-// block of every array in the set as block m of its send buffer, makes one call, and copies
-// each array's part of the result into its target tile. Only arrays whose part of the
-// buffers is small join (reshard_fuse_array_bytes: there the calls saved cost more than the
-// copies added). The buffers (send and receive, per local rank) hold at most the budget, or
-// reshard_fuse_bytes without one: a set that would hold more is split in array order, and
-// an array alone above it runs its own executor (fused_arrays() lists the sets). Every rank
-// forms the same sets from the plan; they run first, then the other own programs in array
-// order. A plan of one call per array (reshard_options::joint false) fuses nothing.
+// Fused collectives. The plan's fused sets (reshard_plan::fused, lower/reshard.hpp: own
+// programs of one all-reduce or reduce-scatter of even tiles on ranks 0..W-1, such as FSDP's
+// and DDP's gradients) run as one call per set over flat buffers, as FSDP's and DDP's
+// buckets do: every rank packs member m's block of every array in the set as block m of its
+// send buffer (one strided copy per array), makes one `allreduce` or `reducescatter`, and
+// copies each array's part of the result into its target tile. Their buffers (send and
+// receive, per local rank) count in bytes_held(). They run first, then the other own
+// programs in array order. A set the executor cannot run as one call (an array that is not
+// own or not fusible, two kinds of call, a set of one) is refused by run(), naming it.
 //
 // Errors. run() checks the tiles of every local rank (sizes, overlaps) and the plan against
 // the backend, then makes one agreement call (every rank compares a hash of the plan and
@@ -180,16 +177,6 @@ struct typed_runner final : own_runner {
   }
 };
 
-/// Whether own program p may share one collective call with others (the header comment):
-/// its only step an all-reduce or a reduce-scatter over groups of all W ranks, of even
-/// tiles, on one mesh on ranks 0..W-1 in order.
-inline bool fusible(const program& p, std::uint64_t W) {
-  if (p.steps.size() != 1 || p.placed() || p.world_size() != W) return false;
-  const step& s = p.steps[0];
-  if (s.fused() || (s.kind != op::allreduce && s.kind != op::reducescatter) || s.members.size() != W) return false;
-  return uneven_dim(p.m, p.source) < 0 && uneven_dim(p.m, p.target) < 0;
-}
-
 /// A byte copy of a strided copy of e-byte elements.
 inline strided_copy in_bytes(strided_copy c, std::uint64_t e) {
   c.width *= e;
@@ -215,15 +202,6 @@ struct fused_call {
 template <class T, class B>
 struct typed_fused_call final : fused_call {
   using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
-
-  /// The sizes alone: what the buffers of a set of these programs (one step each, the same
-  /// kind and groups) would hold per rank, in bytes.
-  static std::uint64_t held(std::span<const program* const> progs) {
-    std::uint64_t block = 0;
-    for (const program* p : progs) block += p->target_local();
-    const std::uint64_t n = progs.front()->steps[0].parts;
-    return (progs.front()->steps[0].kind == op::reducescatter ? n + 1 : 2) * block * sizeof(T);
-  }
 
   typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
                    std::span<const rank_t> local)
@@ -262,7 +240,7 @@ struct typed_fused_call final : fused_call {
       send_.push_back(mem.template allocate<std::byte>((scatter ? n : 1) * block_ * sizeof(T)));
       recv_.push_back(mem.template allocate<std::byte>(block_ * sizeof(T)));
     }
-    held_ = held(progs);
+    held_ = fused_bytes(progs, sizeof(T));
   }
 
   std::uint64_t bytes_held() const override { return held_; }
@@ -346,18 +324,6 @@ enum class reshard_messages : std::uint8_t {
 /// state (messages of 6-10 MiB) and packed 1.2-1.4x faster on a 3.7 MiB one (60-160 KiB).
 inline constexpr std::uint64_t reshard_in_place_bytes = std::uint64_t{1} << 20;
 
-/// Without a budget, the most bytes (send and receive buffers, per rank) one fused
-/// collective of own programs holds (the header comment): a bucket, as DDP's 25 MiB.
-inline constexpr std::uint64_t reshard_fuse_bytes = std::uint64_t{32} << 20;
-
-/// An own program joins a fused collective only where its part of the flat buffers (send
-/// and receive, per rank) is at most this many bytes: the reshard benchmark (8 MPI ranks on
-/// 2 cores, FSDP gradients, docs/benchmarks.md) measured the joint plan 3.0-3.1x faster than
-/// one call per array with parts up to 40 KiB and 1.1-1.3x with parts up to 120 KiB, but
-/// 0.66-0.75x where parts of 480 KiB and more joined: there packing and unpacking cost more
-/// than the calls they save.
-inline constexpr std::uint64_t reshard_fuse_array_bytes = std::uint64_t{128} << 10;
-
 template <class B>
 class reshard_executor {
   using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
@@ -404,7 +370,8 @@ class reshard_executor {
     }
     hash_ = plan_hash();
     // Own programs: fused collectives first (the header comment), then one executor each.
-    const std::vector<char> fused = plan_fused_calls();
+    const std::vector<char> fused = build_fused_calls();
+    if (!error_.empty()) return;
     own_.resize(A);
     for (std::size_t a = 0; a < A; ++a) {
       if (p_.route[a] != reshard_route::own || fused[a]) continue;
@@ -492,66 +459,57 @@ class reshard_executor {
   }
 
  private:
-  /// Form the fused collectives (the header comment): the own programs detail::fusible
-  /// accepts, by kind, reduction, element type and groups, in array order, each set within
-  /// the budget (reshard_fuse_bytes without one) and of at least two arrays. Returns which
-  /// arrays they take.
-  std::vector<char> plan_fused_calls() {
+  /// The plan's fused collectives (the header comment), each checked. Returns which arrays
+  /// they take; sets error_ where one cannot run.
+  std::vector<char> build_fused_calls() {
     const std::size_t A = p_.arrays.size();
     std::vector<char> taken(A, 0);
-    if (!p_.joint) return taken;  // one call per array
-    const std::uint64_t cap = p_.budget_bytes > 0 ? p_.budget_bytes : reshard_fuse_bytes;
-    std::vector<char> seen(A, 0);
-    for (std::size_t a = 0; a < A; ++a) {
-      if (seen[a] || p_.route[a] != reshard_route::own) continue;
-      const program& pa = p_.own[a].chosen_program();
-      if (!element_type_reduces(p_.arrays[a].dtype) || !detail::fusible(pa, p_.world)) continue;
-      // Every later array with the same kind, reduction, element type and groups.
-      std::vector<std::size_t> same;
-      for (std::size_t c = a; c < A; ++c) {
-        if (seen[c] || p_.route[c] != reshard_route::own || p_.arrays[c].dtype != p_.arrays[a].dtype) continue;
-        const program& pc = p_.own[c].chosen_program();
-        if (!detail::fusible(pc, p_.world)) continue;
-        const step &x = pa.steps[0], &y = pc.steps[0];
-        if (x.kind != y.kind || x.reduce != y.reduce || x.parts != y.parts || x.members != y.members) continue;
-        seen[c] = 1;
-        same.push_back(c);
+    for (std::size_t k = 0; k < p_.fused.size() && error_.empty(); ++k) {
+      const std::vector<std::uint32_t>& set = p_.fused[k].arrays;
+      const std::string which = "fused collective " + std::to_string(k + 1) + " of the plan";
+      if (set.size() < 2) {
+        error_ = which + " has fewer than two arrays";
+        return taken;
       }
-      detail::with_element_type(p_.arrays[a].dtype, true, [&](auto t) {
+      std::vector<std::size_t> arrays;
+      std::vector<const program*> progs;
+      for (std::size_t i = 0; i < set.size(); ++i) {
+        const std::size_t a = set[i];
+        std::string why;
+        if (a >= A) why = "names array " + std::to_string(a) + " of " + std::to_string(A);
+        else if (taken[a] || (i > 0 && a <= set[i - 1])) why = "lists array '" + p_.arrays[a].name + "' twice or out of order";
+        else if (p_.route[a] != reshard_route::own) why = "takes array '" + p_.arrays[a].name + "', which is joint";
+        else if (!element_type_reduces(p_.arrays[a].dtype) || !detail::fusible(p_.own[a].chosen_program(), p_.world))
+          why = "takes array '" + p_.arrays[a].name + "', whose own program is not one even all-reduce or reduce-scatter";
+        else if (i > 0 && (p_.arrays[a].dtype != p_.arrays[set[0]].dtype ||
+                           !detail::same_call(p_.own[a].chosen_program(), *progs.front())))
+          why = "takes array '" + p_.arrays[a].name + "', whose element type or step is not that of array '" +
+                p_.arrays[set[0]].name + "'";
+        if (!why.empty()) {
+          error_ = which + " " + why;
+          return taken;
+        }
+        taken[a] = 1;
+        arrays.push_back(a);
+        progs.push_back(&p_.own[a].chosen_program());
+      }
+      const reshard_array& x = p_.arrays[set[0]];
+      detail::with_element_type(x.dtype, true, [&](auto t) {
         using T = decltype(t);
         if constexpr (reducing_backend_for<B, T>) {
-          if (!reducible<T>(pa.steps[0].reduce)) return;  // its own executor refuses it
-          using call = detail::typed_fused_call<T, B>;
-          // Buckets in array order, each within the cap.
-          std::vector<std::size_t> bucket;
-          std::vector<const program*> progs;
-          auto flush = [&] {
-            if (bucket.size() >= 2) {
-              fused_.push_back(std::make_unique<call>(b_, bucket, progs, local_));
-              for (std::size_t k : bucket) taken[k] = 1;
-              own_held_ = std::max(own_held_, fused_.back()->bytes_held());
-            }
-            bucket.clear();
-            progs.clear();
-          };
-          for (std::size_t c : same) {
-            const program* one[] = {&p_.own[c].chosen_program()};
-            if (call::held(one) > reshard_fuse_array_bytes) continue;  // its own executor
-            progs.push_back(&p_.own[c].chosen_program());
-            if (call::held(progs) > cap) {
-              progs.pop_back();
-              flush();
-              progs.push_back(&p_.own[c].chosen_program());
-              if (call::held(progs) > cap) {  // alone above the cap: its own executor
-                progs.clear();
-                continue;
-              }
-            }
-            bucket.push_back(c);
-          }
-          flush();
+          if (!reducible<T>(progs.front()->steps[0].reduce))
+            error_ = which + ": " + unreducible_text(progs.front()->steps[0].reduce);
+          else fused_.push_back(std::make_unique<detail::typed_fused_call<T, B>>(b_, std::move(arrays), progs, local_));
+        } else {
+          error_ = which + ": the backend cannot reduce " + std::string(element_type_name(x.dtype)) + " elements";
         }
       });
+      if (!error_.empty()) return taken;
+      const std::uint64_t held = fused_.back()->bytes_held();
+      own_held_ = std::max(own_held_, held);
+      if (p_.budget_bytes > 0 && held > p_.budget_bytes)
+        error_ = which + " holds " + std::to_string(held) + " bytes, more than the budget of " +
+                 std::to_string(p_.budget_bytes);
     }
     return taken;
   }
@@ -781,6 +739,11 @@ class reshard_executor {
     for (const reshard_round& r : p_.rounds) {
       mix(r.pieces.size());
       for (const reshard_piece& pc : r.pieces) mix((std::uint64_t{pc.from} << 32) | pc.to);
+    }
+    mix(p_.fused.size());
+    for (const reshard_fused& f : p_.fused) {
+      mix(f.arrays.size());
+      for (std::uint32_t a : f.arrays) mix(a);
     }
     return h;
   }
