@@ -29,8 +29,9 @@
 // arrival) and in place (datatypes of the pieces, or single copy within the node), and
 // ScaLAPACK's pdgemr2d where it is built in.
 // Part 3, gradients: FSDP 4 x TP 2 weight gradients pending over fsdp, reduce-scattered to
-// their shards, and norms all-reduced (L layers of width D): the joint plan, whose own
-// collectives run fused (runtime/reshard_executor.hpp), against one call per array.
+// their shards, and norms all-reduced (L layers of width D); then the same under HSDP (DDP 2
+// x FSDP 2 x TP 2, pending over ddp and fsdp: two collectives per weight): the joint plan,
+// whose own programs run fused step by step (lower/reshard.hpp), against one call per array.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
@@ -356,11 +357,12 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
   }
 }
 
-/// Part 3: gradients of FSDP 4 x TP 2, every array an own program of one collective: the
-/// joint plan (own all-reduces and reduce-scatters fused, runtime/reshard_executor.hpp)
-/// against one call per array.
-void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim) {
-  const placed_mesh m = parse_placed_mesh("{fsdp: 4, tp: 2}");
+/// Part 3: gradients of FSDP 4 x TP 2 (every array an own program of one collective) or of
+/// HSDP 2 x 2 x TP 2 (weights: two collectives each): the joint plan (own programs fused
+/// step by step, lower/reshard.hpp) against one call per array.
+void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, bool hsdp) {
+  const placed_mesh m = parse_placed_mesh(hsdp ? "{ddp: 2, fsdp: 2, tp: 2}" : "{fsdp: 4, tp: 2}");
+  const std::string sum = hsdp ? "sum{ddp, fsdp}" : "sum{fsdp}";
   reshard_problem pr;
   pr.world = 8;
   auto add = [&](const std::string& name, const std::string& from, const std::string& to) {
@@ -372,8 +374,8 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
     const std::string h = "h" + std::to_string(l) + ".";
     for (const auto& [name, rows, cols] : {std::tuple{"c_attn", D, D3}, {"attn.c_proj", D, D}, {"c_fc", D, D4},
                                            {"mlp.c_proj", D4, D}})
-      add(h + name, "[{tp}" + rows + ", " + cols + "] sum{fsdp}", "[{tp}" + rows + ", {fsdp}" + cols + "]");
-    for (const char* norm : {"ln_1.w", "ln_1.b", "ln_2.w", "ln_2.b"}) add(h + norm, "[" + D + "] sum{fsdp}", "[" + D + "]");
+      add(h + name, "[{tp}" + rows + ", " + cols + "] " + sum, "[{tp}" + rows + ", {fsdp}" + cols + "]");
+    for (const char* norm : {"ln_1.w", "ln_1.b", "ln_2.w", "ln_2.b"}) add(h + norm, "[" + D + "] " + sum, "[" + D + "]");
   }
   std::uint64_t bytes = 0;
   for (const reshard_array& a : pr.arrays) bytes += a.bytes();
@@ -394,13 +396,14 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
   std::size_t fused = 0;
   for (const reshard_fused& f : joint.fused) fused += f.arrays.size();
   if (me == 0)
-    std::printf("\n## Gradients: %llu layers of width %llu, FSDP 4 x TP 2, pending over fsdp, 8 ranks\n\n"
+    std::printf("\n## Gradients: %llu layers of width %llu, %s, 8 ranks\n\n"
                 "| arrays | MiB | fused calls (arrays) | joint (fused) best / median ms | per array best / median ms | "
                 "per array / joint (medians) | predicted: joint, per array ms (ratio) | held by the fused calls / rank "
                 "|\n|---|---|---|---|---|---|---|---|\n"
                 "| %zu | %s | %zu (%zu) | %.2f / %.2f | %.2f / %.2f | %.2fx | %.2f, %.2f (%.2fx) | %s MiB |\n",
-                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), pr.arrays.size(),
-                mib(bytes).c_str(), joint.fused.size(), fused, s[0].best() * 1e3, s[0].median() * 1e3,
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim),
+                hsdp ? "HSDP: DDP 2 x FSDP 2 x TP 2, pending over ddp and fsdp" : "FSDP 4 x TP 2, pending over fsdp",
+                pr.arrays.size(), mib(bytes).c_str(), joint.fused.size(), fused, s[0].best() * 1e3, s[0].median() * 1e3,
                 s[1].best() * 1e3, s[1].median() * 1e3, s[1].median() / s[0].median(), joint.seconds * 1e3,
                 separate.seconds * 1e3, separate.seconds / joint.seconds, mib(ej.bytes_held()).c_str());
 }
@@ -517,7 +520,8 @@ int main(int argc, char** argv) {
     mpi_backend plain(MPI_COMM_WORLD, {.exchange_single_copy = false});
     if (layers > 0) model_state(mpi, plain, runs, layers, dim, vocab);
     if (dim >= 512) grid(mpi, plain, runs);
-    if (layers > 0) gradients(mpi, runs, layers, dim);
+    if (layers > 0)
+      for (const bool hsdp : {false, true}) gradients(mpi, runs, layers, dim, hsdp);
   }
 #if defined(REDIST_WITH_SCALAPACK)
   bench::scalapack_finalize();

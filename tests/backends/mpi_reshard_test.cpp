@@ -7,8 +7,9 @@
 // through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
 // turn; half the budgeted plans pipelined, two rounds at a time) and checks every element
 // of its target tiles. It checks too that the message buffers stay within the budget. Then
-// named cases: messages by single copy, and (on 8 ranks) gradients whose own all-reduces and
-// reduce-scatters run as fused collectives. Rank 0 prints the totals; the exit status is
+// named cases: messages by single copy, and (on 8 ranks) gradients (FSDP and HSDP) whose own
+// all-reduces, reduce-scatters and two-step programs run as fused collectives. Rank 0 prints
+// the totals; the exit status is
 // non-zero on any failure on any rank.
 #include <mpi.h>
 
@@ -18,6 +19,7 @@
 #include <exception>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "redist/backends/mpi.hpp"
 #include "redist/lower/reshard.hpp"
@@ -112,11 +114,16 @@ int run(int argc, char** argv) {
              " rounds, " + std::to_string(moved) + (write ? " pieces written" : " pieces read") + " by single copy, expected 1 and " +
              std::to_string(W - 1));
     }
-    // Gradients of FSDP 4 x TP 2 (8 ranks): own all-reduces and reduce-scatters as fused
-    // collectives, one call per kind and group, without and under a budget that splits them.
+    // Gradients of FSDP 4 x TP 2 and of HSDP (8 ranks): own all-reduces, reduce-scatters and
+    // two-step programs as fused collectives, one call per kind and group (per step), without
+    // and under a budget that splits them.
+    const std::pair<redist::reshard_problem, std::uint64_t> gradients[] = {
+        {redist::testing::gradient_reshard(4), 0},
+        {redist::testing::gradient_reshard(4), redist::testing::gradient_budget},
+        {redist::testing::hsdp_gradient_reshard(3), 0}};
     if (W == 8)
-      for (const std::uint64_t budget : {std::uint64_t{0}, redist::testing::gradient_budget}) {
-        const redist::reshard_plan p = redist::plan_reshard(redist::testing::gradient_reshard(4), {.budget_bytes = budget});
+      for (const auto& [problem, budget] : gradients) {
+        const redist::reshard_plan p = redist::plan_reshard(problem, {.budget_bytes = budget});
         redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
         std::size_t fused = 0;
         for (const auto& set : ex.fused_arrays()) fused += set.size();

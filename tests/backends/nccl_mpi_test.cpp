@@ -27,6 +27,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redist/backends/mpi.hpp"
@@ -292,12 +293,16 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
     if (!two.pipelined || two.rounds.size() < b.devices() - 1) fail(me, "rows to columns: " + two.reason);
     for (int i = 0; i < 8; ++i) run_reshard(b, two, budget, "rows to columns, pipelined", tot);
   }
-  // Gradients of FSDP 4 x TP 2 (8 ranks): own all-reduces and reduce-scatters as fused
-  // collectives over flat buffers in device memory, without and under a budget that splits
-  // them (repeated, as the emulator's streams run in random orders).
+  // Gradients of FSDP 4 x TP 2 and of HSDP (8 ranks): own all-reduces, reduce-scatters and
+  // two-step programs as fused collectives over flat buffers in device memory, without and
+  // under a budget that splits them (repeated, as the emulator's streams run in random orders).
+  const std::pair<redist::reshard_problem, std::uint64_t> gradients[] = {
+      {redist::testing::gradient_reshard(4), 0},
+      {redist::testing::gradient_reshard(4), redist::testing::gradient_budget},
+      {redist::testing::hsdp_gradient_reshard(3), 0}};
   if (b.devices() == 8)
-    for (const std::uint64_t budget : {std::uint64_t{0}, redist::testing::gradient_budget}) {
-      const redist::reshard_plan g = redist::plan_reshard(redist::testing::gradient_reshard(4), {.budget_bytes = budget});
+    for (const auto& [problem, budget] : gradients) {
+      const redist::reshard_plan g = redist::plan_reshard(problem, {.budget_bytes = budget});
       if (redist::reshard_executor<redist::nccl_backend>(b, g).fused_arrays().empty())
         fail(me, "gradients: no fused collective");
       for (int i = 0; i < 4; ++i) run_reshard(b, g, budget, "gradients, fused collectives", tot);

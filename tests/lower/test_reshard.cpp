@@ -12,6 +12,7 @@
 // budget cutting one piece into rows) and bad input. Execution on real data is
 // tests/runtime/reshard_executor_test.cpp.
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
@@ -225,6 +226,59 @@ TEST_CASE("fused collectives: own all-reduces and reduce-scatters share one call
   REQUIRE(plan_reshard(pr, o).fused.empty());
   // One call per array fuses nothing.
   REQUIRE(plan_reshard(pr, {.joint = false}).fused.empty());
+}
+
+TEST_CASE("fused collectives of two steps: HSDP gradients, one call per step", "[reshard]") {
+  const reshard_problem pr = testing::hsdp_gradient_reshard(3);  // w, v, n, e per layer
+  const reshard_plan p = plan_reshard(pr);
+  INFO(p.reason);
+  REQUIRE(testing::check_reshard_plan(p, 0).empty());
+  using set = std::vector<std::uint32_t>;
+  REQUIRE(p.fused.size() == 4);
+  const std::vector<std::vector<op>> kinds = {{op::reducescatter, op::allreduce},
+                                              {op::reducescatter, op::allgather},
+                                              {op::allreduce, op::allgather},
+                                              {op::reducescatter, op::allgather}};
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    REQUIRE(p.fused[k].arrays == set{k, k + 4, k + 8});
+    std::vector<op> got;
+    for (const step& s : p.own[k].chosen_program().steps) got.push_back(s.kind);
+    REQUIRE(got == kinds[k]);
+  }
+  // w*: the source tiles packed in reduce-scatter order (3 x 32 x 32 elements), the
+  // reduce-scatter over fsdp into the other buffer (half), the all-reduce over ddp back into
+  // the first, unpacked: buffers of 3072 and 1536 f32, two passes of copies.
+  const time_profile& P = builtin_profile;
+  REQUIRE(p.fused[0].bytes == (3072 + 1536) * 4);
+  REQUIRE(p.fused[0].seconds == Approx(detail::call_seconds(P, 8) + step_seconds(P, op::reducescatter, 2, 3072, 1536, 4) +
+                                       step_seconds(P, op::allreduce, 2, 1536, 1536, 4) +
+                                       P.pass_per_byte * (3072 + 1536) * 4));
+  // v*: reduce-scatter over 4, then all-gather over 2 (the result in member blocks, unpacked
+  // into the target tiles' halves): 3 x 64 x 128 elements, then a quarter, then a half.
+  REQUIRE(p.fused[1].bytes == (3 * 8192 + 3 * 2048) * 4);
+  for (const reshard_fused& f : p.fused) {
+    double separate = 0;
+    for (std::uint32_t a : f.arrays) separate += p.own[a].candidates[p.own[a].chosen].seconds + detail::call_seconds(P, 8);
+    REQUIRE(f.seconds < separate);
+  }
+  // An all-gather then a reduce-scatter: the all-gather's member blocks repacked into tiles,
+  // then into the reduce-scatter's chunks, through the other buffer each time.
+  std::vector<step> steps(2);
+  steps[0].kind = op::allgather;
+  steps[1].kind = op::reducescatter;
+  const std::vector<detail::fused_action> x = detail::schedule_fused(steps);
+  using fa = detail::fused_arrangement;
+  REQUIRE(x.size() == 6);
+  auto is = [](const detail::fused_action& a, bool call, std::size_t state, int from, int to, fa in, fa out) {
+    return a.call == call && a.state == state && a.from == from && a.to == to && a.in == in && a.out == out;
+  };
+  CHECK(is(x[0], false, 0, -1, 0, fa::tiles, fa::tiles));
+  CHECK(is(x[1], true, 0, 0, 1, fa::tiles, fa::members));
+  CHECK(is(x[2], false, 1, 1, 0, fa::members, fa::tiles));
+  CHECK(is(x[3], false, 1, 0, 1, fa::tiles, fa::chunks));
+  CHECK(is(x[4], true, 1, 1, 0, fa::chunks, fa::tiles));
+  CHECK(is(x[5], false, 2, 0, -1, fa::tiles, fa::tiles));
+  REQUIRE(detail::fused_buffers(x, {4, 8, 2}) == std::array<std::uint64_t, 2>{8, 8});
 }
 
 TEST_CASE("a budget cuts one piece into chunks of whole rows", "[reshard]") {

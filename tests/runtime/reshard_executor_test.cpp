@@ -158,3 +158,26 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
   bad.fused[4].arrays.pop_back();
   refused(bad, "fused collective 5 of the plan has fewer than two arrays");
 }
+
+TEST_CASE("HSDP gradients: own programs of two collectives run as one call per step", "[reshard]") {
+  // Reduce-scatter then all-reduce (w*), reduce-scatter then all-gather (v*, e*), all-reduce
+  // then all-gather (n*): tests/lower/test_reshard.cpp checks the sets.
+  const reshard_problem pr = testing::hsdp_gradient_reshard(3);
+  const reshard_plan p = plan_reshard(pr);
+  REQUIRE(p.fused.size() == 4);
+  host_backend host(8);
+  const reshard_executor<host_backend> ex(host, p);
+  REQUIRE(ex.fused_arrays().size() == 4);
+  std::uint64_t most = 0;
+  for (const reshard_fused& f : p.fused) most = std::max(most, f.bytes);
+  REQUIRE(ex.bytes_held() == most);
+  REQUIRE(testing::run_reshard_on_host(p).empty());
+  // A budget that holds two of the v* arrays' buffers (8192 elements of chunks, 2048 of
+  // the reduce-scatter's result, each): v0 and v1 share a call, v2 runs its own program.
+  const std::uint64_t budget = 2 * (8192 + 2048) * 4;
+  const reshard_plan q = plan_reshard(pr, {.budget_bytes = budget});
+  REQUIRE(q.fused.size() == 4);
+  REQUIRE(q.fused[1].arrays == std::vector<std::uint32_t>{1, 5});
+  REQUIRE(reshard_executor<host_backend>(host, q).bytes_held() <= budget);
+  REQUIRE(testing::run_reshard_on_host(q).empty());
+}

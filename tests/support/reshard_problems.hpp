@@ -253,6 +253,34 @@ inline reshard_problem gradient_reshard(int layers) {
   return pr;
 }
 
+/// Gradients of hybrid sharding (HSDP: FSDP 2 inside replicas of DDP 2, TP 2, 8 ranks), each
+/// an own program of two collectives: small weights reduce-scattered over fsdp then
+/// all-reduced over ddp (w*), larger ones reduce-scattered over ddp and fsdp then all-gathered
+/// over ddp (v*), norms all-reduced over ddp and tp then all-gathered over fsdp (n*, from
+/// shards), f64 weights reduce-scattered over ddp then all-gathered over ddp and fsdp (e*),
+/// `layers` of each. Fused collectives run each kind as one call per step.
+inline reshard_problem hsdp_gradient_reshard(int layers) {
+  const placed_mesh m = parse_placed_mesh("{ddp: 2, fsdp: 2, tp: 2}");
+  reshard_problem pr;
+  pr.world = 8;
+  auto add = [&](const std::string& name, element_type t, const std::string& from, const std::string& to) {
+    reshard_array a;
+    a.name = name;
+    a.dtype = t;
+    a.source = placed_layout{m, parse_type(m.mesh, from)};
+    a.target = placed_layout{m, parse_type(m.mesh, to)};
+    pr.arrays.push_back(a);
+  };
+  for (int l = 0; l < layers; ++l) {
+    const std::string k = std::to_string(l);
+    add("w" + k, element_type::f32, "[{tp}64, 32] sum{ddp, fsdp}", "[{tp}64, {fsdp}32]");
+    add("v" + k, element_type::f32, "[{tp}128, 128] sum{ddp, fsdp}", "[{tp}128, {fsdp}128]");
+    add("n" + k, element_type::f32, "[{fsdp}64] sum{ddp, tp}", "[64]");
+    add("e" + k, element_type::f64, "[{fsdp}64, 32] sum{ddp}", "[64, 32]");
+  }
+  return pr;
+}
+
 /// A budget that splits gradient_reshard's fused reduce-scatters of w* into pairs: two of
 /// them hold 2 x 5 x 1 KiB (send n x part, receive part, n = 4), three would hold 15 KiB.
 inline constexpr std::uint64_t gradient_budget = 3 * 64 * 32 * 4 / 2;

@@ -44,27 +44,30 @@
 // arrays) and rounds, then every fused collective and every other own program with its
 // call; `separate_seconds` is one call per array, one after another (each array's own plan
 // and call), for comparison.
-// Fused collectives (reshard_plan::fused). Own programs whose only step is an all-reduce or
-// a reduce-scatter of even tiles on ranks 0..W-1 (detail::fusible: the gradients of FSDP and
-// DDP, `[{tp}K, D] sum{fsdp}` -> `[{tp}K, {fsdp}D]`) run as one call per kind, reduction,
-// element type and groups, over flat buffers, as FSDP's and DDP's buckets do
-// (runtime/reshard_executor.hpp): every rank packs member m's block of every array in the set
-// as block m of its send buffer, makes one call, and copies each array's part of the result
-// into its target tile. Such a call is priced (detail::fused_seconds) as its agreement, one
-// step of the kind over the sum of the arrays' tiles, and the passes of the packing and the
-// unpacking over them. An array joins where what it adds to the call of every candidate of
-// its kind is predicted below its own program with its call (and a set where it is predicted
-// faster than its arrays' own programs and calls), and where its part of the
-// buffers (send and receive, per rank) is at most reshard_options::fuse_array_bytes: the
-// built-in profile's pass, measured on small tiles, undercounts packing from memory, and on
-// 8 MPI ranks of 2 cores fused arrays of 480 KiB and more ran slower than their own calls.
-// The buffers hold at most the budget, or fuse_bytes without one: a set that would hold more
-// is split in array order; a set of one array is its own program. All-gathers need no
-// fusing: a joint array's all-gather is its pieces in the joint exchange, one message per
-// pair of ranks whatever the number of arrays.
+// Fused collectives (reshard_plan::fused). Own programs of even all-reduces, reduce-scatters
+// and all-gathers over every rank (detail::fusible: the gradients of FSDP, `[{tp}K, D]
+// sum{fsdp}` -> `[{tp}K, {fsdp}D]`, of DDP, and of HSDP, a reduce-scatter over the shards then
+// an all-reduce or all-gather over the replicas) whose steps are the same calls (kind,
+// reduction, groups) run as one call per step over flat buffers, as FSDP's and DDP's buckets
+// do (detail::schedule_fused, runtime/reshard_executor.hpp): every rank packs its source tiles
+// as the first step sends them (a reduce-scatter's block m holds chunk m of every array),
+// each step runs once from one buffer into the other, the arrangement changes between steps
+// where the next sends another (after an all-gather, before a reduce-scatter), and the result
+// is copied into the target tiles. Such a call is priced (detail::fused_seconds) as its
+// agreement, each step over the sums of the arrays' tiles, and the passes of its copies. An
+// array joins where what it adds to the call of every candidate of its calls is predicted
+// below its own program with its call (and a set where it is predicted faster than its
+// arrays' own programs and calls), and where its part of the buffers (both, per rank) is at
+// most reshard_options::fuse_array_bytes: the built-in profile's pass, measured on small
+// tiles, undercounts packing from memory, and on 8 MPI ranks of 2 cores fused arrays of 480
+// KiB and more ran slower than their own calls. The buffers hold at most the budget, or
+// fuse_bytes without one: a set that would hold more is split in array order; a set of one
+// array is its own program. Joint arrays need no fusing: their pieces go in the joint
+// exchange, one message per pair of ranks whatever the number of arrays.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -204,50 +207,128 @@ constexpr double call_seconds(const time_profile& P, std::uint64_t W) {
   return step_seconds(P, op::allreduce, W, 3, 3, 8);
 }
 
-/// Whether own program p may share one collective call with others (the header comment):
-/// its only step an all-reduce or a reduce-scatter over groups of all W ranks, of even
+/// Whether own program p may share its collective calls with others (the header comment):
+/// all-reduces, reduce-scatters and all-gathers, each over groups of all W ranks, of even
 /// tiles, on one mesh on ranks 0..W-1 in order.
 inline bool fusible(const program& p, std::uint64_t W) {
-  if (p.steps.size() != 1 || p.placed() || p.world_size() != W) return false;
-  const step& s = p.steps[0];
-  if (s.fused() || (s.kind != op::allreduce && s.kind != op::reducescatter) || s.members.size() != W) return false;
+  if (p.steps.empty() || p.placed() || p.world_size() != W) return false;
+  for (const step& s : p.steps) {
+    if (s.fused() || s.members.size() != W || uneven_dim(p.m, s.type_after) >= 0) return false;
+    if (!(s.kind == op::allreduce || (s.kind == op::reducescatter && s.split_dim >= 0) ||
+          (s.kind == op::allgather && s.concat_dim >= 0)))
+      return false;
+  }
   return uneven_dim(p.m, p.source) < 0 && uneven_dim(p.m, p.target) < 0;
 }
 
-/// Whether two fusible programs' steps are one call: the same kind, reduction and groups.
+/// Whether two fusible programs run as the same calls: step by step the same kind,
+/// reduction and groups.
 inline bool same_call(const program& x, const program& y) {
-  const step &s = x.steps[0], &t = y.steps[0];
-  return s.kind == t.kind && s.reduce == t.reduce && s.parts == t.parts && s.members == t.members;
+  if (x.steps.size() != y.steps.size()) return false;
+  for (std::size_t k = 0; k < x.steps.size(); ++k) {
+    const step &s = x.steps[k], &t = y.steps[k];
+    if (s.kind != t.kind || s.reduce != t.reduce || s.parts != t.parts || s.members != t.members) return false;
+  }
+  return true;
 }
 
-/// Bytes per rank of the flat buffers of one call over fusible programs `progs` (one call,
-/// same_call) of e-byte elements: the send buffer (n blocks of a reduce-scatter over groups
-/// of n, one of an all-reduce) and the receive buffer (one block), where a block holds every
-/// program's part (its target tile).
+/// Whether a fusible program reduces (then its elements need their arithmetic type).
+inline bool fused_reduces(const program& p) {
+  return std::any_of(p.steps.begin(), p.steps.end(), [](const step& s) { return s.kind != op::allgather; });
+}
+
+/// How the arrays of a fused call lie in a flat buffer at state k of their programs (state
+/// 0: the source tiles, state k: the tiles after step k - 1):
+///   tiles    every array's tile back to back, in the set's order;
+///   chunks   for a reduce-scatter at step k over groups of n: n blocks, block m holding
+///            chunk m (along the step's split dimension) of every array's tile;
+///   members  after an all-gather at step k - 1 over groups of n: n blocks, block m holding
+///            member m's tile before the step of every array, that is chunk m of the tile
+///            along the step's concatenation dimension.
+enum class fused_arrangement : std::uint8_t { tiles, chunks, members };
+
+/// One action of a fused call: a pass of copies at state `state` from one arrangement to
+/// another (`from` buffer -1: the caller's source tiles; `to` buffer -1: its target tiles),
+/// or (`call`) step `state` of the programs from buffer `from` to buffer `to`, which leaves
+/// state `state` + 1.
+struct fused_action {
+  bool call = false;
+  std::size_t state = 0;
+  int from = -1, to = -1;
+  fused_arrangement in = fused_arrangement::tiles, out = fused_arrangement::tiles;
+  [[nodiscard]] std::size_t written_state() const { return call ? state + 1 : state; }
+};
+
+/// The actions of one call over fusible programs of steps `steps` (same_call): the source
+/// tiles packed as the first step sends them, each step from one buffer to the other, a
+/// repack between steps where the arrangement a step leaves is not the one the next sends
+/// (after an all-gather, before a reduce-scatter), and the result unpacked into the target
+/// tiles.
+inline std::vector<fused_action> schedule_fused(const std::vector<step>& steps) {
+  std::vector<fused_action> v;
+  int cur = -1;
+  fused_arrangement at = fused_arrangement::tiles;
+  auto add = [&](bool call, std::size_t k, int to, fused_arrangement out) {
+    v.push_back({call, k, cur, to, at, out});
+    cur = to;
+    at = out;
+  };
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const fused_arrangement sends = steps[k].kind == op::reducescatter ? fused_arrangement::chunks : fused_arrangement::tiles;
+    if (at != sends && at != fused_arrangement::tiles) add(false, k, cur == 0 ? 1 : 0, fused_arrangement::tiles);
+    if (at != sends || cur < 0) add(false, k, cur == 0 ? 1 : 0, sends);
+    add(true, k, cur == 0 ? 1 : 0, steps[k].kind == op::allgather ? fused_arrangement::members : fused_arrangement::tiles);
+  }
+  add(false, steps.size(), -1, fused_arrangement::tiles);
+  return v;
+}
+
+/// Elements of the tiles of programs `progs` at every state (0: the source tiles, k: after
+/// step k - 1), summed over the programs.
+inline std::vector<std::uint64_t> fused_state_elements(std::span<const program* const> progs) {
+  std::vector<std::uint64_t> n(progs.front()->steps.size() + 1, 0);
+  for (const program* p : progs)
+    for (std::size_t k = 0; k < n.size(); ++k) n[k] += k == 0 ? p->source_local() : p->steps[k - 1].local_after;
+  return n;
+}
+
+/// Elements per rank of the two flat buffers of a call whose tiles sum to `sums` per state:
+/// each the most any action writes into it.
+inline std::array<std::uint64_t, 2> fused_buffers(const std::vector<fused_action>& actions,
+                                                  const std::vector<std::uint64_t>& sums) {
+  std::array<std::uint64_t, 2> b{};
+  for (const fused_action& x : actions)
+    if (x.to >= 0) {
+      std::uint64_t& n = b[static_cast<std::size_t>(x.to)];
+      n = std::max(n, sums[x.written_state()]);
+    }
+  return b;
+}
+
+/// Bytes per rank of the flat buffers of one call over fusible programs `progs` (same_call)
+/// of e-byte elements: for one reduce-scatter over groups of n, n + 1 blocks of every
+/// program's target tile; for one all-reduce, two.
 inline std::uint64_t fused_bytes(std::span<const program* const> progs, std::uint64_t e) {
-  std::uint64_t block = 0;
-  for (const program* p : progs) block += p->target_local();
-  const std::uint64_t n = progs.front()->steps[0].parts;
-  return (progs.front()->steps[0].kind == op::reducescatter ? n + 1 : 2) * block * e;
+  const std::array<std::uint64_t, 2> b = fused_buffers(schedule_fused(progs.front()->steps), fused_state_elements(progs));
+  return (b[0] + b[1]) * e;
 }
 
-/// Predicted seconds of one call over fusible programs `progs` (the header comment): the
-/// agreement, one step over the sum of their tiles, the passes of packing their source
-/// tiles and unpacking their target tiles.
-/// The same from the call's step and the sums of the tiles' elements before and after.
-inline double fused_seconds(const time_profile& P, const step& s, std::uint64_t before, std::uint64_t after,
-                            std::uint64_t e, std::uint64_t W) {
-  return call_seconds(P, W) + step_seconds(P, s.kind, s.parts, before, after, e) +
-         P.pass_per_byte * (static_cast<double>(before) + static_cast<double>(after)) * static_cast<double>(e);
+/// Predicted seconds of one call of steps `steps` over tiles that sum to `sums` per state
+/// (the header comment): the agreement, each step over the sums, and the passes of the
+/// copies (packing, repacking between steps, unpacking).
+inline double fused_seconds(const time_profile& P, const std::vector<step>& steps,
+                            const std::vector<std::uint64_t>& sums, std::uint64_t e, std::uint64_t W) {
+  double t = call_seconds(P, W);
+  for (std::size_t k = 0; k < steps.size(); ++k)
+    t += step_seconds(P, steps[k].kind, steps[k].parts, sums[k], sums[k + 1], e);
+  std::uint64_t written = 0;
+  for (const fused_action& x : schedule_fused(steps))
+    if (!x.call) written += sums[x.state];
+  return t + P.pass_per_byte * static_cast<double>(written) * static_cast<double>(e);
 }
 inline double fused_seconds(const time_profile& P, std::span<const program* const> progs, std::uint64_t e,
                             std::uint64_t W) {
-  std::uint64_t before = 0, after = 0;
-  for (const program* p : progs) {
-    before += p->source_local();
-    after += p->target_local();
-  }
-  return fused_seconds(P, progs.front()->steps[0], before, after, e, W);
+  return fused_seconds(P, progs.front()->steps, fused_state_elements(progs), e, W);
 }
 
 /// The fused collectives of plan rp's own programs (the header comment), by the options'
@@ -263,29 +344,34 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
   for (std::size_t a = 0; a < A; ++a) {
     auto candidate = [&](std::size_t c) {
       return !seen[c] && rp.route[c] == reshard_route::own && rp.arrays[c].dtype == rp.arrays[a].dtype &&
-             element_type_reduces(rp.arrays[c].dtype) && fusible(*prog(c), W) && same_call(*prog(c), *prog(a));
+             fusible(*prog(c), W) && same_call(*prog(c), *prog(a)) &&
+             (element_type_reduces(rp.arrays[c].dtype) || !fused_reduces(*prog(c)));
     };
     if (!candidate(a)) continue;
     // Every candidate of this call, and which of them join: each against the call of all.
     const std::uint64_t e = rp.arrays[a].element_bytes();
-    const step& s = prog(a)->steps[0];
     std::vector<std::size_t> same;
-    std::uint64_t before = 0, after = 0;
+    std::vector<const program*> all;
     for (std::size_t c = a; c < A; ++c)
       if (candidate(c)) {
         seen[c] = 1;
         same.push_back(c);
-        before += prog(c)->source_local();
-        after += prog(c)->target_local();
+        all.push_back(prog(c));
       }
     if (same.size() < 2) continue;
-    const double with = fused_seconds(P, s, before, after, e, W);
+    // What one array adds: the call of all less the call of all but it.
+    const std::vector<step>& steps = all.front()->steps;
+    const std::vector<std::uint64_t> sums = fused_state_elements(all);
+    const double with = fused_seconds(P, steps, sums, e, W);
     std::vector<std::size_t> join;
-    for (std::size_t c : same) {
-      const program* one[] = {prog(c)};
+    for (std::size_t k = 0; k < same.size(); ++k) {
+      const program* one[] = {all[k]};
       if (fused_bytes(one, e) > o.fuse_array_bytes) continue;
-      const double without = fused_seconds(P, s, before - one[0]->source_local(), after - one[0]->target_local(), e, W);
-      if (with - without < rp.own[c].candidates[rp.own[c].chosen].seconds + call_seconds(P, W)) join.push_back(c);
+      std::vector<std::uint64_t> rest = sums;
+      const std::vector<std::uint64_t> mine = fused_state_elements(one);
+      for (std::size_t q = 0; q < rest.size(); ++q) rest[q] -= mine[q];
+      const plan_candidate& c = rp.own[same[k]].candidates[rp.own[same[k]].chosen];
+      if (with - fused_seconds(P, steps, rest, e, W) < c.seconds + call_seconds(P, W)) join.push_back(same[k]);
     }
     // Sets in array order, each within the cap and predicted faster than its arrays' calls.
     reshard_fused set;

@@ -42,14 +42,17 @@
 // exceed it is refused by run().
 //
 // Fused collectives. The plan's fused sets (reshard_plan::fused, lower/reshard.hpp: own
-// programs of one all-reduce or reduce-scatter of even tiles on ranks 0..W-1, such as FSDP's
-// and DDP's gradients) run as one call per set over flat buffers, as FSDP's and DDP's
-// buckets do: every rank packs member m's block of every array in the set as block m of its
-// send buffer (one strided copy per array), makes one `allreduce` or `reducescatter`, and
-// copies each array's part of the result into its target tile. Their buffers (send and
-// receive, per local rank) count in bytes_held(). They run first, then the other own
-// programs in array order. A set the executor cannot run as one call (an array that is not
-// own or not fusible, two kinds of call, a set of one) is refused by run(), naming it.
+// programs of even all-reduces, reduce-scatters and all-gathers over every rank, step by step
+// the same calls, such as FSDP's, DDP's and HSDP's gradients) run as one call per step over
+// two flat buffers, as FSDP's and DDP's buckets do, following detail::schedule_fused: every
+// rank packs its source tiles as the first step sends them (a reduce-scatter's block m holds
+// chunk m of every array, one strided copy per array), each step runs once from one buffer
+// into the other, a repack between steps where the next sends another arrangement (after an
+// all-gather's member blocks, before a reduce-scatter), and the result is copied into the
+// target tiles. The buffers (per local rank) count in bytes_held(). The sets run first, then
+// the other own programs in array order. A set the executor cannot run as one call per step
+// (an array that is not own or not fusible, other calls, a set of one) is refused by run(),
+// naming it.
 //
 // Errors. run() checks the tiles of every local rank (sizes, overlaps) and the plan against
 // the backend, then makes one agreement call (every rank compares a hash of the plan and
@@ -205,42 +208,82 @@ struct typed_fused_call final : fused_call {
 
   typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
                    std::span<const rank_t> local)
-      : b_(b), s_(progs.front()->steps[0]), local_(local.begin(), local.end()) {
+      : b_(b), steps_(progs.front()->steps), local_(local.begin(), local.end()) {
     arrays = std::move(which);
-    const std::uint64_t n = s_.parts;
-    const bool scatter = s_.kind == op::reducescatter;
-    for (const program* p : progs) block_ += p->target_local();  // member m's block: every array's part
-    std::uint64_t at = 0;
-    for (const program* p : progs) {
-      const std::uint64_t L = p->source_local(), part = p->target_local();
-      strided_copy in, out;  // pack: the source tile to the send buffer; unpack: the result to the target tile
-      if (scatter) {  // chunk m of n along split_dim to block m, at the array's offset
-        const extents ext = tile_extents(p->m, p->source);
-        const split_view v = make_split_view(ext.span(), s_.split_dim, n);
-        in.count = n;
-        in.rows = v.outer;
-        in.width = v.run;
-        in.src_step = v.run;
-        in.src_pitch = v.row;
-        in.dst = at;
-        in.dst_step = block_;
-        in.dst_pitch = v.run;
-      } else {  // the whole tile
-        in.width = L;
-        in.dst = at;
+    actions_ = schedule_fused(steps_);
+    sums_ = fused_state_elements(progs);
+    // Where array i lies in an arrangement at state k: its tile (extents `ext`) cut into n
+    // chunks along dimension d, chunk m at element m * block + at (n = 1: the whole tile).
+    struct place {
+      std::uint64_t n = 1, block = 0, at = 0;
+      int d = 0;
+    };
+    auto state_extents = [](const program& p, std::size_t k) {
+      return k == 0 ? tile_extents(p.m, p.source) : tile_extents(p.m, p.steps[k - 1].type_after);
+    };
+    auto locals = [](const program& p, std::size_t k) { return k == 0 ? p.source_local() : p.steps[k - 1].local_after; };
+    auto where = [&](std::size_t i, std::size_t k, fused_arrangement x, bool caller) {
+      place w;
+      if (caller) return w;
+      auto before = [&](std::size_t state) {  // the arrays before i at a state
+        std::uint64_t n = 0;
+        for (std::size_t j = 0; j < i; ++j) n += locals(*progs[j], state);
+        return n;
+      };
+      if (x == fused_arrangement::tiles) {
+        w.at = before(k);
+      } else if (x == fused_arrangement::chunks) {  // sent by the reduce-scatter at step k
+        w.n = steps_[k].parts;
+        w.d = progs[i]->steps[k].split_dim;
+        w.block = sums_[k + 1];
+        w.at = before(k + 1);
+      } else {  // left by the all-gather at step k - 1
+        w.n = steps_[k - 1].parts;
+        w.d = progs[i]->steps[k - 1].concat_dim;
+        w.block = sums_[k - 1];
+        w.at = before(k - 1);
       }
-      out.width = part;
-      out.src = at;
-      pack_.push_back(in_bytes(in, sizeof(T)));
-      unpack_.push_back(in_bytes(out, sizeof(T)));
-      at += part;
+      return w;
+    };
+    for (const fused_action& x : actions_) {
+      std::vector<strided_copy> v;
+      for (std::size_t i = 0; !x.call && i < progs.size(); ++i) {
+        const place from = where(i, x.state, x.in, x.from < 0), to = where(i, x.state, x.out, x.to < 0);
+        strided_copy c;
+        if (from.n == 1 && to.n == 1) {
+          c.width = locals(*progs[i], x.state);
+          c.src = from.at;
+          c.dst = to.at;
+        } else {  // one side a whole tile (schedule_fused repacks through tiles)
+          const bool into_blocks = to.n > 1;
+          const place& blocks = into_blocks ? to : from;
+          const place& whole = into_blocks ? from : to;
+          const extents ext = state_extents(*progs[i], x.state);
+          const split_view sv = make_split_view(ext.span(), blocks.d, blocks.n);
+          c.count = blocks.n;
+          c.rows = sv.outer;
+          c.width = sv.run;
+          c.src = whole.at;
+          c.src_step = sv.run;
+          c.src_pitch = sv.row;
+          c.dst = blocks.at;
+          c.dst_step = blocks.block;
+          c.dst_pitch = sv.run;
+          if (!into_blocks) {
+            std::swap(c.src, c.dst);
+            std::swap(c.src_step, c.dst_step);
+            std::swap(c.src_pitch, c.dst_pitch);
+          }
+        }
+        v.push_back(in_bytes(c, sizeof(T)));
+      }
+      copies_.push_back(std::move(v));
     }
+    const std::array<std::uint64_t, 2> n = fused_buffers(actions_, sums_);
     const auto mem = memory_of(b_);
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      send_.push_back(mem.template allocate<std::byte>((scatter ? n : 1) * block_ * sizeof(T)));
-      recv_.push_back(mem.template allocate<std::byte>(block_ * sizeof(T)));
-    }
-    held_ = fused_bytes(progs, sizeof(T));
+    for (std::size_t q = 0; q < 2; ++q)
+      for (std::size_t i = 0; i < local_.size(); ++i) buf_[q].push_back(mem.template allocate<std::byte>(n[q] * sizeof(T)));
+    held_ = (n[0] + n[1]) * sizeof(T);
   }
 
   std::uint64_t bytes_held() const override { return held_; }
@@ -248,41 +291,53 @@ struct typed_fused_call final : fused_call {
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
            std::size_t A) override {
     if (!prepared_) {
-      b_.prepare_groups(s_.members, s_.parts);
+      for (const step& s : steps_) b_.prepare_groups(s.members, s.parts);
       prepared_ = true;
     }
     const auto mem = memory_of(b_);
     std::vector<byte_copy> copies;
-    for (std::size_t i = 0; i < local_.size(); ++i)
-      for (std::size_t k = 0; k < arrays.size(); ++k)
-        copies.push_back({pack_[k], in[i * A + arrays[k]].data(), send_[i].data()});
-    strided_copies(mem, std::span<const byte_copy>(copies));
-    std::vector<T*> sp(b_.devices(), nullptr), rp(b_.devices(), nullptr);
-    for (std::size_t i = 0; i < local_.size(); ++i) {
-      sp[local_[i]] = reinterpret_cast<T*>(send_[i].data());
-      rp[local_[i]] = reinterpret_cast<T*>(recv_[i].data());
+    for (std::size_t q = 0; q < actions_.size(); ++q) {
+      const fused_action& x = actions_[q];
+      if (!x.call) {
+        copies.clear();
+        for (std::size_t i = 0; i < local_.size(); ++i)
+          for (std::size_t k = 0; k < arrays.size(); ++k) {
+            const std::size_t t = i * A + arrays[k];
+            copies.push_back({copies_[q][k], x.from < 0 ? in[t].data() : buf_[static_cast<std::size_t>(x.from)][i].data(),
+                              x.to < 0 ? out[t].data() : buf_[static_cast<std::size_t>(x.to)][i].data()});
+          }
+        strided_copies(mem, std::span<const byte_copy>(copies));
+        continue;
+      }
+      const step& s = steps_[x.state];
+      std::vector<T*> sp(b_.devices(), nullptr), rp(b_.devices(), nullptr);
+      for (std::size_t i = 0; i < local_.size(); ++i) {
+        sp[local_[i]] = reinterpret_cast<T*>(buf_[static_cast<std::size_t>(x.from)][i].data());
+        rp[local_[i]] = reinterpret_cast<T*>(buf_[static_cast<std::size_t>(x.to)][i].data());
+      }
+      const block_io<T> io{std::span<T* const>(sp), std::span<T* const>(rp)};
+      for (std::size_t g = 0; g < s.group_count(); ++g) {
+        const std::span<const rank_t> grp = s.group(g);
+        if (std::none_of(grp.begin(), grp.end(), [&](rank_t r) { return sp[r] != nullptr; })) continue;
+        if (s.kind == op::allgather) {
+          b_.allgather(grp, io, sums_[x.state]);
+        } else if constexpr (reducing_backend_for<B, T>) {
+          if (s.kind == op::allreduce) b_.allreduce(grp, io, sums_[x.state], s.reduce);
+          else b_.reducescatter(grp, io, sums_[x.state + 1], s.reduce);
+        }
+      }
     }
-    const block_io<T> io{std::span<T* const>(sp), std::span<T* const>(rp)};
-    for (std::size_t g = 0; g < s_.group_count(); ++g) {
-      const std::span<const rank_t> grp = s_.group(g);
-      if (std::none_of(grp.begin(), grp.end(), [&](rank_t r) { return sp[r] != nullptr; })) continue;
-      if (s_.kind == op::allreduce) b_.allreduce(grp, io, block_, s_.reduce);
-      else b_.reducescatter(grp, io, block_, s_.reduce);
-    }
-    copies.clear();
-    for (std::size_t i = 0; i < local_.size(); ++i)
-      for (std::size_t k = 0; k < arrays.size(); ++k)
-        copies.push_back({unpack_[k], recv_[i].data(), out[i * A + arrays[k]].data()});
-    strided_copies(mem, std::span<const byte_copy>(copies));
   }
 
  private:
   B& b_;
-  step s_;
+  std::vector<step> steps_;
   std::vector<rank_t> local_;
-  std::uint64_t block_ = 0, held_ = 0;
-  std::vector<strided_copy> pack_, unpack_;  ///< per array, in bytes
-  std::vector<buffer_type> send_, recv_;     ///< per local rank
+  std::vector<fused_action> actions_;
+  std::vector<std::uint64_t> sums_;            ///< elements of every array's tile per state, summed
+  std::vector<std::vector<strided_copy>> copies_;  ///< per action, per array, in bytes (none for a call)
+  std::array<std::vector<buffer_type>, 2> buf_;    ///< per local rank
+  std::uint64_t held_ = 0;
   bool prepared_ = false;
 };
 
@@ -479,8 +534,10 @@ class reshard_executor {
         if (a >= A) why = "names array " + std::to_string(a) + " of " + std::to_string(A);
         else if (taken[a] || (i > 0 && a <= set[i - 1])) why = "lists array '" + p_.arrays[a].name + "' twice or out of order";
         else if (p_.route[a] != reshard_route::own) why = "takes array '" + p_.arrays[a].name + "', which is joint";
-        else if (!element_type_reduces(p_.arrays[a].dtype) || !detail::fusible(p_.own[a].chosen_program(), p_.world))
-          why = "takes array '" + p_.arrays[a].name + "', whose own program is not one even all-reduce or reduce-scatter";
+        else if (!detail::fusible(p_.own[a].chosen_program(), p_.world) ||
+                 (detail::fused_reduces(p_.own[a].chosen_program()) && !element_type_reduces(p_.arrays[a].dtype)))
+          why = "takes array '" + p_.arrays[a].name +
+                "', whose own program is not even all-reduces, reduce-scatters and all-gathers over every rank";
         else if (i > 0 && (p_.arrays[a].dtype != p_.arrays[set[0]].dtype ||
                            !detail::same_call(p_.own[a].chosen_program(), *progs.front())))
           why = "takes array '" + p_.arrays[a].name + "', whose element type or step is not that of array '" +
@@ -494,14 +551,20 @@ class reshard_executor {
         progs.push_back(&p_.own[a].chosen_program());
       }
       const reshard_array& x = p_.arrays[set[0]];
-      detail::with_element_type(x.dtype, true, [&](auto t) {
+      const bool reduces = detail::fused_reduces(*progs.front());
+      detail::with_element_type(x.dtype, reduces, [&](auto t) {
         using T = decltype(t);
-        if constexpr (reducing_backend_for<B, T>) {
-          if (!reducible<T>(progs.front()->steps[0].reduce))
-            error_ = which + ": " + unreducible_text(progs.front()->steps[0].reduce);
-          else fused_.push_back(std::make_unique<detail::typed_fused_call<T, B>>(b_, std::move(arrays), progs, local_));
+        constexpr bool can = reducing_backend_for<B, T>;
+        if constexpr (backend_for<B, T>) {
+          for (const step& s : progs.front()->steps)
+            if (s.kind != op::allgather && error_.empty())
+              error_ = !can ? which + ": the backend cannot reduce " + std::string(element_type_name(x.dtype)) + " elements"
+                       : !reducible<T>(s.reduce) ? which + ": " + unreducible_text(s.reduce)
+                                                 : "";
+          if (error_.empty())
+            fused_.push_back(std::make_unique<detail::typed_fused_call<T, B>>(b_, std::move(arrays), progs, local_));
         } else {
-          error_ = which + ": the backend cannot reduce " + std::string(element_type_name(x.dtype)) + " elements";
+          error_ = which + ": the backend cannot move " + std::string(element_type_name(x.dtype)) + " elements";
         }
       });
       if (!error_.empty()) return taken;
