@@ -19,7 +19,6 @@
 #include <exception>
 #include <random>
 #include <string>
-#include <utility>
 
 #include "redist/backends/mpi.hpp"
 #include "redist/lower/reshard.hpp"
@@ -116,29 +115,36 @@ int run(int argc, char** argv) {
     }
     // Gradients of FSDP 4 x TP 2 and of HSDP (8 ranks): own all-reduces, reduce-scatters and
     // two-step programs as fused collectives, one call per kind and group (per step), without
-    // and under a budget that splits them.
-    const std::pair<redist::reshard_problem, std::uint64_t> gradients[] = {
-        {redist::testing::gradient_reshard(4), 0},
-        {redist::testing::gradient_reshard(4), redist::testing::gradient_budget},
-        {redist::testing::hsdp_gradient_reshard(3), 0}};
-    if (W == 8)
-      for (const auto& [problem, budget] : gradients) {
-        const redist::reshard_plan p = redist::plan_reshard(problem, {.budget_bytes = budget});
-        redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
-        std::size_t fused = 0;
-        for (const auto& set : ex.fused_arrays()) fused += set.size();
-        redist::reshard_tiles t = redist::make_reshard_tiles(ex);
-        redist::fill_reshard_sources(p, ex.local_ranks(), t);
-        for (int run = 0; run < 2; ++run) {
-          ex.run(t.sources(), t.targets());
-          const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
-          checked += k.checked;
-          if (!k.ok()) fail("gradients: " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
-        }
-        if (fused != p.arrays.size() || (budget > 0 && ex.bytes_held() > budget))
-          fail("gradients: " + std::to_string(fused) + " of " + std::to_string(p.arrays.size()) +
-               " arrays in fused collectives, " + std::to_string(ex.bytes_held()) + " bytes held");
+    // and under a budget that splits them; then random gradients on meshes of 8 ranks.
+    auto gradients = [&](const redist::reshard_problem& problem, std::uint64_t budget, bool all_fused) {
+      const redist::reshard_plan p = redist::plan_reshard(problem, {.budget_bytes = budget});
+      redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
+      std::size_t fused = 0;
+      for (const auto& set : ex.fused_arrays()) fused += set.size();
+      redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+      redist::fill_reshard_sources(p, ex.local_ranks(), t);
+      for (int run = 0; run < 2; ++run) {
+        ex.run(t.sources(), t.targets());
+        const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+        checked += k.checked;
+        if (!k.ok()) fail("gradients: " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
       }
+      if ((all_fused && fused != p.arrays.size()) || (budget > 0 && ex.bytes_held() > budget))
+        fail("gradients: " + std::to_string(fused) + " of " + std::to_string(p.arrays.size()) +
+             " arrays in fused collectives, " + std::to_string(ex.bytes_held()) + " bytes held");
+      return fused;
+    };
+    if (W == 8) {
+      gradients(redist::testing::gradient_reshard(4), 0, true);
+      gradients(redist::testing::gradient_reshard(4), redist::testing::gradient_budget, true);
+      gradients(redist::testing::hsdp_gradient_reshard(3), 0, true);
+      std::mt19937 grng(2612);
+      std::size_t fused = 0;
+      for (int i = 0; i < 60; ++i)
+        if (const redist::reshard_problem g = redist::testing::random_gradient_reshard(grng); g.world == 8)
+          fused += gradients(g, 0, false);
+      if (fused < 60) fail("random gradients: only " + std::to_string(fused) + " arrays in fused collectives");
+    }
     // Where the kernel allows single copy, both backends moved pieces that way.
     std::uint64_t moved[2] = {single.single_copy_moves().reads + single.single_copy_moves().writes,
                               mixed.single_copy_moves().reads + mixed.single_copy_moves().writes},

@@ -3,7 +3,10 @@
 // without budgets, joint and one call per array, every element of every target
 // tile checked (runtime/reshard_tiles.hpp); the executor holds nothing on the
 // host; inputs are not written; bad tiles are refused before anything moves,
-// naming the array and the rank. MPI: tests/backends/mpi_reshard_test.cpp.
+// naming the array and the rank. Fused collectives: FSDP and HSDP gradients, and
+// random gradients (meshes, pending axes, reductions, shapes, budgets) whose own
+// programs of one or two collectives share their calls, every element checked; a
+// plan whose fused sets cannot run is refused. MPI: tests/backends/mpi_reshard_test.cpp.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -157,6 +160,39 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
   bad = p;
   bad.fused[4].arrays.pop_back();
   refused(bad, "fused collective 5 of the plan has fewer than two arrays");
+}
+
+TEST_CASE("random gradients: fused collectives on random meshes, axes, reductions and shapes", "[reshard]") {
+  std::mt19937 rng(2611);
+  std::size_t fused = 0, steps2 = 0, refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const reshard_problem pr = testing::random_gradient_reshard(rng);
+    const std::uint64_t budget = i % 3 == 2 ? 16384 + rng() % 65536 : 0;
+    const reshard_plan p = plan_reshard(pr, {.budget_bytes = budget});
+    auto text_of = [](const array_layout& l) {
+      const placed_layout& x = std::get<placed_layout>(l);
+      return std::string(type_text(x.pm.mesh, x.type).view()) + " on " + placed_mesh_text(x.pm);
+    };
+    const std::string text = std::to_string(i) + ": " + text_of(pr.arrays[0].source) + " -> " +
+                             text_of(pr.arrays[0].target) + ", budget " + std::to_string(budget);
+    INFO(text);
+    REQUIRE(testing::check_reshard_plan(p, budget) == "");
+    for (const reshard_fused& f : p.fused) {
+      fused += f.arrays.size();
+      steps2 += p.own[f.arrays[0]].chosen_program().steps.size() > 1;
+    }
+    std::string wrong;
+    try {
+      wrong = testing::run_reshard_on_host(p);
+    } catch (const redist_error& e) {  // an own program's buffers over the budget: refused, nothing moved
+      REQUIRE(std::string(e.what()).find("more than the budget of " + std::to_string(budget)) != std::string::npos);
+      ++refused;
+    }
+    REQUIRE(wrong == "");
+  }
+  CHECK(fused > 2000);   // the test is about fused calls: most problems have some
+  CHECK(steps2 > 200);   // and of two steps
+  CHECK(refused < 200);  // most budgets hold every own program
 }
 
 TEST_CASE("HSDP gradients: own programs of two collectives run as one call per step", "[reshard]") {

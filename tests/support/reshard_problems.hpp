@@ -281,6 +281,45 @@ inline reshard_problem hsdp_gradient_reshard(int layers) {
   return pr;
 }
 
+/// A random gradient reshard: 2-6 arrays on one mesh of 4 or 8 ranks (2-3 axes), pending
+/// over the same random axes S (sum or max), each `[{t}R, C] op{S}` to `[{t}R, {s}C]` (t an
+/// optional axis outside S, s a random ordered subset of S, R and C random multiples of 16),
+/// f32 or f64: own programs of one or two collectives that the planner fuses where they
+/// share their calls.
+inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
+  static const char* const meshes[] = {"{a: 2, b: 2, c: 2}", "{a: 4, b: 2}", "{a: 2, b: 4}", "{a: 2, b: 2}"};
+  const placed_mesh m = parse_placed_mesh(meshes[rng() % std::size(meshes)]);
+  std::vector<std::string> axes;
+  for (int k = 0; k < m.mesh.naxes; ++k) axes.emplace_back(m.mesh.names[k].view());
+  std::shuffle(axes.begin(), axes.end(), rng);
+  const std::size_t nsum = 1 + rng() % (axes.size() - (rng() % 2 == 0 ? 0 : 1));  // sometimes an axis stays free
+  const std::vector<std::string> sum(axes.begin(), axes.begin() + static_cast<std::ptrdiff_t>(nsum));
+  const std::string t = nsum < axes.size() && rng() % 2 == 0 ? axes[nsum] : "";
+  std::vector<std::string> split;
+  for (const std::string& a : sum)
+    if (rng() % 2 == 0) split.push_back(a);
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& a : v) s += (s.empty() ? "" : ", ") + a;
+    return s;
+  };
+  const std::string reduce = rng() % 3 == 0 ? "max" : "sum";
+  reshard_problem pr;
+  pr.world = m.mesh.devices;
+  const std::size_t n = 2 + rng() % 5;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string R = std::to_string(16 * (1 + rng() % 4)), C = std::to_string(16 * (1 + rng() % 4));
+    const std::string row = t.empty() ? R : "{" + t + "}" + R;
+    reshard_array a;
+    a.name = "g" + std::to_string(i);
+    a.dtype = rng() % 3 == 0 ? element_type::f64 : element_type::f32;
+    a.source = placed_layout{m, parse_type(m.mesh, "[" + row + ", " + C + "] " + reduce + "{" + list(sum) + "}")};
+    a.target = placed_layout{m, parse_type(m.mesh, "[" + row + ", " + (split.empty() ? C : "{" + list(split) + "}" + C) + "]")};
+    pr.arrays.push_back(a);
+  }
+  return pr;
+}
+
 /// A budget that splits gradient_reshard's fused reduce-scatters of w* into pairs: two of
 /// them hold 2 x 5 x 1 KiB (send n x part, receive part, n = 4), three would hold 15 KiB.
 inline constexpr std::uint64_t gradient_budget = 3 * 64 * 32 * 4 / 2;
