@@ -109,8 +109,8 @@ void print_plan(const reshard_plan& p, bool explain) {
       n += f.arrays.size();
       held = std::max(held, f.bytes);
     }
-    fmt::print("fused collectives: {} own arrays in {} call{}; buffers at most {} per rank\n", n, p.fused.size(),
-               p.fused.size() == 1 ? "" : "s", bytes_text(held));
+    fmt::print("fused collectives: {} own arrays in {} set{} (one call per step each); buffers at most {} per rank\n", n,
+               p.fused.size(), p.fused.size() == 1 ? "" : "s", bytes_text(held));
   }
   fmt::print("predicted {:.3f} ms (one call per array: {:.3f} ms)\n", p.seconds * 1e3, p.separate_seconds * 1e3);
   if (!explain) return;
@@ -122,10 +122,11 @@ void print_plan(const reshard_plan& p, bool explain) {
   }
   for (std::size_t k = 0; k < p.fused.size(); ++k) {
     const reshard_fused& f = p.fused[k];
-    std::string names;
+    std::string names, calls;
     for (std::uint32_t a : f.arrays) names += (names.empty() ? "" : ", ") + p.arrays[a].name;
-    fmt::print("  fused {}: one {} of {} arrays ({}), {} per rank, {:.3f} ms\n", k + 1,
-               op_name(p.own[f.arrays.front()].chosen_program().steps[0].kind), f.arrays.size(), names,
+    for (const step& s : p.own[f.arrays.front()].chosen_program().steps)
+      calls += (calls.empty() ? "one " : " then one ") + std::string(op_name(s.kind));
+    fmt::print("  fused {}: {} of {} arrays ({}), {} per rank, {:.3f} ms\n", k + 1, calls, f.arrays.size(), names,
                bytes_text(f.bytes), f.seconds * 1e3);
   }
   for (std::size_t i = 0; i < p.arrays.size(); ++i)

@@ -233,7 +233,7 @@ inline reshard_manifest read_reshard_manifest(std::string_view text) {
 
 /// The joint plan as JSON (redist-reshard-plan/1): the arrays with their routes (an own
 /// array with its program, redist-program/2), the pieces each rank keeps, the rounds with
-/// their pieces ([array, from, to, box]), the fused collectives (arrays, step, bytes per
+/// their pieces ([array, from, to, box]), the fused collectives (arrays, steps, bytes per
 /// rank, predicted seconds), and the per-rank measures.
 inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   using nlohmann::json;
@@ -268,11 +268,11 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
     rounds.push_back({{"messages", p.messages(k)}, {"pieces", pieces(p.rounds[k].pieces)}});
   j["rounds"] = std::move(rounds);
   json fused = json::array();
-  for (const reshard_fused& f : p.fused)
-    fused.push_back({{"arrays", f.arrays},
-                     {"step", op_name(p.own[f.arrays.front()].chosen_program().steps[0].kind)},
-                     {"bytes", f.bytes},
-                     {"predicted_seconds", f.seconds}});
+  for (const reshard_fused& f : p.fused) {
+    json steps = json::array();
+    for (const step& s : p.own[f.arrays.front()].chosen_program().steps) steps.push_back(op_name(s.kind));
+    fused.push_back({{"arrays", f.arrays}, {"steps", steps}, {"bytes", f.bytes}, {"predicted_seconds", f.seconds}});
+  }
   j["fused"] = std::move(fused);
   j["pipelined"] = p.pipelined;
   j["received_bytes"] = p.received_bytes;

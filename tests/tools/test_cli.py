@@ -312,13 +312,14 @@ def check_reshard(redist, checks):
                  "target": {"mesh": "m", "type": "[32]"}}]}, f)
         r = run(redist, ["reshard", "plan", "--manifest", grads, "--explain"])
         expect(r.returncode == 0 and
-               "fused collectives: 2 own arrays in 1 call; buffers at most 10.0 KiB per rank" in r.stdout and
+               "fused collectives: 2 own arrays in 1 set (one call per step each); buffers at most 10.0 KiB per rank"
+               in r.stdout and
                "  fused 1: one reducescatter of 2 arrays (w0, w1), 10.0 KiB per rank" in r.stdout,
                "reshard plan, gradients: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         r = run(redist, ["reshard", "plan", "--manifest", grads, "--json"])
         plan = json.loads(r.stdout) if r.returncode == 0 else {}
         fused = plan.get("fused", [{}])
-        expect(len(fused) == 1 and fused[0].get("arrays") == [0, 1] and fused[0].get("step") == "reducescatter" and
+        expect(len(fused) == 1 and fused[0].get("arrays") == [0, 1] and fused[0].get("steps") == ["reducescatter"] and
                fused[0].get("bytes") == 10240 and 0 < fused[0].get("predicted_seconds", 0) < plan["predicted_seconds"],
                "reshard plan --json, gradients: %r" % r.stdout[-400:])
         r = run(redist, ["reshard", "run", "--manifest", grads, "--backend", "host", "--verify"])

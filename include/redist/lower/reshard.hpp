@@ -157,7 +157,7 @@ struct reshard_round {
   std::vector<reshard_piece> pieces;
 };
 
-/// Own programs that run as one collective call (the header comment).
+/// Own programs that share their collective calls, one call per step (the header comment).
 struct reshard_fused {
   std::vector<std::uint32_t> arrays;  ///< ascending, at least two
   std::uint64_t bytes = 0;            ///< per rank: the send and receive buffers
@@ -173,7 +173,7 @@ struct reshard_plan {
   std::vector<plan_choice> own;        ///< per array: its own plan (plan_between), the program run when route is own
   std::vector<reshard_piece> local;    ///< pieces of joint arrays a rank copies from its own source tile
   std::vector<reshard_round> rounds;   ///< pieces between ranks, round by round
-  std::vector<reshard_fused> fused;    ///< own programs run as one collective call each set
+  std::vector<reshard_fused> fused;    ///< own programs that share their calls, set by set
   std::vector<std::uint64_t> received_bytes;     ///< per world rank: what the joint exchange brings it
   std::vector<std::uint64_t> lower_bound_bytes;  ///< per world rank: its joint arrays' target boxes minus what it held
   std::vector<std::uint64_t> transient_bytes;    ///< per world rank: the largest send + receive buffers of a round

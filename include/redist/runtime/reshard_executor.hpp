@@ -474,7 +474,7 @@ class reshard_executor {
   /// (a round's sends, then its receives: at most the plan's budget) and the largest own
   /// program's buffers.
   [[nodiscard]] std::uint64_t bytes_held() const { return buf_bytes_ + own_held_; }
-  /// The own programs that run as one collective call, set by set (the header comment).
+  /// The own programs that share their collective calls, set by set (the header comment).
   [[nodiscard]] std::vector<std::vector<std::size_t>> fused_arrays() const {
     std::vector<std::vector<std::size_t>> v;
     for (const auto& f : fused_) v.push_back(f->arrays);
