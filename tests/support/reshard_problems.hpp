@@ -225,32 +225,38 @@ inline planned_reshard random_planned_reshard(std::mt19937& rng, const reshard_w
   return r;
 }
 
-/// Gradients of FSDP 4 x TP 2 on 8 ranks, each an own program of one collective: weights
-/// pending over fsdp reduce-scattered to their shards (w*, f32; d*, f64), norms
-/// all-reduced (n*), weights reduced over tp (t*), `layers` of each; and two i32 maxima (m0,
-/// m1). The fused collectives (runtime/reshard_executor.hpp) take them by kind and group.
-inline reshard_problem gradient_reshard(int layers) {
-  const placed_mesh m = parse_placed_mesh("{fsdp: 4, tp: 2}");
+/// A reshard of arrays that stay on one placed mesh (its ranks the world), added one by one
+/// by name, element type and the source and target types' text.
+struct one_mesh_reshard {
+  placed_mesh m;
   reshard_problem pr;
-  pr.world = 8;
-  auto add = [&](const std::string& name, element_type t, const std::string& from, const std::string& to) {
+  explicit one_mesh_reshard(const std::string& mesh) : m(parse_placed_mesh(mesh)) { pr.world = m.mesh.devices; }
+  void add(const std::string& name, element_type t, const std::string& from, const std::string& to) {
     reshard_array a;
     a.name = name;
     a.dtype = t;
     a.source = placed_layout{m, parse_type(m.mesh, from)};
     a.target = placed_layout{m, parse_type(m.mesh, to)};
     pr.arrays.push_back(a);
-  };
+  }
+};
+
+/// Gradients of FSDP 4 x TP 2 on 8 ranks, each an own program of one collective: weights
+/// pending over fsdp reduce-scattered to their shards (w*, f32; d*, f64), norms
+/// all-reduced (n*), weights reduced over tp (t*), `layers` of each; and two i32 maxima (m0,
+/// m1). The fused collectives (lower/reshard.hpp) take them by kind and group.
+inline reshard_problem gradient_reshard(int layers) {
+  one_mesh_reshard r("{fsdp: 4, tp: 2}");
   for (int l = 0; l < layers; ++l) {
     const std::string k = std::to_string(l);
-    add("w" + k, element_type::f32, "[{tp}64, 32] sum{fsdp}", "[{tp}64, {fsdp}32]");
-    add("n" + k, element_type::f32, "[32] sum{fsdp}", "[32]");
-    add("d" + k, element_type::f64, "[{tp}16, 8] sum{fsdp}", "[{tp}16, {fsdp}8]");
-    add("t" + k, element_type::f32, "[{fsdp}64, 32] sum{tp}", "[{fsdp}64, {tp}32]");
+    r.add("w" + k, element_type::f32, "[{tp}64, 32] sum{fsdp}", "[{tp}64, {fsdp}32]");
+    r.add("n" + k, element_type::f32, "[32] sum{fsdp}", "[32]");
+    r.add("d" + k, element_type::f64, "[{tp}16, 8] sum{fsdp}", "[{tp}16, {fsdp}8]");
+    r.add("t" + k, element_type::f32, "[{fsdp}64, 32] sum{tp}", "[{fsdp}64, {tp}32]");
   }
-  add("m0", element_type::i32, "[16] max{fsdp}", "[16]");
-  add("m1", element_type::i32, "[16] max{fsdp}", "[16]");
-  return pr;
+  r.add("m0", element_type::i32, "[16] max{fsdp}", "[16]");
+  r.add("m1", element_type::i32, "[16] max{fsdp}", "[16]");
+  return r.pr;
 }
 
 /// Gradients of hybrid sharding (HSDP: FSDP 2 inside replicas of DDP 2, TP 2, 8 ranks), each
@@ -260,25 +266,15 @@ inline reshard_problem gradient_reshard(int layers) {
 /// shards), f64 weights reduce-scattered over ddp then all-gathered over ddp and fsdp (e*),
 /// `layers` of each. Fused collectives run each kind as one call per step.
 inline reshard_problem hsdp_gradient_reshard(int layers) {
-  const placed_mesh m = parse_placed_mesh("{ddp: 2, fsdp: 2, tp: 2}");
-  reshard_problem pr;
-  pr.world = 8;
-  auto add = [&](const std::string& name, element_type t, const std::string& from, const std::string& to) {
-    reshard_array a;
-    a.name = name;
-    a.dtype = t;
-    a.source = placed_layout{m, parse_type(m.mesh, from)};
-    a.target = placed_layout{m, parse_type(m.mesh, to)};
-    pr.arrays.push_back(a);
-  };
+  one_mesh_reshard r("{ddp: 2, fsdp: 2, tp: 2}");
   for (int l = 0; l < layers; ++l) {
     const std::string k = std::to_string(l);
-    add("w" + k, element_type::f32, "[{tp}64, 32] sum{ddp, fsdp}", "[{tp}64, {fsdp}32]");
-    add("v" + k, element_type::f32, "[{tp}128, 128] sum{ddp, fsdp}", "[{tp}128, {fsdp}128]");
-    add("n" + k, element_type::f32, "[{fsdp}64] sum{ddp, tp}", "[64]");
-    add("e" + k, element_type::f64, "[{fsdp}64, 32] sum{ddp}", "[64, 32]");
+    r.add("w" + k, element_type::f32, "[{tp}64, 32] sum{ddp, fsdp}", "[{tp}64, {fsdp}32]");
+    r.add("v" + k, element_type::f32, "[{tp}128, 128] sum{ddp, fsdp}", "[{tp}128, {fsdp}128]");
+    r.add("n" + k, element_type::f32, "[{fsdp}64] sum{ddp, tp}", "[64]");
+    r.add("e" + k, element_type::f64, "[{fsdp}64, 32] sum{ddp}", "[64, 32]");
   }
-  return pr;
+  return r.pr;
 }
 
 /// A random gradient reshard: 2-6 arrays on one mesh of 4 or 8 ranks (2-3 axes), pending
@@ -288,9 +284,9 @@ inline reshard_problem hsdp_gradient_reshard(int layers) {
 /// share their calls.
 inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
   static const char* const meshes[] = {"{a: 2, b: 2, c: 2}", "{a: 4, b: 2}", "{a: 2, b: 4}", "{a: 2, b: 2}"};
-  const placed_mesh m = parse_placed_mesh(meshes[rng() % std::size(meshes)]);
+  one_mesh_reshard r(meshes[rng() % std::size(meshes)]);
   std::vector<std::string> axes;
-  for (int k = 0; k < m.mesh.naxes; ++k) axes.emplace_back(m.mesh.names[k].view());
+  for (int k = 0; k < r.m.mesh.naxes; ++k) axes.emplace_back(r.m.mesh.names[k].view());
   std::shuffle(axes.begin(), axes.end(), rng);
   const std::size_t nsum = 1 + rng() % (axes.size() - (rng() % 2 == 0 ? 0 : 1));  // sometimes an axis stays free
   const std::vector<std::string> sum(axes.begin(), axes.begin() + static_cast<std::ptrdiff_t>(nsum));
@@ -304,20 +300,15 @@ inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
     return s;
   };
   const std::string reduce = rng() % 3 == 0 ? "max" : "sum";
-  reshard_problem pr;
-  pr.world = m.mesh.devices;
   const std::size_t n = 2 + rng() % 5;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string R = std::to_string(16 * (1 + rng() % 4)), C = std::to_string(16 * (1 + rng() % 4));
     const std::string row = t.empty() ? R : "{" + t + "}" + R;
-    reshard_array a;
-    a.name = "g" + std::to_string(i);
-    a.dtype = rng() % 3 == 0 ? element_type::f64 : element_type::f32;
-    a.source = placed_layout{m, parse_type(m.mesh, "[" + row + ", " + C + "] " + reduce + "{" + list(sum) + "}")};
-    a.target = placed_layout{m, parse_type(m.mesh, "[" + row + ", " + (split.empty() ? C : "{" + list(split) + "}" + C) + "]")};
-    pr.arrays.push_back(a);
+    const element_type e = rng() % 3 == 0 ? element_type::f64 : element_type::f32;
+    r.add("g" + std::to_string(i), e, "[" + row + ", " + C + "] " + reduce + "{" + list(sum) + "}",
+          "[" + row + ", " + (split.empty() ? C : "{" + list(split) + "}" + C) + "]");
   }
-  return pr;
+  return r.pr;
 }
 
 /// A budget that splits gradient_reshard's fused reduce-scatters of w* into pairs: two of
