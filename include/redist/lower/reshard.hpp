@@ -237,6 +237,26 @@ inline bool fused_reduces(const program& p) {
   return std::any_of(p.steps.begin(), p.steps.end(), [](const step& s) { return s.kind != op::allgather; });
 }
 
+/// Why array a of plan rp cannot share the calls of array `first`'s own program (none where
+/// it can; a == first: whether it can share calls at all). The planner forms its sets by
+/// this rule and the executor checks a plan's sets by it.
+enum class fuse_refusal : std::uint8_t {
+  none,
+  joint,        ///< the array moves in the joint exchange
+  not_fusible,  ///< its own program is not even all-reduces, reduce-scatters and all-gathers over
+                ///< every rank, or reduces an element type without arithmetic
+  other_call,   ///< another element type, or other steps than `first`'s
+};
+inline fuse_refusal fuse_refused(const reshard_plan& rp, std::size_t a, std::size_t first) {
+  if (rp.route[a] != reshard_route::own) return fuse_refusal::joint;
+  const program& p = rp.own[a].chosen_program();
+  if (!fusible(p, rp.world) || (fused_reduces(p) && !element_type_reduces(rp.arrays[a].dtype)))
+    return fuse_refusal::not_fusible;
+  if (rp.arrays[a].dtype != rp.arrays[first].dtype || !same_call(p, rp.own[first].chosen_program()))
+    return fuse_refusal::other_call;
+  return fuse_refusal::none;
+}
+
 /// How the arrays of a fused call lie in a flat buffer at state k of their programs (state
 /// 0: the source tiles, state k: the tiles after step k - 1):
 ///   tiles    every array's tile back to back, in the set's order;
@@ -313,22 +333,19 @@ inline std::uint64_t fused_bytes(std::span<const program* const> progs, std::uin
   return (b[0] + b[1]) * e;
 }
 
-/// Predicted seconds of one call of steps `steps` over tiles that sum to `sums` per state
-/// (the header comment): the agreement, each step over the sums, and the passes of the
-/// copies (packing, repacking between steps, unpacking).
+/// Predicted seconds of one call of steps `steps` (actions schedule_fused(steps)) over tiles
+/// that sum to `sums` per state (the header comment): the agreement, each step over the
+/// sums, and the passes of the copies (packing, repacking between steps, unpacking).
 inline double fused_seconds(const time_profile& P, const std::vector<step>& steps,
-                            const std::vector<std::uint64_t>& sums, std::uint64_t e, std::uint64_t W) {
+                            const std::vector<fused_action>& actions, const std::vector<std::uint64_t>& sums,
+                            std::uint64_t e, std::uint64_t W) {
   double t = call_seconds(P, W);
   for (std::size_t k = 0; k < steps.size(); ++k)
     t += step_seconds(P, steps[k].kind, steps[k].parts, sums[k], sums[k + 1], e);
   std::uint64_t written = 0;
-  for (const fused_action& x : schedule_fused(steps))
+  for (const fused_action& x : actions)
     if (!x.call) written += sums[x.state];
   return t + P.pass_per_byte * static_cast<double>(written) * static_cast<double>(e);
-}
-inline double fused_seconds(const time_profile& P, std::span<const program* const> progs, std::uint64_t e,
-                            std::uint64_t W) {
-  return fused_seconds(P, progs.front()->steps, fused_state_elements(progs), e, W);
 }
 
 /// The fused collectives of plan rp's own programs (the header comment), by the options'
@@ -339,66 +356,68 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
   const std::uint64_t W = rp.world;
   const std::uint64_t cap = rp.budget_bytes > 0 ? rp.budget_bytes : o.fuse_bytes;
   if (!rp.joint || o.fuse_array_bytes == 0) return sets;
-  auto prog = [&](std::size_t a) -> const program* { return &rp.own[a].chosen_program(); };
+  const double call = call_seconds(P, W);
   std::vector<char> seen(A, 0);
   for (std::size_t a = 0; a < A; ++a) {
-    auto candidate = [&](std::size_t c) {
-      return !seen[c] && rp.route[c] == reshard_route::own && rp.arrays[c].dtype == rp.arrays[a].dtype &&
-             fusible(*prog(c), W) && same_call(*prog(c), *prog(a)) &&
-             (element_type_reduces(rp.arrays[c].dtype) || !fused_reduces(*prog(c)));
-    };
-    if (!candidate(a)) continue;
-    // Every candidate of this call, and which of them join: each against the call of all.
+    if (seen[a] || fuse_refused(rp, a, a) != fuse_refusal::none) continue;
+    // Every candidate of this call, with its tiles per state.
     const std::uint64_t e = rp.arrays[a].element_bytes();
+    const std::vector<step>& steps = rp.own[a].chosen_program().steps;
+    const std::vector<fused_action> actions = schedule_fused(steps);
     std::vector<std::size_t> same;
-    std::vector<const program*> all;
+    std::vector<std::vector<std::uint64_t>> mine;
+    std::vector<std::uint64_t> sums(steps.size() + 1, 0);
     for (std::size_t c = a; c < A; ++c)
-      if (candidate(c)) {
+      if (!seen[c] && fuse_refused(rp, c, a) == fuse_refusal::none) {
         seen[c] = 1;
+        const program* one[] = {&rp.own[c].chosen_program()};
         same.push_back(c);
-        all.push_back(prog(c));
+        mine.push_back(fused_state_elements(one));
+        for (std::size_t q = 0; q < sums.size(); ++q) sums[q] += mine.back()[q];
       }
     if (same.size() < 2) continue;
-    // What one array adds: the call of all less the call of all but it.
-    const std::vector<step>& steps = all.front()->steps;
-    const std::vector<std::uint64_t> sums = fused_state_elements(all);
-    const double with = fused_seconds(P, steps, sums, e, W);
+    auto own = [&](std::size_t c) { return rp.own[c].candidates[rp.own[c].chosen].seconds + call; };
+    auto bytes = [&](const std::vector<std::uint64_t>& n) {
+      const std::array<std::uint64_t, 2> b = fused_buffers(actions, n);
+      return (b[0] + b[1]) * e;
+    };
+    // Which join: what each adds to the call of all (the call of all less the call of all
+    // but it) against its own program and call, within fuse_array_bytes.
+    const double with = fused_seconds(P, steps, actions, sums, e, W);
     std::vector<std::size_t> join;
     for (std::size_t k = 0; k < same.size(); ++k) {
-      const program* one[] = {all[k]};
-      if (fused_bytes(one, e) > o.fuse_array_bytes) continue;
+      if (bytes(mine[k]) > o.fuse_array_bytes) continue;
       std::vector<std::uint64_t> rest = sums;
-      const std::vector<std::uint64_t> mine = fused_state_elements(one);
-      for (std::size_t q = 0; q < rest.size(); ++q) rest[q] -= mine[q];
-      const plan_candidate& c = rp.own[same[k]].candidates[rp.own[same[k]].chosen];
-      if (with - fused_seconds(P, steps, rest, e, W) < c.seconds + call_seconds(P, W)) join.push_back(same[k]);
+      for (std::size_t q = 0; q < rest.size(); ++q) rest[q] -= mine[k][q];
+      if (with - fused_seconds(P, steps, actions, rest, e, W) < own(same[k])) join.push_back(k);
     }
     // Sets in array order, each within the cap and predicted faster than its arrays' calls.
     reshard_fused set;
-    std::vector<const program*> progs;
+    std::vector<std::uint64_t> in(sums.size(), 0);  // the set's tiles per state
+    double separate = 0;
     auto flush = [&] {
       if (set.arrays.size() >= 2) {
-        double separate = 0;
-        for (std::uint32_t c : set.arrays) separate += rp.own[c].candidates[rp.own[c].chosen].seconds + call_seconds(P, W);
-        set.seconds = fused_seconds(P, progs, e, W);
-        set.bytes = fused_bytes(progs, e);
+        set.seconds = fused_seconds(P, steps, actions, in, e, W);
+        set.bytes = bytes(in);
         if (set.seconds < separate) sets.push_back(set);
       }
       set = {};
-      progs.clear();
+      in.assign(in.size(), 0);
+      separate = 0;
     };
-    for (std::size_t c : join) {
-      progs.push_back(prog(c));
-      if (fused_bytes(progs, e) > cap) {
-        progs.pop_back();
+    auto with_k = [&](std::size_t k) {  // the set's tiles with candidate k
+      std::vector<std::uint64_t> n = in;
+      for (std::size_t q = 0; q < n.size(); ++q) n[q] += mine[k][q];
+      return n;
+    };
+    for (std::size_t k : join) {
+      if (bytes(with_k(k)) > cap) {
         flush();
-        progs.push_back(prog(c));
-        if (fused_bytes(progs, e) > cap) {  // alone above the cap: its own program
-          progs.clear();
-          continue;
-        }
+        if (bytes(mine[k]) > cap) continue;  // alone above the cap: its own program
       }
-      set.arrays.push_back(static_cast<std::uint32_t>(c));
+      in = with_k(k);
+      separate += own(same[k]);
+      set.arrays.push_back(static_cast<std::uint32_t>(same[k]));
     }
     flush();
   }

@@ -533,15 +533,19 @@ class reshard_executor {
         std::string why;
         if (a >= A) why = "names array " + std::to_string(a) + " of " + std::to_string(A);
         else if (taken[a] || (i > 0 && a <= set[i - 1])) why = "lists array '" + p_.arrays[a].name + "' twice or out of order";
-        else if (p_.route[a] != reshard_route::own) why = "takes array '" + p_.arrays[a].name + "', which is joint";
-        else if (!detail::fusible(p_.own[a].chosen_program(), p_.world) ||
-                 (detail::fused_reduces(p_.own[a].chosen_program()) && !element_type_reduces(p_.arrays[a].dtype)))
-          why = "takes array '" + p_.arrays[a].name +
-                "', whose own program is not even all-reduces, reduce-scatters and all-gathers over every rank";
-        else if (i > 0 && (p_.arrays[a].dtype != p_.arrays[set[0]].dtype ||
-                           !detail::same_call(p_.own[a].chosen_program(), *progs.front())))
-          why = "takes array '" + p_.arrays[a].name + "', whose element type or step is not that of array '" +
-                p_.arrays[set[0]].name + "'";
+        else
+          switch (detail::fuse_refused(p_, a, set[0])) {
+            case detail::fuse_refusal::none: break;
+            case detail::fuse_refusal::joint: why = "takes array '" + p_.arrays[a].name + "', which is joint"; break;
+            case detail::fuse_refusal::not_fusible:
+              why = "takes array '" + p_.arrays[a].name +
+                    "', whose own program is not even all-reduces, reduce-scatters and all-gathers over every rank";
+              break;
+            case detail::fuse_refusal::other_call:
+              why = "takes array '" + p_.arrays[a].name + "', whose element type or step is not that of array '" +
+                    p_.arrays[set[0]].name + "'";
+              break;
+          }
         if (!why.empty()) {
           error_ = which + " " + why;
           return taken;
