@@ -31,7 +31,9 @@
 // Part 3, gradients: FSDP 4 x TP 2 weight gradients pending over fsdp, reduce-scattered to
 // their shards, and norms all-reduced (L layers of width D); then the same under HSDP (DDP 2
 // x FSDP 2 x TP 2, pending over ddp and fsdp: two collectives per weight): the joint plan,
-// whose own programs run fused step by step (lower/reshard.hpp), against one call per array.
+// whose own programs run fused step by step (lower/reshard.hpp), against the same fused as
+// until 2026-11-28 (arrays capped at 128 KiB of buffers, sets up to 32 MiB) and against one
+// call per array.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
@@ -379,33 +381,45 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
   }
   std::uint64_t bytes = 0;
   for (const reshard_array& a : pr.arrays) bytes += a.bytes();
-  const reshard_plan joint = plan_reshard(pr), separate = plan_reshard(pr, {.joint = false});
-  reshard_executor<mpi_backend> ej(mpi, joint), es(mpi, separate);
+  // The joint plan; beside it, the same fused as until 2026-11-28: arrays of at most 128 KiB
+  // of buffers per rank, sets of up to 32 MiB whatever their predicted time.
+  const reshard_plan joint = plan_reshard(pr),
+                     before = plan_reshard(pr, {.fuse_array_bytes = std::uint64_t{128} << 10, .fuse_set_calls = 0}),
+                     separate = plan_reshard(pr, {.joint = false});
+  reshard_executor<mpi_backend> ej(mpi, joint), eb(mpi, before), es(mpi, separate);
   reshard_tiles t = make_reshard_tiles(ej);
   fill_reshard_sources(joint, ej.local_ranks(), t);
   const auto in = t.sources();
   const auto out = t.targets();
-  std::vector<series> s = {{"joint (fused collectives)", {}}, {"per array", {}}};
-  const std::vector<std::function<void()>> run = {[&] { ej.run(in, out); }, [&] { es.run(in, out); }};
+  std::vector<series> s = {{"joint (fused)", {}}, {"joint (fused as before)", {}}, {"per array", {}}};
+  const std::vector<std::function<void()>> run = {
+      [&] { ej.run(in, out); }, [&] { eb.run(in, out); }, [&] { es.run(in, out); }};
   auto clear = [&] {
     for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
   };
   auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
   interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
              std::vector<std::function<bool()>>(s.size(), check), runs);
-  std::size_t fused = 0;
-  for (const reshard_fused& f : joint.fused) fused += f.arrays.size();
+  auto arrays = [](const reshard_plan& p) {
+    std::size_t n = 0;
+    for (const reshard_fused& f : p.fused) n += f.arrays.size();
+    return std::to_string(p.fused.size()) + " (" + std::to_string(n) + ")";
+  };
   if (me == 0)
     std::printf("\n## Gradients: %llu layers of width %llu, %s, 8 ranks\n\n"
-                "| arrays | MiB | fused calls (arrays) | joint (fused) best / median ms | per array best / median ms | "
-                "per array / joint (medians) | predicted: joint, per array ms (ratio) | held by the fused calls / rank "
-                "|\n|---|---|---|---|---|---|---|---|\n"
-                "| %zu | %s | %zu (%zu) | %.2f / %.2f | %.2f / %.2f | %.2fx | %.2f, %.2f (%.2fx) | %s MiB |\n",
+                "| arrays | MiB | fused calls (arrays): joint, before | joint (fused) best / median ms | "
+                "joint (fused as before) | per array | per array / joint, before / joint (medians) | "
+                "predicted: joint, before, per array ms | held by the fused calls / rank: joint, before "
+                "|\n|---|---|---|---|---|---|---|---|---|\n"
+                "| %zu | %s | %s, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2fx, %.2fx | %.2f, %.2f, %.2f | "
+                "%s, %s MiB |\n",
                 static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim),
                 hsdp ? "HSDP: DDP 2 x FSDP 2 x TP 2, pending over ddp and fsdp" : "FSDP 4 x TP 2, pending over fsdp",
-                pr.arrays.size(), mib(bytes).c_str(), joint.fused.size(), fused, s[0].best() * 1e3, s[0].median() * 1e3,
-                s[1].best() * 1e3, s[1].median() * 1e3, s[1].median() / s[0].median(), joint.seconds * 1e3,
-                separate.seconds * 1e3, separate.seconds / joint.seconds, mib(ej.bytes_held()).c_str());
+                pr.arrays.size(), mib(bytes).c_str(), arrays(joint).c_str(), arrays(before).c_str(), s[0].best() * 1e3,
+                s[0].median() * 1e3, s[1].best() * 1e3, s[1].median() * 1e3, s[2].best() * 1e3, s[2].median() * 1e3,
+                s[2].median() / s[0].median(), s[1].median() / s[0].median(), joint.seconds * 1e3,
+                before.seconds * 1e3, separate.seconds * 1e3, mib(ej.bytes_held()).c_str(),
+                mib(eb.bytes_held()).c_str());
 }
 
 void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {

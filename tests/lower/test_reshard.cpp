@@ -218,6 +218,20 @@ TEST_CASE("fused collectives: own all-reduces and reduce-scatters share one call
   REQUIRE(q.fused.size() == 6);
   REQUIRE(q.fused[0].arrays == set{0, 4});
   REQUIRE(q.fused[1].arrays == set{8, 12});
+  // A call's predicted seconds stay within fuse_set_calls agreements: the weights' set (1.61
+  // calls) splits in two in array order; the norms' and the maxima's arrays are each above 1.5
+  // calls alone (their all-reduce over 4 is two rounds), so they run as their own programs.
+  const reshard_plan c = plan_reshard(pr, {.fuse_set_calls = 1.5});
+  REQUIRE(testing::check_reshard_plan(c, 0).empty());
+  REQUIRE(c.fused.size() == 4);
+  REQUIRE(c.fused[0].arrays == set{0, 4});
+  REQUIRE(c.fused[1].arrays == set{8, 12});
+  REQUIRE(c.fused[2].arrays == set{2, 6, 10, 14});
+  REQUIRE(c.fused[3].arrays == set{3, 7, 11, 15});
+  for (const reshard_fused& f : c.fused) REQUIRE(f.seconds <= 1.5 * call);
+  REQUIRE(p.fused[0].seconds > 1.5 * call);
+  REQUIRE(plan_reshard(pr, {.fuse_set_calls = 1.2}).fused.empty());
+  REQUIRE(plan_reshard(pr, {.fuse_set_calls = 0}).fused.size() == 5);  // no such limit
   // Where the pack and the unpack are predicted dearer than the calls they save, nothing joins.
   time_profile slow = builtin_profile;
   slow.pass_per_byte = 1e-6;

@@ -57,17 +57,22 @@
 // agreement, each step over the sums of the arrays' tiles, and the passes of its copies. An
 // array joins where what it adds to the call of every candidate of its calls is predicted
 // below its own program with its call (and a set where it is predicted faster than its
-// arrays' own programs and calls), and where its part of the buffers (both, per rank) is at
-// most reshard_options::fuse_array_bytes: the built-in profile's pass, measured on small
-// tiles, undercounts packing from memory, and on 8 MPI ranks of 2 cores fused arrays of 480
-// KiB and more ran slower than their own calls. The buffers hold at most the budget, or
-// fuse_bytes without one: a set that would hold more is split in array order; a set of one
-// array is its own program. Joint arrays need no fusing: their pieces go in the joint
-// exchange, one message per pair of ranks whatever the number of arrays.
+// arrays' own programs and calls). A call's predicted seconds stay within
+// reshard_options::fuse_set_calls of its agreements (32): past that, one more array saves
+// under 1/32 of the call's time by the model while the buffers grow out of the caches, which
+// the model does not see (8 MPI ranks of 2 cores: calls so bounded, about 2 MiB of buffers
+// per rank, ran as fast as sets of up to 32 MiB or up to 1.2x faster; docs/benchmarks.md).
+// Bounded by time, the sets follow the profile: under one whose bytes are cheaper beside its
+// calls, calls fill larger buffers. The buffers hold at most the budget, or fuse_bytes without
+// one, and each array's part of them (both, per rank) at most fuse_array_bytes (no cap by
+// default). A set that would pass a bound is split in array order; a set of one array (an
+// array above a bound alone) is its own program. Joint arrays need no fusing: their pieces go
+// in the joint exchange, one message per pair of ranks whatever the number of arrays.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -127,10 +132,14 @@ struct reshard_options {
   bool joint = true;
   reshard_pipeline pipeline = reshard_pipeline::automatic;
   /// Fused collectives (the header comment): the most bytes of send and receive buffers per
-  /// rank one array may add to a call (0: nothing fused), and one call may hold without a
-  /// budget (a bucket, as DDP's 25 MiB; under a budget, the budget).
-  std::uint64_t fuse_array_bytes = std::uint64_t{128} << 10;
+  /// rank one array may add to a call (0: nothing fused; by default no cap), and one call may
+  /// hold without a budget (under a budget, the budget).
+  std::uint64_t fuse_array_bytes = UINT64_MAX;
   std::uint64_t fuse_bytes = std::uint64_t{32} << 20;
+  /// The most a fused call's predicted seconds may be, in its agreements
+  /// (detail::call_seconds; the header comment): past that, one more array saves less than
+  /// 1/32 of the call's time by the model while the buffers outgrow the caches (0: no limit).
+  double fuse_set_calls = 32;
 };
 
 /// How one array moves.
@@ -391,7 +400,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
       for (std::size_t q = 0; q < rest.size(); ++q) rest[q] -= mine[k][q];
       if (with - fused_seconds(P, steps, actions, rest, e, W) < own(same[k])) join.push_back(k);
     }
-    // Sets in array order, each within the cap and predicted faster than its arrays' calls.
+    // Sets in array order, each within the caps and predicted faster than its arrays' calls.
     reshard_fused set;
     std::vector<std::uint64_t> in(sums.size(), 0);  // the set's tiles per state
     double separate = 0;
@@ -410,10 +419,14 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
       for (std::size_t q = 0; q < n.size(); ++q) n[q] += mine[k][q];
       return n;
     };
+    const double most = o.fuse_set_calls > 0 ? o.fuse_set_calls * call : HUGE_VAL;
+    auto over = [&](const std::vector<std::uint64_t>& n) {
+      return bytes(n) > cap || fused_seconds(P, steps, actions, n, e, W) > most;
+    };
     for (std::size_t k : join) {
-      if (bytes(with_k(k)) > cap) {
+      if (over(with_k(k))) {
         flush();
-        if (bytes(mine[k]) > cap) continue;  // alone above the cap: its own program
+        if (over(mine[k])) continue;  // alone above a cap: its own program
       }
       in = with_k(k);
       separate += own(same[k]);
