@@ -222,26 +222,25 @@ struct typed_fused_call final : fused_call {
       return k == 0 ? tile_extents(p.m, p.source) : tile_extents(p.m, p.steps[k - 1].type_after);
     };
     auto locals = [](const program& p, std::size_t k) { return k == 0 ? p.source_local() : p.steps[k - 1].local_after; };
+    // before[k][i]: the elements of the arrays before i at state k.
+    std::vector<std::vector<std::uint64_t>> before(steps_.size() + 1, std::vector<std::uint64_t>(progs.size() + 1, 0));
+    for (std::size_t k = 0; k < before.size(); ++k)
+      for (std::size_t i = 0; i < progs.size(); ++i) before[k][i + 1] = before[k][i] + locals(*progs[i], k);
     auto where = [&](std::size_t i, std::size_t k, fused_arrangement x, bool caller) {
       place w;
       if (caller) return w;
-      auto before = [&](std::size_t state) {  // the arrays before i at a state
-        std::uint64_t n = 0;
-        for (std::size_t j = 0; j < i; ++j) n += locals(*progs[j], state);
-        return n;
-      };
       if (x == fused_arrangement::tiles) {
-        w.at = before(k);
+        w.at = before[k][i];
       } else if (x == fused_arrangement::chunks) {  // sent by the reduce-scatter at step k
         w.n = steps_[k].parts;
         w.d = progs[i]->steps[k].split_dim;
         w.block = sums_[k + 1];
-        w.at = before(k + 1);
+        w.at = before[k + 1][i];
       } else {  // left by the all-gather at step k - 1
         w.n = steps_[k - 1].parts;
         w.d = progs[i]->steps[k - 1].concat_dim;
         w.block = sums_[k - 1];
-        w.at = before(k - 1);
+        w.at = before[k - 1][i];
       }
       return w;
     };
