@@ -164,11 +164,13 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
 
 TEST_CASE("random gradients: fused collectives on random meshes, axes, reductions and shapes", "[reshard]") {
   std::mt19937 rng(2611);
-  std::size_t fused = 0, steps2 = 0, refused = 0;
+  std::size_t fused = 0, steps2 = 0, refused = 0, bounded = 0, split = 0;
   for (int i = 0; i < 2000; ++i) {
     const reshard_problem pr = testing::random_gradient_reshard(rng);
     const std::uint64_t budget = i % 3 == 2 ? 16384 + rng() % 65536 : 0;
-    const reshard_plan p = plan_reshard(pr, {.budget_bytes = budget});
+    // Every fourth: calls bounded to 1.2-3.2 agreements, which splits most sets.
+    const double calls = i % 4 == 1 ? 1.2 + static_cast<double>(rng() % 200) / 100 : 32;
+    const reshard_plan p = plan_reshard(pr, {.budget_bytes = budget, .fuse_set_calls = calls});
     auto text_of = [](const array_layout& l) {
       const placed_layout& x = std::get<placed_layout>(l);
       return std::string(type_text(x.pm.mesh, x.type).view()) + " on " + placed_mesh_text(x.pm);
@@ -177,10 +179,14 @@ TEST_CASE("random gradients: fused collectives on random meshes, axes, reduction
                              text_of(pr.arrays[0].target) + ", budget " + std::to_string(budget);
     INFO(text);
     REQUIRE(testing::check_reshard_plan(p, budget) == "");
+    const double most = calls * detail::call_seconds(builtin_profile, p.world);
     for (const reshard_fused& f : p.fused) {
       fused += f.arrays.size();
       steps2 += p.own[f.arrays[0]].chosen_program().steps.size() > 1;
+      REQUIRE(f.seconds <= most);
+      bounded += calls < 32;
     }
+    if (calls < 32) split += plan_reshard(pr, {.budget_bytes = budget}).fused.size() != p.fused.size();
     std::string wrong;
     try {
       wrong = testing::run_reshard_on_host(p);
@@ -193,6 +199,8 @@ TEST_CASE("random gradients: fused collectives on random meshes, axes, reduction
   CHECK(fused > 2000);   // the test is about fused calls: most problems have some
   CHECK(steps2 > 200);   // and of two steps
   CHECK(refused < 200);  // most budgets hold every own program
+  CHECK(bounded > 300);  // bounded calls still fuse
+  CHECK(split > 100);    // in other sets than unbounded ones
 }
 
 TEST_CASE("HSDP gradients: own programs of two collectives run as one call per step", "[reshard]") {
