@@ -165,11 +165,12 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
 TEST_CASE("random gradients: fused collectives on random meshes, axes, reductions and shapes", "[reshard]") {
   std::mt19937 rng(2611);
   std::size_t fused = 0, steps2 = 0, refused = 0, bounded = 0, split = 0;
+  const double usual = reshard_options{}.fuse_set_calls;
   for (int i = 0; i < 2000; ++i) {
     const reshard_problem pr = testing::random_gradient_reshard(rng);
     const std::uint64_t budget = i % 3 == 2 ? 16384 + rng() % 65536 : 0;
     // Every fourth: calls bounded to 1.2-3.2 agreements, which splits most sets.
-    const double calls = i % 4 == 1 ? 1.2 + static_cast<double>(rng() % 200) / 100 : 32;
+    const double calls = i % 4 == 1 ? 1.2 + static_cast<double>(rng() % 200) / 100 : usual;
     const reshard_plan p = plan_reshard(pr, {.budget_bytes = budget, .fuse_set_calls = calls});
     auto text_of = [](const array_layout& l) {
       const placed_layout& x = std::get<placed_layout>(l);
@@ -184,9 +185,9 @@ TEST_CASE("random gradients: fused collectives on random meshes, axes, reduction
       fused += f.arrays.size();
       steps2 += p.own[f.arrays[0]].chosen_program().steps.size() > 1;
       REQUIRE(f.seconds <= most);
-      bounded += calls < 32;
+      bounded += calls < usual;
     }
-    if (calls < 32) split += plan_reshard(pr, {.budget_bytes = budget}).fused.size() != p.fused.size();
+    if (calls < usual) split += plan_reshard(pr, {.budget_bytes = budget}).fused.size() != p.fused.size();
     std::string wrong;
     try {
       wrong = testing::run_reshard_on_host(p);

@@ -58,10 +58,11 @@
 // array joins where what it adds to the call of every candidate of its calls is predicted
 // below its own program with its call (and a set where it is predicted faster than its
 // arrays' own programs and calls). A call's predicted seconds stay within
-// reshard_options::fuse_set_calls of its agreements (32): past that, one more array saves
-// under 1/32 of the call's time by the model while the buffers grow out of the caches, which
-// the model does not see (8 MPI ranks of 2 cores: calls so bounded, about 2 MiB of buffers
-// per rank, ran as fast as sets of up to 32 MiB or up to 1.2x faster; docs/benchmarks.md).
+// reshard_options::fuse_set_calls of its agreements (16): past that, one more array saves
+// under 1/16 of the call's time by the model while the buffers grow out of the caches, which
+// the model does not see (8 MPI ranks of 2 cores: calls so bounded, about 1 MiB of buffers
+// per rank, ran 1.12-1.34x faster than sets of up to 32 MiB where those outgrew 2 MiB, within
+// 0.92-1.02x elsewhere; docs/benchmarks.md).
 // Bounded by time, the sets follow the profile: under one whose bytes are cheaper beside its
 // calls, calls fill larger buffers. The buffers hold at most the budget, or fuse_bytes without
 // one, and each array's part of them (both, per rank) at most fuse_array_bytes (no cap by
@@ -138,8 +139,8 @@ struct reshard_options {
   std::uint64_t fuse_bytes = std::uint64_t{32} << 20;
   /// The most a fused call's predicted seconds may be, in its agreements
   /// (detail::call_seconds; the header comment): past that, one more array saves less than
-  /// 1/32 of the call's time by the model while the buffers outgrow the caches (0: no limit).
-  double fuse_set_calls = 32;
+  /// 1/16 of the call's time by the model while the buffers outgrow the caches (0: no limit).
+  double fuse_set_calls = 16;
 };
 
 /// How one array moves.
