@@ -415,21 +415,19 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
       in.assign(in.size(), 0);
       separate = 0;
     };
-    auto with_k = [&](std::size_t k) {  // the set's tiles with candidate k
-      std::vector<std::uint64_t> n = in;
-      for (std::size_t q = 0; q < n.size(); ++q) n[q] += mine[k][q];
-      return n;
-    };
     const double most = o.fuse_set_calls > 0 ? o.fuse_set_calls * call : HUGE_VAL;
     auto over = [&](const std::vector<std::uint64_t>& n) {
       return bytes(n) > cap || fused_seconds(P, steps, actions, n, e, W) > most;
     };
     for (std::size_t k : join) {
-      if (over(with_k(k))) {
+      std::vector<std::uint64_t> n = in;  // the set's tiles with candidate k
+      for (std::size_t q = 0; q < n.size(); ++q) n[q] += mine[k][q];
+      if (over(n)) {
         flush();
         if (over(mine[k])) continue;  // alone above a cap: its own program
+        n = mine[k];
       }
-      in = with_k(k);
+      in = std::move(n);
       separate += own(same[k]);
       set.arrays.push_back(static_cast<std::uint32_t>(same[k]));
     }
