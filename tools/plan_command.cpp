@@ -61,7 +61,7 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
     if (k.name == "exchange" && k.prog.count(op::exchange) == 1) {
       std::size_t at = 0;  // the exchange (after an allreduce of sums, before a partial step)
       while (k.prog.steps[at].kind != op::exchange) ++at;
-      const exchange_plan x = plan_exchange(k.prog, at);
+      const exchange_plan x = plan_exchange(k.prog, at, plan_detail::sizes);
       const std::size_t n = k.prog.steps.size();
       what = fmt::format("{} step{}, {} peers, {} received per rank", n, n > 1 ? "s" : "", x.messages, byte_text(bytes));
     } else {

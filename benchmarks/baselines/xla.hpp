@@ -736,7 +736,7 @@ inline void fuse_all_to_alls(program& prog, const xla_plan& plan) {
     const box_trace before = trace_boxes(prog, first), after = trace_boxes(prog, last + 1);
     if (!before.error.empty() || !after.error.empty())
       throw redist_error(errc::rule, "xla baseline: internal error: " + before.error + after.error);
-    const exchange_plan x = plan_exchange(before.boxes, after.boxes);
+    const exchange_plan x = plan_exchange(before.boxes, after.boxes, plan_detail::sizes);
     if (!x.error.empty()) throw redist_error(errc::rule, "xla baseline: fused all-to-all: " + x.error);
     step s;
     s.kind = op::exchange;

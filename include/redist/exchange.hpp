@@ -429,6 +429,13 @@ struct exchange_piece {
   box b;
 };
 
+/// How much of an exchange plan_exchange keeps: every piece (what the executor, the JSON
+/// writer and `draw` need), or only the sizes (received per rank, max_received, max_sent,
+/// messages: what pricing and checking a program need; pieces, first, before and after
+/// stay empty). Both visit the same pieces; sizes allocates nothing per piece, which on a
+/// dense exchange of thousands of ranks (millions of pieces) is most of the time.
+enum class plan_detail { pieces, sizes };
+
 /// What every rank sends and receives in one exchange.
 struct exchange_plan {
   std::vector<box> before, after;       ///< every rank's box before and after the step
@@ -438,6 +445,7 @@ struct exchange_plan {
   std::uint64_t max_received = 0;       ///< the most elements one rank receives
   std::uint64_t max_sent = 0;           ///< the most elements one rank sends to others
   std::uint64_t messages = 0;           ///< the most pieces one rank sends to or receives from others
+  std::uint64_t max_senders = 0;        ///< the most other ranks one rank receives from
   std::string error;                    ///< empty on success
   bool too_large = false;               ///< error: more than max_exchange_cells cells
 
@@ -447,21 +455,26 @@ struct exchange_plan {
 };
 
 /// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
-/// with the sender rule at the top of this file.
-inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after) {
+/// with the sender rule at the top of this file (`detail`: plan_detail above).
+inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after,
+                                   plan_detail detail = plan_detail::pieces) {
   exchange_plan x;
   const std::size_t D = before.size();
   const int R = D ? before[0].rank : 0;
-  x.first.assign(D + 1, 0);
+  const bool keep = detail == plan_detail::pieces;
+  if (keep) x.first.assign(D + 1, 0);
   x.received.assign(D, 0);
   if (after.size() != D) {
     x.error = "an exchange needs one box per rank";
     return x;
   }
-  // Distinct non-empty boxes, ordered by their smallest holder, with their holders.
+  // Distinct non-empty boxes, ordered by their smallest holder, with their holders; own[r]:
+  // the one rank r holds (none: npos).
+  constexpr std::size_t npos = SIZE_MAX;
   std::map<box, std::size_t> index;
   std::vector<box> distinct;
   std::vector<std::vector<rank_t>> holders;
+  std::vector<std::size_t> own(D, npos);
   for (std::size_t r = 0; r < D; ++r) {
     if (before[r].empty()) continue;
     auto [it, fresh] = index.emplace(before[r], distinct.size());
@@ -470,6 +483,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
       holders.emplace_back();
     }
     holders[it->second].push_back(static_cast<rank_t>(r));
+    own[r] = it->second;
   }
   // Per dimension, the distinct ranges, sorted: pairwise disjoint (a grid of ranges, every
   // tiling by a type), or else the distinct boxes must be pairwise disjoint (a box layout:
@@ -498,25 +512,44 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
         x.error = partly;
         return x;
       }
-  // The distinct boxes by their range numbers (a cell of the grid of ranges).
+  // The distinct boxes by their range numbers (a cell of the grid of ranges): in a table
+  // by the cell's row-major number where the grid is at most a few times the boxes (a
+  // tiling by a type fills its grid), else in a map.
   using cell = std::array<std::uint32_t, max_dims>;
   auto range_of = [&](int d, std::uint64_t lo) {
     const auto& v = ranges[static_cast<std::size_t>(d)];
     return static_cast<std::uint32_t>(std::lower_bound(v.begin(), v.end(), std::make_pair(lo, std::uint64_t{0})) - v.begin());
   };
+  std::uint64_t grid_cells = 1;
+  for (int d = 0; d < R && grid; ++d)
+    if (!detail::mul_ok(grid_cells, ranges[static_cast<std::size_t>(d)].size(), grid_cells)) grid_cells = UINT64_MAX;
+  const bool table = grid && grid_cells <= 16 * distinct.size() + 1024;
+  auto number = [&](const cell& c) {
+    std::uint64_t n = 0;
+    for (int d = 0; d < R; ++d) n = n * ranges[static_cast<std::size_t>(d)].size() + c[static_cast<std::size_t>(d)];
+    return n;
+  };
+  std::vector<std::size_t> at_table(table ? grid_cells : 0, npos);
   std::map<cell, std::size_t> at;
   for (std::size_t j = 0; j < distinct.size(); ++j) {
     cell c{};
     for (int d = 0; d < R; ++d) c[static_cast<std::size_t>(d)] = range_of(d, distinct[j].lo[static_cast<std::size_t>(d)]);
-    at.emplace(c, j);
+    if (table) at_table[number(c)] = j;
+    else at.emplace(c, j);
   }
   std::vector<std::uint64_t> served(distinct.size(), 0);  // receivers of each box so far
   std::vector<std::uint64_t> sent(D, 0);                  // pieces each rank sends
   std::vector<std::uint64_t> sent_elements(D, 0);
   std::array<std::uint32_t, max_dims> lo_i{}, hi_i{};
-  std::uint64_t cells = 0;  // visited, over all receivers
+  std::array<std::vector<std::uint64_t>, max_dims> meet;  // a's extent in each range it meets
+  std::uint64_t cells = 0;                                 // visited, over all receivers
+  auto too_many = [&] {
+    x.error = "the exchange would move more than " + std::to_string(max_exchange_cells) +
+              " pieces (many small boxes to many ranks)";
+    x.too_large = true;
+  };
   for (std::size_t r = 0; r < D; ++r) {
-    x.first[r] = x.pieces.size();
+    if (keep) x.first[r] = x.pieces.size();
     const box& a = after[r];
     if (a.rank != R) {
       x.error = "rank " + std::to_string(r) + "'s box has " + std::to_string(a.rank) + " dimensions, the array " +
@@ -525,59 +558,73 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     }
     if (a.empty()) continue;
     std::uint64_t covered = 0, got = 0, msgs = 0;
-    // The piece of a in distinct box j, from r itself or by the sender rule.
-    auto take = [&](std::size_t j) {
-      const box piece = intersect(a, distinct[j]);
-      if (piece.empty()) return;
-      const auto& h = holders[j];
+    // The piece of a in distinct box j, of n elements (n > 0), from r itself or by the
+    // sender rule.
+    auto take = [&](std::size_t j, std::uint64_t n) {
       rank_t from = static_cast<rank_t>(r);
-      if (!std::binary_search(h.begin(), h.end(), static_cast<rank_t>(r))) {
-        from = h[(served[j] + j) % h.size()];
+      if (own[r] != j) {
+        const auto& h = holders[j];
+        from = h.size() == 1 ? h[0] : h[(served[j] + j) % h.size()];
         ++served[j];
         ++sent[from];
-        sent_elements[from] += piece.size();
-        got += piece.size();
+        sent_elements[from] += n;
+        got += n;
         ++msgs;
       }
-      covered += piece.size();
-      x.pieces.push_back({from, static_cast<rank_t>(r), piece});
+      covered += n;
+      if (keep) x.pieces.push_back({from, static_cast<rank_t>(r), intersect(a, distinct[j])});
     };
-    // The ranges meeting a along each dimension: [lo_i[d], hi_i[d]).
-    bool none = !grid;
-    for (int d = 0; d < R; ++d) {
-      const auto i = static_cast<std::size_t>(d);
-      const auto& v = ranges[i];
-      auto first = std::partition_point(v.begin(), v.end(), [&](const auto& q) { return q.second <= a.lo[i]; });
-      auto last = std::partition_point(first, v.end(), [&](const auto& q) { return q.first < a.hi[i]; });
-      lo_i[i] = static_cast<std::uint32_t>(first - v.begin());
-      hi_i[i] = static_cast<std::uint32_t>(last - v.begin());
-      none = none || first == last;
-    }
-    for (std::size_t j = 0; j < distinct.size() && !grid; ++j) {  // disjoint boxes, one by one
-      if ((cells += 1) > max_exchange_cells) {
-        x.error = "the exchange would move more than " + std::to_string(max_exchange_cells) +
-                  " pieces (many small boxes to many ranks)";
-        x.too_large = true;
-        return x;
+    if (!grid) {  // disjoint boxes, one by one
+      for (std::size_t j = 0; j < distinct.size(); ++j) {
+        if ((cells += 1) > max_exchange_cells) {
+          too_many();
+          return x;
+        }
+        if (const std::uint64_t n = intersect(a, distinct[j]).size()) take(j, n);
       }
-      take(j);
-    }
-    cell c = lo_i;
-    while (!none) {
-      if (++cells > max_exchange_cells) {
-        x.error = "the exchange would move more than " + std::to_string(max_exchange_cells) +
-                  " pieces (many small boxes to many ranks)";
-        x.too_large = true;
-        return x;
-      }
-      if (auto it = at.find(c); it != at.end()) take(it->second);
-      int d = R - 1;  // next cell, row-major
-      for (; d >= 0; --d) {
+    } else {
+      // The ranges meeting a along each dimension, [lo_i[d], hi_i[d]), and a's extent in
+      // each; then every cell of that block, row-major, its piece's elements the product of
+      // the extents (pre[d]: over the dimensions before d) and its number kept alongside.
+      bool none = false;
+      for (int d = 0; d < R; ++d) {
         const auto i = static_cast<std::size_t>(d);
-        if (++c[i] < hi_i[i]) break;
-        c[i] = lo_i[i];
+        const auto& v = ranges[i];
+        auto first = std::partition_point(v.begin(), v.end(), [&](const auto& q) { return q.second <= a.lo[i]; });
+        auto last = std::partition_point(first, v.end(), [&](const auto& q) { return q.first < a.hi[i]; });
+        lo_i[i] = static_cast<std::uint32_t>(first - v.begin());
+        hi_i[i] = static_cast<std::uint32_t>(last - v.begin());
+        none = none || first == last;
+        meet[i].clear();
+        for (auto q = first; q != last; ++q) meet[i].push_back(std::min(a.hi[i], q->second) - std::max(a.lo[i], q->first));
       }
-      if (d < 0) break;
+      cell c = lo_i;
+      std::array<std::uint64_t, max_dims + 1> pre{}, num{};
+      pre[0] = 1;
+      int from_d = 0;  // the prefixes from this dimension on are stale
+      while (!none) {
+        if (++cells > max_exchange_cells) {
+          too_many();
+          return x;
+        }
+        for (int d = from_d; d < R; ++d) {
+          const auto i = static_cast<std::size_t>(d);
+          pre[i + 1] = pre[i] * meet[i][c[i] - lo_i[i]];
+          num[i + 1] = num[i] * ranges[i].size() + c[i];
+        }
+        std::size_t j = npos;
+        if (table) j = at_table[num[static_cast<std::size_t>(R)]];
+        else if (const auto it = at.find(c); it != at.end()) j = it->second;
+        if (j != npos) take(j, pre[static_cast<std::size_t>(R)]);
+        int d = R - 1;  // next cell, row-major
+        for (; d >= 0; --d) {
+          const auto i = static_cast<std::size_t>(d);
+          if (++c[i] < hi_i[i]) break;
+          c[i] = lo_i[i];
+        }
+        if (d < 0) break;
+        from_d = d;
+      }
     }
     if (covered != a.size()) {
       x.error = "no rank holds some elements of rank " + std::to_string(r) + "'s box " + box_text(a) +
@@ -586,11 +633,14 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     }
     x.received[r] = got;
     x.max_received = std::max(x.max_received, got);
-    x.messages = std::max(x.messages, msgs);
+    x.max_senders = std::max(x.max_senders, msgs);  // a piece from each (a rank holds one box)
   }
-  x.first[D] = x.pieces.size();
-  x.before.assign(before.begin(), before.end());
-  x.after.assign(after.begin(), after.end());
+  if (keep) {
+    x.first[D] = x.pieces.size();
+    x.before.assign(before.begin(), before.end());
+    x.after.assign(after.begin(), after.end());
+  }
+  x.messages = x.max_senders;
   for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
   for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
   return x;
@@ -642,9 +692,10 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
       sent_elements[pc.from] += pc.b.size();
     }
     x.max_received = std::max(x.max_received, x.received[r]);
-    x.messages = std::max(x.messages, msgs);
+    x.max_senders = std::max(x.max_senders, msgs);  // one piece from each member
   }
   x.first[D] = x.pieces.size();
+  x.messages = x.max_senders;
   for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
   for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
   x.before = std::move(before);
@@ -654,18 +705,22 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
 
 /// The plan of step `s` of program p (which program_check accepted up to the boxes), a
 /// step that moves_as_exchange: an exchange's by the sender rule above, another step's by
-/// plan_collective_pieces; from the boxes of trace_states (at least through step s).
-inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_states& t) {
+/// plan_collective_pieces (which keeps its pieces: a group's, not a dense exchange's); from
+/// the boxes of trace_states (at least through step s).
+inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_states& t,
+                                   plan_detail detail = plan_detail::pieces) {
   if (t.states.size() <= s + 1) {
     exchange_plan x;
     x.error = t.error.empty() ? "the boxes are not followed through step " + std::to_string(s) : t.error;
     return x;
   }
   if (p.steps[s].kind != op::exchange) return plan_collective_pieces(p, s, t.states[s], t.states[s + 1]);
-  return plan_exchange(t.states[s], t.states[s + 1]);
+  return plan_exchange(t.states[s], t.states[s + 1], detail);
 }
 /// The same, following the boxes up to step s.
-inline exchange_plan plan_exchange(const program& p, std::size_t s) { return plan_exchange(p, s, trace_states(p, s + 1)); }
+inline exchange_plan plan_exchange(const program& p, std::size_t s, plan_detail detail = plan_detail::pieces) {
+  return plan_exchange(p, s, trace_states(p, s + 1), detail);
+}
 
 /// The most elements one rank receives in a run of p: the steps that move boxes as
 /// exchanges (moves_as_exchange above: the exchange, and on uneven types the collectives
@@ -684,7 +739,7 @@ inline std::uint64_t run_received_elements(const program& p) {
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     if (moves_as_exchange(p, i, states)) {
-      const exchange_plan x = plan_exchange(p, i, states);
+      const exchange_plan x = plan_exchange(p, i, states, plan_detail::sizes);
       if (x.error.empty())
         for (std::uint64_t r = 0; r < D; ++r) got[r] += x.received[r];
       else

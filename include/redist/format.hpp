@@ -164,16 +164,10 @@ inline std::string exchange_note(const program& p, std::size_t i) {
   }
   const box_states t = trace_states(p, i + 1);
   if (!moves_as_exchange(p, i, t)) return {};  // a collective on padded tiles
-  const exchange_plan x = plan_exchange(p, i, t);
+  const exchange_plan x = plan_exchange(p, i, t, plan_detail::sizes);
   if (!x.error.empty()) return {};
-  std::uint64_t senders = 0;
-  for (std::uint64_t r = 0; r < D; ++r) {
-    std::uint64_t n = 0;
-    for (const exchange_piece& q : x.into(r)) n += q.from != q.to;
-    senders = std::max(senders, n);
-  }
-  return fmt::format("  (receives at most {} elements from up to {} rank{})", x.max_received, senders,
-                     senders == 1 ? "" : "s");
+  return fmt::format("  (receives at most {} elements from up to {} rank{})", x.max_received, x.max_senders,
+                     x.max_senders == 1 ? "" : "s");
 }
 
 /// The plan table: one row of cells per step, columns aligned to their widest cell.

@@ -565,7 +565,7 @@ inline program boxed_program_from_json(const nlohmann::json& j, program p) {
                 json_excerpt(*it) + " but the step leaves " + std::to_string(s.local_after));
     p.peak_local_elements = std::max(p.peak_local_elements, s.local_after);
     p.steps.push_back(std::move(s));
-    const exchange_plan x = plan_exchange(p, i);
+    const exchange_plan x = plan_exchange(p, i, plan_detail::sizes);
     if (!x.error.empty()) json_fail(errc::rule, where, x.error);
     p.steps.back().cost = x.max_received;
     p.cost_elements += x.max_received;
@@ -990,7 +990,7 @@ inline program program_from_json(const nlohmann::json& j) {
   // The exchanges' pieces (the sender rule of redist/exchange.hpp) and their costs.
   for (const auto& [i, jcost] : exchanges) {
     const std::string where = "steps[" + std::to_string(i) + "]";
-    const exchange_plan x = plan_exchange(p, i);
+    const exchange_plan x = plan_exchange(p, i, plan_detail::sizes);
     if (!x.error.empty()) json_fail(errc::rule, where, x.error);
     step& s = p.steps[i];
     s.cost = x.max_received;

@@ -86,13 +86,14 @@ int redist::fuzz::harness_synthesize(const std::uint8_t* data, std::size_t size)
     if (!used && sizes[static_cast<std::size_t>(a)] > 1) sum_axis = a;
   }
   const std::string a_text = type_string(from, global, sum_axis), b_text = type_string(to, global, -1);
-  // Uneven problems are planned as an exchange, whose plan costs about 2 us per piece (and
-  // a box per piece): on 1728 devices with tiles of one row that is millions of pieces and
-  // seconds (docs/reference.md, Limits). Fuzz them on meshes of up to 256 devices. Even
-  // problems on larger meshes are searched by bytes alone: the time objective also plans the
-  // exchange candidate, whose pieces can be as many (regressions/synthesize/
-  // even_exchange_1728_devices: [12, {x, y, z}5184] -> [{x}12, 5184] on 12 x 12 x 12, every
-  // receiver from every sender, 3 M pieces, 17 s under the sanitizers).
+  // Uneven problems may be planned as an exchange, whose plan with its pieces (to check and
+  // run it) costs about 0.2 us and a box per piece: on 1728 devices with tiles of one row
+  // that is millions of pieces and seconds under the sanitizers (docs/reference.md,
+  // Limits). Fuzz them on meshes of up to 256 devices. Even problems are planned by time at
+  // every size: the exchange candidate is priced by its sizes alone, about 10 ns a piece
+  // (regressions/synthesize/even_exchange_1728_devices: [12, {x, y, z}5184] -> [{x}12, 5184]
+  // on 12 x 12 x 12, every receiver from every sender, 3 M pieces: 17 s under the
+  // sanitizers when the pricing kept every piece, 1.4 s since).
   const std::uint64_t devices = std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{1}, std::multiplies<>());
   bool even_sizes = true;
   for (std::size_t d = 0; d < global.size(); ++d) {
@@ -102,10 +103,9 @@ int redist::fuzz::harness_synthesize(const std::uint8_t* data, std::size_t size)
     even_sizes = even_sizes && global[d] % kf == 0 && global[d] % kt == 0;
   }
   if (!even_sizes && devices > 256) return 0;
-  const objective goal = devices > 256 ? objective::bytes : objective::time;
 
   fuzz::refused_cleanly_or_ran([&] {
-    const program p = synthesize(mesh, a_text, b_text, {.element_bytes = 4, .goal = goal});
+    const program p = synthesize(mesh, a_text, b_text, {.element_bytes = 4});
     if (!p.memory_efficient()) fuzz::finding("synthesize returned a program over the memory bound: " + mesh + " " + a_text + " -> " + b_text);
     if (const auto v = testing::verify(p); !v.ok)
       fuzz::finding("the checker refuses the program of " + mesh + " " + a_text + " -> " + b_text + ": " + v.message);

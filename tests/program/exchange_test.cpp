@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "redist/runtime/verify.hpp"
+#include "support/between_problems.hpp"
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 #include "support/test_boxes.hpp"
@@ -51,7 +53,91 @@ std::uint64_t run_on_host(const program& p, std::uint64_t* max_received_bytes = 
   return bad;
 }
 
+/// plan_exchange's sizes alone (plan_detail::sizes) against its pieces, from which this
+/// counts what every rank receives and sends, piece by piece; the pieces must cover each
+/// receiver's box. Returns 1 if the exchange has pieces, 0 if both plans refuse it alike.
+int check_sizes(const std::vector<box>& before, const std::vector<box>& after) {
+  const exchange_plan full = plan_exchange(before, after);
+  const exchange_plan sizes = plan_exchange(before, after, plan_detail::sizes);
+  REQUIRE(sizes.error == full.error);
+  REQUIRE(sizes.too_large == full.too_large);
+  if (!full.error.empty()) return 0;
+  CHECK(sizes.pieces.empty());
+  CHECK(sizes.first.empty());
+  CHECK(sizes.before.empty());
+  CHECK(sizes.after.empty());
+  const std::size_t D = before.size();
+  std::vector<std::uint64_t> got(D, 0), sent(D, 0), sent_elements(D, 0), held(D, 0);
+  std::uint64_t messages = 0, senders = 0;
+  for (std::size_t r = 0; r < D; ++r) {
+    std::uint64_t in = 0;
+    std::set<rank_t> from;
+    for (const exchange_piece& pc : full.into(r)) {
+      REQUIRE(pc.to == r);
+      REQUIRE(intersect(pc.b, after[r]) == pc.b);
+      REQUIRE(intersect(pc.b, before[pc.from]) == pc.b);
+      held[r] += pc.b.size();
+      if (pc.from == pc.to) continue;
+      got[r] += pc.b.size();
+      from.insert(pc.from);
+      ++in;
+      ++sent[pc.from];
+      sent_elements[pc.from] += pc.b.size();
+    }
+    CHECK(held[r] == after[r].size());
+    messages = std::max(messages, in);
+    senders = std::max<std::uint64_t>(senders, from.size());
+  }
+  for (std::uint64_t n : sent) messages = std::max(messages, n);
+  CHECK(sizes.received == got);
+  CHECK(full.received == got);
+  CHECK(sizes.max_received == *std::max_element(got.begin(), got.end()));
+  CHECK(sizes.max_sent == *std::max_element(sent_elements.begin(), sent_elements.end()));
+  CHECK(sizes.messages == messages);
+  CHECK(sizes.max_senders == senders);
+  CHECK(full.max_received == sizes.max_received);
+  CHECK(full.max_sent == sizes.max_sent);
+  CHECK(full.messages == sizes.messages);
+  return 1;
+}
+
 }  // namespace
+
+TEST_CASE("exchange: the sizes alone agree with the pieces, on random types, meshes and box layouts",
+          "[exchange][property]") {
+  std::mt19937 rng(0x512e5);
+  const testing::between_workload w;
+  int planned = 0, layouts = 0;
+  for (int i = 0; i < 3000; ++i) {
+    testing::between_problem bp;
+    if (!testing::parse_between(testing::random_between(rng, w), bp)) continue;
+    const std::uint64_t W = bp.world;
+    std::vector<box> before = placed_boxes(bp.a.pm.mesh, bp.a.type, bp.a.pm.devices, W);
+    std::vector<box> after = placed_boxes(bp.b.pm.mesh, bp.b.type, bp.b.pm.devices, W);
+    if (i % 3 != 0) {  // a box layout at one end: boxes that need not form a grid
+      std::vector<std::uint64_t> shape;
+      for (int d = 0; d < bp.a.type.rank; ++d) shape.push_back(bp.a.type.dims[static_cast<std::size_t>(d)].global);
+      (i % 3 == 1 ? before : after) = testing::random_box_layout(rng, shape, W).all_boxes();
+      ++layouts;
+    }
+    INFO(bp.text.from_mesh << " " << bp.text.from << " -> " << bp.text.to_mesh << " " << bp.text.to << ", world " << W
+                           << ", problem " << i);
+    planned += check_sizes(before, after);
+  }
+  CHECK(planned > 2000);
+  CHECK(layouts > 1000);
+  SECTION("a sparse grid of ranges (the boxes by a map, not a table): 64 diagonal blocks, each to the next rank") {
+    std::vector<box> before, after;
+    for (std::uint64_t r = 0; r < 64; ++r) before.push_back(make_box({{r, r + 1}, {2 * r, 2 * r + 2}}));
+    for (std::uint64_t r = 0; r < 64; ++r) after.push_back(before[(r + 1) % 64]);
+    CHECK(check_sizes(before, after) == 1);
+    CHECK(plan_exchange(before, after, plan_detail::sizes).max_received == 2);
+  }
+  SECTION("refusals alike: boxes that overlap partly, elements nobody holds") {
+    CHECK(check_sizes({make_box({{0, 6}}), make_box({{4, 10}})}, {make_box({{0, 5}}), make_box({{5, 10}})}) == 0);
+    CHECK(check_sizes({make_box({{0, 4}}), make_box({{0, 4}})}, {make_box({{0, 4}}), make_box({{4, 8}})}) == 0);
+  }
+}
 
 TEST_CASE("exchange: a 2x4 grid to a 4x2 grid, pieces and senders", "[exchange]") {
   const device_mesh m = parse_mesh("{x: 2, y: 4}");

@@ -193,7 +193,7 @@ inline program exchange_between(const placed_layout& a, const placed_layout& b, 
   p.memory_bound_elements = p.peak_local_elements;
   const std::vector<box> before = source_boxes(p), after = target_boxes(p);
   if (before == after && !p.two_meshes) return p;
-  const exchange_plan x = plan_exchange(before, after);
+  const exchange_plan x = plan_exchange(before, after, plan_detail::sizes);
   if (!x.error.empty()) throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
   step s;
   s.kind = op::exchange;
@@ -367,7 +367,7 @@ inline program exchange_between(const array_layout& a, const array_layout& b, st
   p.peak_local_elements = std::max(in, out);
   p.memory_bound_elements = p.peak_local_elements;
   const std::vector<box> before = source_boxes(p), after = target_boxes(p);
-  const exchange_plan x = plan_exchange(before, after);
+  const exchange_plan x = plan_exchange(before, after, plan_detail::sizes);
   if (!x.error.empty()) throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
   step s;
   s.kind = op::exchange;

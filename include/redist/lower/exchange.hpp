@@ -49,7 +49,7 @@ inline program exchange_program(const device_mesh& m, const dist_type& a, const 
   p.memory_bound_elements = p.peak_local_elements;
   if (a == b) return p;
   const std::vector<box> before = tile_boxes(m, a), after = tile_boxes(m, b);
-  const exchange_plan x = plan_exchange(before, after);
+  const exchange_plan x = plan_exchange(before, after, plan_detail::sizes);
   if (!x.error.empty())  // for tilings only the size limit
     throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
   step s;

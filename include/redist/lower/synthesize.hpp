@@ -76,7 +76,7 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
     const step& s = p.steps[i];
     if (states.states.empty() && (s.kind == op::exchange || p.uneven())) states = trace_states(p);
     if (s.kind != op::dynslice && moves_as_exchange(p, i, states)) {
-      const exchange_plan x = plan_exchange(p, i, states);
+      const exchange_plan x = plan_exchange(p, i, states, plan_detail::sizes);
       // The busiest rank's link: what it receives, or what it sends (a source rank feeding
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
@@ -200,7 +200,14 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
 /// where the rules' exact uneven forms reach the target within the memory bound, the
 /// exchange (uneven_program) unless the target keeps pending sums; neither: an error
 /// naming both reasons. Throws as synthesize.
-inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {}) {
+inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {});
+
+namespace detail {
+/// choose_plan, with its reason where `explain` (synthesize, which drops it, saves the
+/// received bytes of both candidates: on a dense exchange of a thousand ranks, a pass over a
+/// million pieces).
+inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, const synth_options& opt,
+                               bool explain) {
   const time_profile& P = opt.time_model ? *opt.time_model : builtin_profile;
   if (error e = check(m, a)) throw redist_error(e);
   if (error e = check(m, b)) throw redist_error(e);
@@ -247,6 +254,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
+  if (!explain) return c;
   const std::string profile = "profile " + std::string(P.name_view());
   const auto ms = detail::seconds_text;
   if (c.candidates.size() == 1) {
@@ -261,6 +269,11 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   }
   return c;
 }
+}  // namespace detail
+
+inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt) {
+  return detail::choose_plan(m, a, b, opt, true);
+}
 
 /// Whether synthesize chooses by predicted time between the collective program and the
 /// exchange (choose_plan): under objective::time, with a profile, or on uneven types.
@@ -273,7 +286,7 @@ inline program synthesize(const device_mesh& m, const dist_type& a, const dist_t
   if (opt.element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (error e = detail::check_program_devices(m)) throw redist_error(e);
   if (chooses_by_time(m, a, b, opt)) {
-    plan_choice c = choose_plan(m, a, b, opt);
+    plan_choice c = detail::choose_plan(m, a, b, opt, false);
     return std::move(c.candidates[c.chosen].prog);
   }
   return search_program(m, a, b, opt);
