@@ -31,6 +31,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -433,7 +434,11 @@ struct exchange_piece {
 /// writer and `draw` need), or only the sizes (received per rank, max_received, max_sent,
 /// messages: what pricing and checking a program need; pieces, first, before and after
 /// stay empty). Both visit the same pieces; sizes allocates nothing per piece, which on a
-/// dense exchange of thousands of ranks (millions of pieces) is most of the time.
+/// dense exchange of thousands of ranks (millions of pieces) is most of the time. With
+/// pieces, a rank (`of_rank` below) keeps only the pieces that rank receives or sends: what
+/// the executor of one rank among many (MPI, NCCL) runs, in memory linear in the ranks
+/// where the whole plan can hold one piece per pair of ranks; the sizes stay the whole
+/// exchange's.
 enum class plan_detail { pieces, sizes };
 
 /// What every rank sends and receives in one exchange.
@@ -455,13 +460,14 @@ struct exchange_plan {
 };
 
 /// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
-/// with the sender rule at the top of this file (`detail`: plan_detail above).
+/// with the sender rule at the top of this file (`detail`, `of_rank`: plan_detail above).
 inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after,
-                                   plan_detail detail = plan_detail::pieces) {
+                                   plan_detail detail = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
   exchange_plan x;
   const std::size_t D = before.size();
   const int R = D ? before[0].rank : 0;
   const bool keep = detail == plan_detail::pieces;
+  auto kept = [&](rank_t from, rank_t to) { return keep && (!of_rank || from == *of_rank || to == *of_rank); };
   if (keep) x.first.assign(D + 1, 0);
   x.received.assign(D, 0);
   if (after.size() != D) {
@@ -572,7 +578,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
         ++msgs;
       }
       covered += n;
-      if (keep) x.pieces.push_back({from, static_cast<rank_t>(r), intersect(a, distinct[j])});
+      if (kept(from, static_cast<rank_t>(r))) x.pieces.push_back({from, static_cast<rank_t>(r), intersect(a, distinct[j])});
     };
     if (!grid) {  // disjoint boxes, one by one
       for (std::size_t j = 0; j < distinct.size(); ++j) {
@@ -651,14 +657,28 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
 /// piece exactly the elements a box holds. Allgather: member r receives every other member's
 /// box from it; alltoall: chunk m of member k's box (ceil-sized) goes from k to member m;
 /// allpermute: r's box goes to dest[r]; dynslice: every rank keeps its chunk (local copies).
+/// `detail`, `of_rank`: what it keeps, as plan_exchange.
 inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std::vector<box> before,
-                                            std::vector<box> after) {
+                                            std::vector<box> after, plan_detail detail = plan_detail::pieces,
+                                            std::optional<rank_t> of_rank = {}) {
   exchange_plan x;
   const step& st = p.steps[s];
   const std::uint64_t D = p.world_size();
-  std::vector<std::vector<exchange_piece>> into(D);
+  const bool keep = detail == plan_detail::pieces;
+  std::vector<std::vector<exchange_piece>> into(keep ? D : 0);
+  std::vector<std::uint64_t> sent(D, 0), sent_elements(D, 0), senders(D, 0);
+  x.received.assign(D, 0);
   auto add = [&](std::uint64_t from, std::uint64_t to, const box& b) {
-    if (!b.empty()) into[to].push_back({static_cast<rank_t>(from), static_cast<rank_t>(to), b});
+    const std::uint64_t n = b.size();
+    if (n == 0) return;
+    if (from != to) {
+      x.received[to] += n;
+      ++senders[to];  // one piece from each member
+      ++sent[from];
+      sent_elements[from] += n;
+    }
+    if (keep && (!of_rank || from == *of_rank || to == *of_rank))
+      into[to].push_back({static_cast<rank_t>(from), static_cast<rank_t>(to), b});
   };
   switch (st.kind) {
     case op::allgather:
@@ -677,27 +697,20 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
       for (std::uint64_t r = 0; r < D; ++r) add(r, r, after[r]);
       break;
   }
-  std::vector<std::uint64_t> sent(D, 0), sent_elements(D, 0);
-  x.first.assign(D + 1, 0);
-  x.received.assign(D, 0);
   for (std::uint64_t r = 0; r < D; ++r) {
-    x.first[r] = x.pieces.size();
-    std::uint64_t msgs = 0;
-    for (const exchange_piece& pc : into[r]) {
-      x.pieces.push_back(pc);
-      if (pc.from == pc.to) continue;
-      x.received[r] += pc.b.size();
-      ++msgs;
-      ++sent[pc.from];
-      sent_elements[pc.from] += pc.b.size();
-    }
     x.max_received = std::max(x.max_received, x.received[r]);
-    x.max_senders = std::max(x.max_senders, msgs);  // one piece from each member
+    x.max_senders = std::max(x.max_senders, senders[r]);
   }
-  x.first[D] = x.pieces.size();
   x.messages = x.max_senders;
   for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
   for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
+  if (!keep) return x;
+  x.first.assign(D + 1, 0);
+  for (std::uint64_t r = 0; r < D; ++r) {
+    x.first[r] = x.pieces.size();
+    x.pieces.insert(x.pieces.end(), into[r].begin(), into[r].end());
+  }
+  x.first[D] = x.pieces.size();
   x.before = std::move(before);
   x.after = std::move(after);
   return x;
@@ -705,17 +718,17 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
 
 /// The plan of step `s` of program p (which program_check accepted up to the boxes), a
 /// step that moves_as_exchange: an exchange's by the sender rule above, another step's by
-/// plan_collective_pieces (which keeps its pieces: a group's, not a dense exchange's); from
-/// the boxes of trace_states (at least through step s).
+/// plan_collective_pieces; from the boxes of trace_states (at least through step s).
 inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_states& t,
-                                   plan_detail detail = plan_detail::pieces) {
+                                   plan_detail detail = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
   if (t.states.size() <= s + 1) {
     exchange_plan x;
     x.error = t.error.empty() ? "the boxes are not followed through step " + std::to_string(s) : t.error;
     return x;
   }
-  if (p.steps[s].kind != op::exchange) return plan_collective_pieces(p, s, t.states[s], t.states[s + 1]);
-  return plan_exchange(t.states[s], t.states[s + 1], detail);
+  if (p.steps[s].kind != op::exchange)
+    return plan_collective_pieces(p, s, t.states[s], t.states[s + 1], detail, of_rank);
+  return plan_exchange(t.states[s], t.states[s + 1], detail, of_rank);
 }
 /// The same, following the boxes up to step s.
 inline exchange_plan plan_exchange(const program& p, std::size_t s, plan_detail detail = plan_detail::pieces) {

@@ -1,5 +1,6 @@
 // The exchange (redist/exchange.hpp, lower/exchange.hpp): the sender rule on named cases,
-// the plan's refusals, and thousands of random problems run on the host backend with every
+// the plan's refusals, its sizes alone and each rank's pieces against the whole plan on
+// random problems, and thousands of random problems run on the host backend with every
 // element checked: each rank receives exactly the data-movement lower bound, the peak local
 // size is max(in, out), the input tiles are untouched.
 #include "redist/exchange.hpp"
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "redist/backends/host.hpp"
 #include "redist/lower/exchange.hpp"
+#include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "redist/runtime/verify.hpp"
@@ -53,12 +56,15 @@ std::uint64_t run_on_host(const program& p, std::uint64_t* max_received_bytes = 
   return bad;
 }
 
-/// plan_exchange's sizes alone (plan_detail::sizes) against its pieces, from which this
-/// counts what every rank receives and sends, piece by piece; the pieces must cover each
-/// receiver's box. Returns 1 if the exchange has pieces, 0 if both plans refuse it alike.
-int check_sizes(const std::vector<box>& before, const std::vector<box>& after) {
-  const exchange_plan full = plan_exchange(before, after);
-  const exchange_plan sizes = plan_exchange(before, after, plan_detail::sizes);
+/// An exchange's plans (`plan(detail, of_rank)`): the sizes alone (plan_detail::sizes)
+/// against the pieces, from which this counts what every rank receives and sends, piece by
+/// piece (the pieces must cover each receiver's box); and each rank's own plan against the
+/// whole one's pieces that rank receives or sends, in the same order. Returns 1 if the
+/// exchange has pieces, 0 if every plan refuses it alike.
+template <class Plan>
+int check_plans(const std::vector<box>& before, const std::vector<box>& after, Plan&& plan) {
+  const exchange_plan full = plan(plan_detail::pieces, std::nullopt);
+  const exchange_plan sizes = plan(plan_detail::sizes, std::nullopt);
   REQUIRE(sizes.error == full.error);
   REQUIRE(sizes.too_large == full.too_large);
   if (!full.error.empty()) return 0;
@@ -98,12 +104,39 @@ int check_sizes(const std::vector<box>& before, const std::vector<box>& after) {
   CHECK(full.max_received == sizes.max_received);
   CHECK(full.max_sent == sizes.max_sent);
   CHECK(full.messages == sizes.messages);
+  for (std::size_t me = 0; me < D; ++me) {
+    const exchange_plan mine = plan(plan_detail::pieces, static_cast<rank_t>(me));
+    REQUIRE(mine.error.empty());
+    CHECK(mine.received == got);
+    CHECK(mine.max_sent == sizes.max_sent);
+    CHECK(mine.messages == sizes.messages);
+    CHECK(mine.before == full.before);
+    CHECK(mine.after == full.after);
+    REQUIRE(mine.first.size() == D + 1);
+    for (std::size_t r = 0; r < D; ++r) {
+      std::vector<exchange_piece> want;
+      for (const exchange_piece& pc : full.into(r))
+        if (pc.from == me || pc.to == me) want.push_back(pc);
+      const auto have = mine.into(r);
+      REQUIRE(have.size() == want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        CHECK(have[k].from == want[k].from);
+        CHECK(have[k].to == want[k].to);
+        CHECK(have[k].b == want[k].b);
+      }
+    }
+  }
   return 1;
+}
+
+/// check_plans of the exchange from boxes `before` to `after`.
+int check_sizes(const std::vector<box>& before, const std::vector<box>& after) {
+  return check_plans(before, after, [&](plan_detail d, std::optional<rank_t> r) { return plan_exchange(before, after, d, r); });
 }
 
 }  // namespace
 
-TEST_CASE("exchange: the sizes alone agree with the pieces, on random types, meshes and box layouts",
+TEST_CASE("exchange: the sizes alone and each rank's pieces agree with the whole plan, on random types, meshes and box layouts",
           "[exchange][property]") {
   std::mt19937 rng(0x512e5);
   const testing::between_workload w;
@@ -137,6 +170,46 @@ TEST_CASE("exchange: the sizes alone agree with the pieces, on random types, mes
     CHECK(check_sizes({make_box({{0, 6}}), make_box({{4, 10}})}, {make_box({{0, 5}}), make_box({{5, 10}})}) == 0);
     CHECK(check_sizes({make_box({{0, 4}}), make_box({{0, 4}})}, {make_box({{0, 4}}), make_box({{4, 8}})}) == 0);
   }
+}
+
+TEST_CASE("exchange: the collectives that run as exchanges on uneven tiles, their sizes and each rank's pieces",
+          "[exchange][property]") {
+  std::vector<testing::workload> ws;
+  for (auto axes : std::vector<std::vector<std::pair<std::string, std::uint64_t>>>{
+           {{"x", 2}, {"y", 2}, {"z", 2}}, {{"x", 3}, {"y", 4}}, {{"x", 6}}, {{"x", 2}, {"y", 3}, {"z", 5}}}) {
+    testing::workload w;
+    w.axes = axes;
+    w.max_dims = 4;
+    w.max_elements = 1 << 12;
+    ws.push_back(w);
+  }
+  std::map<op, int> steps;
+  for (std::size_t i = 0; i < 800; ++i) {
+    std::mt19937_64 rng(0x636f6c6c + i);
+    const testing::problem_text pt = testing::random_uneven_problem(rng, ws[i % ws.size()]);
+    INFO(pt.mesh << " " << pt.from << " -> " << pt.to);
+    const device_mesh m = parse_mesh(pt.mesh);
+    program p;
+    try {
+      p = search_program(m, parse_type(m, pt.from), parse_type(m, pt.to), {.element_bytes = 4});
+    } catch (const redist_error&) {  // no collective program: the exchange alone
+      continue;
+    }
+    const box_states t = trace_states(p);
+    REQUIRE(t.error.empty());
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+      if (p.steps[s].kind == op::exchange || !moves_as_exchange(p, s, t)) continue;
+      INFO("step " << s);
+      const int planned = check_plans(t.states[s], t.states[s + 1], [&](plan_detail d, std::optional<rank_t> r) {
+        return plan_exchange(p, s, t, d, r);
+      });
+      CHECK(planned == 1);
+      ++steps[p.steps[s].kind];
+    }
+  }
+  CHECK(steps[op::alltoall] > 20);
+  CHECK(steps[op::allgather] > 20);
+  CHECK(steps[op::dynslice] > 20);
 }
 
 TEST_CASE("exchange: a 2x4 grid to a 4x2 grid, pieces and senders", "[exchange]") {

@@ -382,7 +382,8 @@ class executor_core {
  protected:
   executor_core(B& backend, const program& p, executor_options o, const element_info& el,
                 element_reductions<E, B>& red)
-      : b_(backend), p_(p), opt_(o), shapes_(detail::check_program(p)), hash_(program_hash(p, el.tag)), red_(red) {
+      : b_(backend), p_(p), opt_(o), shapes_(detail::check_program(p, one_rank(backend))),
+        hash_(program_hash(p, el.tag)), red_(red) {
     const auto local = b_.local_ranks();
     local_.assign(local.begin(), local.end());
     if (shapes_.error.empty()) {
@@ -671,6 +672,14 @@ class executor_core {
     for (std::size_t s = 0; s < S; ++s)  // fused allgathers: receives within the end tile where nothing packs sends
       if (p_.steps[s].fused() && p_.steps[s].kind == op::allgather)
         pack_recv_ = std::max(pack_recv_, p_.steps[s].parts * piece_elements(s, shapes_.ext[s].size()));
+  }
+
+  /// The backend's one rank where it drives one (MPI, NCCL): its exchanges need only that
+  /// rank's pieces (program_check); none where it drives several.
+  static std::optional<rank_t> one_rank(B& backend) {
+    const auto local = backend.local_ranks();
+    if (local.size() != 1) return std::nullopt;
+    return static_cast<rank_t>(local[0]);
   }
 
   /// The distinct boxes rank r sends to other ranks in exchange x, each with its offset in

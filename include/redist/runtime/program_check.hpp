@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,8 @@ struct program_shapes {
   std::uint64_t cap = 0;     ///< the largest local size
   bool sums = false;         ///< the program adds partial values (allreduce, reducescatter)
   unsigned reductions = 0;   ///< bit r: some step reduces by reduction r (core/dtype.hpp)
-  std::vector<exchange_plan> exchanges;  ///< per step: the pieces of an exchange (empty for other ops)
+  std::vector<exchange_plan> exchanges;  ///< per step: the pieces of an exchange (empty for other ops),
+                                        ///< those of one rank where check_program was given it
   box_states boxes;          ///< every world rank's box before each step and after the last
   /// Per world rank, 1 if it holds a tile before the first exchange that moves tiles to
   /// other ranks (format 2, program.hpp) and after it; both all ones in format 1.
@@ -128,7 +130,9 @@ inline std::string fused_problem(const step& st, extents& x) {
   return {};
 }
 
-inline program_shapes check_program(const program& p) {
+/// Check program p and follow its shapes and boxes. `of_rank`: the exchanges keep only the
+/// pieces that rank receives or sends (plan_exchange; an executor of that one rank).
+inline program_shapes check_program(const program& p, std::optional<rank_t> of_rank = {}) {
   program_shapes s;
   auto fail = [&](std::string msg) {
     s.error = "invalid program: " + std::move(msg);
@@ -343,7 +347,7 @@ inline program_shapes check_program(const program& p) {
     s.exchanges.resize(p.steps.size());
     for (std::size_t i = 0; i < p.steps.size(); ++i)
       if (moves_as_exchange(p, i, s.boxes)) {
-        s.exchanges[i] = plan_exchange(p, i, s.boxes);
+        s.exchanges[i] = plan_exchange(p, i, s.boxes, plan_detail::pieces, of_rank);
         if (!s.exchanges[i].error.empty()) return fail(step_name(p, i) + ": " + s.exchanges[i].error);
       }
     const std::vector<box>& end = s.boxes.states.back();
