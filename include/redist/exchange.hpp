@@ -441,6 +441,13 @@ struct exchange_piece {
 /// exchange's.
 enum class plan_detail { pieces, sizes };
 
+namespace detail {
+/// Whether a plan of `level` for `of_rank` keeps the piece from `from` to `to` (plan_detail).
+inline bool keeps_piece(plan_detail level, std::optional<rank_t> of_rank, rank_t from, rank_t to) {
+  return level == plan_detail::pieces && (!of_rank || from == *of_rank || to == *of_rank);
+}
+}  // namespace detail
+
 /// What every rank sends and receives in one exchange.
 struct exchange_plan {
   std::vector<box> before, after;       ///< every rank's box before and after the step
@@ -459,15 +466,25 @@ struct exchange_plan {
   }
 };
 
+namespace detail {
+/// An exchange plan's sender side, from the pieces (`sent`) and elements each rank sends
+/// to others: max_sent, and messages, the most of max_senders and the pieces one rank sends.
+inline void finish_senders(exchange_plan& x, std::span<const std::uint64_t> sent,
+                           std::span<const std::uint64_t> sent_elements) {
+  x.messages = x.max_senders;
+  for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
+  for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
+}
+}  // namespace detail
+
 /// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
-/// with the sender rule at the top of this file (`detail`, `of_rank`: plan_detail above).
+/// with the sender rule at the top of this file (`level`, `of_rank`: plan_detail above).
 inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after,
-                                   plan_detail detail = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
+                                   plan_detail level = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
   exchange_plan x;
   const std::size_t D = before.size();
   const int R = D ? before[0].rank : 0;
-  const bool keep = detail == plan_detail::pieces;
-  auto kept = [&](rank_t from, rank_t to) { return keep && (!of_rank || from == *of_rank || to == *of_rank); };
+  const bool keep = level == plan_detail::pieces;
   if (keep) x.first.assign(D + 1, 0);
   x.received.assign(D, 0);
   if (after.size() != D) {
@@ -537,7 +554,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
   };
   std::vector<std::size_t> at_table(table ? grid_cells : 0, npos);
   std::map<cell, std::size_t> at;
-  for (std::size_t j = 0; j < distinct.size(); ++j) {
+  for (std::size_t j = 0; j < distinct.size() && grid; ++j) {
     cell c{};
     for (int d = 0; d < R; ++d) c[static_cast<std::size_t>(d)] = range_of(d, distinct[j].lo[static_cast<std::size_t>(d)]);
     if (table) at_table[number(c)] = j;
@@ -578,7 +595,8 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
         ++msgs;
       }
       covered += n;
-      if (kept(from, static_cast<rank_t>(r))) x.pieces.push_back({from, static_cast<rank_t>(r), intersect(a, distinct[j])});
+      if (detail::keeps_piece(level, of_rank, from, static_cast<rank_t>(r)))
+        x.pieces.push_back({from, static_cast<rank_t>(r), intersect(a, distinct[j])});
     };
     if (!grid) {  // disjoint boxes, one by one
       for (std::size_t j = 0; j < distinct.size(); ++j) {
@@ -646,9 +664,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     x.before.assign(before.begin(), before.end());
     x.after.assign(after.begin(), after.end());
   }
-  x.messages = x.max_senders;
-  for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
-  for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
+  detail::finish_senders(x, sent, sent_elements);
   return x;
 }
 
@@ -657,14 +673,14 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
 /// piece exactly the elements a box holds. Allgather: member r receives every other member's
 /// box from it; alltoall: chunk m of member k's box (ceil-sized) goes from k to member m;
 /// allpermute: r's box goes to dest[r]; dynslice: every rank keeps its chunk (local copies).
-/// `detail`, `of_rank`: what it keeps, as plan_exchange.
+/// `level`, `of_rank`: what it keeps, as plan_exchange.
 inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std::vector<box> before,
-                                            std::vector<box> after, plan_detail detail = plan_detail::pieces,
+                                            std::vector<box> after, plan_detail level = plan_detail::pieces,
                                             std::optional<rank_t> of_rank = {}) {
   exchange_plan x;
   const step& st = p.steps[s];
   const std::uint64_t D = p.world_size();
-  const bool keep = detail == plan_detail::pieces;
+  const bool keep = level == plan_detail::pieces;
   std::vector<std::vector<exchange_piece>> into(keep ? D : 0);
   std::vector<std::uint64_t> sent(D, 0), sent_elements(D, 0), senders(D, 0);
   x.received.assign(D, 0);
@@ -677,7 +693,7 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
       ++sent[from];
       sent_elements[from] += n;
     }
-    if (keep && (!of_rank || from == *of_rank || to == *of_rank))
+    if (detail::keeps_piece(level, of_rank, static_cast<rank_t>(from), static_cast<rank_t>(to)))
       into[to].push_back({static_cast<rank_t>(from), static_cast<rank_t>(to), b});
   };
   switch (st.kind) {
@@ -701,9 +717,7 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
     x.max_received = std::max(x.max_received, x.received[r]);
     x.max_senders = std::max(x.max_senders, senders[r]);
   }
-  x.messages = x.max_senders;
-  for (std::uint64_t n : sent) x.messages = std::max(x.messages, n);
-  for (std::uint64_t n : sent_elements) x.max_sent = std::max(x.max_sent, n);
+  detail::finish_senders(x, sent, sent_elements);
   if (!keep) return x;
   x.first.assign(D + 1, 0);
   for (std::uint64_t r = 0; r < D; ++r) {
@@ -720,19 +734,19 @@ inline exchange_plan plan_collective_pieces(const program& p, std::size_t s, std
 /// step that moves_as_exchange: an exchange's by the sender rule above, another step's by
 /// plan_collective_pieces; from the boxes of trace_states (at least through step s).
 inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_states& t,
-                                   plan_detail detail = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
+                                   plan_detail level = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
   if (t.states.size() <= s + 1) {
     exchange_plan x;
     x.error = t.error.empty() ? "the boxes are not followed through step " + std::to_string(s) : t.error;
     return x;
   }
   if (p.steps[s].kind != op::exchange)
-    return plan_collective_pieces(p, s, t.states[s], t.states[s + 1], detail, of_rank);
-  return plan_exchange(t.states[s], t.states[s + 1], detail, of_rank);
+    return plan_collective_pieces(p, s, t.states[s], t.states[s + 1], level, of_rank);
+  return plan_exchange(t.states[s], t.states[s + 1], level, of_rank);
 }
 /// The same, following the boxes up to step s.
-inline exchange_plan plan_exchange(const program& p, std::size_t s, plan_detail detail = plan_detail::pieces) {
-  return plan_exchange(p, s, trace_states(p, s + 1), detail);
+inline exchange_plan plan_exchange(const program& p, std::size_t s, plan_detail level = plan_detail::pieces) {
+  return plan_exchange(p, s, trace_states(p, s + 1), level);
 }
 
 /// The most elements one rank receives in a run of p: the steps that move boxes as
