@@ -426,9 +426,18 @@ inline problem parse_problem(const problem_options& o) {
   std::optional<placed_mesh> given;
   if (o.mesh_opt->count()) given = for_option("--mesh", [&] { return parse_placed_mesh(o.mesh); });
   if (o.to_mesh_opt->count()) p.dst = for_option("--to-mesh", [&] { return parse_placed_mesh(o.to_mesh); });
-  // XLA's {replicated} names no devices: as many as the other side's mesh (or --world).
-  std::uint64_t replicated = o.world_opt->count() ? o.world : given ? given->mesh.devices : 1;
-  if (o.to_mesh_opt->count() && !o.world_opt->count()) replicated = p.dst.mesh.devices;
+  // XLA's {replicated} names no devices: like XLA's, it holds the array on every device of
+  // the computation, the world: --world, else the least that every other mesh given fits in.
+  std::uint64_t replicated = o.world_opt->count() ? o.world : 1;
+  if (!o.world_opt->count()) {
+    if (given) replicated = std::max(replicated, given->min_world());
+    if (o.to_mesh_opt->count()) replicated = std::max(replicated, p.dst.min_world());
+    for (const type_option* t : {&o.from, &o.to}) {
+      if (t->xla_opt->count() > 0) replicated = std::max(replicated, parse_placed_type_option(*t, o.shape, 1).pm.min_world());
+      else if (t->shardy_opt->count() > 0) replicated = std::max(replicated, shardy_mesh_option(*t).min_world());
+      else if (t->has_boxes()) replicated = std::max(replicated, boxes_json_option(t->boxes_name, t->boxes, o.shape).world());
+    }
+  }
   if (o.from.has_boxes()) {  // its carrier: the target's mesh (set below), else one device on rank 0
     p.from_boxes = boxes_json_option(o.from.boxes_name, o.from.boxes, o.shape);
     p.from = detail::shape_type(p.from_boxes->shape);
@@ -453,7 +462,7 @@ inline problem parse_problem(const problem_options& o) {
     p.dst = shardy_mesh_option(o.to);
     p.to = detail::shape_type(parse_shape(p.dst.mesh, o.shape));
   } else if (to_placed) {
-    placed_type x = parse_placed_type_option(o.to, o.shape, o.world_opt->count() ? o.world : p.src.mesh.devices);
+    placed_type x = parse_placed_type_option(o.to, o.shape, replicated);
     p.dst = std::move(x.pm);
     p.to = x.type;
   } else {

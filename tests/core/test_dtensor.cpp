@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "redist/core/dtensor.hpp"
+#include "redist/exchange.hpp"
 #include "support/random_problems.hpp"
 
 // A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
@@ -60,8 +61,10 @@ TEST_CASE("bad placements name the problem", "[core][dtensor]") {
                     Catch::StartsWith("Partial() (a sum) after Partial('avg'): redist keeps one reduction kind per array"));
   CHECK_THROWS_WITH(via("[Shard(0), Mystery(), Replicate()]"), Catch::Contains("unknown placement 'Mystery'"));
   CHECK_THROWS_WITH(via("[Shard(0), Replicate(), Replicate(), Replicate()]"), Catch::Contains("more placements than the mesh has axes"));
-  // The order within a dimension must be the mesh's, and sub-axes have no placement.
-  CHECK_THROWS_WITH(redist::to_dtensor(m, redist::parse_type(m, "[64{x, z}256, 1024, 64]")), Catch::Contains("order"));
+  // An order that neither Shard nor _StridedShard says, and sub-axes, have no placement.
+  CHECK_THROWS_WITH(redist::to_dtensor(m, redist::parse_type(m, "[16{y, x, z}256, 1024, 64]")),
+                    "dimension 0 is split in an order that placements cannot express (mesh dimension 0 is neither its "
+                    "major nor its minor axis left)");
   CHECK_THROWS_WITH(redist::to_dtensor(m, redist::parse_type(m, "[128{y:(1)2}256, 1024, 64]")), Catch::Contains("sub-axis"));
 }
 
@@ -82,8 +85,55 @@ TEST_CASE("hostile placements are refused with a message (fuzz regressions)", "[
   CHECK_THROWS_WITH(via("[Shard(di"), "expected Shard(dim) or Shard(dim=d) (at column 2 of '[Shard(di')");
 }
 
+TEST_CASE("_StridedShard: FSDP2 over tensor parallelism, the later mesh dimensions major", "[core][dtensor]") {
+  // torch's docstring: [8, 8] on (dp: 2, tp: 2), [_StridedShard(0, split_factor=2), Shard(0)]:
+  // ranks 0-3 hold rows 0-1, 4-5, 2-3, 6-7 (tp's chunks, then dp's chunks of each).
+  const redist::placed_mesh dt{redist::parse_mesh("{dp: 2, tp: 2}"), {}};
+  const std::vector<std::uint64_t> g8{8, 8};
+  for (const char* p : {"[_StridedShard(0, split_factor=2), Shard(0)]", "[_StridedShard(dim=0, sf=2), Shard(dim=0)]",
+                        "(_StridedShard(0, 2), Shard(0))"}) {
+    INFO(p);
+    const redist::dist_type t = redist::from_dtensor(dt.mesh, g8, p);
+    CHECK(redist::type_text(dt.mesh, t).str() == "[2{dp, tp}8, 8]");
+    std::vector<std::uint64_t> rows;
+    for (std::uint64_t r = 0; r < 4; ++r) rows.push_back(redist::tile_box(dt.mesh, t, r).lo[0]);
+    CHECK(rows == std::vector<std::uint64_t>{0, 4, 2, 6});
+  }
+  // Uneven, the docstring's arange(5): ranks 0-3 hold [0, 1], [3], [2], [4], the nested
+  // chunks in that order, which no type says: the box layout.
+  const std::vector<std::uint64_t> g5{5};
+  CHECK_FALSE(redist::dtensor_type_says(dt.mesh, g5, "[_StridedShard(0, split_factor=2), Shard(0)]"));
+  const redist::box_layout l = redist::dtensor_layout(dt, g5, "[_StridedShard(0, split_factor=2), Shard(0)]");
+  CHECK(redist::box_layout_text(l) == "{rank 0: [0, 2), rank 1: [3, 4), rank 2: [2, 3), rank 3: [4, 5)}");
+  // Three mesh dimensions: each split factor the product of the later ones.
+  CHECK(via("[_StridedShard(0, split_factor=2), Replicate(), Shard(0)]") == "[64{x, z}256, 1024, 64]");
+  CHECK(via("[_StridedShard(0, sf=8), _StridedShard(0, sf=2), Shard(0)]") == "[16{x, y, z}256, 1024, 64]");
+  CHECK(via("[Shard(0), _StridedShard(0, sf=2), Shard(0)]") == "[16{y, z, x}256, 1024, 64]");
+  CHECK(via("[_StridedShard(1, sf=1), Shard(1), Replicate()]") == via("[Shard(1), Shard(1), Replicate()]"));
+  // Written back where mesh order alone cannot say the type.
+  for (const char* t : {"[64{x, z}256, 1024, 64]", "[16{x, y, z}256, 1024, 64]", "[16{y, z, x}256, 1024, 64]",
+                        "[256, 128{x, y}1024, 32{z}64]"}) {
+    INFO(t);
+    const redist::dist_type ty = redist::parse_type(m, t);
+    CHECK(redist::from_dtensor(m, g, redist::to_dtensor(m, ty)) == ty);
+  }
+  CHECK(redist::to_dtensor(m, redist::parse_type(m, "[64{x, z}256, 1024, 64]")) ==
+        "[_StridedShard(0, split_factor=2), Replicate(), Shard(0)]");
+  // A split factor that is neither 1 nor the product of the later sizes, and malformed ones.
+  CHECK_THROWS_WITH(via("[_StridedShard(0, split_factor=4), Replicate(), Shard(0)]"),
+                    "_StridedShard(0, split_factor=4) on mesh dimension 0: the split factor must be 1 or the product of "
+                    "the sizes of the later mesh dimensions that shard dimension 0 (2); others cut a device's data into "
+                    "several boxes (at column 32 of '[_StridedShard(0, split_factor=4), Replicate(), Shard(0)]')");
+  CHECK_THROWS_WITH(via("[_StridedShard(0, sf=2), Replicate(), Replicate()]"), Catch::Contains("(1); others cut"));
+  CHECK_THROWS_WITH(via("[_StridedShard(0, sf=0), Replicate(), Shard(0)]"),
+                    Catch::StartsWith("a split factor must be at least 1 (at column 22"));
+  CHECK_THROWS_WITH(via("[_StridedShard(0), Replicate(), Shard(0)]"), Catch::StartsWith("expected ',' then the split factor"));
+  CHECK_THROWS_WITH(via("[_StridedShard(0, factor=2), Replicate(), Shard(0)]"),
+                    Catch::StartsWith("expected split_factor=f or sf=f in _StridedShard"));
+}
+
 TEST_CASE("ours -> DTensor -> ours round-trips where placements can express the type", "[core][dtensor]") {
-  std::size_t tried = 0, expressible = 0;
+  std::size_t tried = 0, expressible = 0, strided = 0;
   redist::testing::workload w = redist::testing::paper_workload();
   w.partial_sums = true;
   for (const auto& pt : redist::testing::random_problems(w, 500, 17)) {
@@ -96,15 +146,17 @@ TEST_CASE("ours -> DTensor -> ours round-trips where placements can express the 
     try {
       s = redist::to_dtensor(mm, t);
     } catch (const redist::redist_error& e) {
-      CHECK(std::string(e.what()).find("order other than the mesh's") != std::string::npos);
+      CHECK(std::string(e.what()).find("order that placements cannot express") != std::string::npos);
       continue;
     }
     INFO(pt.mesh << " " << pt.from << " -> " << s);
     CHECK(redist::from_dtensor(mm, gl, s) == t);
     ++expressible;
+    strided += s.find("_StridedShard") != std::string::npos;
   }
   CHECK(tried == 500);
   CHECK(expressible > 300);
+  CHECK(strided > 50);
 }
 
 }  // namespace test_dtensor

@@ -37,7 +37,37 @@ TEST_CASE("bad PartitionSpecs name the problem and the column", "[core][jax]") {
   // JAX pads uneven shards exactly as redist does (ceil tiles, DESIGN.md section 2).
   CHECK(redist::from_jax(m, odd, "P('y')") == redist::parse_type(m, "[1{y}3, 1024, 64]"));
   CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[128{y:(1)2}256, 1024, 64]")), Catch::Contains("sub-axis"));
-  CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64] sum{x}")), Catch::Contains("pending sums"));
+  CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64] max{x}")),
+                    "pending max values have no PartitionSpec (JAX's unreduced axes are pending sums)");
+  CHECK_THROWS_WITH(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64] sum{y:(1)2}")),
+                    "a pending sum over a sub-axis has no PartitionSpec");
+}
+
+TEST_CASE("PartitionSpec as JAX prints it: trailing commas, unreduced and reduced axes", "[core][jax]") {
+  // repr(P('x')) is "P('x',)"; a tuple of one axis canonicalizes to the axis.
+  CHECK(via_jax("P('x',)") == "[128{x}256, 1024, 64]");
+  CHECK(via_jax("PartitionSpec(('x',), None, ('z', 'y',),)") == "[128{x}256, 1024, 8{y, z}64]");
+  // unreduced: pending sums over those axes (a set, or a tuple as older JAX printed it).
+  CHECK(via_jax("P('x', unreduced={'y'})") == "[128{x}256, 1024, 64] sum{y}");
+  CHECK(via_jax("P(unreduced={'z', 'x'})") == "[256, 1024, 64] sum{x, z}");
+  CHECK(via_jax("PartitionSpec('x', unreduced=('y',))") == "[128{x}256, 1024, 64] sum{y}");
+  CHECK(via_jax("P(None, 'z', unreduced='y')") == "[256, 512{z}1024, 64] sum{y}");
+  // reduced: replicated over those axes, as any axis the spec does not use.
+  CHECK(via_jax("P('x', unreduced={'y'}, reduced={'z'},)") == "[128{x}256, 1024, 64] sum{y}");
+  const redist::dist_type t = redist::parse_type(m, "[128{x}256, 1024, 64] sum{z, y}");
+  CHECK(redist::to_jax(m, t) == "PartitionSpec('x', unreduced={'y', 'z'})");
+  CHECK(redist::from_jax(m, g, redist::to_jax(m, t)) == t);
+  CHECK(redist::to_jax(m, redist::parse_type(m, "[256, 1024, 64] sum{x}")) == "PartitionSpec(unreduced={'x'})");
+  // What JAX itself refuses, and a layout left to the compiler.
+  CHECK_THROWS_WITH(via_jax("P('x', unreduced={'x'})"), "mesh axis 'x' is used twice (at column 19 of 'P('x', unreduced={'x'})')");
+  CHECK_THROWS_WITH(via_jax("P(unreduced={'y'}, reduced={'y'})"), Catch::StartsWith("mesh axis 'y' is used twice"));
+  CHECK_THROWS_WITH(via_jax("P(unreduced={'y'}, 'x')"), Catch::StartsWith("an entry after a keyword argument (at column 20"));
+  CHECK_THROWS_WITH(via_jax("P('x', P.UNCONSTRAINED)"),
+                    "UNCONSTRAINED leaves dimension 1's layout to the compiler: name its mesh axes or None (at column 8 of "
+                    "'P('x', P.UNCONSTRAINED)')");
+  CHECK_THROWS_WITH(via_jax("P(UNCONSTRAINED)"), Catch::StartsWith("UNCONSTRAINED leaves dimension 0's layout"));
+  CHECK_THROWS_WITH(via_jax("P('x',,)"), Catch::StartsWith("expected an axis name but found ','"));
+  CHECK_THROWS_WITH(via_jax("P(unreduced={'y'"), Catch::StartsWith("expected ',' or '}' in a set of axes but the text ended"));
 }
 
 TEST_CASE("truncated PartitionSpecs are refused with a message (fuzz regressions)", "[core][jax][fuzz]") {

@@ -238,6 +238,24 @@ TEST_CASE("Shardy's own shardings round-trip", "[core][shardy]") {
   }
 }
 
+TEST_CASE("a sharding as an MLIR dump writes it after an argument, in its attribute dictionary", "[core][shardy]") {
+  const std::vector<std::uint64_t> g{8, 8};
+  const std::string mesh = R"(sdy.mesh @mesh = <["x"=2, "y"=4], device_ids=[7, 6, 5, 4, 3, 2, 1, 0]>)";
+  const redist::placed_type plain = redist::from_shardy_text(mesh + R"( #sdy.sharding<@mesh, [{"x"}, {"y"}]>)", g);
+  for (const char* dict : {R"( {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>})",
+                           "\n{ sdy.sharding=#sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]> }\n"}) {
+    INFO(dict);
+    const redist::placed_type t = redist::from_shardy_text(mesh + dict, g);
+    CHECK(t.type == plain.type);
+    CHECK(t.pm == plain.pm);
+  }
+  CHECK_THROWS_WITH(redist::from_shardy_text(mesh + R"( {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>)", g),
+                    "expected '}' after the sharding to close '{sdy.sharding = ...'");
+  // Another attribute is not a sharding: the mesh's parse names the brace.
+  CHECK_THROWS_WITH(redist::from_shardy_text(mesh + R"( {sdy.other = #sdy.sharding<@mesh, [{"x"}, {"y"}]>})", g),
+                    Catch::StartsWith("expected the end of the mesh but found '{'"));
+}
+
 TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") {
   auto column_of = [](auto f) {
     try {

@@ -126,8 +126,9 @@ BAD_INPUT = [
       "--to", "[6]"],
      "redist: error: --from-shardy: unreduced={...}: a box layout holds values, not partial ones (reduce them first)"),
 
-    (["convert"] + MESH + ["--type", "[{x}8] sum{y}", "--to", "jax"],
-     "redist: error: --to: the type has no JAX PartitionSpec: a type with pending sums has no PartitionSpec"),
+    (["convert"] + MESH + ["--type", "[{x}8] min{y}", "--to", "jax"],
+     "redist: error: --to: the type has no JAX PartitionSpec: pending min values have no PartitionSpec (JAX's unreduced "
+     "axes are pending sums)"),
     (["convert", "--mesh", "{x: 4}", "--type", "[4{x:(1)2}8]", "--to", "dtensor"],
      "redist: error: --to: the type has no DTensor placements: dimension 0 is split by a sub-axis, which placements cannot name"),
 ]
@@ -204,13 +205,18 @@ def main():
     r = run(redist, ["show"] + MESH + ["--type", "[64{x}128, 32{y}64]", "--notation", "dtensor"])
     expect(r.stdout.splitlines()[0] == GRID[0].replace("[64{x}128, 32{y}64]", "[Shard(0), Shard(1)]"),
            "show --notation dtensor: %r" % r.stdout)
-    # Pending sums: a note and '+' between the devices of different partials; a notation
+    # Pending values: a note and '+' between the devices of different partials; a notation
     # that cannot write the type says so in one line and the header shows ours.
     r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Partial()]", "--shape", "[8]", "--notation", "jax"])
+    expect(r.returncode == 0 and r.stdout.splitlines()[0] ==
+           "mesh {x: 2, y: 2} | type PartitionSpec('x', unreduced={'y'}) | global [8] | tile [4] | local size 4 elements",
+           "show partial --notation jax:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Partial('max')]", "--shape", "[8]", "--notation", "jax"])
     expect(r.returncode == 0 and r.stdout.splitlines() == [
-        "no JAX PartitionSpec: a type with pending sums has no PartitionSpec; the type is shown in redist notation",
-        "mesh {x: 2, y: 2} | type [4{x}8] sum{y} | global [8] | tile [4] | local size 4 elements",
-        "partial over y: a box is the sum of 2 partial values; '+' joins the devices of different partials",
+        "no JAX PartitionSpec: pending max values have no PartitionSpec (JAX's unreduced axes are pending sums); "
+        "the type is shown in redist notation",
+        "mesh {x: 2, y: 2} | type [4{x}8] max{y} | global [8] | tile [4] | local size 4 elements",
+        "partial over y: a box is the max of 2 partial values; '+' joins the devices of different partials",
         "0     4     8",
         "┌─────┬─────┐",
         "│ 0+1 │ 2+3 │",
@@ -289,8 +295,11 @@ def main():
                               "  step 2  [Replicate(), Replicate()]", "  target  [Replicate(), Replicate()]"],
                "plan --notation dtensor:\n%s" % r.stdout)
         r = run(redist, ["plan", "--mesh", "{x: 2, y: 2}", "--from", "[{x}8] sum{y}", "--to", "[8]", "--notation", "jax"])
-        expect("  source  [4{x}8] sum{y} (no JAX PartitionSpec: a type with pending sums has no PartitionSpec)" in
-               r.stdout.splitlines(), "plan --notation jax, partial:\n%s" % r.stdout)
+        expect("  source  PartitionSpec('x', unreduced={'y'})" in r.stdout.splitlines(),
+               "plan --notation jax, partial:\n%s" % r.stdout)
+        r = run(redist, ["plan", "--mesh", "{x: 2, y: 2}", "--from", "[{x}8] max{y}", "--to", "[8]", "--notation", "jax"])
+        expect("  source  [4{x}8] max{y} (no JAX PartitionSpec: pending max values have no PartitionSpec (JAX's "
+               "unreduced axes are pending sums))" in r.stdout.splitlines(), "plan --notation jax, max:\n%s" % r.stdout)
 
     # convert: all notations, or one; round trips.
     r = run(redist, ["convert"] + MESH + ["--type", "[64{x}128, 32{y}64]"])
@@ -301,9 +310,12 @@ def main():
     r = run(redist, ["convert"] + MESH + ["--type", "[2{y, x}8, 4]", "--to", "jax,dtensor"])
     expect(r.stdout == "jax          PartitionSpec(('x', 'y'))\ndtensor      [Shard(0), Shard(0)]\n", "convert --to jax,dtensor: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--type", "[2{x, y}8]"])
+    expect(r.returncode == 0 and r.stdout.splitlines()[2] == "dtensor      [_StridedShard(0, split_factor=2), Shard(0)]",
+           "convert, strided placements: %r" % r.stdout)
+    r = run(redist, ["convert", "--mesh", "{x: 2, y: 2, z: 2}", "--type", "[1{y, x, z}8]"])
     expect(r.returncode == 0 and r.stdout.splitlines()[2] ==
-           "dtensor      none: dimension 0 is split in an order other than the mesh's, which placements cannot express",
-           "convert, no placements: %r" % r.stdout)
+           "dtensor      none: dimension 0 is split in an order that placements cannot express (mesh dimension 0 is "
+           "neither its major nor its minor axis left)", "convert, no placements: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--dtensor", "[Partial(), Shard(0)]", "--shape", "[8]", "--to", "redist"])
     expect(r.stdout == "[4{y}8] sum{x}\n", "convert dtensor partial: %r" % r.stdout)
 
@@ -337,6 +349,21 @@ def main():
     expect(r.returncode == 0 and "verify: OK, 12 elements checked on 4 ranks" in r.stdout,
            "run box layout --verify:\n%s%s" % (r.stdout, r.stderr))
 
+    # FSDP2 over tensor parallelism, _StridedShard: tp's chunks first, then dp's of each; even
+    # it is a type (tp major), uneven the box layout of those nested chunks.
+    strided = ["--mesh", "{dp: 2, tp: 2}", "--from-dtensor", "[_StridedShard(0, split_factor=2), Shard(0)]"]
+    r = run(redist, ["plan"] + strided + ["--shape", "[8, 3]", "--to", "[8, 3]", "--json"])
+    expect(r.returncode == 0 and json.loads(r.stdout)["source"] == "[2{dp, tp}8, 3]",
+           "plan _StridedShard --json: %r %r" % (r.stdout[:300], r.stderr))
+    r = run(redist, ["plan"] + strided + ["--shape", "[5, 3]", "--to", "[5, 3]", "--json"])
+    expect(r.returncode == 0 and json.loads(r.stdout)["source"] == {"boxes": [
+        [[0, 2], [0, 3]], [[3, 4], [0, 3]], [[2, 3], [0, 3]], [[4, 5], [0, 3]]]},
+           "plan uneven _StridedShard --json: %r %r" % (r.stdout[:300], r.stderr))
+    r = run(redist, ["run", "--backend", "host"] + strided + ["--shape", "[5, 3]", "--to-dtensor",
+                                                             "[Replicate(), Shard(0)]", "--verify"])
+    expect(r.returncode == 0 and "verify: OK, 30 elements checked on 4 ranks" in r.stdout,
+           "run _StridedShard --verify:\n%s%s" % (r.stdout, r.stderr))
+
     # DTensor's Replicate() beside nested uneven chunks: replicas in the box layout.
     r = run(redist, ["run", "--backend", "host", "--mesh", "{x: 2, y: 2, z: 2}", "--from-dtensor",
                      "[Shard(0), Shard(0), Replicate()]", "--shape", "[6]", "--to", "[6]", "--verify"])
@@ -368,6 +395,22 @@ def main():
                      SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(3)2}, {"y":(1)3}]>', "--shape", "[12, 7]", "--verify"])
     expect(r.returncode == 0 and "verify: OK, " in r.stdout and "on 12 ranks, all in place" in r.stdout,
            "run Shardy sub-axes --verify:\n%s%s" % (r.stdout, r.stderr))
+
+    # XLA's {replicated} holds the array on every device of the world, on either side,
+    # whichever side places the other's devices (the maximal device, a Shardy device list).
+    on4 = 'sdy.mesh @m = <["x"=4], device_ids=[4, 5, 6, 7]> #sdy.sharding<@m, [{"x"}, {}]>'
+    for frm, to, header in (
+            (["--from-xla", "{maximal device=3}"], ["--to-xla", "{replicated}"],
+             "world of 4 ranks: [8, 8] on {} @ [3] -> [8, 8] on {r: 4}"),
+            (["--from-xla", "{replicated}"], ["--to-xla", "{devices=[4,1]<=[4]}"],
+             "world of 4 ranks: [8, 8] on {r: 4} -> [2{d0}8, 8] on {d0: 4}"),
+            (["--from-shardy", on4], ["--to-xla", "{replicated}"],
+             "world of 8 ranks: [2{x}8, 8] on {x: 4} @ [4, 5, 6, 7] -> [8, 8] on {r: 8}"),
+            (["--from-xla", "{replicated}"], ["--to-shardy", on4],
+             "world of 8 ranks: [8, 8] on {r: 8} -> [2{x}8, 8] on {x: 4} @ [4, 5, 6, 7]")):
+        r = run(redist, ["run", "--backend", "host", "--verify", "--shape", "[8, 8]"] + frm + to)
+        expect(r.returncode == 0 and header in r.stdout and "verify: OK" in r.stdout,
+               "run %s -> %s:\n%s%s" % (frm[1], to[1], r.stdout, r.stderr))
 
     for args, line in BAD_INPUT:
         r = run(redist, args)

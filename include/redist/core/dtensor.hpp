@@ -15,8 +15,18 @@
 // dimension chunk each chunk again (nested chunks); that equals redist's ceil tiles only
 // for some sizes: from_dtensor refuses placements whose nested chunks differ, with both
 // tilings shown (never silently mapped to other places), and dtensor_layout reads them as
-// the box layout they are (redist/box.hpp; dtensor_type_says tells which applies). Types whose axis order within a
-// dimension differs from mesh order, or that use sub-axes, have no placements.
+// the box layout they are (redist/box.hpp; dtensor_type_says tells which applies). Types that
+// use sub-axes, or whose order within a dimension neither mesh order nor _StridedShard (below)
+// says, have no placements.
+//
+// _StridedShard(d, split_factor=f) (also `_StridedShard(dim=d, sf=f)`, as torch prints it) is
+// FSDP2 over tensor parallelism: the later mesh dimensions that shard d (their sizes'
+// product is f) split it first, this one splits each of their chunks. [_StridedShard(0, 2),
+// Shard(0)] over (dp: 2, tp: 2) is [{dp, tp}..], tp the major axis; uneven, it is the nested
+// chunks in that order (tp's chunks, then dp's chunks of each), the data FSDP2 holds. From
+// the last mesh dimension back, a Shard goes above the axes after it, a _StridedShard below;
+// a split factor other than 1 or that product cuts a device's data into several boxes and
+// is refused. to_dtensor writes _StridedShard where mesh order alone cannot say a type.
 #pragma once
 
 #include <algorithm>
@@ -115,7 +125,8 @@ inline dtensor_placements parse_placements(const device_mesh& m, std::span<const
   detail::scanner sc{placements};
   auto fail = [&]() { throw redist_error(sc.err, placements); };
   const int rank = static_cast<int>(global.size());
-  std::vector<std::vector<int>> axes(global.size());  // major-to-minor while reading
+  std::vector<std::vector<int>> axes(global.size());  // placement order while reading
+  std::vector<std::vector<std::pair<std::uint64_t, int>>> factors(global.size());  // per axis: split factor, column
   std::vector<int> sums;
   reduction reduce = reduction::sum;  // Partial('max'), ...: one kind for all
   const char close = sc.peek() == '(' ? ')' : ']';
@@ -135,13 +146,18 @@ inline dtensor_placements parse_placements(const device_mesh& m, std::span<const
         fail();
       }
       if (!sc.expect('(', "'(' after the placement")) fail();
-      if (kind == "Shard") {
+      if (kind == "Shard" || kind == "_StridedShard") {
+        const bool strided = kind == "_StridedShard";
         sc.skip();
         if (detail::is_ident_start(sc.peek())) {  // dim=
           std::string_view kw;
           sc.name(kw);
           if (kw != "dim" || !sc.expect('=', "'=' after dim")) {
-            if (!sc.failed()) sc.err = error::make(errc::syntax, "expected Shard(dim) or Shard(dim=d)", col);
+            if (!sc.failed())
+              sc.err = error::make(errc::syntax,
+                                   strided ? "expected _StridedShard(dim, split_factor=f) or _StridedShard(dim=d, sf=f)"
+                                           : "expected Shard(dim) or Shard(dim=d)",
+                                   col);
             fail();
           }
         }
@@ -160,7 +176,31 @@ inline dtensor_placements parse_placements(const device_mesh& m, std::span<const
                                dcol);
           fail();
         }
-        axes[static_cast<std::size_t>(from_end ? R - d : d)].push_back(mesh_dim);
+        std::uint64_t factor = 1;  // _StridedShard's split factor, 1 for Shard
+        int fcol = 0;
+        if (strided) {
+          if (!sc.expect(',', "',' then the split factor")) fail();
+          sc.skip();
+          if (detail::is_ident_start(sc.peek())) {  // split_factor= or sf=
+            std::string_view kw;
+            sc.name(kw);
+            if ((kw != "split_factor" && kw != "sf") || !sc.expect('=', "'=' after the keyword")) {
+              if (!sc.failed())
+                sc.err = error::make(errc::syntax, "expected split_factor=f or sf=f in _StridedShard", col);
+              fail();
+            }
+          }
+          sc.skip();
+          fcol = sc.pos;
+          if (!sc.integer(factor)) fail();
+          if (factor == 0) {
+            sc.err = error::make(errc::bad_size, "a split factor must be at least 1", fcol);
+            fail();
+          }
+        }
+        const auto dim = static_cast<std::size_t>(from_end ? R - d : d);
+        axes[dim].push_back(mesh_dim);
+        factors[dim].emplace_back(factor, fcol);
       } else if (kind == "Replicate") {
       } else if (kind == "Partial") {
         sc.skip();
@@ -203,7 +243,8 @@ inline dtensor_placements parse_placements(const device_mesh& m, std::span<const
         }
         sums.push_back(mesh_dim);
       } else {
-        sc.err = error::make(errc::syntax, "unknown placement '" + std::string(kind) + "' (Shard, Replicate, Partial)", col);
+        sc.err = error::make(errc::syntax,
+                             "unknown placement '" + std::string(kind) + "' (Shard, _StridedShard, Replicate, Partial)", col);
         fail();
       }
       if (!sc.expect(')', "')' to close the placement")) fail();
@@ -218,6 +259,30 @@ inline dtensor_placements parse_placements(const device_mesh& m, std::span<const
   if (mesh_dim != m.naxes)
     throw redist_error(errc::syntax, "there are " + std::to_string(mesh_dim) + " placements but the mesh has " +
                                          std::to_string(m.naxes) + " axes; DTensor needs one per mesh dimension");
+  // _StridedShard(d, f): the later mesh dimensions that shard d split it first (FSDP2
+  // over tensor parallelism: right-to-left), f being the product of their sizes. From the
+  // last mesh dimension back, a Shard goes above the axes after it, a _StridedShard below.
+  for (std::size_t d = 0; d < axes.size(); ++d) {
+    std::vector<int> order;  // major first
+    std::uint64_t after = 1;  // the product of the sizes of the later axes
+    for (std::size_t i = axes[d].size(); i-- > 0;) {
+      const int a = axes[d][i];
+      const auto [f, fcol] = factors[d][i];
+      if (f > 1 && f != after)
+        throw redist_error(error::make(errc::rule,
+                                       "_StridedShard(" + std::to_string(d) + ", split_factor=" + std::to_string(f) +
+                                           ") on mesh dimension " + std::to_string(a) +
+                                           ": the split factor must be 1 or the product of the sizes of the later "
+                                           "mesh dimensions that shard dimension " + std::to_string(d) + " (" +
+                                           std::to_string(after) + "); others cut a device's data into several boxes",
+                                       fcol),
+                           placements);
+      if (f > 1) order.push_back(a);
+      else order.insert(order.begin(), a);
+      after *= m.sizes[a];
+    }
+    axes[d] = std::move(order);
+  }
   return {std::move(axes), std::move(sums), reduce};
 }
 
@@ -256,13 +321,29 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
   for (int d = 0; d < t.rank; ++d) {
     if (!detail::whole_axes(m, t.dims[d], axes))
       throw redist_error(errc::rule, "dimension " + std::to_string(d) + " is split by a sub-axis, which placements cannot name");
-    for (std::size_t i = 1; i < axes.size(); ++i)
-      if (axes[i] > axes[i - 1])
-        throw redist_error(errc::rule, "dimension " + std::to_string(d) +
-                                           " is split in an order other than the mesh's, which placements cannot express");
-    std::reverse(axes.begin(), axes.end());  // major first, as placements list them
+    std::reverse(axes.begin(), axes.end());  // major first
     detail::check_nested_chunks(m, t.dims[d].global, axes, d);
-    for (int a : axes) place[static_cast<std::size_t>(a)] = "Shard(" + std::to_string(d) + ")";
+    // The reading's rule backwards (parse_placements): the earliest mesh dimension left is the
+    // major axis left (Shard) or the minor one (_StridedShard over the product of the rest).
+    std::vector<int> left = axes;
+    while (!left.empty()) {
+      const auto first = std::min_element(left.begin(), left.end());
+      const int a = *first;
+      std::string& p = place[static_cast<std::size_t>(a)];
+      if (first == left.begin()) {
+        p = "Shard(" + std::to_string(d) + ")";
+        left.erase(left.begin());
+      } else if (first + 1 == left.end()) {
+        left.pop_back();
+        std::uint64_t f = 1;
+        for (int b : left) f *= m.sizes[b];
+        p = "_StridedShard(" + std::to_string(d) + ", split_factor=" + std::to_string(f) + ")";
+      } else {
+        throw redist_error(errc::rule, "dimension " + std::to_string(d) +
+                                           " is split in an order that placements cannot express (mesh dimension " +
+                                           std::to_string(a) + " is neither its major nor its minor axis left)");
+      }
+    }
   }
   for (int a = 0; a < m.naxes; ++a) {
     int n = 0;

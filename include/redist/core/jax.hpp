@@ -6,10 +6,14 @@
 // slowest), the reverse of redist's minor-to-major braces:
 //   PartitionSpec('x', None, ('y', 'z'))  ==  [{x}.., .., {z, y}..]
 // jax.make_mesh lays devices out row-major over the mesh axes, as redist does, so the
-// device map is the same. JAX cannot write sub-axes or pending sums: such types have no
-// JAX spelling and to_jax reports it.
+// device map is the same. Read as Python reads it: a trailing comma (`P('x',)`, as JAX
+// prints a one-entry spec), `unreduced={'y'}` (pending sums over y, `sum{y}`; also a tuple,
+// as older JAX printed it), `reduced={'y'}` (replicated over y, which a layout already
+// says); UNCONSTRAINED names no layout and is refused. JAX cannot write sub-axes or pending
+// values other than sums: such types have no JAX spelling and to_jax reports it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -85,6 +89,7 @@ inline dist_type from_jax(const device_mesh& m, std::span<const std::uint64_t> g
     sc.err = error::make(errc::syntax, "expected PartitionSpec(...) or P(...)", 0);
     fail();
   }
+  std::vector<int> unreduced, reduced;  // keyword arguments: pending sums; axes that replicate
   auto axis = [&](std::vector<int>& out) {
     sc.skip();
     const int col = sc.pos;
@@ -95,55 +100,102 @@ inline dist_type from_jax(const device_mesh& m, std::span<const std::uint64_t> g
       sc.err = error::make(errc::unknown_axis, "unknown mesh axis '" + std::string(n) + "'", col);
       fail();
     }
-    for (const auto& d : axes)
-      for (int b : d)
-        if (b == a) {
-          sc.err = error::make(errc::repeated_axis, "mesh axis '" + std::string(n) + "' is used twice", col);
-          fail();
-        }
-    for (int b : out)
-      if (b == a) {
-        sc.err = error::make(errc::repeated_axis, "mesh axis '" + std::string(n) + "' is used twice", col);
-        fail();
-      }
+    bool twice = std::find(out.begin(), out.end(), a) != out.end();
+    for (const std::vector<int>* used : {&unreduced, &reduced})
+      twice = twice || std::find(used->begin(), used->end(), a) != used->end();
+    for (const auto& d : axes) twice = twice || std::find(d.begin(), d.end(), a) != d.end();
+    if (twice) {
+      sc.err = error::make(errc::repeated_axis, "mesh axis '" + std::string(n) + "' is used twice", col);
+      fail();
+    }
     out.push_back(a);
   };
-  if (!sc.expect('(', "'('")) fail();
-  if (!sc.accept(')')) {
-    do {
-      std::vector<int> major_to_minor;
-      if (sc.accept('(')) {
-        if (!sc.accept(')')) {
-          do axis(major_to_minor);
-          while (sc.accept(','));
-          if (!sc.expect(')', "',' or ')' in a tuple of axes")) fail();
-        }
-      } else if (detail::is_ident_start(sc.peek())) {
-        const int col = sc.pos;
-        std::string_view n;
-        sc.name(n);
-        if (n != "None") {
-          sc.pos = col;
-          axis(major_to_minor);
-        }
-      } else {
-        axis(major_to_minor);  // a quoted name
+  // Axes in parentheses (a tuple) or braces (a set), Python's trailing comma allowed.
+  auto axis_list = [&](char close, std::vector<int>& out) {
+    while (!sc.accept(close)) {
+      axis(out);
+      if (!sc.accept(',')) {
+        if (!sc.expect(close, close == ')' ? "',' or ')' in a tuple of axes" : "',' or '}' in a set of axes")) fail();
+        break;
       }
-      axes.emplace_back(major_to_minor.rbegin(), major_to_minor.rend());
-    } while (sc.accept(','));
+    }
+  };
+  if (!sc.expect('(', "'('")) fail();
+  while (!sc.accept(')')) {
+    sc.skip();
+    const int col = sc.pos;
+    std::vector<int> major_to_minor;
+    auto positional = [&] {  // Python's rule: no entry after a keyword argument
+      if (unreduced.empty() && reduced.empty()) return;
+      sc.err = error::make(errc::syntax, "an entry after a keyword argument", col);
+      fail();
+    };
+    if (sc.accept('(')) {
+      positional();
+      axis_list(')', major_to_minor);
+    } else if (detail::is_ident_start(sc.peek())) {
+      std::string_view n;
+      sc.name(n);
+      if (n == "unreduced" || n == "reduced") {  // JAX's sets of mesh axes: P('x', unreduced={'y'})
+        std::vector<int>& into = n == "unreduced" ? unreduced : reduced;
+        if (!sc.expect('=', "'=' after the keyword")) fail();
+        if (sc.accept('{')) axis_list('}', into);
+        else if (sc.accept('(')) axis_list(')', into);
+        else axis(into);
+        if (sc.accept(',')) continue;
+        if (!sc.expect(')', "',' or ')' after a keyword argument")) fail();
+        break;
+      }
+      positional();
+      if (n == "P" || n == "PartitionSpec") (void)(sc.accept('.') && sc.name(n));
+      if (n == "UNCONSTRAINED") {
+        sc.err = error::make(errc::rule,
+                             "UNCONSTRAINED leaves dimension " + std::to_string(axes.size()) +
+                                 "'s layout to the compiler: name its mesh axes or None",
+                             col);
+        fail();
+      }
+      if (n != "None") {
+        sc.pos = col;
+        axis(major_to_minor);
+      }
+    } else {
+      positional();
+      axis(major_to_minor);  // a quoted name
+    }
+    axes.emplace_back(major_to_minor.rbegin(), major_to_minor.rend());
+    if (sc.accept(',')) continue;
     if (!sc.expect(')', "',' or ')' after an entry")) fail();
+    break;
   }
   if (!sc.at_end()) {
     sc.fail_expected("the end of the PartitionSpec");
     fail();
   }
-  return detail::type_from_axes(m, global, axes, "PartitionSpec");
+  dist_type t = detail::type_from_axes(m, global, axes, "PartitionSpec");
+  std::vector<int> subs;  // the pending sums' sub-axes, ascending (mesh order)
+  for (int a : unreduced)
+    for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k) subs.push_back(k);
+  std::sort(subs.begin(), subs.end());
+  for (int k : subs) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  return t;
 }
 
-/// Write a type as a PartitionSpec; throws redist_error if JAX cannot express it
-/// (sub-axes, pending sums). Trailing None entries are dropped, as JAX does.
+/// Write a type as a PartitionSpec, pending sums as `unreduced={...}`; throws redist_error
+/// if JAX cannot express it (sub-axes, pending values other than sums). Trailing None
+/// entries are dropped, as JAX does.
 inline std::string to_jax(const device_mesh& m, const dist_type& t) {
-  if (t.nsum > 0) throw redist_error(errc::rule, "a type with pending sums has no PartitionSpec");
+  if (t.nsum > 0 && t.reduce != reduction::sum)
+    throw redist_error(errc::rule, "pending " + std::string(reduction_name(t.reduce)) +
+                                       " values have no PartitionSpec (JAX's unreduced axes are pending sums)");
+  std::vector<std::string> sums;
+  for (int a = 0; a < m.naxes; ++a) {
+    int n = 0;
+    for (int i = 0; i < t.nsum; ++i) n += m.sub[t.sum[i]].axis == a;
+    if (n == 0) continue;
+    if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no PartitionSpec");
+    sums.push_back(detail::quoted(m, a));
+  }
   std::vector<std::string> entries;
   std::vector<int> axes;
   for (int d = 0; d < t.rank; ++d) {
@@ -158,6 +210,7 @@ inline std::string to_jax(const device_mesh& m, const dist_type& t) {
     }
   }
   while (!entries.empty() && entries.back() == "None") entries.pop_back();
+  if (!sums.empty()) entries.push_back(detail::listed("unreduced={", sums, "}"));
   return detail::listed("PartitionSpec(", entries, ")");
 }
 

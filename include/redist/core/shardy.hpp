@@ -382,14 +382,31 @@ inline std::string to_shardy(const placed_mesh& pm, const dist_type& t, std::str
 }
 
 namespace detail {
-/// Shardy's text split into the mesh's and the sharding's (from_shardy_text).
+/// Shardy's text split into the mesh's and the sharding's (from_shardy_text). The sharding
+/// may sit in the attribute dictionary an MLIR dump writes after an argument or result,
+/// `{sdy.sharding = #sdy.sharding<...>}`: the braces and the name are dropped.
 inline std::pair<std::string, std::string> shardy_split(const std::string& text) {
   std::size_t at = text.find("#sdy.sharding");
   if (at == std::string::npos) at = text.find("sharding<");
   if (at == std::string::npos)
     throw redist_error(errc::syntax, "expected Shardy's mesh then its sharding, '#sdy.sharding<@mesh, [...]>'");
   std::string mesh = text.substr(0, at);
-  const std::string sharding = text.substr(at);
+  std::string sharding = text.substr(at);
+  // The mesh's text ends with `{`, `sdy.sharding`, `=` (blanks between): drop them.
+  std::size_t cut = mesh.size();
+  auto back = [&](std::string_view w) {
+    const std::size_t k = cut == 0 ? std::string::npos : mesh.find_last_not_of(" \t\n", cut - 1);
+    if (k == std::string::npos || k + 1 < w.size() || mesh.compare(k + 1 - w.size(), w.size(), w) != 0) return false;
+    cut = k + 1 - w.size();
+    return true;
+  };
+  if (back("=") && back("sdy.sharding") && back("{")) {
+    const std::size_t close = sharding.find_last_not_of(" \t\n");
+    if (sharding[close] != '}')
+      throw redist_error(errc::syntax, "expected '}' after the sharding to close '{sdy.sharding = ...'");
+    mesh.erase(cut);
+    sharding.erase(close);
+  }
   if (mesh.find_first_not_of(" \t\n;") == std::string::npos) {  // the mesh inline: mesh<...> up to its '>'
     const std::size_t m0 = sharding.find("mesh<");
     if (m0 == std::string::npos)
