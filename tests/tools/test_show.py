@@ -314,8 +314,12 @@ def main():
            "convert, strided placements: %r" % r.stdout)
     r = run(redist, ["convert", "--mesh", "{x: 2, y: 2, z: 2}", "--type", "[1{y, x, z}8]"])
     expect(r.returncode == 0 and r.stdout.splitlines()[2] ==
-           "dtensor      none: dimension 0 is split in an order that placements cannot express (mesh dimension 0 is "
-           "neither its major nor its minor axis left)", "convert, no placements: %r" % r.stdout)
+           "dtensor      [_StridedShard(0, split_factor=2), _StridedShard(0, split_factor=2), Shard(0)]",
+           "convert, strided placements in the middle: %r" % r.stdout)
+    r = run(redist, ["convert", "--mesh", "{x: 4}", "--type", "[4{x:(1)2}8]"])
+    expect(r.returncode == 0 and r.stdout.splitlines()[2] ==
+           "dtensor      none: dimension 0 is split by a sub-axis, which placements cannot name",
+           "convert, no placements: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--dtensor", "[Partial(), Shard(0)]", "--shape", "[8]", "--to", "redist"])
     expect(r.stdout == "[4{y}8] sum{x}\n", "convert dtensor partial: %r" % r.stdout)
 

@@ -16,17 +16,19 @@
 // for some sizes: from_dtensor refuses placements whose nested chunks differ, with both
 // tilings shown (never silently mapped to other places), and dtensor_layout reads them as
 // the box layout they are (redist/box.hpp; dtensor_type_says tells which applies). Types that
-// use sub-axes, or whose order within a dimension neither mesh order nor _StridedShard (below)
-// says, have no placements.
+// use sub-axes have no placements.
 //
 // _StridedShard(d, split_factor=f) (also `_StridedShard(dim=d, sf=f)`, as torch prints it) is
-// FSDP2 over tensor parallelism: the later mesh dimensions that shard d (their sizes'
-// product is f) split it first, this one splits each of their chunks. [_StridedShard(0, 2),
+// FSDP2 over tensor parallelism: later mesh dimensions that shard d, whose sizes multiply to
+// f, split it first, then this one splits each of their chunks. [_StridedShard(0, 2),
 // Shard(0)] over (dp: 2, tp: 2) is [{dp, tp}..], tp the major axis; uneven, it is the nested
 // chunks in that order (tp's chunks, then dp's chunks of each), the data FSDP2 holds. From
-// the last mesh dimension back, a Shard goes above the axes after it, a _StridedShard below;
-// a split factor other than 1 or that product cuts a device's data into several boxes and
-// is refused. to_dtensor writes _StridedShard where mesh order alone cannot say a type.
+// the last mesh dimension back, a Shard goes above the axes after it, a _StridedShard below
+// the major ones of them whose sizes multiply to f (torch's _split_tensor: chunks k, k + n,
+// ... of n f go to coordinate k); a split factor that no such axes make cuts a device's
+// data into several boxes (torch gives overlapping shards) and is refused. to_dtensor
+// writes _StridedShard where mesh order alone cannot say a type: every order of whole axes
+// has placements.
 #pragma once
 
 #include <algorithm>
@@ -259,27 +261,30 @@ inline dtensor_placements parse_placements(const device_mesh& m, std::span<const
   if (mesh_dim != m.naxes)
     throw redist_error(errc::syntax, "there are " + std::to_string(mesh_dim) + " placements but the mesh has " +
                                          std::to_string(m.naxes) + " axes; DTensor needs one per mesh dimension");
-  // _StridedShard(d, f): the later mesh dimensions that shard d split it first (FSDP2
-  // over tensor parallelism: right-to-left), f being the product of their sizes. From the
-  // last mesh dimension back, a Shard goes above the axes after it, a _StridedShard below.
+  // _StridedShard(d, f): later mesh dimensions that shard d, the product of whose sizes is
+  // f, split it first (FSDP2 over tensor parallelism: right-to-left), then this one, then
+  // the rest. From the last mesh dimension back, a Shard goes above the axes after it, a
+  // _StridedShard below the major ones of them whose sizes multiply to f.
   for (std::size_t d = 0; d < axes.size(); ++d) {
     std::vector<int> order;  // major first
-    std::uint64_t after = 1;  // the product of the sizes of the later axes
     for (std::size_t i = axes[d].size(); i-- > 0;) {
       const int a = axes[d][i];
       const auto [f, fcol] = factors[d][i];
-      if (f > 1 && f != after)
+      std::size_t at = 0;  // below the major axes whose sizes multiply to f
+      for (std::uint64_t p = 1; p != f; p *= m.sizes[order[at++]]) {
+        if (at < order.size() && p <= f / m.sizes[order[at]]) continue;
+        std::string products = "1";  // what a split factor may be here
+        for (std::uint64_t q = 1; int b : order) products += ", " + std::to_string(q *= m.sizes[b]);
         throw redist_error(error::make(errc::rule,
                                        "_StridedShard(" + std::to_string(d) + ", split_factor=" + std::to_string(f) +
                                            ") on mesh dimension " + std::to_string(a) +
-                                           ": the split factor must be 1 or the product of the sizes of the later "
-                                           "mesh dimensions that shard dimension " + std::to_string(d) + " (" +
-                                           std::to_string(after) + "); others cut a device's data into several boxes",
+                                           ": the split factor must be the product of the sizes of the first of the "
+                                           "later mesh dimensions that shard dimension " + std::to_string(d) + " (" +
+                                           products + "); others cut a device's data into several boxes",
                                        fcol),
                            placements);
-      if (f > 1) order.push_back(a);
-      else order.insert(order.begin(), a);
-      after *= m.sizes[a];
+      }
+      order.insert(order.begin() + static_cast<std::ptrdiff_t>(at), a);
     }
     axes[d] = std::move(order);
   }
@@ -323,26 +328,17 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
       throw redist_error(errc::rule, "dimension " + std::to_string(d) + " is split by a sub-axis, which placements cannot name");
     std::reverse(axes.begin(), axes.end());  // major first
     detail::check_nested_chunks(m, t.dims[d].global, axes, d);
-    // The reading's rule backwards (parse_placements): the earliest mesh dimension left is the
-    // major axis left (Shard) or the minor one (_StridedShard over the product of the rest).
+    // The reading's rule backwards (parse_placements): the earliest mesh dimension left is a
+    // Shard if it is the major axis left, else a _StridedShard over the axes above it.
     std::vector<int> left = axes;
     while (!left.empty()) {
       const auto first = std::min_element(left.begin(), left.end());
-      const int a = *first;
-      std::string& p = place[static_cast<std::size_t>(a)];
-      if (first == left.begin()) {
-        p = "Shard(" + std::to_string(d) + ")";
-        left.erase(left.begin());
-      } else if (first + 1 == left.end()) {
-        left.pop_back();
-        std::uint64_t f = 1;
-        for (int b : left) f *= m.sizes[b];
-        p = "_StridedShard(" + std::to_string(d) + ", split_factor=" + std::to_string(f) + ")";
-      } else {
-        throw redist_error(errc::rule, "dimension " + std::to_string(d) +
-                                           " is split in an order that placements cannot express (mesh dimension " +
-                                           std::to_string(a) + " is neither its major nor its minor axis left)");
-      }
+      std::uint64_t f = 1;
+      for (auto it = left.begin(); it != first; ++it) f *= m.sizes[*it];
+      place[static_cast<std::size_t>(*first)] =
+          f == 1 ? "Shard(" + std::to_string(d) + ")"
+                 : "_StridedShard(" + std::to_string(d) + ", split_factor=" + std::to_string(f) + ")";
+      left.erase(first);
     }
   }
   for (int a = 0; a < m.naxes; ++a) {
