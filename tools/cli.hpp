@@ -427,9 +427,10 @@ inline problem parse_problem(const problem_options& o) {
   if (o.mesh_opt->count()) given = for_option("--mesh", [&] { return parse_placed_mesh(o.mesh); });
   if (o.to_mesh_opt->count()) p.dst = for_option("--to-mesh", [&] { return parse_placed_mesh(o.to_mesh); });
   // XLA's {replicated} names no devices: like XLA's, it holds the array on every device of
-  // the computation, the world: --world, else the least that every other mesh given fits in.
+  // the computation, the world: --world, else the least that every other mesh given fits in
+  // (found only where a side is XLA's: it reads the other side's text once more).
   std::uint64_t replicated = o.world_opt->count() ? o.world : 1;
-  if (!o.world_opt->count()) {
+  if (!o.world_opt->count() && o.from.xla_opt->count() + o.to.xla_opt->count() > 0) {
     if (given) replicated = std::max(replicated, given->min_world());
     if (o.to_mesh_opt->count()) replicated = std::max(replicated, p.dst.min_world());
     for (const type_option* t : {&o.from, &o.to}) {

@@ -313,8 +313,7 @@ inline dist_type from_dtensor(const device_mesh& m, std::span<const std::uint64_
     detail::check_nested_chunks(m, global[d], axes[d], static_cast<int>(d));
   for (auto& a : axes) std::reverse(a.begin(), a.end());  // minor-to-major
   dist_type t = detail::type_from_axes(m, global, axes, "placements");
-  for (int a : sums)
-    for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  detail::add_pending_axes(m, sums, t);
   if (t.nsum > 0) t.reduce = reduce;
   return t;
 }
@@ -341,11 +340,7 @@ inline std::string to_dtensor(const device_mesh& m, const dist_type& t) {
       left.erase(first);
     }
   }
-  for (int a = 0; a < m.naxes; ++a) {
-    int n = 0;
-    for (int i = 0; i < t.nsum; ++i) n += m.sub[t.sum[i]].axis == a;
-    if (n == 0) continue;
-    if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no placement");
+  for (int a : detail::pending_axes(m, t, "placement")) {
     // DTensor's names: Partial() for sums, 'product' (torch's ReduceOp.PRODUCT) for prod.
     place[static_cast<std::size_t>(a)] = t.reduce == reduction::sum    ? std::string("Partial()")
                                          : t.reduce == reduction::prod ? std::string("Partial('product')")

@@ -62,6 +62,27 @@ inline bool whole_axes(const device_mesh& m, const dim& d, std::vector<int>& out
   return true;
 }
 
+/// Pending values over whole declared axes (any order): their sub-axes, ascending, as t.sum.
+inline void add_pending_axes(const device_mesh& m, std::vector<int> axes, dist_type& t) {
+  std::sort(axes.begin(), axes.end());  // the sub-axes of ascending axes ascend
+  for (int a : axes)
+    for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+}
+
+/// The declared axes, ascending, whose pending values t holds; throws redist_error naming
+/// `notation` where they cover part of an axis (a sub-axis).
+inline std::vector<int> pending_axes(const device_mesh& m, const dist_type& t, std::string_view notation) {
+  std::vector<int> axes;
+  for (int a = 0; a < m.naxes; ++a) {
+    int n = 0;
+    for (int i = 0; i < t.nsum; ++i) n += m.sub[t.sum[i]].axis == a;
+    if (n == 0) continue;
+    if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no " + std::string(notation));
+    axes.push_back(a);
+  }
+  return axes;
+}
+
 /// An axis name as Python's repr() writes a string: in single quotes unless it holds one.
 inline std::string quoted(const device_mesh& m, int a) {
   const std::string_view n = m.names[a].view();
@@ -173,11 +194,7 @@ inline dist_type from_jax(const device_mesh& m, std::span<const std::uint64_t> g
     fail();
   }
   dist_type t = detail::type_from_axes(m, global, axes, "PartitionSpec");
-  std::vector<int> subs;  // the pending sums' sub-axes, ascending (mesh order)
-  for (int a : unreduced)
-    for (int k = m.sub_begin[a]; k < m.sub_begin[a] + m.sub_count[a]; ++k) subs.push_back(k);
-  std::sort(subs.begin(), subs.end());
-  for (int k : subs) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  detail::add_pending_axes(m, unreduced, t);
   return t;
 }
 
@@ -189,13 +206,7 @@ inline std::string to_jax(const device_mesh& m, const dist_type& t) {
     throw redist_error(errc::rule, "pending " + std::string(reduction_name(t.reduce)) +
                                        " values have no PartitionSpec (JAX's unreduced axes are pending sums)");
   std::vector<std::string> sums;
-  for (int a = 0; a < m.naxes; ++a) {
-    int n = 0;
-    for (int i = 0; i < t.nsum; ++i) n += m.sub[t.sum[i]].axis == a;
-    if (n == 0) continue;
-    if (n != m.sub_count[a]) throw redist_error(errc::rule, "a pending sum over a sub-axis has no PartitionSpec");
-    sums.push_back(detail::quoted(m, a));
-  }
+  for (int a : detail::pending_axes(m, t, "PartitionSpec")) sums.push_back(detail::quoted(m, a));
   std::vector<std::string> entries;
   std::vector<int> axes;
   for (int d = 0; d < t.rank; ++d) {
