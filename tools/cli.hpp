@@ -88,7 +88,8 @@ inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, c
   o.xla_name = xla_name.empty() ? name + "-xla" : xla_name;
   o.shardy_name = shardy_name.empty() ? name + "-shardy" : shardy_name;
   o.paper_opt = cmd.add_option(o.paper_name, o.paper, what + " in the paper syntax, e.g. '[64{x}256, 1024]'");
-  o.jax_opt = cmd.add_option(o.jax_name, o.jax, what + " as a JAX PartitionSpec, e.g. \"P('x', None)\" (with --shape)")
+  o.jax_opt = cmd.add_option(o.jax_name, o.jax, what + " as a JAX PartitionSpec, e.g. \"P('x', None)\", or a NamedSharding as JAX prints it, "
+                                               "with its mesh (with --shape)")
                   ->needs(shape)
                   ->excludes(o.paper_opt);
   o.dtensor_opt =
@@ -135,9 +136,13 @@ inline const std::string& given_name(const type_option& o) {
                                   : o.paper_name;
 }
 
-/// True if the type is given in the XLA or Shardy notation, which place its mesh.
+/// True if the type is given as a JAX NamedSharding, which carries its mesh.
+inline bool jax_sharding_given(const type_option& o) { return o.jax_opt->count() > 0 && is_jax_sharding(o.jax); }
+
+/// True if the type is given in the XLA or Shardy notation or as a JAX NamedSharding, which
+/// place its mesh.
 inline bool carries_mesh(const type_option& o) {
-  return o.xla_opt->count() + o.shardy_opt->count() > 0 || o.has_boxes();
+  return o.xla_opt->count() + o.shardy_opt->count() > 0 || o.has_boxes() || jax_sharding_given(o);
 }
 
 /// True if the type is given in a notation without the global shape (which needs --shape).
@@ -183,11 +188,12 @@ inline std::vector<std::uint64_t> parse_shape(const redist::device_mesh& m, cons
   return g;
 }
 
-/// Parse a type given in the XLA or Shardy notation with its placed mesh, blaming the
-/// option used; `replicated` is the device count of XLA's `{replicated}`, which has none.
+/// Parse a type given in the XLA or Shardy notation or as a JAX NamedSharding with its
+/// placed mesh, blaming the option used; `replicated` is the device count of XLA's `{replicated}`, which has none.
 inline placed_type parse_placed_type_option(const type_option& o, const std::string& shape, std::uint64_t replicated) {
   const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
   if (o.xla_opt->count() > 0) return for_option(o.xla_name, [&] { return from_xla(o.xla, g, replicated); });
+  if (jax_sharding_given(o)) return for_option(o.jax_name, [&] { return from_jax_sharding(o.jax, g); });
   return for_option(o.shardy_name, [&] { return from_shardy_text(o.shardy, g); });
 }
 
@@ -220,24 +226,31 @@ inline box_layout dtensor_boxes_option(const placed_mesh& pm, const type_option&
   return for_option(o.dtensor_name, [&] { return dtensor_layout(pm, g, o.dtensor, W); });
 }
 
-/// True iff the option gives a Shardy sharding that no type says (sub-axes in another order
-/// than redist's prime sub-axes, core/shardy.hpp): it is read as a box layout
-/// (shardy_boxes_option).
-inline bool shardy_needs_boxes(const type_option& o, const std::string& shape) {
-  if (o.shardy_opt->count() == 0) return false;
+/// True iff the option gives a Shardy sharding or an XLA named sharding that no type says
+/// (sub-axes in another order than redist's prime sub-axes, core/shardy.hpp): it is read as
+/// a box layout (sharding_boxes_option).
+inline bool sharding_needs_boxes(const type_option& o, const std::string& shape) {
+  if (o.shardy_opt->count() == 0 && o.xla_opt->count() == 0) return false;
   const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  if (o.xla_opt->count() > 0) return !for_option(o.xla_name, [&] { return xla_type_says(o.xla, g); });
   return !for_option(o.shardy_name, [&] { return shardy_type_says(o.shardy, g); });
 }
 
-/// The placed mesh of the option's Shardy text, blaming the option.
-inline placed_mesh shardy_mesh_option(const type_option& o) {
+/// The placed mesh of the option's Shardy or XLA text (its sub-axes in the order the
+/// sharding names them), blaming the option; XLA's {replicated} on one device.
+inline placed_mesh sharding_mesh_option(const type_option& o, const std::string& shape) {
+  if (o.xla_opt->count() > 0) {
+    const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+    return for_option(o.xla_name, [&] { return detail::parse_xla(o.xla, g, 1, true).pm; });
+  }
   return for_option(o.shardy_name, [&] { return from_shardy_mesh(detail::shardy_split(o.shardy).first); });
 }
 
-/// The Shardy sharding of the option as a box layout in a world of W ranks (0: its mesh's),
-/// blaming the option.
-inline box_layout shardy_boxes_option(const type_option& o, const std::string& shape, std::uint64_t W) {
+/// The option's Shardy sharding or XLA named sharding as a box layout in a world of W ranks
+/// (0: its mesh's), blaming the option.
+inline box_layout sharding_boxes_option(const type_option& o, const std::string& shape, std::uint64_t W) {
   const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
+  if (o.xla_opt->count() > 0) return for_option(o.xla_name, [&] { return xla_layout(o.xla, g, 1, W); });
   return for_option(o.shardy_name, [&] { return shardy_layout(o.shardy, g, W); });
 }
 
@@ -283,6 +296,7 @@ inline one_type parse_one_type(const one_type_options& o) {
   check_shape_used(o.shape_opt, {&o.type});
   one_type r;
   if (carries_mesh(o.type)) {
+    if (o.mesh_opt->count() > 0) throw CLI::ValidationError("--mesh", given_name(o.type) + " places its mesh itself");
     placed_type x = parse_placed_type_option(o.type, o.shape, 1);
     r.pm = std::move(x.pm);
     r.t = x.type;
@@ -297,17 +311,18 @@ inline one_type parse_one_type(const one_type_options& o) {
 
 /// The notations the tool prints types in (--notation, convert --to).
 inline const std::vector<std::string>& notation_names() {
-  static const std::vector<std::string> names{"redist", "jax", "dtensor", "xla", "shardy"};
+  static const std::vector<std::string> names{"redist", "jax", "dtensor", "xla", "xla-named", "shardy"};
   return names;
 }
 
 /// The notation's name for people: "JAX PartitionSpec", "DTensor placements".
 inline std::string_view notation_title(std::string_view notation) {
-  return notation == "jax"       ? "JAX PartitionSpec"
-         : notation == "dtensor" ? "DTensor placements"
-         : notation == "xla"     ? "XLA HloSharding"
-         : notation == "shardy"  ? "Shardy sharding"
-                                 : "redist";
+  return notation == "jax"         ? "JAX PartitionSpec"
+         : notation == "dtensor"   ? "DTensor placements"
+         : notation == "xla"       ? "XLA HloSharding"
+         : notation == "xla-named" ? "XLA named sharding"
+         : notation == "shardy"    ? "Shardy sharding"
+                                   : "redist";
 }
 
 /// A type written in a notation, or why that notation cannot write it.
@@ -322,6 +337,7 @@ inline notated in_notation(const placed_mesh& pm, const dist_type& t, std::strin
     if (notation == "jax") return {to_jax(m, t), {}};
     if (notation == "dtensor") return {to_dtensor(m, t), {}};
     if (notation == "xla") return {to_xla(pm, t), {}};
+    if (notation == "xla-named") return {to_xla_named(pm, t), {}};
     if (notation == "shardy") return {to_shardy_mesh(pm) + " " + to_shardy(pm, t), {}};
   } catch (const redist_error& e) {
     return {{}, e.what()};
@@ -417,7 +433,7 @@ inline problem parse_problem(const problem_options& o) {
   // target's unless --to-mesh or the target's notation places it).
   const bool from_placed = carries_mesh(o.from), to_placed = carries_mesh(o.to);
   bool from_nested = false, to_nested = false;  // DTensor placements read as box layouts
-  const bool from_sub = shardy_needs_boxes(o.from, o.shape), to_sub = shardy_needs_boxes(o.to, o.shape);  // Shardy's
+  const bool from_sub = sharding_needs_boxes(o.from, o.shape), to_sub = sharding_needs_boxes(o.to, o.shape);  // sub-axes
   if (!from_placed && o.mesh_opt->count() == 0) throw CLI::RequiredError("--mesh");
   if (from_placed && o.mesh_opt->count() > 0)
     throw CLI::ValidationError("--mesh", given_name(o.from) + " places the source's mesh itself");
@@ -434,8 +450,10 @@ inline problem parse_problem(const problem_options& o) {
     if (given) replicated = std::max(replicated, given->min_world());
     if (o.to_mesh_opt->count()) replicated = std::max(replicated, p.dst.min_world());
     for (const type_option* t : {&o.from, &o.to}) {
-      if (t->xla_opt->count() > 0) replicated = std::max(replicated, parse_placed_type_option(*t, o.shape, 1).pm.min_world());
-      else if (t->shardy_opt->count() > 0) replicated = std::max(replicated, shardy_mesh_option(*t).min_world());
+      if (t->xla_opt->count() + t->shardy_opt->count() > 0)
+        replicated = std::max(replicated, sharding_mesh_option(*t, o.shape).min_world());
+      else if (jax_sharding_given(*t))
+        replicated = std::max(replicated, parse_placed_type_option(*t, o.shape, 1).pm.min_world());
       else if (t->has_boxes()) replicated = std::max(replicated, boxes_json_option(t->boxes_name, t->boxes, o.shape).world());
     }
   }
@@ -444,7 +462,7 @@ inline problem parse_problem(const problem_options& o) {
     p.from = detail::shape_type(p.from_boxes->shape);
     p.src = {};
   } else if (from_sub) {  // the boxes once the world is known (below)
-    p.src = shardy_mesh_option(o.from);
+    p.src = sharding_mesh_option(o.from, o.shape);
     p.from = detail::shape_type(parse_shape(p.src.mesh, o.shape));
   } else if (from_placed) {
     placed_type x = parse_placed_type_option(o.from, o.shape, replicated);
@@ -460,7 +478,7 @@ inline problem parse_problem(const problem_options& o) {
     p.to = detail::shape_type(p.to_boxes->shape);
     p.dst = p.src;
   } else if (to_sub) {
-    p.dst = shardy_mesh_option(o.to);
+    p.dst = sharding_mesh_option(o.to, o.shape);
     p.to = detail::shape_type(parse_shape(p.dst.mesh, o.shape));
   } else if (to_placed) {
     placed_type x = parse_placed_type_option(o.to, o.shape, replicated);
@@ -485,8 +503,8 @@ inline problem parse_problem(const problem_options& o) {
     throw input_error(o.world_opt->count() ? "--world" : o.to_mesh_opt->count() ? "--to-mesh" : given_name(o.to), e.message.str());
   if (from_nested) p.from_boxes = dtensor_boxes_option(p.src, o.from, o.shape, p.world);
   if (to_nested) p.to_boxes = dtensor_boxes_option(p.dst, o.to, o.shape, p.world);
-  if (from_sub) p.from_boxes = shardy_boxes_option(o.from, o.shape, p.world);
-  if (to_sub) p.to_boxes = shardy_boxes_option(o.to, o.shape, p.world);
+  if (from_sub) p.from_boxes = sharding_boxes_option(o.from, o.shape, p.world);
+  if (to_sub) p.to_boxes = sharding_boxes_option(o.to, o.shape, p.world);
   // Whether the target can be reached from the source at all (same global shape, no
   // pending sums created) is the search problem's to say (for even types on one mesh;
   // uneven ones and meshes on device sets need the same global shape, lower/synthesize.hpp

@@ -1,7 +1,7 @@
 // tools/convert_command.cpp -- `redist convert`: a type in the paper syntax, as a JAX
 // PartitionSpec and as PyTorch DTensor placements (core/jax.hpp, core/dtensor.hpp), and with
-// --to xla,shardy as XLA HloSharding and Shardy text with the mesh's devices (core/xla.hpp,
-// core/shardy.hpp).
+// --to xla,xla-named,shardy as XLA HloSharding, XLA's named sharding and Shardy text with the
+// mesh's devices (core/xla.hpp, core/shardy.hpp).
 //
 //   redist convert --mesh '{x: 2, y: 2}' --type '[64{x}128, 32{y}64]'
 //   redist       [64{x}128, 32{y}64]
@@ -53,7 +53,7 @@ void add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<convert_options>();
   CLI::App* cmd = app.add_subcommand("convert", "write a type in the redist, JAX, DTensor, XLA and Shardy notations");
   add_one_type_options(*cmd, opts->in);
-  cmd->add_option("--to", opts->to, "the notations to print: redist, jax, dtensor (the default), xla, shardy")
+  cmd->add_option("--to", opts->to, "the notations to print: redist, jax, dtensor (the default), xla, xla-named, shardy")
       ->check(CLI::IsMember(notation_names()))
       ->delimiter(',');
   cmd->callback([opts] { run_convert(*opts); });

@@ -75,8 +75,8 @@ bool show_boxes(const show_options& o) {
     draw_layout(o, boxes_option(o), "--boxes");
     return true;
   }
-  if (shardy_needs_boxes(o.in.type, o.in.shape)) {
-    draw_layout(o, shardy_boxes_option(o.in.type, o.in.shape, 0), given_name(o.in.type));
+  if (sharding_needs_boxes(o.in.type, o.in.shape)) {
+    draw_layout(o, sharding_boxes_option(o.in.type, o.in.shape, 0), given_name(o.in.type));
     return true;
   }
   if (o.in.type.dtensor_opt->count() == 0 || o.in.mesh_opt->count() == 0) return false;

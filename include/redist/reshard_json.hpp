@@ -20,10 +20,12 @@
 //
 // A layout is an object with one notation: "type" (redist's syntax), "jax" (a PartitionSpec)
 // or "dtensor" (placements), each with "mesh" naming one of "meshes"; or "xla" (HloSharding
-// text) or "shardy" (mesh then sharding), which carry their own devices and take no "mesh";
+// text), "shardy" (mesh then sharding) or "jax" as a NamedSharding (with its mesh), which
+// carry their own devices and take no "mesh";
 // or "boxes", a box layout (redist/box.hpp: one [[lo, hi], ...] box or null per world rank).
-// DTensor placements and Shardy shardings that no type says (nested uneven chunks, sub-axes
-// in another order) are read as the box layouts they are (dtensor_layout, shardy_layout).
+// DTensor placements, Shardy shardings and XLA named shardings that no type says (nested
+// uneven chunks, sub-axes in another order) are read as the box layouts they are
+// (dtensor_layout, shardy_layout, xla_layout).
 // dtype: f64, f32, bf16, f16, i64, i32, i8, u8. Every error names the array and the field.
 #pragma once
 
@@ -112,12 +114,21 @@ inline array_layout manifest_layout(const nlohmann::json& v, const std::string& 
   if (!which) manifest_fail(errc::syntax, where, "no notation: give one of type, jax, dtensor, xla, shardy, boxes");
   const std::string w = json_join(where, which);
   const std::string_view n = which;
-  if (n == "xla" || n == "shardy" || n == "boxes") {
-    if (v.contains("mesh")) manifest_fail(errc::syntax, where, "'" + std::string(n) + "' carries its own devices: no 'mesh'");
+  const bool jax_sharding = n == "jax" && v[which].is_string() && is_jax_sharding(v[which].get<std::string>());
+  if (n == "xla" || n == "shardy" || n == "boxes" || jax_sharding) {
+    if (v.contains("mesh"))
+      manifest_fail(errc::syntax, where,
+                    (jax_sharding ? std::string("a NamedSharding") : "'" + std::string(n) + "'") +
+                        " carries its own devices: no 'mesh'");
     if (n == "boxes") return manifest_blame(w, [&] { return box_layout_from_json(v[which], shape, world); });
     const std::string text = manifest_string(v[which], w);
+    if (jax_sharding) return manifest_blame(w, [&]() -> array_layout {
+        placed_type t = from_jax_sharding(text, shape);
+        return placed_layout{std::move(t.pm), t.type};
+      });
     return manifest_blame(w, [&]() -> array_layout {
       if (n == "shardy" && !shardy_type_says(text, shape)) return shardy_layout(text, shape, world);
+      if (n == "xla" && !xla_type_says(text, shape)) return xla_layout(text, shape, 1, world);
       placed_type t = n == "xla" ? from_xla(text, shape, world ? world : 1) : from_shardy_text(text, shape);
       return placed_layout{std::move(t.pm), t.type};
     });

@@ -70,6 +70,87 @@ TEST_CASE("PartitionSpec as JAX prints it: trailing commas, unreduced and reduce
   CHECK_THROWS_WITH(via_jax("P(unreduced={'y'"), Catch::StartsWith("expected ',' or '}' in a set of axes but the text ended"));
 }
 
+TEST_CASE("NamedSharding as JAX prints it: the mesh, its devices and the spec", "[core][jax]") {
+  const std::vector<std::uint64_t> g2{8, 16};
+  auto via = [&](const char* s) {
+    const redist::placed_type p = redist::from_jax_sharding(s, g2);
+    return redist::placed_mesh_text(p.pm) + " " + redist::type_text(p.pm.mesh, p.type).str();
+  };
+  // jax/_src/named_sharding.py __repr__ (str(mesh) since JAX 0.4.36, with axis_types since
+  // 0.5; a dict of axis sizes and partition_spec= before).
+  CHECK(via("NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=PartitionSpec('x', None), "
+            "memory_kind=device)") == "{x: 2, y: 4} [4{x}8, 16]");
+  CHECK(via("NamedSharding(mesh=Mesh('x': 2, 'y': 4), spec=PartitionSpec(None, ('x', 'y')))") ==
+        "{x: 2, y: 4} [8, 2{y, x}16]");
+  CHECK(via("NamedSharding(mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(AxisType.Explicit, AxisType.Explicit)), "
+            "spec=P('y', unreduced={'x'}))") == "{x: 2, y: 4} [2{y}8, 16] sum{x}");
+  CHECK(via("NamedSharding(mesh={'x': 2, 'y': 4}, spec=PartitionSpec('x', 'y'), memory_kind=pinned_host)") ==
+        "{x: 2, y: 4} [4{x}8, 4{y}16]");
+  CHECK(via("NamedSharding(mesh={'x': 2}, partition_spec=PartitionSpec('x',))") == "{x: 2} [4{x}8, 16]");
+  // repr(mesh) lists the devices: the mesh is placed on them.
+  CHECK(via("NamedSharding(mesh=Mesh(device_ids=array([[4, 5, 6, 7],\n       [0, 1, 2, 3]]), axis_names=('x', 'y'), "
+            "axis_types=(Auto, Auto)), spec=PartitionSpec('x',))") == "{x: 2, y: 4} @ [4, 5, 6, 7, 0, 1, 2, 3] [4{x}8, 16]");
+  CHECK(via("NamedSharding(mesh=Mesh(device_ids=[0, 1, 2, 3], axis_names=('tp',)), spec=PartitionSpec(None, 'tp'))") ==
+        "{tp: 4} [8, 4{tp}16]");
+  // Errors name what and where.
+  auto column_of = [&](const char* s) {
+    try {
+      (void)redist::from_jax_sharding(s, g2);
+    } catch (const redist::redist_error& e) {
+      return e.column();
+    }
+    return -2;
+  };
+  const char* unknown = "NamedSharding(mesh=Mesh('x': 2), spec=PartitionSpec('q'))";
+  CHECK_THROWS_WITH(redist::from_jax_sharding(unknown, g2), Catch::StartsWith("unknown mesh axis 'q'"));
+  CHECK(column_of(unknown) == static_cast<int>(std::string(unknown).find("'q'")));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh, P('x'))", g2),
+                    Catch::StartsWith("expected keyword arguments (mesh=..., spec=...)"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(spec=P('x'), mesh=Mesh('x': 2))", g2),
+                    Catch::StartsWith("the spec before the mesh"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2))", g2),
+                    Catch::StartsWith("expected spec=PartitionSpec(...)"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array([[0, 1], [2]]), axis_names=('x', "
+                                              "'y')), spec=P())", g2),
+                    Catch::StartsWith("the device array is ragged: a list of 1 where others have 2"));
+  for (const char* ragged : {"[[0, 1], [[2], [3]]]", "[[[0], [1]], [2, 3]]", "[[], [0, 1]]", "[[0, 1], []]", "[[0, 1], 2]"}) {
+    INFO(ragged);
+    CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array(" + std::string(ragged) +
+                                                    "), axis_names=('x', 'y')), spec=P())",
+                                                g2),
+                      Catch::Contains("ragged") || Catch::Contains("expected '['"));
+  }
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array([0, 1, 1, 3]), axis_names=('x',)), "
+                                              "spec=P())", g2),
+                    Catch::StartsWith("device 1 is listed twice (positions 1 and 2) (at column 49"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array([0, 1]), axis_names=('x', 'y')), "
+                                              "spec=P())", g2),
+                    Catch::StartsWith("2 axis names for a device array of 1 dimensions"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=[], axis_names=()), spec=P())", g2),
+                    Catch::StartsWith("an empty mesh holds no array"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2), spec=P(), logical_device_ids=(1, 0))", g2),
+                    Catch::StartsWith("logical_device_ids reorders the mesh's devices"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2, 'x': 2), spec=P())", g2),
+                    Catch::StartsWith("axis 'x' is declared twice in the mesh"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("GSPMDSharding({devices=[2,1]<=[2]})", g2),
+                    Catch::StartsWith("expected NamedSharding(mesh=..., spec=...)"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2), spec=P('x'))  x", g2),
+                    Catch::StartsWith("expected the end of the NamedSharding but found 'x'"));
+  // Every prefix parses or is refused with a column inside the text.
+  const std::string full = "NamedSharding(mesh=Mesh(device_ids=array([[1, 0],\n [3, 2]]), axis_names=('x', 'y'), "
+                           "axis_types=(Auto, Auto)), spec=PartitionSpec(('y', 'x'), unreduced={}), memory_kind=device)";
+  std::size_t refused = 0;
+  for (std::size_t n = 0; n <= full.size(); ++n) {
+    try {
+      (void)redist::from_jax_sharding(full.substr(0, n), g2);
+    } catch (const redist::redist_error& e) {
+      ++refused;
+      CHECK(e.column() <= static_cast<int>(n));
+    }
+  }
+  CHECK(refused == full.size());
+}
+
 TEST_CASE("truncated PartitionSpecs are refused with a message (fuzz regressions)", "[core][jax][fuzz]") {
   CHECK_THROWS_WITH(via_jax("Partia"), "expected PartitionSpec(...) or P(...) (at column 1 of 'Partia')");
   CHECK_THROWS_WITH(via_jax("PartitionSpec("), "expected an axis name but the text ended (at column 15 of 'PartitionSpec(')");

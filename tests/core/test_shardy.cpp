@@ -221,6 +221,7 @@ TEST_CASE("XLA's export of Shardy shardings holds the same boxes per device", "[
 }
 
 TEST_CASE("Shardy's own shardings round-trip", "[core][shardy]") {
+  std::size_t named = 0;
   for (const auto& c : shardy_cases) {
     INFO(c.mesh);
     INFO(c.sharding);
@@ -235,7 +236,16 @@ TEST_CASE("Shardy's own shardings round-trip", "[core][shardy]") {
       const auto x = redist::from_xla(redist::to_xla(pm, t), c.global, pm.mesh.devices);
       CHECK(held(x.pm, x.type) == held(pm, t));
     }
+    try {  // the same mesh and type through XLA's named sharding (on an order of 0..D-1)
+      const auto x = redist::from_xla(redist::to_xla_named(pm, t), c.global);
+      CHECK(x.pm == pm);
+      CHECK(x.type == t);
+      ++named;
+    } catch (const redist::redist_error& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith("XLA's named mesh holds devices 0.."));
+    }
   }
+  CHECK(named + 2 >= shardy_cases.size());
 }
 
 TEST_CASE("a sharding as an MLIR dump writes it after an argument, in its attribute dictionary", "[core][shardy]") {
@@ -271,7 +281,7 @@ TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") 
   const char* s3 = R"(#sdy.sharding<@mesh, [{"y":(1)3}, {}]>)";
   CHECK_THROWS_WITH(redist::from_shardy(pm, s3, g),
                     Catch::StartsWith(R"(sub-axis "y":(1)3 is not a run of the prime sub-axes of "y" (size 6: "y":(1)2, "y":(2)3); )"
-                                      R"(no type on this mesh says it (shardy_layout reads it as a box layout) (at column 24)"));
+                                      R"(no type on this mesh says it (its box layout does: shardy_layout, xla_layout) (at column 24)"));
   CHECK(column_of([&] { redist::from_shardy(pm, s3, g); }) == 23);
   CHECK(via_shardy(R"(<["x"=2, "y"=6]>)", R"(<@mesh, [{"y":(2)3}, {"y":(1)2}]>)", g) == "[4{y:(2)3}12, 6{y:(1)2}12]");
   CHECK_THROWS_WITH(redist::from_shardy(pm, R"(<@mesh, [{"y":(4)3}, {}]>)", g),
@@ -355,6 +365,21 @@ TEST_CASE("Shardy sub-axes in any order read as the boxes they name", "[core][sh
                     "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
   CHECK_THROWS_WITH(redist::shardy_layout(mesh + R"(#sdy.sharding<@mesh, [{"y":(1)2}, {"y":(1)3}]>)", g),
                     Catch::StartsWith(R"(sub-axis "y":(1)3 is not a run of the prime sub-axes of "y")"));
+
+  // XLA's named shardings of the same meshes name the same boxes (xla_layout).
+  const char* x1 = "{mesh['x'=2,'y'=6], [{'y':(1)3}, {}]}";
+  CHECK_FALSE(redist::xla_type_says(x1, g));
+  CHECK_THROWS_WITH(redist::from_xla(x1, g), Catch::Contains("no type on this mesh says it"));
+  CHECK(redist::xla_layout(x1, g).boxes == l.boxes);
+  const char* x2 = "{mesh[x=2,y=6], device_ids=(11,10,9,8,7,6,5,4,3,2,1,0), [{y:(3)2}, {y:(1)3}]}";
+  CHECK_FALSE(redist::xla_type_says(x2, g));
+  CHECK(redist::xla_layout(x2, g, 1, 16).boxes == l2.boxes);
+  CHECK(redist::xla_type_says("{mesh['x'=2,'y'=6], [{'y':(2)3}, {'y':(1)2}]}", g));
+  CHECK(redist::xla_type_says("{devices=[2,1]<=[2]}", g));
+  CHECK_THROWS_WITH(redist::xla_type_says("{mesh['x'=2,'y'=6], [{'y':(1)2}, {'q'}]}", g),
+                    Catch::StartsWith(R"(unknown axis "q")"));
+  CHECK_THROWS_WITH(redist::xla_layout("{mesh['x'=2,'y'=6], [{'y':(1)3}, {}], unreduced={'x'}}", g),
+                    "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
 }
 
 TEST_CASE("every prefix of a mesh or sharding parses or is refused with a redist_error", "[core][shardy][fuzz]") {

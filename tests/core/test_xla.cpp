@@ -7,6 +7,7 @@
 
 #include "redist/core/xla.hpp"
 #include "redist/exchange.hpp"
+#include "support/random_problems.hpp"
 
 // A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
 namespace test_xla {
@@ -226,10 +227,165 @@ TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}", g2),
                     Catch::StartsWith("an unreduced subgroup (last_tile_dims={unreduced}) is not read"));
   CHECK_THROWS_WITH(redist::from_xla("{{replicated}, {maximal device=0}}", g2), Catch::StartsWith("a tuple sharding"));
-  CHECK_THROWS_WITH(redist::from_xla("{mesh[a=2,b=4], [{a}, {b}]}", g2), Catch::StartsWith("XLA's named sharding"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_as 1}", g2), Catch::StartsWith("unknown attribute 'shard_as'"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4]", g2), Catch::Contains("but the text ended"));
   CHECK_THROWS_WITH(redist::from_xla("{maximal device=x}", g2), Catch::StartsWith("expected a number"));
+}
+
+namespace {
+/// XLA's named shardings, as its HLO parser tests print them (xla/hlo/parser/hlo_parser_test.cc,
+/// parse_named_sharding*) and as XLA printed them before (xla/hlo/ir/named_sharding_test.cc,
+/// `@mesh<...>`), with the Shardy text of the same mesh and sharding.
+struct named_t {
+  const char* xla;
+  const char* shardy;
+  shape global;
+};
+const char* abcd = R"(<["a"=2, "b"=4, "c"=3, "d"=8]> )";
+const std::vector<named_t> named_cases = {
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'a'}, {'b'}]}", R"(#sdy.sharding<@m, [{"a"}, {"b"}]>)", {16, 8}},
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'a'}, {'c', 'b'}]}", R"(#sdy.sharding<@m, [{"a"}, {"c", "b"}]>)", {16, 24}},
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'b', 'a'}, {'c', 'd', ?}]}", R"(#sdy.sharding<@m, [{"b", "a"}, {"c", "d"}]>)",
+     {16, 48}},
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'a'}, {'b':(2)2}]}", R"(#sdy.sharding<@m, [{"a"}, {"b":(2)2}]>)", {16, 8}},
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'b':(2)2}, {'d':(4)2, 'c'}]}",
+     R"(#sdy.sharding<@m, [{"b":(2)2}, {"d":(4)2, "c"}]>)", {16, 12}},
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{'b':(2)2}, {'d':(4)2, 'c', ?}]}",
+     R"(#sdy.sharding<@m, [{"b":(2)2}, {"d":(4)2, "c"}]>)", {16, 12}},
+    {"{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{'x'}]}",
+     R"(<["x"=2, "y"=2], device_ids=[0, 2, 1, 3]> #sdy.sharding<@m, [{"x"}]>)", {6}},
+    {"{mesh['a'=2,'b'=4], replicated}", R"(<["a"=2, "b"=4]> #sdy.sharding<@m, [{}, {}]>)", {8, 8}},
+    {"{mesh['a'=2,'b'=4], [{'a'}], replicated={'b'}}", R"(<["a"=2, "b"=4]> #sdy.sharding<@m, [{"a"}]>)", {8}},
+    {"{maximal_mesh[device_id=5]}", R"(<[], device_ids=[5]> #sdy.sharding<@m, []>)", {8, 8}},
+    {"{mesh['a.b'=2,'<axis> def'=4,'z/w'=2], [{'a.b'}, {'<axis> def':(2)2, 'z/w'}]}",
+     R"(<["a.b"=2, "<axis> def"=4, "z/w"=2]> #sdy.sharding<@m, [{"a.b"}, {"<axis> def":(2)2, "z/w"}]>)", {8, 8}},
+    {"{mesh['a'=2,'b'=4], unreduced}", R"(<["a"=2, "b"=4]> #sdy.sharding<@m, [{}], unreduced={"a", "b"}>)", {8}},
+    {"{mesh['a'=2,'b'=4,'c'=3,'d'=8], [{}, {'b'}], unreduced={'d':(4)2}}",
+     R"(#sdy.sharding<@m, [{}, {"b"}], unreduced={"d":(4)2}>)", {8, 8}},
+    {"{mesh['a'=2,'b'=4], replicated, metadata={{op_name=\"foo\"}}}", R"(<["a"=2, "b"=4]> #sdy.sharding<@m, [{}]>)",
+     {8}},
+    {"sharding={mesh['a'=2,'b'=2], [{'a'}, {}]}", R"(<["a"=2, "b"=2]> #sdy.sharding<@m, [{"a"}, {}]>)", {8, 8}},
+    // Printed before XLA quoted its names, and first as `@mesh<...>`.
+    {"{mesh[a=2,b=4], [{a}, {b}]}", R"(<["a"=2, "b"=4]> #sdy.sharding<@m, [{"a"}, {"b"}]>)", {8, 8}},
+    {"{@mesh<a=2,b=4,c=3,d=8>, [{c}, {a, b:(2)2, ?}]}", R"(#sdy.sharding<@m, [{"c"}, {"a", "b":(2)2}]>)", {9, 8}},
+    {"{@mesh<a=2,b=4,c=3,d=8>, [], replicated={c}}", R"(#sdy.sharding<@m, [{}, {}]>)", {9, 8}},
+    {"{@mesh<a=2,b=4,c=3,d=8>, [], unreduced={d:(4)2}}", R"(#sdy.sharding<@m, [{}], unreduced={"d":(4)2}>)", {9}},
+};
+}  // namespace
+
+TEST_CASE("XLA's named shardings read as the Shardy shardings they are", "[core][xla][shardy]") {
+  for (const auto& c : named_cases) {
+    INFO(c.xla);
+    std::string sdy = c.shardy;
+    if (sdy.rfind("#sdy", 0) == 0) sdy = abcd + sdy;  // the mesh a, b, c, d of XLA's tests
+    const redist::placed_type x = redist::from_xla(c.xla, c.global);
+    const redist::placed_type y = redist::from_shardy_text(sdy, c.global);
+    CHECK(x.pm == y.pm);
+    CHECK(x.type == y.type);
+  }
+  // A transposed iota of device ids: [4,16]T(1,0) is 0, 16, 32, 48, 1, 17, ...
+  const auto t = redist::from_xla("{mesh['a'=2,'b'=4,'c'=4,'d'=2], device_ids=([4,16]T(1,0)), [{'a'}]}", shape{8});
+  REQUIRE(t.pm.devices.size() == 64);
+  for (std::uint64_t p = 0; p < 64; ++p) CHECK(t.pm.devices[p] == (p % 4) * 16 + p / 4);
+  CHECK(redist::type_text(t.pm.mesh, t.type).str() == "[4{a}8]");
+  // The empty mesh replicates on the caller's devices, as XLA's {replicated} does.
+  CHECK(redist::placed_mesh_text(redist::from_xla("{mesh[], replicated}", shape{8}, 4).pm) == "{r: 4}");
+  CHECK(redist::from_xla("{mesh[], replicated}", shape{8}) .pm.mesh.devices == 1);
+  // Pending values of another reduction.
+  const auto mx = redist::from_xla("{mesh['x'=2], [{}], unreduced=max{'x'}}", shape{8});
+  CHECK(redist::type_text(mx.pm.mesh, mx.type).str() == "[8] max{x}");
+  const auto all = redist::from_xla("{mesh['x'=2,'y'=2], [{'x'}], unreduced=max}", shape{8});
+  CHECK(redist::type_text(all.pm.mesh, all.type).str() == "[4{x}8] max{y}");
+}
+
+TEST_CASE("ours -> XLA named -> ours round-trips on random types and device orders", "[core][xla]") {
+  std::mt19937_64 rng(43);
+  std::size_t n = 0, placed = 0;
+  for (auto w : redist::testing::mixed_workloads()) {
+    w.partial_sums = true;
+    for (const auto& pt : redist::testing::random_problems(w, 100, 47)) {
+      redist::placed_mesh pm{redist::parse_mesh(pt.mesh), {}};
+      if (rng() % 2) {  // a random order of 0..D-1
+        for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) pm.devices.push_back(static_cast<std::uint32_t>(p));
+        std::shuffle(pm.devices.begin(), pm.devices.end(), rng);
+        if (pm.identity()) pm.devices.clear();
+      }
+      placed += !pm.devices.empty();
+      for (const auto& s : {pt.from, pt.to}) {
+        const redist::dist_type t = redist::parse_type(pm.mesh, s);
+        std::vector<std::uint64_t> gl;
+        for (int d = 0; d < t.rank; ++d) gl.push_back(t.dims[d].global);
+        const std::string text = redist::to_xla_named(pm, t);
+        INFO(redist::placed_mesh_text(pm) << " " << s << " -> " << text);
+        const redist::placed_type back = redist::from_xla(text, gl);
+        CHECK(back.pm == pm);
+        CHECK(back.type == t);
+        if (t.nsum == 0) {  // the same boxes as the HloSharding XLA converts it to
+          const redist::placed_type v2 = redist::from_xla(redist::to_xla(pm, t), gl, pm.mesh.devices);
+          CHECK(held(v2) == held(back));
+        }
+        ++n;
+      }
+    }
+  }
+  CHECK(n == 1400);
+  CHECK(placed > 300);
+  // What XLA prints: the canonical transposed iota, `[]` with pending sums only, quoted names.
+  const redist::placed_mesh pm{redist::parse_mesh("{x: 2, y: 4}"), {0, 4, 1, 5, 2, 6, 3, 7}};
+  CHECK(redist::to_xla_named(pm, redist::parse_type(pm.mesh, "[{x}8, {y}8]")) ==
+        "{mesh['x'=2,'y'=4], device_ids=([2,4]T(1,0)), [{'x'}, {'y'}]}");
+  const redist::placed_mesh id{redist::parse_mesh("{x: 2, y: 4}"), {}};
+  CHECK(redist::to_xla_named(id, redist::parse_type(id.mesh, "[8, 8] sum{y:(2)2}")) ==
+        "{mesh['x'=2,'y'=4], [], unreduced={'y':(2)2}}");
+  CHECK(redist::to_xla_named(id, redist::parse_type(id.mesh, "[8]")) == "{mesh['x'=2,'y'=4], replicated}");
+  CHECK(redist::to_xla_named(redist::placed_mesh{redist::device_mesh{}, {3}}, redist::parse_type(redist::device_mesh{}, "[8]")) ==
+        "{maximal_mesh[device_id=3]}");
+  CHECK_THROWS_WITH(redist::to_xla_named(redist::placed_mesh{redist::parse_mesh("{x: 2}"), {4, 5}},
+                                         redist::parse_type(redist::parse_mesh("{x: 2}"), "[{x}8]")),
+                    "XLA's named mesh holds devices 0..1 in some order, not {x: 2} @ [4, 5]: write it as an HloSharding "
+                    "(to_xla)");
+  CHECK_THROWS_WITH(redist::to_xla_named(id, redist::parse_type(id.mesh, "[8] max{x}")),
+                    "pending max values have no XLA spelling (unreduced={...} is a sum)");
+}
+
+TEST_CASE("bad named shardings name the problem and the column", "[core][xla]") {
+  const shape g2{8, 8};
+  auto refused = [&](const std::string& s, const std::string& msg, const std::string& at) {
+    INFO(s);
+    try {
+      (void)redist::from_xla(s, g2);
+      FAIL("accepted");
+    } catch (const redist::redist_error& e) {
+      CHECK(std::string(e.what()).rfind(msg, 0) == 0);
+      CHECK(e.column() == static_cast<int>(at.empty() ? s.size() : s.find(at)));  // "": the end
+    }
+  };
+  refused("{mesh['a'=2,'b'=4], [{'q'}, {}]}", "unknown axis \"q\" (the mesh has \"a\", \"b\")", "'q'");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {'a'}]}", "axis 'a' is used twice", "'a'}]");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], unreduced={'a'}}", "axis 'a' is used twice", "'a'}}");
+  refused("{mesh['a'=2,'a'=4], [{'a'}, {}]}", "axis 'a' is declared twice in the mesh", "'a'=4");
+  refused("{mesh['a'=2,'b'=0], [{'a'}, {}]}", "axis 'b' has size 0", "0]");
+  refused("{mesh['x'=2,'y'=2], device_ids=(0,2,1), [{'x'}, {}]}", "the mesh has 4 devices but 3 devices are listed", ")");
+  refused("{mesh['x'=2,'y'=2], device_ids=(0,2,1,2), [{'x'}, {}]}", "device 2 is listed twice", "2)");
+  refused("{mesh['x'=2,'y'=2], device_ids=([8]), [{'x'}, {}]}", "the iota [8] has 8 devices but the mesh has 4", "[8]");
+  refused("{mesh['x'=2,'y'=2], [{'x'}, {}, {}]}", "the sharding has more dimensions than the array (2)", "{}]");
+  refused("{mesh['x'=2,'y'=2], [{'x'}]}", "the sharding has 1 dimensions but the array has 2", "[{");
+  refused("{mesh['x'=2,'y'=2], manual}", "manual axes (manual, manual={...}) are not read", "manual");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], manual={'b':(2)2}}", "manual axes (manual, manual={...}) are not read", "manual");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], replicated}", "'replicated' alone stands for the whole sharding", "replicated");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], unreduced=avg{'b'}, unreduced={'b'}}", "the unreduced axes are given twice",
+          "unreduced={");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], unreduced=mean{'b'}}", "unknown reduction 'mean'", "mean");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], unreduced='b'}", "expected '{' to open the axes but found", "'b'}");
+  refused("{mesh['a'=2,'b'=4], unreduced, replicated={'a'}}", "axis 'a' is used twice", "'a'}}");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}], shard_as=1}", "unknown attribute 'shard_as' of a named sharding", "shard_as");
+  refused("{mesh['a'=2,'b'=4], replicated, [{'a'}, {}]}", "the dimension shardings come right after the mesh", "[{");
+  refused("{mesh['a'=2,'b'=4], replicated={'b'}, [{'a'}, {}]}", "the dimension shardings come right after the mesh", "[{");
+  refused("{mesh['a'=2,'b'=4], [{'b':(1)3}, {}]}", "sub-axis \"b\":(1)3 does not fit in axis \"b\" of size 4", "'b':");
+  refused("{maximal_mesh[device=5]}", "expected device_id=N in maximal_mesh[...]", "device=");
+  refused("{@meshes<a=2>, [{a}, {}]}", "expected '@mesh<...>'", "@");
+  refused("{mesh['a'=2,'b'=4], [{'a'}, {}]", "expected '}' to close the sharding but the text ended", "");
+  CHECK_THROWS_WITH(redist::from_xla("{{mesh['a'=2], [{'a'}, {}]}, {replicated}}", g2), Catch::StartsWith("a tuple sharding"));
 }
 
 TEST_CASE("every prefix of a sharding parses or is refused with a redist_error", "[core][xla][fuzz]") {
@@ -248,7 +404,19 @@ TEST_CASE("every prefix of a sharding parses or is refused with a redist_error",
       CHECK(ok);
     }
   }
-  CHECK(refused > 500);
+  for (const auto& c : named_cases) {
+    const std::string s = c.xla;
+    for (std::size_t n = 0; n <= s.size(); ++n) {
+      try {
+        const auto p = redist::from_xla(s.substr(0, n), c.global, 2);
+        CHECK(redist::check(p.pm.mesh, p.type).ok());
+      } catch (const redist::redist_error& e) {
+        ++refused;
+        CHECK(e.column() <= static_cast<int>(n));
+      }
+    }
+  }
+  CHECK(refused > 1500);
   // HLO text writes the sharding as an attribute.
   CHECK(redist::to_xla(redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).pm,
                        redist::from_xla("sharding={devices=[2,1]<=[2]}", shape{6, 3}).type) == "{devices=[2,1]<=[2]}");

@@ -1,7 +1,9 @@
-// tests/fuzz/xla_fuzzer.cpp -- from_xla / to_xla on arbitrary text. Input: a global shape
-// on the first line (`[8, 6]`; a fixed one when it does not parse), the HloSharding on the
-// rest. A sharding that parses gives a well-formed type; written back, it reads back to the
-// same box on every world rank, and writing is canonical (the same text again).
+// tests/fuzz/xla_fuzzer.cpp -- from_xla / to_xla / to_xla_named on arbitrary text. Input: a
+// global shape on the first line (`[8, 6]`; a fixed one when it does not parse), the
+// HloSharding (tiled or named) on the rest. A sharding that parses gives a well-formed type;
+// written back, it reads back to the same box on every world rank, and writing is canonical
+// (the same text again); written as a named sharding, it reads back to the same placed type.
+// xla_type_says agrees with from_xla, and where it says no, xla_layout gives a valid layout.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -36,10 +38,22 @@ int redist::fuzz::harness_xla(const std::uint8_t* data, std::size_t size) {
     for (int d = 0; d < s.rank; ++d) global.push_back(s.dims[d].global);
   });
   if (global.empty()) global = {240, 120, 7};
+  bool says = false;
+  if (fuzz::refused_cleanly_or_ran([&] { says = xla_type_says(f[1], global, 6); }) && !says)
+    fuzz::refused_cleanly_or_ran([&] {
+      const box_layout l = xla_layout(f[1], global, 6);
+      if (!box_layout_problem(l).empty()) fuzz::finding("xla_layout gave an invalid layout");
+    });
   fuzz::refused_cleanly_or_ran([&] {
     const placed_type p = from_xla(f[1], global, 6);
+    if (!says) fuzz::finding("xla_type_says says no to a sharding from_xla reads");
     if (!check(p.pm.mesh, p.type).ok()) fuzz::finding("from_xla gave a type that check() refuses");
     if (!check_placement(p.pm, p.pm.min_world()).ok()) fuzz::finding("from_xla gave a bad placement");
+    std::string named;
+    if (fuzz::refused_cleanly_or_ran([&] { named = to_xla_named(p.pm, p.type); })) {
+      const placed_type n = from_xla(named, global, 6);
+      if (!(n.pm == p.pm) || !(n.type == p.type)) fuzz::finding("to_xla_named's text does not read back the same");
+    }
     if (p.pm.mesh.devices > 4096) return;  // the boxes below visit every device
     std::string back;
     if (!fuzz::refused_cleanly_or_ran([&] { back = to_xla(p.pm, p.type); })) return;

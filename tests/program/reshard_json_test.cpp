@@ -116,6 +116,41 @@ TEST_CASE("bad manifests name the array and the field", "[reshard_json]") {
           "reshard manifest: meshes.infer: device 4 (position 0) is not a rank of the world of 4 ranks");
 }
 
+TEST_CASE("a manifest takes the shardings JAX and XLA print, with their meshes", "[reshard_json]") {
+  const std::string text = R"J({
+  "format": "redist-reshard/1",
+  "world": 8,
+  "meshes": {"m": "{x: 8}"},
+  "arrays": [
+    {"name": "act", "shape": [8, 4], "dtype": "bf16",
+     "source": {"jax": "NamedSharding(mesh=Mesh(device_ids=array([[4, 5],\n       [6, 7]]), axis_names=('dp', 'tp')), spec=PartitionSpec('dp', 'tp'), memory_kind=device)"},
+     "target": {"xla": "{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{}, {'y', 'x'}]}"}},
+    {"name": "w", "shape": [8, 4], "dtype": "f32",
+     "source": {"jax": "NamedSharding(mesh=Mesh('x': 8, axis_types=(Auto,)), spec=PartitionSpec('x',))"},
+     "target": {"mesh": "m", "jax": "P(None, 'x')"}}
+  ]
+})J";
+  const reshard_manifest m = read_reshard_manifest(text);
+  const auto* act = std::get_if<placed_layout>(&m.problem.arrays[0].source);
+  REQUIRE(act);
+  CHECK(placed_mesh_text(act->pm) == "{dp: 2, tp: 2} @ [4, 5, 6, 7]");
+  CHECK(type_text(act->pm.mesh, act->type).str() == "[4{dp}8, 2{tp}4]");
+  const auto* to = std::get_if<placed_layout>(&m.problem.arrays[0].target);
+  REQUIRE(to);
+  CHECK(placed_mesh_text(to->pm) == "{x: 2, y: 2} @ [0, 2, 1, 3]");
+  CHECK(type_text(to->pm.mesh, to->type).str() == "[8, 1{x, y}4]");
+  const auto* w = std::get_if<placed_layout>(&m.problem.arrays[1].source);
+  REQUIRE(w);
+  CHECK(placed_mesh_text(w->pm) == "{x: 8}");
+  // A NamedSharding names its mesh: no 'mesh' beside it; a bare spec needs one.
+  std::string bad = text;
+  bad.replace(bad.find("\"source\": {\"jax\": \"NamedSharding(mesh=Mesh('x'"), 19, "\"source\": {\"mesh\": \"m\", \"jax\": \"");
+  CHECK(error_of(bad) == "reshard manifest: arrays[1] ('w').source: a NamedSharding carries its own devices: no 'mesh'");
+  bad = text;
+  bad.replace(bad.find("spec=PartitionSpec('dp', 'tp')"), 30, "spec=PartitionSpec('dp', 'q')");
+  CHECK(error_of(bad).rfind("reshard manifest: arrays[0] ('act').source.jax: unknown mesh axis 'q'", 0) == 0);
+}
+
 TEST_CASE("box layouts in a manifest: explicit boxes, DTensor's nested chunks, Shardy's sub-axes", "[reshard_json][box]") {
   const std::string text = R"J({
   "format": "redist-reshard/1",

@@ -280,7 +280,7 @@ def check_reshard(redist, checks):
         expect(r.returncode == 0 and "verified: 78080 elements, 0 wrong" in r.stdout,
                "reshard run %s: rc %d\n%s%s" % (extra, r.returncode, r.stdout[-300:], r.stderr))
     with tempfile.TemporaryDirectory() as d:
-        # Box layouts: explicit boxes with replicas, and Shardy's sub-axes out of prime order.
+        # Box layouts: explicit boxes with replicas, and Shardy's and XLA's sub-axes out of prime order.
         boxed = os.path.join(d, "boxes.json")
         with open(boxed, "w") as f:
             json.dump({"format": "redist-reshard/1", "world": 6, "meshes": {"m": "{x: 6}"}, "arrays": [
@@ -288,9 +288,14 @@ def check_reshard(redist, checks):
                  "source": {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None, [[0, 2], [0, 5]], None, None]},
                  "target": {"mesh": "m", "type": "[{x}6, 5]"}},
                 {"name": "s", "shape": [12, 2], "dtype": "i32", "source": {"mesh": "m", "type": "[{x}12, 2]"},
-                 "target": {"shardy": 'sdy.mesh @s = <["y"=6]> #sdy.sharding<@s, [{"y":(1)3}, {}]>'}}]}, f)
+                 "target": {"shardy": 'sdy.mesh @s = <["y"=6]> #sdy.sharding<@s, [{"y":(1)3}, {}]>'}},
+                {"name": "x", "shape": [12, 3], "dtype": "u8", "source": {"xla": "{mesh['y'=6], [{'y':(1)3}, {}]}"},
+                 "target": {"xla": "{mesh['y'=6], device_ids=(5,4,3,2,1,0), [{}, {'y':(2)3}]}"}},
+                {"name": "j", "shape": [4, 6], "dtype": "f32", "target": {"mesh": "m", "type": "[{x}4, 6]"},
+                 "source": {"jax": "NamedSharding(mesh=Mesh(device_ids=array([5, 4, 3, 2, 1, 0]), axis_names=('q',)), "
+                                   "spec=PartitionSpec(None, 'q'))"}}]}, f)
         r = run(redist, ["reshard", "run", "--manifest", boxed, "--backend", "host", "--verify"])
-        expect(r.returncode == 0 and "verified: 78 elements, 0 wrong" in r.stdout,
+        expect(r.returncode == 0 and "verified: 174 elements, 0 wrong" in r.stdout,
                "reshard run box layouts: rc %d\n%s%s" % (r.returncode, r.stdout[-400:], r.stderr))
         one = os.path.join(d, "one.json")
         with open(one, "w") as f:

@@ -131,6 +131,14 @@ BAD_INPUT = [
      "axes are pending sums)"),
     (["convert", "--mesh", "{x: 4}", "--type", "[4{x:(1)2}8]", "--to", "dtensor"],
      "redist: error: --to: the type has no DTensor placements: dimension 0 is split by a sub-axis, which placements cannot name"),
+    (["show", "--xla", "{mesh['x'=2,'y'=2], [{'x'}, {}], manual={'y'}}", "--shape", "[8, 8]"],
+     "redist: error: --xla: manual axes (manual, manual={...}) are not read: a redist type lays out a global array, not "
+     "per-device values (at column 34 of '{mesh['x'=2,'y'=2], [{'x'}, {}], manual={'y'}}')"),
+    (["plan", "--from-xla", "{mesh['x'=2,'y'=2], [{'z'}, {}]}", "--to", "[8, 8]", "--shape", "[8, 8]"],
+     "redist: error: --from-xla: unknown axis \"z\" (the mesh has \"x\", \"y\") (at column 23 of "
+     "'{mesh['x'=2,'y'=2], [{'z'}, {}]}')"),
+    (["show", "--jax", "NamedSharding(mesh=Mesh('x': 2), spec=P('q'))", "--shape", "[8]"],
+     "redist: error: --jax: unknown mesh axis 'q' (at column 41 of 'NamedSharding(mesh=Mesh('x': 2), spec=P('q'))')"),
 ]
 
 # (arguments, text in stderr): usage errors, exit 2.
@@ -140,7 +148,7 @@ USAGE = [
     (["show"] + MESH + ["--type", "[8]", "--jax", "P()", "--shape", "[8]"], "--type excludes --jax"),
     (["show"] + MESH + ["--type", "[8]", "--shape", "[8]"], "--shape: only used with --jax, --dtensor, --xla, --shardy"),
     (["show"] + MESH + ["--type", "[8]", "--color", "sometimes"], "--color: sometimes not in {auto,always,never}"),
-    (["show"] + MESH + ["--type", "[8]", "--notation", "numpy"], "--notation: numpy not in {redist,jax,dtensor,xla,shardy}"),
+    (["show"] + MESH + ["--type", "[8]", "--notation", "numpy"], "--notation: numpy not in {redist,jax,dtensor,xla,xla-named,shardy}"),
     (["plan"] + MESH + ["--from", "[8]", "--from-dtensor", "[Replicate(), Replicate()]", "--shape", "[8]", "--to", "[8]"],
      "--from excludes --from-dtensor"),
     (["plan"] + MESH + ["--from-jax", "P()", "--to", "[8]"], "--from-jax requires --shape"),
@@ -151,11 +159,13 @@ USAGE = [
     (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--json", "--notation", "jax"], "--json excludes --notation"),
     (["run", "--backend", "host"] + MESH + ["--from", "[8]", "--to", "[8]", "--shape", "[8]"],
      "--shape: only used with --from-jax, --from-dtensor, --from-xla, --from-shardy, --to-jax, --to-dtensor, --to-xla, --to-shardy"),
-    (["convert"] + MESH + ["--type", "[8]", "--to", "yaml"], "--to: yaml not in {redist,jax,dtensor,xla,shardy}"),
+    (["convert"] + MESH + ["--type", "[8]", "--to", "yaml"], "--to: yaml not in {redist,jax,dtensor,xla,xla-named,shardy}"),
     (["convert"] + MESH, "--type is required"),
     (["plan", "--from-xla", "{devices=[2]<=[2]}", "--mesh", "{x: 2}", "--to", "[8]", "--shape", "[8]"],
      "--mesh: --from-xla places the source's mesh itself"),
     (["show", "--xla", "{devices=[2]<=[2]}", "--mesh", "{x: 2}", "--shape", "[8]"], "--mesh excludes --xla"),
+    (["show", "--mesh", "{x: 2}", "--jax", "NamedSharding(mesh=Mesh('x': 2), spec=P('x'))", "--shape", "[8]"],
+     "--mesh: --jax places its mesh itself"),
 ]
 
 
@@ -399,6 +409,42 @@ def main():
                      SHARDY_MESH + ' #sdy.sharding<@mesh, [{"y":(3)2}, {"y":(1)3}]>', "--shape", "[12, 7]", "--verify"])
     expect(r.returncode == 0 and "verify: OK, " in r.stdout and "on 12 ranks, all in place" in r.stdout,
            "run Shardy sub-axes --verify:\n%s%s" % (r.stdout, r.stderr))
+
+    # XLA's named shardings: the same layouts as Shardy's (sub-axes in any order included),
+    # drawn, planned, run and written.
+    x13 = "{mesh['x'=2,'y'=6], [{'y':(1)3}, {}]}"
+    r = run(redist, ["show", "--xla", x13, "--shape", "[12, 4]", "--color", "never"])
+    expect(r.returncode == 0 and r.stdout.splitlines() == SHARDY_BOXES, "show XLA named sub-axes:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["run", "--backend", "host", "--from-xla", x13, "--to-xla",
+                     "{mesh[x=2,y=6], device_ids=([2,6]T(1,0)), [{y:(3)2}, {y:(1)3}]}", "--shape", "[12, 7]", "--verify"])
+    expect(r.returncode == 0 and "verify: OK, " in r.stdout and "on 12 ranks" in r.stdout,
+           "run XLA named sub-axes --verify:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["run", "--backend", "host", "--verify", "--shape", "[8, 8]", "--from-xla",
+                     "{mesh['x'=2,'y'=2], device_ids=(0,2,1,3), [{'x'}, {}], unreduced={'y'}}",
+                     "--to-xla", "{mesh['x'=2,'y'=2], [{}, {'y', 'x'}]}"])
+    expect(r.returncode == 0 and "[4{x}8, 8] sum{y} on {x: 2, y: 2} @ [0, 2, 1, 3] -> [8, 2{x, y}8]" in r.stdout and
+           "verify: OK" in r.stdout, "run XLA named unreduced --verify:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["convert", "--mesh", "{x: 2, y: 4} @ [0, 4, 1, 5, 2, 6, 3, 7]", "--type", "[{x}8, 8] sum{y}",
+                     "--to", "xla-named"])
+    expect(r.returncode == 0 and r.stdout == "{mesh['x'=2,'y'=4], device_ids=([2,4]T(1,0)), [{'x'}, {}], unreduced={'y'}}\n",
+           "convert --to xla-named: %r %r" % (r.stdout, r.stderr))
+    r = run(redist, ["convert", "--xla", "{mesh['x'=2,'y'=2], [{'y'}, {'x'}]}", "--shape", "[8, 8]", "--to", "redist,xla"])
+    expect(r.returncode == 0 and r.stdout == "redist       [4{y}8, 4{x}8]\nxla          {devices=[2,2]<=[2,2]T(1,0)}\n",
+           "convert --xla named --to redist,xla: %r %r" % (r.stdout, r.stderr))
+
+    # JAX's NamedSharding carries its mesh (its repr lists the devices): a pipeline boundary
+    # from one stage's mesh to the next's, as JAX prints the two arrays' shardings.
+    stage0 = ("NamedSharding(mesh=Mesh(device_ids=array([[0, 1],\n       [2, 3]]), axis_names=('dp', 'tp'), "
+              "axis_types=(Auto, Auto)), spec=PartitionSpec('dp', None, 'tp'), memory_kind=device)")
+    stage1 = ("NamedSharding(mesh=Mesh(device_ids=array([[4, 5],\n       [6, 7]]), axis_names=('dp', 'tp'), "
+              "axis_types=(Auto, Auto)), spec=PartitionSpec(('dp', 'tp'),), memory_kind=device)")
+    r = run(redist, ["run", "--backend", "host", "--verify", "--shape", "[8, 4, 6]", "--from-jax", stage0, "--to-jax", stage1])
+    expect(r.returncode == 0 and "world of 8 ranks: [4{dp}8, 4, 3{tp}6] on {dp: 2, tp: 2} -> [2{tp, dp}8, 4, 6] on "
+           "{dp: 2, tp: 2} @ [4, 5, 6, 7]" in r.stdout and "verify: OK" in r.stdout,
+           "run --from-jax NamedSharding:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["convert", "--jax", "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), "
+                     "spec=PartitionSpec('x', None), memory_kind=device)", "--shape", "[8, 8]", "--to", "redist"])
+    expect(r.returncode == 0 and r.stdout == "[4{x}8, 8]\n", "convert --jax NamedSharding: %r %r" % (r.stdout, r.stderr))
 
     # XLA's {replicated} holds the array on every device of the world, on either side,
     # whichever side places the other's devices (the maximal device, a Shardy device list).

@@ -192,6 +192,28 @@ constexpr device_mesh with_subaxis_order(device_mesh m, int a, const std::uint64
   return m;
 }
 
+namespace detail {
+/// One axis at the scanner, `name <sep> size` (`x: 4`, `"x"=4`, `'x': 4`), added to m; a bad
+/// size is blamed on the size's column. False, with the scanner's error set, on an error.
+constexpr bool mesh_axis_entry(scanner& sc, device_mesh& m, char sep) {
+  sc.skip();
+  const int col = sc.pos;
+  std::string_view n;
+  std::uint64_t size = 0;
+  if (!sc.name(n) || !sc.expect(sep, sep == ':' ? "':' after the axis name" : "'=' after the axis name")) return false;
+  sc.skip();
+  const int scol = sc.pos;
+  if (!sc.integer(size)) return false;
+  error e = mesh_add_axis(m, n, size, col);
+  if (e.code == errc::bad_size) e.column = scol;
+  if (!e.ok()) {
+    sc.err = e;
+    return false;
+  }
+  return true;
+}
+}  // namespace detail
+
 /// Parse `{x: 4, y: 8}` (names bare or quoted; JSON `{"x": 4, "y": 8}` is the same
 /// grammar). An empty mesh `{}` has one device.
 constexpr result<device_mesh> parse_mesh_text(std::string_view s) {
@@ -201,18 +223,7 @@ constexpr result<device_mesh> parse_mesh_text(std::string_view s) {
   if (sc.expect('{', "'{' to open the mesh")) {
     if (!sc.accept('}')) {
       do {
-        sc.skip();
-        int col = sc.pos;
-        std::string_view n;
-        std::uint64_t size = 0;
-        if (!sc.name(n)) break;
-        if (!sc.expect(':', "':' after the axis name")) break;
-        sc.skip();
-        int scol = sc.pos;
-        if (!sc.integer(size)) break;
-        error e = mesh_add_axis(r.value, n, size, col);
-        if (e.code == errc::bad_size) e.column = scol;
-        if (!e.ok()) { sc.err = e; break; }
+        if (!detail::mesh_axis_entry(sc, r.value, ':')) break;
       } while (sc.accept(','));
       if (!sc.failed()) sc.expect('}', "',' or '}' in the mesh");
     }

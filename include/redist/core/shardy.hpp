@@ -66,22 +66,9 @@ inline placed_mesh shardy_mesh_body(scanner& sc) {
   placed_mesh pm;
   if (!sc.expect('<', "'<' to open the mesh") || !sc.expect('[', "'[' to open the mesh axes")) fail();
   if (!sc.accept(']')) {
-    do {
-      sc.skip();
-      const int col = sc.pos;
-      std::string_view n;
-      if (!sc.name(n) || !sc.expect('=', "'=' after the axis name")) fail();
-      sc.skip();
-      const int scol = sc.pos;
-      std::uint64_t size = 0;
-      if (!sc.integer(size)) fail();
-      error e = mesh_add_axis(pm.mesh, n, size, col);
-      if (e.code == errc::bad_size) e.column = scol;
-      if (!e.ok()) {
-        sc.err = e;
-        fail();
-      }
-    } while (sc.accept(','));
+    do
+      if (!mesh_axis_entry(sc, pm.mesh, '=')) fail();
+    while (sc.accept(','));
     if (!sc.expect(']', "',' or ']' in the mesh axes")) fail();
   }
   std::vector<int> cols;
@@ -153,7 +140,7 @@ inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>&
           "sub-axis \"" + std::string(n) + "\":(" + std::to_string(pre) + ")" + std::to_string(size) +
               (fits ? " is not a run of the prime sub-axes of \"" + std::string(n) + "\" (size " +
                           std::to_string(m.sizes[a]) + ": " + pieces +
-                          "); no type on this mesh says it (shardy_layout reads it as a box layout)"
+                          "); no type on this mesh says it (its box layout does: shardy_layout, xla_layout)"
                     : " does not fit in axis \"" + std::string(n) + "\" of size " + std::to_string(m.sizes[a])),
           col);
       fail();
@@ -175,25 +162,98 @@ inline void shardy_axis_ref(scanner& sc, const device_mesh& m, std::vector<int>&
   }
 }
 
-/// `"x"` quoted for Shardy; throws for a name holding '"' or '\'.
-inline std::string shardy_name(const device_mesh& m, int a) {
+/// An axis list `{"x", "y":(2)2}` at the scanner, its sub-axis ids appended to `out` major to
+/// minor; where `open`, a `?` (an open dimension) may end it. Throws on errors.
+inline void shardy_axis_list(scanner& sc, const device_mesh& m, std::vector<int>& out, std::uint64_t& seen, bool open) {
+  auto fail = [&]() { throw redist_error(sc.err, sc.s); };
+  if (!sc.expect('{', open ? "'{' to open a dimension's axes" : "'{' to open the axes")) fail();
+  if (sc.accept('}')) return;
+  do {
+    if (open && sc.accept('?')) break;  // open: what is listed
+    shardy_axis_ref(sc, m, out, seen);
+  } while (sc.accept(','));
+  if (!sc.expect('}', "',' or '}' after an axis")) fail();
+}
+
+/// The dimension shardings `[{"x"}, {"y", ?}p1]` at the scanner for an array of `rank`
+/// dimensions: each dimension's sub-axis ids, major to minor (priorities ignored). `[]`
+/// leaves every dimension whole where `empty_any_rank`. Throws on errors.
+inline std::vector<std::vector<int>> shardy_dims(scanner& sc, const device_mesh& m, std::size_t rank,
+                                                 std::uint64_t& seen, bool empty_any_rank) {
+  auto fail = [&]() { throw redist_error(sc.err, sc.s); };
+  auto fail_at = [&](const std::string& msg, int col) {
+    sc.err = error::make(errc::syntax, msg, col);
+    fail();
+  };
+  std::vector<std::vector<int>> dims;
+  sc.skip();
+  const int dcol = sc.pos;
+  if (!sc.expect('[', "'[' to open the dimension shardings")) fail();
+  if (!sc.accept(']')) {
+    do {
+      sc.skip();
+      if (dims.size() == rank)
+        fail_at("the sharding has more dimensions than the array (" + std::to_string(rank) + ")", sc.pos);
+      dims.emplace_back();
+      shardy_axis_list(sc, m, dims.back(), seen, true);
+      if (sc.peek() == 'p' && sc.pos + 1 < static_cast<int>(sc.s.size()) &&
+          is_digit(sc.s[static_cast<std::size_t>(sc.pos) + 1])) {  // a priority: ignored
+        ++sc.pos;
+        std::uint64_t unused = 0;
+        sc.integer(unused);
+      }
+    } while (sc.accept(','));
+    if (!sc.expect(']', "',' or ']' after a dimension")) fail();
+  }
+  if (dims.empty() && empty_any_rank) dims.resize(rank);
+  if (dims.size() != rank)
+    fail_at("the sharding has " + std::to_string(dims.size()) + " dimensions but the array has " + std::to_string(rank),
+            dcol);
+  return dims;
+}
+
+/// The type that splits dimension d of `global` by the sub-axes dims[d] (major to minor),
+/// with pending `reduce` values over the sub-axes `pending`; errors name the notation `what`.
+inline dist_type shardy_type(const device_mesh& m, std::span<const std::uint64_t> global,
+                             const std::vector<std::vector<int>>& dims, std::vector<int> pending, reduction reduce,
+                             std::string_view what) {
+  if (global.size() > static_cast<std::size_t>(max_dims))
+    throw redist_error(errc::capacity, "a type may have at most 12 dimensions");
+  dist_type t;
+  t.rank = static_cast<int>(global.size());
+  for (int d = 0; d < t.rank; ++d) {
+    dim& dm = t.dims[d];
+    dm.global = global[static_cast<std::size_t>(d)];
+    const auto& ids = dims[static_cast<std::size_t>(d)];
+    for (std::size_t i = ids.size(); i-- > 0;) dm.axes[dm.n++] = static_cast<std::uint8_t>(ids[i]);  // minor-to-major
+  }
+  std::sort(pending.begin(), pending.end());
+  for (int k : pending) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
+  if (!pending.empty()) t.reduce = reduce;
+  if (error e = check(m, t); !e.ok()) throw redist_error(e.code, std::string(what) + ": " + e.message.str());
+  return t;
+}
+
+/// `"x"` quoted for Shardy (`'x'` for XLA: `quote`); throws for a name holding the quote or '\'.
+inline std::string shardy_name(const device_mesh& m, int a, char quote = '"') {
   const std::string_view n = m.names[a].view();
-  if (n.find_first_of("\"\\") != std::string_view::npos)
-    throw redist_error(errc::syntax, "axis name '" + std::string(n) +
-                                         "' holds a quote or backslash, which redist does not write as Shardy text");
-  return "\"" + std::string(n) + "\"";
+  const char bad[] = {quote, '\\', '\0'};
+  if (n.find_first_of(bad) != std::string_view::npos)
+    throw redist_error(errc::syntax, "axis name '" + std::string(n) + "' holds a quote or backslash, which redist does not write as " +
+                                         (quote == '"' ? "Shardy" : "XLA") + " text");
+  return quote + std::string(n) + quote;
 }
 
 /// Sub-axis ids, major to minor, as Shardy axis references: runs of one axis become `"x"`
-/// (the whole axis) or `"x":(pre)size`.
-inline std::vector<std::string> shardy_refs(const device_mesh& m, const std::vector<int>& ids) {
+/// (the whole axis) or `"x":(pre)size` (quoted by `quote`).
+inline std::vector<std::string> shardy_refs(const device_mesh& m, const std::vector<int>& ids, char quote = '"') {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < ids.size();) {
     const int a = m.sub[ids[i]].axis;
     std::size_t j = i + 1;
     while (j < ids.size() && ids[j] == ids[j - 1] + 1 && m.sub[ids[j]].axis == a) ++j;
     const int lo = ids[i], hi = ids[j - 1];
-    std::string r = shardy_name(m, a);
+    std::string r = shardy_name(m, a, quote);
     if (lo != m.sub_begin[a] || hi != m.sub_begin[a] + m.sub_count[a] - 1) {
       std::uint64_t size = 1;
       for (int k = lo; k <= hi; ++k) size *= m.sub[k].size;
@@ -203,6 +263,25 @@ inline std::vector<std::string> shardy_refs(const device_mesh& m, const std::vec
     i = j;
   }
   return out;
+}
+
+/// Sub-axis ids, major to minor, as a braced list of references: `{"x", "y":(1)2}`.
+inline std::string shardy_ref_list(const device_mesh& m, const std::vector<int>& ids, char quote = '"') {
+  const std::vector<std::string> refs = shardy_refs(m, ids, quote);
+  std::string s = "{";
+  for (std::size_t i = 0; i < refs.size(); ++i) s += (i ? ", " : "") + refs[i];
+  return s + "}";
+}
+
+/// A type's dimension shardings, each dimension's axes major to minor: `{"x"}, {}`.
+inline std::string shardy_dims_text(const device_mesh& m, const dist_type& t, char quote = '"') {
+  std::string s;
+  for (int d = 0; d < t.rank; ++d) {
+    std::vector<int> ids;
+    for (int i = t.dims[d].n; i-- > 0;) ids.push_back(t.dims[d].axes[i]);  // major to minor
+    s += (d ? ", " : "") + shardy_ref_list(m, ids, quote);
+  }
+  return s;
 }
 }  // namespace detail
 
@@ -259,40 +338,7 @@ inline dist_type from_shardy(const placed_mesh& pm, std::string_view s, std::spa
   }
   if (!sc.expect(',', "',' after the mesh")) fail();
   std::uint64_t seen = 0;
-  std::vector<std::vector<int>> dims;  // sub-axis ids, major to minor
-  sc.skip();
-  const int dcol = sc.pos;
-  if (!sc.expect('[', "'[' to open the dimension shardings")) fail();
-  if (!sc.accept(']')) {
-    do {
-      sc.skip();
-      if (dims.size() == global.size())
-        fail_at(errc::syntax,
-                "the sharding has more dimensions than the array (" + std::to_string(global.size()) + ")", sc.pos);
-      dims.emplace_back();
-      if (!sc.expect('{', "'{' to open a dimension's axes")) fail();
-      if (!sc.accept('}')) {
-        do {
-          if (sc.accept('?')) break;  // open: what is listed
-          detail::shardy_axis_ref(sc, m, dims.back(), seen);
-        } while (sc.accept(','));
-        if (!sc.expect('}', "',' or '}' after an axis")) fail();
-      }
-      if (sc.peek() == 'p' && sc.pos + 1 < static_cast<int>(s.size()) &&
-          detail::is_digit(s[static_cast<std::size_t>(sc.pos) + 1])) {  // a priority: ignored
-        ++sc.pos;
-        std::uint64_t unused = 0;
-        sc.integer(unused);
-      }
-    } while (sc.accept(','));
-    if (!sc.expect(']', "',' or ']' after a dimension")) fail();
-  }
-  if (dims.empty() && m.naxes == 0) dims.resize(global.size());  // `[]` on a maximal mesh: any rank
-  if (dims.size() != global.size())
-    fail_at(errc::syntax,
-            "the sharding has " + std::to_string(dims.size()) + " dimensions but the array has " +
-                std::to_string(global.size()),
-            dcol);
+  const std::vector<std::vector<int>> dims = detail::shardy_dims(sc, m, global.size(), seen, m.naxes == 0);
   std::vector<int> unreduced;
   while (sc.accept(',')) {
     sc.skip();
@@ -300,13 +346,9 @@ inline dist_type from_shardy(const placed_mesh& pm, std::string_view s, std::spa
     const bool is_unreduced = detail::accept_word(sc, "unreduced");
     if (!is_unreduced && !detail::accept_word(sc, "replicated"))
       fail_at(errc::syntax, "expected replicated={...} or unreduced={...}", col);
-    if (!sc.expect('=', "'='") || !sc.expect('{', "'{' to open the axes")) fail();
+    if (!sc.expect('=', "'='")) fail();
     std::vector<int> ids;
-    if (!sc.accept('}')) {
-      do detail::shardy_axis_ref(sc, m, ids, seen);
-      while (sc.accept(','));
-      if (!sc.expect('}', "',' or '}' after an axis")) fail();
-    }
+    detail::shardy_axis_list(sc, m, ids, seen, false);
     if (is_unreduced) unreduced.insert(unreduced.end(), ids.begin(), ids.end());
   }
   if (!sc.expect('>', "'>' to close the sharding")) fail();
@@ -319,20 +361,7 @@ inline dist_type from_shardy(const placed_mesh& pm, std::string_view s, std::spa
     sc.fail_expected("the end of the sharding");
     fail();
   }
-  if (global.size() > static_cast<std::size_t>(max_dims))
-    throw redist_error(errc::capacity, "a type may have at most 12 dimensions");
-  dist_type t;
-  t.rank = static_cast<int>(global.size());
-  for (int d = 0; d < t.rank; ++d) {
-    dim& dm = t.dims[d];
-    dm.global = global[static_cast<std::size_t>(d)];
-    const auto& ids = dims[static_cast<std::size_t>(d)];
-    for (std::size_t i = ids.size(); i-- > 0;) dm.axes[dm.n++] = static_cast<std::uint8_t>(ids[i]);  // minor-to-major
-  }
-  std::sort(unreduced.begin(), unreduced.end());
-  for (int k : unreduced) t.sum[t.nsum++] = static_cast<std::uint8_t>(k);
-  if (error e = check(m, t); !e.ok()) throw redist_error(e.code, "Shardy sharding: " + e.message.str());
-  return t;
+  return detail::shardy_type(m, global, dims, unreduced, reduction::sum, "Shardy sharding");
 }
 
 /// Write a placed mesh as Shardy declares it: `sdy.mesh @mesh = <["x"=2, "y"=4]>`, with
@@ -362,22 +391,9 @@ inline std::string to_shardy(const placed_mesh& pm, const dist_type& t, std::str
     throw redist_error(errc::rule, "pending " + std::string(reduction_name(t.reduce)) +
                                        " values have no Shardy spelling (unreduced={...} is a sum)");
   std::string s = "#sdy.sharding<@" + std::string(mesh_name) + ", [";
-  for (int d = 0; d < t.rank && m.naxes > 0; ++d) {  // `[]` on a mesh of one device, as Shardy writes it
-    std::vector<int> ids;
-    for (int i = t.dims[d].n; i-- > 0;) ids.push_back(t.dims[d].axes[i]);  // major to minor
-    const std::vector<std::string> refs = detail::shardy_refs(m, ids);
-    s += (d ? ", {" : "{");
-    for (std::size_t i = 0; i < refs.size(); ++i) s += (i ? ", " : "") + refs[i];
-    s += "}";
-  }
+  if (m.naxes > 0) s += detail::shardy_dims_text(m, t);  // `[]` on a mesh of one device, as Shardy writes it
   s += "]";
-  if (t.nsum > 0) {
-    const std::vector<int> ids(t.sum, t.sum + t.nsum);  // ascending: mesh order, major to minor
-    const std::vector<std::string> refs = detail::shardy_refs(m, ids);
-    s += ", unreduced={";
-    for (std::size_t i = 0; i < refs.size(); ++i) s += (i ? ", " : "") + refs[i];
-    s += "}";
-  }
+  if (t.nsum > 0) s += ", unreduced=" + detail::shardy_ref_list(m, std::vector<int>(t.sum, t.sum + t.nsum));
   return s + ">";
 }
 
@@ -424,7 +440,7 @@ inline std::pair<std::string, std::string> shardy_split(const std::string& text)
 }
 
 /// Mesh m with each axis's prime sub-axes ordered so that every sub-axis reference
-/// `"x":(pre)size` in the sharding's text is a run of them: its bounds pre and pre * size
+/// `"x":(pre)size` in the sharding's text (Shardy's, or XLA's `'x':(pre)size`) is a run of them: its bounds pre and pre * size
 /// are cuts of one chain 1 | c1 | ... | size(x) (each cut divides the next), and the primes
 /// between two cuts ascend (core/mesh.hpp with_subaxis_order). An axis whose references
 /// fit no chain (they overlap) keeps its order: the parse then names the reference.
@@ -439,18 +455,24 @@ inline device_mesh shardy_subaxis_mesh(const device_mesh& m, std::string_view s)
   auto spaces = [&](std::size_t& k) {
     while (k < s.size() && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n')) ++k;
   };
-  for (std::size_t i = s.find('"'); i != std::string_view::npos; i = s.find('"', i)) {
-    const std::size_t j = s.find('"', i + 1);
-    if (j == std::string_view::npos) break;
-    const int a = m.find(s.substr(i + 1, j - i - 1));
-    std::size_t k = j + 1;
-    i = j + 1;
+  for (std::size_t i = s.find(':'); i != std::string_view::npos; i = s.find(':', i + 1)) {
+    // The axis name before the ':', quoted ("y", 'y') or not (y).
+    std::size_t e = i;
+    while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n')) --e;
+    std::size_t b = e;
+    if (e > 0 && (s[e - 1] == '"' || s[e - 1] == '\'')) {
+      const std::size_t open = s.rfind(s[e - 1], e >= 2 ? e - 2 : std::string_view::npos);
+      if (e < 2 || open == std::string_view::npos) continue;
+      b = open + 1;
+      --e;
+    } else {
+      while (b > 0 && is_ident(s[b - 1])) --b;
+    }
+    const int a = m.find(s.substr(b, e - b));
+    std::size_t k = i + 1;
     std::uint64_t pre = 0, size = 0;
     spaces(k);
-    if (a < 0 || k >= s.size() || s[k] != ':') continue;
-    ++k;
-    spaces(k);
-    if (k >= s.size() || s[k] != '(') continue;
+    if (a < 0 || k >= s.size() || s[k] != '(') continue;
     ++k;
     if (!number(k, pre) || k >= s.size() || s[k] != ')') continue;
     ++k;
@@ -482,6 +504,26 @@ inline device_mesh shardy_subaxis_mesh(const device_mesh& m, std::string_view s)
     out = with_subaxis_order(out, a, primes, np);
   }
   return out;
+}
+
+/// Type t on placed mesh pm as boxes (redist/box.hpp): mesh position p's tile on world rank
+/// pm.at(p) of W (0: the mesh's smallest world), nothing on the other ranks. Throws for
+/// pending values (a box layout holds values, not partial ones).
+inline box_layout type_box_layout(const placed_mesh& pm, const dist_type& t, std::span<const std::uint64_t> g,
+                                  std::uint64_t W) {
+  if (t.nsum > 0)
+    throw redist_error(errc::rule, "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
+  box_layout l = placed_box_layout(pm, g, W);
+  for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) {
+    box b;
+    b.rank = t.rank;
+    for (int d = 0; d < t.rank; ++d) {
+      b.lo[static_cast<std::size_t>(d)] = range_lo(pm.mesh, t.dims[d], p);
+      b.hi[static_cast<std::size_t>(d)] = range_hi(pm.mesh, t.dims[d], p);
+    }
+    l.boxes[pm.at(p)] = b;
+  }
+  return l;
 }
 }  // namespace detail
 
@@ -529,20 +571,7 @@ inline box_layout shardy_layout(const std::string& text, std::span<const std::ui
   const auto [mesh, sharding] = detail::shardy_split(text);
   placed_mesh pm = from_shardy_mesh(mesh);
   pm.mesh = detail::shardy_subaxis_mesh(pm.mesh, sharding);
-  const dist_type t = from_shardy(pm, sharding, g);
-  if (t.nsum > 0)
-    throw redist_error(errc::rule, "unreduced={...}: a box layout holds values, not partial ones (reduce them first)");
-  box_layout l = placed_box_layout(pm, g, W);
-  for (std::uint64_t p = 0; p < pm.mesh.devices; ++p) {
-    box b;
-    b.rank = t.rank;
-    for (int d = 0; d < t.rank; ++d) {
-      b.lo[static_cast<std::size_t>(d)] = range_lo(pm.mesh, t.dims[d], p);
-      b.hi[static_cast<std::size_t>(d)] = range_hi(pm.mesh, t.dims[d], p);
-    }
-    l.boxes[pm.at(p)] = b;
-  }
-  return l;
+  return detail::type_box_layout(pm, from_shardy(pm, sharding, g), g, W);
 }
 
 }  // namespace redist
