@@ -88,8 +88,9 @@ inline void add_type_option(CLI::App& cmd, type_option& o, CLI::Option* shape, c
   o.xla_name = xla_name.empty() ? name + "-xla" : xla_name;
   o.shardy_name = shardy_name.empty() ? name + "-shardy" : shardy_name;
   o.paper_opt = cmd.add_option(o.paper_name, o.paper, what + " in the paper syntax, e.g. '[64{x}256, 1024]'");
-  o.jax_opt = cmd.add_option(o.jax_name, o.jax, what + " as a JAX PartitionSpec, e.g. \"P('x', None)\", or a NamedSharding as JAX prints it, "
-                                               "with its mesh (with --shape)")
+  o.jax_opt = cmd.add_option(o.jax_name, o.jax,
+                             what + " as a JAX PartitionSpec, e.g. \"P('x', None)\", or a NamedSharding as JAX prints "
+                                    "it, with its mesh (with --shape)")
                   ->needs(shape)
                   ->excludes(o.paper_opt);
   o.dtensor_opt =
@@ -189,7 +190,8 @@ inline std::vector<std::uint64_t> parse_shape(const redist::device_mesh& m, cons
 }
 
 /// Parse a type given in the XLA or Shardy notation or as a JAX NamedSharding with its
-/// placed mesh, blaming the option used; `replicated` is the device count of XLA's `{replicated}`, which has none.
+/// placed mesh, blaming the option used; `replicated` is the device count of XLA's
+/// `{replicated}`, which has none.
 inline placed_type parse_placed_type_option(const type_option& o, const std::string& shape, std::uint64_t replicated) {
   const std::vector<std::uint64_t> g = parse_shape(redist::device_mesh{}, shape);
   if (o.xla_opt->count() > 0) return for_option(o.xla_name, [&] { return from_xla(o.xla, g, replicated); });
