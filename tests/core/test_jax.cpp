@@ -130,6 +130,11 @@ TEST_CASE("NamedSharding as JAX prints it: the mesh, its devices and the spec", 
                     Catch::StartsWith("an empty mesh holds no array"));
   CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2), spec=P(), logical_device_ids=(1, 0))", g2),
                     Catch::StartsWith("logical_device_ids reorders the mesh's devices"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2), mesh=Mesh('y': 2), spec=P())", g2),
+                    Catch::StartsWith("mesh is given twice (at column 34"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=[0, 1], axis_names=('x',), "
+                                              "device_ids=[1, 0]), spec=P())", g2),
+                    Catch::StartsWith("device_ids is given twice"));
   CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh('x': 2, 'x': 2), spec=P())", g2),
                     Catch::StartsWith("axis 'x' is declared twice in the mesh"));
   CHECK_THROWS_WITH(redist::from_jax_sharding("GSPMDSharding({devices=[2,1]<=[2]})", g2),

@@ -336,6 +336,10 @@ inline placed_mesh jax_mesh(scanner& sc) {
     const int col = sc.pos;
     std::string_view k;
     if (!sc.name(k) || !sc.expect('=', "'=' after the keyword")) fail();
+    if ((k == "device_ids" && ids_col >= 0) || (k == "axis_names" && names_col >= 0)) {
+      sc.err = error::make(errc::syntax, std::string(k) + " is given twice", col);
+      fail();
+    }
     if (k == "device_ids") {
       sc.skip();
       ids_col = sc.pos;
@@ -439,6 +443,8 @@ inline placed_type from_jax_sharding(std::string_view s, std::span<const std::ui
     if (sc.peek() != '=')
       fail_at(errc::syntax, "expected keyword arguments (mesh=..., spec=...), as JAX prints a NamedSharding", col);
     ++sc.pos;
+    if ((k == "mesh" && mesh) || ((k == "spec" || k == "partition_spec") && spec))
+      fail_at(errc::syntax, std::string(k) + " is given twice", col);
     if (k == "mesh") {
       out.pm = detail::jax_mesh(sc);
       mesh = true;
