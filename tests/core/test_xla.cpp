@@ -368,6 +368,7 @@ TEST_CASE("bad named shardings name the problem and the column", "[core][xla]") 
   refused("{mesh['x'=2,'y'=2], device_ids=(0,2,1), [{'x'}, {}]}", "the mesh has 4 devices but 3 devices are listed", ")");
   refused("{mesh['x'=2,'y'=2], device_ids=(0,2,1,2), [{'x'}, {}]}", "device 2 is listed twice", "2)");
   refused("{mesh['x'=2,'y'=2], device_ids=([8]), [{'x'}, {}]}", "the iota [8] has 8 devices but the mesh has 4", "[8]");
+  refused("{@mesh<x=2>(1,0), device_ids=(1,0), [{x}, {}]}", "the device ids are given twice", "(1,0), [");
   refused("{mesh['x'=2,'y'=2], [{'x'}, {}, {}]}", "the sharding has more dimensions than the array (2)", "{}]");
   refused("{mesh['x'=2,'y'=2], [{'x'}]}", "the sharding has 1 dimensions but the array has 2", "[{");
   refused("{mesh['x'=2,'y'=2], manual}", "manual axes (manual, manual={...}) are not read", "manual");

@@ -284,14 +284,6 @@ inline void device_array(scanner& sc, std::size_t depth, std::vector<std::uint64
 inline placed_mesh jax_mesh(scanner& sc) {
   auto fail = [&]() { throw redist_error(sc.err, sc.s); };
   placed_mesh pm;
-  auto add = [&](std::string_view n, std::uint64_t size, int col, int scol) {
-    error e = mesh_add_axis(pm.mesh, n, size, col);
-    if (e.code == errc::bad_size) e.column = scol;
-    if (!e.ok()) {
-      sc.err = e;
-      fail();
-    }
-  };
   auto sizes = [&](char close) {  // 'x': 2, 'y': 4 up to `close`, or a keyword argument
     for (bool first = true; !sc.accept(close); first = false) {
       if (!first && !sc.expect(',', close == '}' ? "',' or '}' in the mesh" : "',' or ')' in the mesh")) fail();
@@ -391,11 +383,15 @@ inline placed_mesh jax_mesh(scanner& sc) {
                          names_col);
     fail();
   }
-  for (std::size_t i = 0; i < names.size(); ++i) add(names[i].first, shape[i], names[i].second, ids_col);
-  bool identity = true;
-  for (std::size_t p = 0; p < ids.size(); ++p) identity = identity && ids[p] == p;
-  if (!identity)
-    for (std::uint64_t v : ids) pm.devices.push_back(static_cast<std::uint32_t>(v));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    error e = mesh_add_axis(pm.mesh, names[i].first, shape[i], names[i].second);
+    if (e.code == errc::bad_size) e.column = ids_col;
+    if (!e.ok()) {
+      sc.err = e;
+      fail();
+    }
+  }
+  pm.place_on(ids);
   if (error e = check_placement(pm, pm.min_world(), &cols); !e.ok()) {
     sc.err = e;
     fail();

@@ -52,6 +52,13 @@ struct placed_mesh {
       if (at(p) < world) pos[at(p)] = static_cast<std::int64_t>(p);
     return pos;
   }
+  /// Place the mesh on `ids`, the world rank at each row-major position (each below 2^32),
+  /// keeping no list where they are 0..D-1.
+  void place_on(const std::vector<std::uint64_t>& ids) {
+    devices.clear();
+    for (std::uint64_t v : ids) devices.push_back(static_cast<std::uint32_t>(v));
+    if (identity()) devices.clear();
+  }
   /// The same mesh on the same ranks, in the same order.
   bool operator==(const placed_mesh& o) const {
     if (!(mesh == o.mesh)) return false;

@@ -297,18 +297,18 @@ inline placed_type xla_named(scanner& sc, std::string_view kind, std::span<const
     }
     if (any_order) m = shardy_subaxis_mesh(m, sc.s.substr(static_cast<std::size_t>(sc.pos)));
   }
+  bool placed = false;
   auto device_ids = [&]() {  // `(0,2,1,3)` or `([4,16]T(1,0))`: the device at each row-major position
     sc.skip();
     const int col = sc.pos;
     if (!sc.expect('(', "'(' to open the device ids")) fail();
     if (m.naxes == 0) fail_at(errc::syntax, "device ids for a mesh without axes", col);
+    if (placed) fail_at(errc::syntax, "the device ids are given twice", col);
+    placed = true;
     const std::vector<std::uint64_t> ids =
         sc.peek() == '[' ? xla_iota(sc, m.devices, "the mesh") : xla_ids(sc, m.devices, "the mesh", "devices");
     if (!sc.expect(')', "')' to close the device ids")) fail();
-    bool identity = true;
-    for (std::size_t p = 0; p < ids.size(); ++p) identity = identity && ids[p] == p;
-    if (!identity)
-      for (std::uint64_t v : ids) pm.devices.push_back(static_cast<std::uint32_t>(v));
+    pm.place_on(ids);
   };
   bool comma = false;  // a ',' taken before the body
   if (!maximal) {
@@ -399,9 +399,7 @@ inline placed_type xla_named(scanner& sc, std::string_view kind, std::span<const
   out.type = shardy_type(m, global, dims, pending, reduce, "XLA named sharding");
   return out;
 }
-}  // namespace detail
 
-namespace detail {
 /// from_xla; with `any_order`, a named sharding's sub-axes in any order (xla_named).
 inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> global, std::uint64_t devices,
                              bool any_order) {
@@ -571,10 +569,7 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
       if (error e = mesh_add_axis(m, name, dims[i], dims_col); !e.ok()) throw redist_error(e, s);
       if (i < rank) axes[i].push_back(m.naxes - 1);
     }
-    bool identity = true;
-    for (std::size_t p = 0; p < ids.size(); ++p) identity = identity && ids[p] == p;
-    if (!identity)
-      for (std::uint64_t v : ids) out.pm.devices.push_back(static_cast<std::uint32_t>(v));
+    out.pm.place_on(ids);
   }
   out.type = detail::type_from_axes(m, global, axes, "HloSharding");
   return out;
