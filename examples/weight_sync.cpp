@@ -1,37 +1,62 @@
 // examples/weight_sync.cpp -- reinforcement-learning post-training copies the weights from
-// the trainer's layout to the inference engine's at every step: a GPT-style state
-// (examples/gpt_state.hpp: a 50257-token embedding, L layers of attention and MLP weights,
-// biases and norms) from FSDP 4 x TP 2 on 8 ranks to TP 8 on the same ranks, and to TP 4 on
-// the other half of the ranks, in one joint plan each (lower/reshard.hpp: one message per
-// pair of ranks for all arrays), within a per-rank byte budget, every element checked.
+// the trainer's layout to the inference engine's at every step. Two states, each to TP 8 on
+// the same 8 ranks and to TP 4 on the other half of the ranks, in one joint plan each
+// (lower/reshard.hpp: one message per pair of ranks for all arrays), within a per-rank byte
+// budget, every element checked:
+//  - a GPT-style state (examples/gpt_state.hpp: a 50257-token embedding, L layers of
+//    attention and MLP weights, biases and norms) from FSDP 4 x TP 2;
+//  - a Llama-style state (examples/llama_state.hpp: grouped-query attention, Mistral 7B's
+//    heads and MLP ratio) from torchtitan's FSDP2 x TP layout, given in DTensor placements,
+//    into vLLM's fused parameters: every rank's q, k and v tiles written in place into its one
+//    qkv_proj tile, the gate's and up's into gate_up_proj (runtime/reshard_tiles.hpp
+//    fused_targets), the engine holding nothing else.
 //
 //   build/examples/weight_sync [--layers 4] [--dim 256] [--budget-bytes N]
 //   mpirun -np 8 build/examples/weight_sync --backend mpi
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
 #include "example_support.hpp"
 #include "gpt_state.hpp"
+#include "llama_state.hpp"
 #include "redist/lower/reshard.hpp"
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/reshard_tiles.hpp"
 
 namespace {
 
+/// Sync `state` to its target layout; `fused`: the engine's parameters that hold several
+/// arrays' tiles back to back (the targets of those arrays are their place in them).
 template <class B>
-int sync(B& comm, bool print, const std::string& target, std::uint64_t layers, std::uint64_t dim, std::uint64_t budget) {
-  const redist::reshard_problem state = example::gpt_state(layers, dim, target);
+int sync(B& comm, bool print, const std::string& title, const redist::reshard_problem& state,
+         const std::vector<example::fused_param>& fused, std::uint64_t budget) {
   const redist::reshard_plan plan = redist::plan_reshard(state, {.budget_bytes = budget});
   redist::reshard_executor<B> ex(comm, plan);
   redist::reshard_tiles tiles = redist::make_reshard_tiles(ex);  // the trainer's and the engine's weights
   redist::fill_reshard_sources(plan, ex.local_ranks(), tiles);
+  std::vector<std::span<std::byte>> targets = tiles.targets();
+  std::vector<std::vector<std::byte>> engine;  // the fused parameters of the ranks here
+  const std::size_t A = plan.arrays.size();
+  for (std::size_t i = 0; i < ex.local_ranks().size(); ++i)
+    for (const example::fused_param& f : fused) {
+      const redist::rank_t r = ex.local_ranks()[i];
+      std::uint64_t bytes = 0;
+      for (const std::size_t a : f.arrays) bytes += ex.target_bytes(a, r);
+      std::vector<std::byte>& param = engine.emplace_back(bytes);
+      for (const auto& [a, tile] : redist::fused_targets(plan, r, f.parts, param)) {
+        targets[i * A + a] = tile;
+        tiles.out[i * A + a] = {};  // not needed: the engine holds the fused parameter alone
+      }
+    }
   const auto t0 = std::chrono::steady_clock::now();
-  ex.run(tiles.sources(), tiles.targets());
+  ex.run(tiles.sources(), targets);
   const double ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
-  const redist::reshard_check check = redist::check_reshard_targets(plan, ex.local_ranks(), tiles);
+  const redist::reshard_check check = redist::check_reshard_targets(plan, ex.local_ranks(), targets);
   std::uint64_t bytes = 0, messages = 0, most = 0, bound = 0;
   for (const redist::reshard_array& a : plan.arrays) bytes += a.bytes();
   for (std::size_t k = 0; k < plan.rounds.size(); ++k) messages += plan.messages(k);
@@ -40,8 +65,10 @@ int sync(B& comm, bool print, const std::string& target, std::uint64_t layers, s
     bound = std::max(bound, plan.lower_bound_bytes[r]);
   }
   if (print) {
-    fmt::print("{{fsdp: 4, tp: 2}} -> {}: {} arrays, {:.1f} MiB of f32\n", target, plan.arrays.size(),
-               static_cast<double>(bytes) / (1 << 20));
+    fmt::print("{}: {} arrays, {:.1f} MiB of f32\n", title, plan.arrays.size(), static_cast<double>(bytes) / (1 << 20));
+    if (!fused.empty())
+      fmt::print("  written in place into the engine's {} fused parameters ({} and {}, ...)\n", fused.size(),
+                 fused[0].name, fused.size() > 1 ? fused[1].name : "");
     fmt::print("  joint plan: {} arrays in {} round(s) of {} messages, {} by their own plans; most one rank receives "
                "{} B (lower bound {} B); message buffer {} B per rank{}\n",
                plan.count(redist::reshard_route::joint), plan.rounds.size(), messages,
@@ -62,7 +89,13 @@ int main(int argc, char** argv) {
   const std::uint64_t budget = example::option(argc, argv, "--budget-bytes", 0);
   return example::with_backend(argc, argv, 8, [&](auto& comm, bool print) {
     int rc = 0;
-    for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) rc |= sync(comm, print, target, layers, dim, budget);
+    for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
+      rc |= sync(comm, print, fmt::format("GPT-style, {{fsdp: 4, tp: 2}} -> {}", target),
+                 example::gpt_state(layers, dim, target), {}, budget);
+      const example::llama_problem llama = example::llama_state(layers, dim, target);
+      rc |= sync(comm, print, fmt::format("Llama-style, torchtitan {{dp_shard: 4, tp: 2}} -> vLLM {}", target),
+                 llama.problem, llama.fused, budget);
+    }
     return rc;
   });
 }

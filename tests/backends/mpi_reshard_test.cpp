@@ -5,8 +5,9 @@
 // uneven, pending sums on some sources), plans them jointly (every other problem under a
 // budget that cuts the pieces into several rounds; every fifth one call per array), runs them
 // through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
-// turn; half the budgeted plans pipelined, two rounds at a time) and checks every element
-// of its target tiles. It checks too that the message buffers stay within the budget. Then
+// turn; half the budgeted plans pipelined, two rounds at a time; every fifth problem with
+// each rank's tiles back to back in one buffer per end, as fused parameters) and checks
+// every element of its target tiles. It checks too that the message buffers stay within the budget. Then
 // named cases: messages by single copy, and (on 8 ranks) gradients (FSDP and HSDP) whose own
 // all-reduces, reduce-scatters and two-step programs run as fused collectives. Rank 0 prints
 // the totals; the exit status is
@@ -26,6 +27,7 @@
 #include "redist/runtime/reshard_tiles.hpp"
 #include "support/random_problems.hpp"
 #include "support/reshard_problems.hpp"
+#include "support/reshard_run.hpp"
 
 // A namespace of its own: the MPI test programs compile as one unit (mpi_main.cpp).
 namespace mpi_reshard_test {
@@ -61,12 +63,21 @@ int run(int argc, char** argv) {
         // Messages packed, in place, and as the backend's options and the sizes choose.
         const auto how = static_cast<redist::reshard_messages>(i % 3);
         redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : *in_place[i / 4 % 3], p, how);
-        redist::reshard_tiles t = redist::make_reshard_tiles(ex);
-        redist::fill_reshard_sources(p, ex.local_ranks(), t);
-        ex.run(t.sources(), t.targets());
+        redist::reshard_tiles t;
+        redist::testing::fused_tiles_run f;  // every fifth problem: each rank's tiles in one buffer per end
+        std::mt19937 order(static_cast<std::uint32_t>(i * 31 + me));
+        if (i % 5 == 1) {
+          f = redist::testing::fuse_all_tiles(p, ex.local_ranks(), order);
+          ex.run(f.sources, f.targets);
+        } else {
+          t = redist::make_reshard_tiles(ex);
+          redist::fill_reshard_sources(p, ex.local_ranks(), t);
+          ex.run(t.sources(), t.targets());
+        }
         if (o.budget_bytes > 0 && ex.message_bytes() > o.budget_bytes)
           fail(c.text + ": message buffers of " + std::to_string(ex.message_bytes()) + " bytes, over the budget");
-        const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+        const redist::reshard_check k = i % 5 == 1 ? redist::check_reshard_targets(p, ex.local_ranks(), f.targets)
+                                                   : redist::check_reshard_targets(p, ex.local_ranks(), t);
         checked += k.checked;
         if (!k.ok()) fail(c.text + ": " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
         ++runs;

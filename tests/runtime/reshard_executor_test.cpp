@@ -92,6 +92,77 @@ TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
                       "the communicator has 3 ranks but the reshard runs on a world of 4 ranks");
 }
 
+TEST_CASE("fused parameters: every array's tiles back to back in one buffer per rank", "[reshard]") {
+  std::mt19937 rng(2727);
+  testing::reshard_workload w;
+  w.target_sums = true;
+  std::uint64_t checked = 0;
+  for (int i = 0; i < 300; ++i) {
+    const testing::reshard_case c = testing::random_reshard(rng, w);
+    INFO(c.text);
+    const reshard_plan p = plan_reshard(c.problem, {.joint = i % 5 != 0});
+    host_backend host(p.world);
+    reshard_executor<host_backend> ex(host, p);
+    testing::fused_tiles_run f = testing::fuse_all_tiles(p, ex.local_ranks(), rng);
+    const auto before = f.in;
+    ex.run(f.sources, f.targets);
+    REQUIRE(f.in == before);
+    const reshard_check k = check_reshard_targets(p, ex.local_ranks(), f.targets);
+    REQUIRE(k.first == "");
+    checked += k.checked;
+    // The same bytes as tiles of their own.
+    reshard_tiles t = make_reshard_tiles(ex);
+    fill_reshard_sources(p, ex.local_ranks(), t);
+    ex.run(t.sources(), t.targets());
+    for (std::size_t j = 0; j < t.out.size(); ++j)
+      if (!p.arrays[j % p.arrays.size()].target_pending())
+        REQUIRE(std::equal(t.out[j].begin(), t.out[j].end(), f.targets[j].begin(), f.targets[j].end()));
+  }
+  CHECK(checked > 100000);
+}
+
+TEST_CASE("fused parameters: vLLM's qkv_proj written in place, and what is refused", "[reshard]") {
+  // q [32, 16], k and v [8, 16] from {fsdp: 2, tp: 2} (FSDP2 over tensor parallelism) to
+  // {tp: 4} on the same ranks, where rank r's qkv_proj tile is q's rows 8r..8r+8, then k's
+  // 2r..2r+2, then v's.
+  const placed_mesh train = parse_placed_mesh("{fsdp: 2, tp: 2}"), infer = parse_placed_mesh("{tp: 4}");
+  reshard_problem pr;
+  const std::pair<const char*, int> arrays[] = {{"q", 32}, {"k", 8}, {"v", 8}, {"o", 16}};
+  for (const auto& [name, rows] : arrays) {
+    const std::string n = std::to_string(rows);
+    pr.arrays.push_back({name, element_type::f32, placed_layout{train, parse_type(train.mesh, "[{fsdp, tp}" + n + ", 16]")},
+                         placed_layout{infer, parse_type(infer.mesh, "[{tp}" + n + ", 16]")}});
+  }
+  const reshard_plan p = plan_reshard(pr);
+  host_backend host(4);
+  reshard_executor<host_backend> ex(host, p);
+  reshard_tiles t = make_reshard_tiles(ex);
+  fill_reshard_sources(p, ex.local_ranks(), t);
+  std::vector<std::vector<float>> qkv(4, std::vector<float>((8 + 2 + 2) * 16, -1.0F));
+  std::vector<std::span<std::byte>> out = t.targets();
+  for (rank_t r = 0; r < 4; ++r)
+    for (const auto& [a, bytes] : fused_targets(p, r, {"q", "k", "v"}, std::as_writable_bytes(std::span(qkv[r]))))
+      out[r * 4 + a] = bytes;
+  ex.run(t.sources(), out);
+  REQUIRE(check_reshard_targets(p, ex.local_ranks(), out).ok());
+  for (rank_t r = 0; r < 4; ++r)  // rank r's row j of qkv_proj: the global row of q, k or v
+    for (std::size_t j = 0; j < 12; ++j) {
+      const std::uint64_t a = j < 8 ? 0 : j < 10 ? 1 : 2;
+      const std::uint64_t row = j < 8 ? 8 * r + j : j < 10 ? 2 * r + j - 8 : 2 * r + j - 10;
+      for (std::size_t col = 0; col < 16; ++col)
+        REQUIRE(qkv[r][j * 16 + col] == index_value<float>(a * reshard_array_offset + row * 16 + col));
+    }
+  std::vector<std::byte> buf(12 * 16 * 4);
+  REQUIRE_THROWS_WITH(fused_targets(p, 0, {"q", "kk"}, buf), "fused tiles: no array is named 'kk'");
+  REQUIRE_THROWS_WITH(fused_targets(p, 0, {"q", "k", "q"}, buf), "fused tiles: array 'q' is named twice");
+  REQUIRE_THROWS_WITH(fused_targets(p, 0, {"q", "k"}, buf),
+                      "fused target tiles of 'q', 'k' on rank 0: the buffer has 768 bytes, their tiles 640");
+  REQUIRE_THROWS_WITH(fused_sources(p, 1, {"k", "v", "o"}, buf),
+                      "fused source tiles of 'k', 'v', 'o' on rank 1: the buffer has 768 bytes, their tiles 512");
+  REQUIRE_THROWS_WITH(fused_targets(p, 4, {"q"}, buf),
+                      "fused target tiles of rank 4: the reshard runs on a world of 4 ranks");
+}
+
 TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per kind and group", "[reshard]") {
   const reshard_problem pr = testing::gradient_reshard(4);
   const reshard_plan p = plan_reshard(pr);

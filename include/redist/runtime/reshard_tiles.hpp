@@ -2,7 +2,9 @@
 // a process drives, laid out as reshard_executor::run takes them, and the global-index
 // encoding of runtime/verify.hpp to fill and check them (the command line's `reshard run
 // --verify`, the weight-sync example, the tests and benchmarks). An application passes its
-// own memory to run() instead.
+// own memory to run() instead; where it keeps several arrays' tiles back to back in one
+// buffer (an inference engine's fused parameters, vLLM's qkv_proj), fused_targets and
+// fused_sources find each array's tile in it.
 //
 // Array a's element at global index g holds index_value(g + a * reshard_array_offset) of the
 // array's element type (its arithmetic type, or for bf16/f16 a 16-bit integer), so that two
@@ -11,6 +13,7 @@
 // are not checked (their partials are only defined up to the reduction).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -60,6 +63,66 @@ void with_tile(const reshard_array& x, const array_layout& l, std::uint64_t W, r
 
 }  // namespace detail
 
+/// One array's tile inside a fused buffer (fused_targets, fused_sources): the array's index
+/// in the plan (run() takes it at i * A + array) and its bytes.
+template <class Byte>
+struct fused_tile {
+  std::size_t array = 0;
+  std::span<Byte> bytes;
+};
+
+namespace detail {
+template <class Byte>
+std::vector<fused_tile<Byte>> fused_tiles(const reshard_plan& p, bool source, rank_t r,
+                                          const std::vector<std::string>& names, std::span<Byte> fused) {
+  const char* end = source ? "source" : "target";
+  if (r >= p.world)
+    throw redist_error(errc::runtime, "fused " + std::string(end) + " tiles of rank " + std::to_string(r) +
+                                          ": the reshard runs on a world of " + std::to_string(p.world) + " ranks");
+  std::vector<fused_tile<Byte>> v;
+  std::uint64_t at = 0;
+  for (const std::string& name : names) {
+    const auto it = std::find_if(p.arrays.begin(), p.arrays.end(), [&](const reshard_array& x) { return x.name == name; });
+    if (it == p.arrays.end()) throw redist_error(errc::runtime, "fused tiles: no array is named '" + name + "'");
+    const auto a = static_cast<std::size_t>(it - p.arrays.begin());
+    for (const fused_tile<Byte>& f : v)
+      if (f.array == a) throw redist_error(errc::runtime, "fused tiles: array '" + name + "' is named twice");
+    const std::uint64_t n = layout_tile_elements(source ? it->source : it->target, p.world)[r] * it->element_bytes();
+    v.push_back({a, at + n <= fused.size() ? fused.subspan(at, n) : std::span<Byte>()});
+    at += n;
+  }
+  if (at != fused.size()) {
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "'" : ", '") + name + "'";
+    throw redist_error(errc::runtime, "fused " + std::string(end) + " tiles of " + list + " on rank " + std::to_string(r) +
+                                          ": the buffer has " + std::to_string(fused.size()) + " bytes, their tiles " +
+                                          std::to_string(at));
+  }
+  return v;
+}
+}  // namespace detail
+
+/// Rank r's target tiles of the arrays `names`, in that order, back to back in one buffer
+/// `fused` of exactly their bytes: a parameter an inference engine keeps fused along its
+/// first dimension, as vLLM's qkv_proj holds the rank's tile of q, then k's, then v's, and
+/// gate_up_proj the gate's, then up's (row-major tiles of the same trailing extents, one
+/// after the other). Pass each bytes to run() as its array's target (out[i * A + array]):
+/// the reshard writes the fused parameter in place. A rank off an array's mesh has an empty
+/// tile. Throws redist_error(errc::runtime) naming the array that the plan has not or that
+/// comes twice, a rank outside the world, or the sizes when the tiles do not fill `fused`.
+inline std::vector<fused_tile<std::byte>> fused_targets(const reshard_plan& p, rank_t r,
+                                                        const std::vector<std::string>& names, std::span<std::byte> fused) {
+  return detail::fused_tiles(p, false, r, names, fused);
+}
+
+/// The same for source tiles held fused (an engine's weights synced back to a trainer, a
+/// checkpoint written from fused parameters).
+inline std::vector<fused_tile<const std::byte>> fused_sources(const reshard_plan& p, rank_t r,
+                                                              const std::vector<std::string>& names,
+                                                              std::span<const std::byte> fused) {
+  return detail::fused_tiles(p, true, r, names, fused);
+}
+
 /// Zeroed tiles of the right sizes for ranks `local` (reshard_executor::source_bytes).
 template <class B>
 reshard_tiles make_reshard_tiles(const reshard_executor<B>& ex) {
@@ -73,13 +136,22 @@ reshard_tiles make_reshard_tiles(const reshard_executor<B>& ex) {
   return t;
 }
 
-/// Fill every source tile with the encoding of the header comment.
-inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> local, reshard_tiles& t) {
+/// Fill every source tile (in[i * A + a], as run() takes them) with the encoding of the
+/// header comment.
+inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> local,
+                                 std::span<const std::span<std::byte>> in) {
   const std::size_t A = p.arrays.size();
   for (std::size_t i = 0; i < local.size(); ++i)
     for (std::size_t a = 0; a < A; ++a)
-      detail::with_tile(p.arrays[a], p.arrays[a].source, p.world, local[i], t.in[i * A + a],
+      detail::with_tile(p.arrays[a], p.arrays[a].source, p.world, local[i], in[i * A + a],
                         [&](auto& d) { fill_global_index(d, a * reshard_array_offset); });
+}
+
+/// The same over owned tiles.
+inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> local, reshard_tiles& t) {
+  std::vector<std::span<std::byte>> in;
+  for (auto& x : t.in) in.emplace_back(x);
+  fill_reshard_sources(p, local, in);
 }
 
 /// What checking the target tiles found.
@@ -90,8 +162,10 @@ struct reshard_check {
   [[nodiscard]] bool ok() const { return wrong == 0; }
 };
 
-/// Compare every element of every target tile with the encoding of the header comment.
-inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<const rank_t> local, reshard_tiles& t) {
+/// Compare every element of every target tile (out[i * A + a], as run() takes them) with
+/// the encoding of the header comment.
+inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<const rank_t> local,
+                                           std::span<const std::span<std::byte>> out) {
   reshard_check c;
   const std::size_t A = p.arrays.size();
   for (std::size_t a = 0; a < A; ++a) {
@@ -100,7 +174,7 @@ inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<cons
       continue;
     }
     for (std::size_t i = 0; i < local.size(); ++i)
-      detail::with_tile(p.arrays[a], p.arrays[a].target, p.world, local[i], t.out[i * A + a], [&](auto& d) {
+      detail::with_tile(p.arrays[a], p.arrays[a].target, p.world, local[i], out[i * A + a], [&](auto& d) {
         const tile_check k = check_global_index(d, a * reshard_array_offset);
         c.checked += k.checked;
         if (!k.ok() && c.wrong == 0)
@@ -110,6 +184,12 @@ inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<cons
       });
   }
   return c;
+}
+
+/// The same over owned tiles.
+inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<const rank_t> local, reshard_tiles& t) {
+  const std::vector<std::span<std::byte>> out = t.targets();
+  return check_reshard_targets(p, local, out);
 }
 
 }  // namespace redist
