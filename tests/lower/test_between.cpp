@@ -73,6 +73,10 @@ void one_problem(const between_problem& pr, std::uint64_t n, stats& st) {
     st.fail(pr, "plan_between", e.what());
     return;
   }
+  for (const redist::plan_candidate& k : c.candidates)  // priced with its exchange's sizes as built
+    if (k.seconds != redist::predicted_seconds(k.prog, redist::builtin_profile))
+      st.fail(pr, k.name, "predicted " + std::to_string(k.seconds) + " s, from scratch " +
+                              std::to_string(redist::predicted_seconds(k.prog, redist::builtin_profile)) + " s");
   ++st.problems;
   ++st.rel[relation_name(pr.text.rel)];
   st.sums += pr.a.type.nsum > 0;

@@ -200,6 +200,9 @@ TEST_CASE("by default synthesize chooses by predicted time between the time sear
     const redist::program bytes = redist::search_program(p.m, p.a, p.b, {.goal = redist::objective::bytes});
     CHECK(same_program(c.candidates[0].prog, timed));
     CHECK(c.candidates[0].seconds == redist::predicted_seconds(timed, redist::builtin_profile));
+    // The exchange is priced with the sizes planned as it was built, exactly as from scratch.
+    for (const redist::plan_candidate& k : c.candidates)
+      CHECK(k.seconds == redist::predicted_seconds(k.prog, redist::builtin_profile));
     // The time search never predicts slower than the paper's program, on the same memory
     // bound, and never gathers beyond it.
     const double t_timed = redist::predicted_seconds(timed, redist::builtin_profile),

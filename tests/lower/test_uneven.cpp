@@ -168,6 +168,7 @@ TEST_CASE("uneven plans: random problems run on the host backend, every element 
     for (const plan_candidate& k : c.candidates) {
       const program& q = k.prog;
       INFO(k.name << ":\n" << program_json_text(q));
+      CHECK(k.seconds == predicted_seconds(q, builtin_profile));  // priced as from scratch
       // Both checkers accept it; it keeps the memory bound.
       const auto v = testing::verify(q);
       REQUIRE(v.ok);

@@ -34,6 +34,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -167,11 +168,11 @@ inline std::optional<dist_type> spread_replicas(const device_mesh& m, const dist
   return u;
 }
 
-/// The exchange from layout a to layout b in a world of W ranks (format 2; a program with no
-/// steps when every rank already holds its box). Throws for pending sums (an exchange does
-/// not add them) and exchanges beyond max_exchange_cells.
+namespace detail {
+/// exchange_between, with the sizes of its exchange (plan_detail::sizes) in `x`, for pricing
+/// it without planning it again (lower/synthesize.hpp predicted_seconds).
 inline program exchange_between(const placed_layout& a, const placed_layout& b, std::uint64_t W,
-                                std::uint64_t element_bytes) {
+                                std::uint64_t element_bytes, exchange_plan& x) {
   for (const placed_layout* l : {&a, &b})
     if (l->type.nsum > 0)
       throw redist_error(errc::rule, "an exchange does not add partial sums, and the type " +
@@ -193,7 +194,7 @@ inline program exchange_between(const placed_layout& a, const placed_layout& b, 
   p.memory_bound_elements = p.peak_local_elements;
   const std::vector<box> before = source_boxes(p), after = target_boxes(p);
   if (before == after && !p.two_meshes) return p;
-  const exchange_plan x = plan_exchange(before, after, plan_detail::sizes);
+  x = plan_exchange(before, after, plan_detail::sizes);
   if (!x.error.empty()) throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
   step s;
   s.kind = op::exchange;
@@ -208,6 +209,16 @@ inline program exchange_between(const placed_layout& a, const placed_layout& b, 
   p.cost_elements = s.cost;
   p.steps.push_back(std::move(s));
   return p;
+}
+}  // namespace detail
+
+/// The exchange from layout a to layout b in a world of W ranks (format 2; a program with no
+/// steps when every rank already holds its box). Throws for pending sums (an exchange does
+/// not add them) and exchanges beyond max_exchange_cells.
+inline program exchange_between(const placed_layout& a, const placed_layout& b, std::uint64_t W,
+                                std::uint64_t element_bytes) {
+  exchange_plan x;
+  return detail::exchange_between(a, b, W, element_bytes, x);
 }
 
 namespace detail {
@@ -485,13 +496,14 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
         return p;
       });
   }
+  exchange_plan direct, spread_sizes;  // the sizes of the exchange and two-phase candidates' exchanges
   if (b.type.nsum == 0) {
-    attempt("exchange", [&] { return reduce_first(exchange_between(ar, b, W, opt.element_bytes)); });
+    attempt("exchange", [&] { return reduce_first(detail::exchange_between(ar, b, W, opt.element_bytes, direct)); });
     if (!same_ranks)
       if (const std::optional<dist_type> spread = spread_replicas(b.pm.mesh, b.type))
         attempt("two-phase", [&] {
           const placed_layout mid{b.pm, *spread};
-          program p = reduce_first(exchange_between(ar, mid, W, opt.element_bytes));
+          program p = reduce_first(detail::exchange_between(ar, mid, W, opt.element_bytes, spread_sizes));
           program tail = detail::placed_plan(b.pm, *spread, b.type, W, opt);
           // A program with an uneven type runs no fused steps (program.hpp): where the
           // source is uneven and the target's own (even) plan fuses, its unfused plan.
@@ -520,7 +532,9 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
   for (plan_candidate& k : c.candidates) {
     for (std::vector<rank_t>* d : {&k.prog.source_devices, &k.prog.target_devices})  // 0..D-1: no list
       if (placed_mesh{{}, *d}.identity()) d->clear();
-    k.seconds = predicted_seconds(k.prog, P);
+    // The first exchange of these two as they were built (the head that reduces has none).
+    const std::string_view n = k.name;
+    k.seconds = detail::predicted_seconds(k.prog, P, n == "exchange" ? &direct : n == "two-phase" ? &spread_sizes : nullptr);
   }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;

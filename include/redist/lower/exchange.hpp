@@ -23,11 +23,11 @@
 
 namespace redist {
 
-/// The exchange program from `a` to `b` (no steps when a == b). Throws redist_error for
-/// ill-formed types, differing global shapes, and types with pending sums (an exchange
-/// moves data, it does not add partial values).
+namespace detail {
+/// exchange_program, with the sizes of its exchange (plan_detail::sizes) in `x` (left as it
+/// is when a == b): what pricing it needs (lower/synthesize.hpp), so it is not planned twice.
 inline program exchange_program(const device_mesh& m, const dist_type& a, const dist_type& b,
-                                std::uint64_t element_bytes = 4) {
+                                std::uint64_t element_bytes, exchange_plan& x) {
   if (element_bytes == 0) throw redist_error(errc::bad_size, "element size must be at least 1 byte");
   if (error e = check(m, a)) throw redist_error(e);
   if (error e = check(m, b)) throw redist_error(e);
@@ -49,7 +49,7 @@ inline program exchange_program(const device_mesh& m, const dist_type& a, const 
   p.memory_bound_elements = p.peak_local_elements;
   if (a == b) return p;
   const std::vector<box> before = tile_boxes(m, a), after = tile_boxes(m, b);
-  const exchange_plan x = plan_exchange(before, after, plan_detail::sizes);
+  x = plan_exchange(before, after, plan_detail::sizes);
   if (!x.error.empty())  // for tilings only the size limit
     throw redist_error(x.too_large ? errc::capacity : errc::runtime, "exchange: " + x.error);
   step s;
@@ -63,6 +63,16 @@ inline program exchange_program(const device_mesh& m, const dist_type& a, const 
   p.cost_elements = s.cost;
   p.steps.push_back(std::move(s));
   return p;
+}
+}  // namespace detail
+
+/// The exchange program from `a` to `b` (no steps when a == b). Throws redist_error for
+/// ill-formed types, differing global shapes, and types with pending sums (an exchange
+/// moves data, it does not add partial values).
+inline program exchange_program(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                std::uint64_t element_bytes = 4) {
+  exchange_plan x;
+  return detail::exchange_program(m, a, b, element_bytes, x);
 }
 
 /// Convenience: parse both types on mesh m, then build the exchange program.

@@ -67,16 +67,24 @@ inline double clipped_step_seconds(const program& p, std::size_t i, const box_st
 /// those the executor clips to the tiles in the pieces it moves them in
 /// (clipped_step_seconds).
 /// Every step that moves or copies pays the pass over the tile it writes.
-inline double predicted_seconds(const program& p, const time_profile& P) {
+namespace detail {
+/// predicted_seconds, where `sizes` (if given) are those of p's first exchange step, planned
+/// by the caller (the candidates of choose_plan and plan_between: exchange_program and
+/// exchange_between had them).
+inline double predicted_seconds(const program& p, const time_profile& P, const exchange_plan* sizes) {
   double t = 0;
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
   box_states states;  // followed once, where a step may run as an exchange
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
-    if (states.states.empty() && (s.kind == op::exchange || p.uneven())) states = trace_states(p);
+    const bool known = sizes && s.kind == op::exchange && s.cost == sizes->max_received;
+    if (states.states.empty() && ((s.kind == op::exchange && !known) || p.uneven())) states = trace_states(p);
     if (s.kind != op::dynslice && moves_as_exchange(p, i, states)) {
-      const exchange_plan x = plan_exchange(p, i, states, plan_detail::sizes);
+      exchange_plan planned;
+      if (!known) planned = plan_exchange(p, i, states, plan_detail::sizes);
+      const exchange_plan& x = known ? *sizes : planned;
+      if (known) sizes = nullptr;
       // The busiest rank's link: what it receives, or what it sends (a source rank feeding
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
@@ -88,6 +96,11 @@ inline double predicted_seconds(const program& p, const time_profile& P) {
     local = s.local_after;
   }
   return t;
+}
+}  // namespace detail
+
+inline double predicted_seconds(const program& p, const time_profile& P) {
+  return detail::predicted_seconds(p, P, nullptr);
 }
 
 namespace detail {
@@ -140,15 +153,10 @@ inline program search_program(const device_mesh& m, const dist_type& a, const di
   return best;
 }
 
-/// The exchange program for types with an uneven dimension (DESIGN.md section 2), or
-/// nothing for even ones: an allreduce of the pending sums (if any; every member of a
-/// group holds the same box, so it stays exact), then one exchange to the target's boxes
-/// (short and empty tiles move exactly their elements), then the partial step of pending
-/// axes the target creates (lower/partial.hpp). It receives the data-movement lower bound
-/// and never holds more than max(localsize(source), localsize(target)). Throws for a target
-/// that keeps pending sums of the source (an exchange does not keep them apart).
+namespace detail {
+/// uneven_program, with its exchange's sizes in `sizes` (exchange_program).
 inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
-                                              std::uint64_t element_bytes) {
+                                              std::uint64_t element_bytes, exchange_plan& sizes) {
   if (error e = check(m, a)) throw redist_error(e);
   if (error e = check(m, b)) throw redist_error(e);
   if (error e = check_same_global(a, b)) throw redist_error(e);
@@ -163,7 +171,7 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   dist_type reduced = a;
   reduced.nsum = 0;
   reduced.reduce = reduction::sum;
-  program p = exchange_program(m, reduced, kept, element_bytes);
+  program p = exchange_program(m, reduced, kept, element_bytes, sizes);
   p.source = a;
   if (a.nsum > 0) {  // groups: the ranks that differ only along the sum axes, in rank order
     std::uint64_t sum_mask = 0;
@@ -192,6 +200,20 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   append_partial(p, b);
   return p;
 }
+}  // namespace detail
+
+/// The exchange program for types with an uneven dimension (DESIGN.md section 2), or
+/// nothing for even ones: an allreduce of the pending sums (if any; every member of a
+/// group holds the same box, so it stays exact), then one exchange to the target's boxes
+/// (short and empty tiles move exactly their elements), then the partial step of pending
+/// axes the target creates (lower/partial.hpp). It receives the data-movement lower bound
+/// and never holds more than max(localsize(source), localsize(target)). Throws for a target
+/// that keeps pending sums of the source (an exchange does not keep them apart).
+inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                              std::uint64_t element_bytes) {
+  exchange_plan x;
+  return detail::uneven_program(m, a, b, element_bytes, x);
+}
 
 /// The collective program of the search and the exchange, each where it exists, with its
 /// predicted time under opt.time_model (the built-in profile if none); the chosen one has
@@ -215,6 +237,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   plan_choice c;
   const int uneven_at = uneven_dim(m, a, b);
   std::string no_collective, no_exchange;
+  exchange_plan sizes;  // the exchange candidate's, planned once
   try {
     c.candidates.push_back({"collective", search_program(m, a, b, opt), 0});
   } catch (const redist_error& e) {
@@ -233,7 +256,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
       no_exchange = "the target keeps pending sums and " + uneven_text(m, t, uneven_dim(m, t)).str() +
                     ": an exchange does not keep partial sums apart";
     else
-      c.candidates.push_back({"exchange", *uneven_program(m, a, b, opt.element_bytes), 0});
+      c.candidates.push_back({"exchange", *detail::uneven_program(m, a, b, opt.element_bytes, sizes), 0});
     if (c.candidates.empty())
       throw redist_error(errc::rule, "no plan for " + std::string(type_text(m, a).view()) + " -> " +
                                          std::string(type_text(m, b).view()) + ": " + no_collective + "; " + no_exchange);
@@ -243,7 +266,7 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     no_exchange = a == b ? "source and target are the same type" : "source and target hold the same tiles";
   } else {
     try {
-      program x = exchange_program(m, a, kept, opt.element_bytes);
+      program x = detail::exchange_program(m, a, kept, opt.element_bytes, sizes);
       append_partial(x, b);
       c.candidates.push_back({"exchange", std::move(x), 0});
     } catch (const redist_error& e) {
@@ -251,7 +274,8 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
       no_exchange = e.what();
     }
   }
-  for (plan_candidate& k : c.candidates) k.seconds = predicted_seconds(k.prog, P);
+  for (plan_candidate& k : c.candidates)  // the exchange's sizes as its candidate was built
+    k.seconds = detail::predicted_seconds(k.prog, P, k.name == "exchange" ? &sizes : nullptr);
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
   if (!explain) return c;
