@@ -133,7 +133,10 @@ TEST_CASE("fused parameters: vLLM's qkv_proj written in place, and what is refus
     pr.arrays.push_back({name, element_type::f32, placed_layout{train, parse_type(train.mesh, "[{fsdp, tp}" + n + ", 16]")},
                          placed_layout{infer, parse_type(infer.mesh, "[{tp}" + n + ", 16]")}});
   }
+  pr.arrays.push_back({"scale", element_type::f64, placed_layout{train, parse_type(train.mesh, "[{fsdp}8]")},
+                       placed_layout{infer, parse_type(infer.mesh, "[8]")}});
   const reshard_plan p = plan_reshard(pr);
+  const std::size_t A = p.arrays.size();
   host_backend host(4);
   reshard_executor<host_backend> ex(host, p);
   reshard_tiles t = make_reshard_tiles(ex);
@@ -142,7 +145,7 @@ TEST_CASE("fused parameters: vLLM's qkv_proj written in place, and what is refus
   std::vector<std::span<std::byte>> out = t.targets();
   for (rank_t r = 0; r < 4; ++r)
     for (const auto& [a, bytes] : fused_targets(p, r, {"q", "k", "v"}, std::as_writable_bytes(std::span(qkv[r]))))
-      out[r * 4 + a] = bytes;
+      out[r * A + a] = bytes;
   ex.run(t.sources(), out);
   REQUIRE(check_reshard_targets(p, ex.local_ranks(), out).ok());
   for (rank_t r = 0; r < 4; ++r)  // rank r's row j of qkv_proj: the global row of q, k or v
@@ -161,6 +164,8 @@ TEST_CASE("fused parameters: vLLM's qkv_proj written in place, and what is refus
                       "fused source tiles of 'k', 'v', 'o' on rank 1: the buffer has 768 bytes, their tiles 512");
   REQUIRE_THROWS_WITH(fused_targets(p, 4, {"q"}, buf),
                       "fused target tiles of rank 4: the reshard runs on a world of 4 ranks");
+  REQUIRE_THROWS_WITH(fused_targets(p, 0, {"v", "scale"}, buf),
+                      "fused tiles: array 'scale' holds f64, array 'v' f32 (a fused buffer holds one element type)");
 }
 
 TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per kind and group", "[reshard]") {

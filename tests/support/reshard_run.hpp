@@ -18,11 +18,11 @@
 namespace redist::testing {
 
 /// Every array's source and target tiles of ranks `local` back to back in one buffer per
-/// rank and end, the arrays in a random order (runtime/reshard_tiles.hpp fused_sources,
-/// fused_targets: an engine's fused parameters), as run() takes them, the sources filled
-/// (fill_reshard_sources).
+/// rank, end and element type, the arrays in a random order (runtime/reshard_tiles.hpp
+/// fused_sources, fused_targets: an engine's fused parameters), as run() takes them, the
+/// sources filled (fill_reshard_sources).
 struct fused_tiles_run {
-  std::vector<std::vector<std::byte>> in, out;  ///< per local rank: all its source (target) tiles
+  std::vector<std::vector<std::byte>> in, out;  ///< per local rank and element type: its source (target) tiles
   std::vector<std::span<const std::byte>> sources;
   std::vector<std::span<std::byte>> targets;
 };
@@ -33,25 +33,30 @@ inline fused_tiles_run fuse_all_tiles(const reshard_plan& p, std::span<const ran
   f.sources.resize(local.size() * A);
   f.targets.resize(local.size() * A);
   std::vector<std::span<std::byte>> fill(local.size() * A);
+  std::vector<element_type> types;
+  for (const reshard_array& x : p.arrays)
+    if (std::find(types.begin(), types.end(), x.dtype) == types.end()) types.push_back(x.dtype);
   for (std::size_t i = 0; i < local.size(); ++i)
-    for (const bool source : {true, false}) {
-      std::vector<std::string> names;
-      std::uint64_t bytes = 0;
-      for (const reshard_array& x : p.arrays) {
-        names.push_back(x.name);
-        bytes += layout_tile_elements(source ? x.source : x.target, p.world)[local[i]] * x.element_bytes();
-      }
-      std::shuffle(names.begin(), names.end(), rng);
-      std::vector<std::byte>& buf = (source ? f.in : f.out).emplace_back(bytes);
-      if (source) {
-        for (const auto& [a, b] : fused_sources(p, local[i], names, buf)) {
-          f.sources[i * A + a] = b;
-          fill[i * A + a] = std::span<std::byte>(buf).subspan(static_cast<std::size_t>(b.data() - buf.data()), b.size());
+    for (const element_type type : types)
+      for (const bool source : {true, false}) {
+        std::vector<std::string> names;
+        std::uint64_t bytes = 0;
+        for (const reshard_array& x : p.arrays) {
+          if (x.dtype != type) continue;
+          names.push_back(x.name);
+          bytes += layout_tile_elements(source ? x.source : x.target, p.world)[local[i]] * x.element_bytes();
         }
-      } else {
-        for (const auto& [a, b] : fused_targets(p, local[i], names, buf)) f.targets[i * A + a] = b;
+        std::shuffle(names.begin(), names.end(), rng);
+        std::vector<std::byte>& buf = (source ? f.in : f.out).emplace_back(bytes);
+        if (source) {
+          for (const auto& [a, b] : fused_sources(p, local[i], names, buf)) {
+            f.sources[i * A + a] = b;
+            fill[i * A + a] = std::span<std::byte>(buf).subspan(static_cast<std::size_t>(b.data() - buf.data()), b.size());
+          }
+        } else {
+          for (const auto& [a, b] : fused_targets(p, local[i], names, buf)) f.targets[i * A + a] = b;
+        }
       }
-    }
   fill_reshard_sources(p, local, fill);
   return f;
 }

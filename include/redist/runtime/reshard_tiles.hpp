@@ -87,6 +87,11 @@ std::vector<fused_tile<Byte>> fused_tiles(const reshard_plan& p, bool source, ra
     const auto a = static_cast<std::size_t>(it - p.arrays.begin());
     for (const fused_tile<Byte>& f : v)
       if (f.array == a) throw redist_error(errc::runtime, "fused tiles: array '" + name + "' is named twice");
+    if (!v.empty() && it->dtype != p.arrays[v[0].array].dtype)
+      throw redist_error(errc::runtime, "fused tiles: array '" + name + "' holds " +
+                                            std::string(element_type_name(it->dtype)) + ", array '" + names[0] + "' " +
+                                            std::string(element_type_name(p.arrays[v[0].array].dtype)) +
+                                            " (a fused buffer holds one element type)");
     const std::uint64_t n = layout_tile_elements(source ? it->source : it->target, p.world)[r] * it->element_bytes();
     v.push_back({a, at + n <= fused.size() ? fused.subspan(at, n) : std::span<Byte>()});
     at += n;
@@ -108,8 +113,10 @@ std::vector<fused_tile<Byte>> fused_tiles(const reshard_plan& p, bool source, ra
 /// gate_up_proj the gate's, then up's (row-major tiles of the same trailing extents, one
 /// after the other). Pass each bytes to run() as its array's target (out[i * A + array]):
 /// the reshard writes the fused parameter in place. A rank off an array's mesh has an empty
-/// tile. Throws redist_error(errc::runtime) naming the array that the plan has not or that
-/// comes twice, a rank outside the world, or the sizes when the tiles do not fill `fused`.
+/// tile. The arrays share one element type (so each tile is aligned where `fused` is).
+/// Throws redist_error(errc::runtime) naming the array that the plan has not, that comes
+/// twice or holds another element type, a rank outside the world, or the sizes when the
+/// tiles do not fill `fused`.
 inline std::vector<fused_tile<std::byte>> fused_targets(const reshard_plan& p, rank_t r,
                                                         const std::vector<std::string>& names, std::span<std::byte> fused) {
   return detail::fused_tiles(p, false, r, names, fused);
