@@ -58,15 +58,6 @@ inline double clipped_step_seconds(const program& p, std::size_t i, const box_st
                              padded_block(p, i, t, local), false);
 }
 
-/// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
-/// times (core/time_model.hpp); an exchange's peers and bytes (the most one rank receives
-/// or sends) come from its pieces, and so
-/// do those of the steps on uneven tiles that run as exchanges (redist/exchange.hpp
-/// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy);
-/// the collectives that run on padded tiles are priced on them, as the search weighs them,
-/// those the executor clips to the tiles in the pieces it moves them in
-/// (clipped_step_seconds).
-/// Every step that moves or copies pays the pass over the tile it writes.
 namespace detail {
 /// predicted_seconds, where `sizes` (if given) are those of p's first exchange step, planned
 /// by the caller (the candidates of choose_plan and plan_between: exchange_program and
@@ -99,6 +90,15 @@ inline double predicted_seconds(const program& p, const time_profile& P, const e
 }
 }  // namespace detail
 
+/// Predicted seconds of program p on a backend with profile `P`: the sum of its steps'
+/// times (core/time_model.hpp); an exchange's peers and bytes (the most one rank receives
+/// or sends) come from its pieces, and so
+/// do those of the steps on uneven tiles that run as exchanges (redist/exchange.hpp
+/// moves_as_exchange), priced as exchanges (a dynslice, which moves nothing, as a copy);
+/// the collectives that run on padded tiles are priced on them, as the search weighs them,
+/// those the executor clips to the tiles in the pieces it moves them in
+/// (clipped_step_seconds).
+/// Every step that moves or copies pays the pass over the tile it writes.
 inline double predicted_seconds(const program& p, const time_profile& P) {
   return detail::predicted_seconds(p, P, nullptr);
 }
