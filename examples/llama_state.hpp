@@ -4,13 +4,16 @@
 // placements), to vLLM's tensor-parallel layout on `target_mesh` (`{tp: 8}` on the same ranks
 // or `{tp: 4} @ [4, 5, 6, 7]`), where q, k and v land in one qkv_proj tile per rank and the
 // MLP's gate and up projections in one gate_up_proj tile (runtime/reshard_tiles.hpp
-// fused_targets). Grouped-query attention with Mistral 7B's heads (32 query heads, 8 key and
-// value heads) and MLP ratio (14336 / 4096); `dim` 4096, 32 layers and vocabulary 32000 are
-// Mistral 7B's shapes. Used by the weight-sync example.
+// fused_targets). Grouped-query attention: by default Mistral 7B's heads (32 query heads, 8
+// key and value heads); with `dim` 4096, 32 layers and vocabulary 32000 these are Mistral
+// 7B's shapes, MLP ratio 14336 / 4096. Where the engine has more ranks than key and value
+// heads (Qwen2.5 3B's 2 on TP 8), vLLM gives each rank one head, held by tp / kv_heads ranks
+// side by side: k and v are typed on `{kv: kv_heads, rep: tp / kv_heads}` on the same ranks.
+// Used by the weight-sync example.
 //
 //   weight [rows, cols]            trainer (DTensor on dp_shard x tp)           engine (vLLM, tp)
 //   tok_embeddings, output [V, D]  [_StridedShard(0, split_factor=2), Shard(0)]  [{tp}V, D]
-//   wq [D, D], wk, wv [D/4, D]     the same (colwise)                           [{tp}.., D], fused: qkv_proj
+//   wq [D, D], wk, wv [KV, D]      the same (colwise)                           [{tp}.., D] or [{kv}KV, D], fused: qkv_proj
 //   w1, w3 [I, D] (gate, up)       the same (colwise)                           [{tp}I, D], fused: gate_up_proj
 //   wo [D, D], w2 [D, I]           [Shard(0), Shard(1)] (rowwise)               [D, {tp}..]
 //   norms [D]                      [Shard(0), Replicate()]                      replicated
@@ -28,11 +31,10 @@
 
 namespace example {
 
-/// An engine parameter that holds several arrays' target tiles back to back.
+/// An engine parameter that holds several arrays' tiles back to back.
 struct fused_param {
-  std::string name;                 ///< vLLM's name, e.g. "layers.0.self_attn.qkv_proj.weight"
-  std::vector<std::string> parts;   ///< the arrays, in the order the engine stacks them
-  std::vector<std::size_t> arrays;  ///< their indices in the problem
+  std::string name;                ///< vLLM's name, e.g. "layers.0.self_attn.qkv_proj.weight"
+  std::vector<std::string> parts;  ///< the arrays, in the order the engine stacks them
 };
 
 struct llama_problem {
@@ -40,16 +42,42 @@ struct llama_problem {
   std::vector<fused_param> fused;
 };
 
+/// Attention heads: `q` query heads of dim / q rows each, `kv` key and value heads.
+struct llama_heads {
+  std::uint64_t q = 32, kv = 8;
+};
+
 inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const std::string& target_mesh,
-                                 redist::element_type dtype = redist::element_type::f32, std::uint64_t vocab = 32000) {
+                                 llama_heads heads = {}, redist::element_type dtype = redist::element_type::f32,
+                                 std::uint64_t vocab = 32000) {
   using namespace redist;
-  if (dim == 0 || dim % 32 != 0) throw std::invalid_argument("llama_state: dim must be a multiple of 32");
   const placed_mesh train = parse_placed_mesh("{dp_shard: 4, tp: 2}");
   const placed_mesh infer = parse_placed_mesh(target_mesh);
-  const std::uint64_t D = dim, KV = dim / 4, I = dim / 2 * 7;
+  const std::uint64_t T = infer.mesh.devices, D = dim, I = dim / 2 * 7;
+  if (heads.q == 0 || heads.kv == 0 || heads.q % heads.kv != 0)
+    throw std::invalid_argument("llama_state: the query heads must be a multiple of the key and value heads");
+  const std::uint64_t KV = heads.kv * (dim / heads.q);
+  // What vLLM asserts of the engine's tensor parallelism, and what the trainer's 8-way colwise
+  // and rowwise splits need.
+  if (heads.q % T != 0 || (heads.kv % T != 0 && T % heads.kv != 0))
+    throw std::invalid_argument("llama_state: the engine's " + std::to_string(T) + " ranks must divide the " +
+                                std::to_string(heads.q) + " query heads, and divide or be a multiple of the " +
+                                std::to_string(heads.kv) + " key and value heads");
+  if (dim == 0 || dim % heads.q != 0 || KV % 8 != 0 || D % 16 != 0)
+    throw std::invalid_argument("llama_state: dim must be a multiple of 16 and of the query heads, its key and value "
+                                "rows (dim / query heads * key and value heads) of 8");
+  // k and v: one head per rank, each held by T / kv ranks, where the engine has more ranks.
+  const bool replicated_kv = heads.kv < T;
+  placed_mesh kv_mesh = infer;
+  if (replicated_kv) {
+    kv_mesh.mesh = parse_mesh("{kv: " + std::to_string(heads.kv) + ", rep: " + std::to_string(T / heads.kv) + "}");
+    kv_mesh.devices = infer.devices;
+  }
   llama_problem s;
   s.problem.world = 8;
-  auto add = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols, const char* from, const char* to) {
+  auto add = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols, const char* from, const char* to,
+                 const placed_mesh* on = nullptr) {
+    const placed_mesh& engine = on ? *on : infer;
     std::vector<std::uint64_t> shape{rows};
     if (cols) shape.push_back(cols);
     std::string type = "[" + std::string(to) + std::to_string(rows);
@@ -59,7 +87,7 @@ inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const 
     a.name = name;
     a.dtype = dtype;
     a.source = placed_layout{train, from_dtensor(train.mesh, shape, from)};
-    a.target = placed_layout{infer, parse_type(infer.mesh, type)};
+    a.target = placed_layout{engine, parse_type(engine.mesh, type)};
     s.problem.arrays.push_back(std::move(a));
   };
   // from: the trainer's placements; to: "{tp}" where the engine splits the rows, "" where it
@@ -67,27 +95,21 @@ inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const 
   const char* colwise = "[_StridedShard(0, split_factor=2), Shard(0)]";
   const char* rowwise = "[Shard(0), Shard(1)]";
   const char* norm = "[Shard(0), Replicate()]";
-  auto fuse = [&](const std::string& name, const std::vector<std::string>& parts) {
-    fused_param f{name, parts, {}};
-    for (const std::string& p : parts)
-      for (std::size_t a = 0; a < s.problem.arrays.size(); ++a)
-        if (s.problem.arrays[a].name == p) f.arrays.push_back(a);
-    s.fused.push_back(std::move(f));
-  };
   add("tok_embeddings.weight", vocab, D, colwise, "{tp}");
   for (std::uint64_t l = 0; l < layers; ++l) {
     const std::string h = "layers." + std::to_string(l) + ".";
     add(h + "attention_norm.weight", D, 0, norm, "");
     add(h + "attention.wq.weight", D, D, colwise, "{tp}");
-    add(h + "attention.wk.weight", KV, D, colwise, "{tp}");
-    add(h + "attention.wv.weight", KV, D, colwise, "{tp}");
+    add(h + "attention.wk.weight", KV, D, colwise, replicated_kv ? "{kv}" : "{tp}", &kv_mesh);
+    add(h + "attention.wv.weight", KV, D, colwise, replicated_kv ? "{kv}" : "{tp}", &kv_mesh);
     add(h + "attention.wo.weight", D, D, rowwise, "");
     add(h + "ffn_norm.weight", D, 0, norm, "");
     add(h + "feed_forward.w1.weight", I, D, colwise, "{tp}");
     add(h + "feed_forward.w3.weight", I, D, colwise, "{tp}");
     add(h + "feed_forward.w2.weight", D, I, rowwise, "");
-    fuse(h + "self_attn.qkv_proj.weight", {h + "attention.wq.weight", h + "attention.wk.weight", h + "attention.wv.weight"});
-    fuse(h + "mlp.gate_up_proj.weight", {h + "feed_forward.w1.weight", h + "feed_forward.w3.weight"});
+    s.fused.push_back({h + "self_attn.qkv_proj.weight",
+                       {h + "attention.wq.weight", h + "attention.wk.weight", h + "attention.wv.weight"}});
+    s.fused.push_back({h + "mlp.gate_up_proj.weight", {h + "feed_forward.w1.weight", h + "feed_forward.w3.weight"}});
   }
   add("norm.weight", D, 0, norm, "");
   add("output.weight", vocab, D, colwise, "{tp}");

@@ -1,17 +1,18 @@
 // examples/weight_sync.cpp -- reinforcement-learning post-training copies the weights from
-// the trainer's layout to the inference engine's at every step. Two states, each to TP 8 on
+// the trainer's layout to the inference engine's at every step. Three states, each to TP 8 on
 // the same 8 ranks and to TP 4 on the other half of the ranks, in one joint plan each
 // (lower/reshard.hpp: one message per pair of ranks for all arrays), within a per-rank byte
 // budget, every element checked:
 //  - a GPT-style state (examples/gpt_state.hpp: a 50257-token embedding, L layers of
 //    attention and MLP weights, biases and norms) from FSDP 4 x TP 2;
 //  - a Llama-style state (examples/llama_state.hpp: grouped-query attention, Mistral 7B's
-//    heads and MLP ratio) from torchtitan's FSDP2 x TP layout, given in DTensor placements,
-//    into vLLM's fused parameters: every rank's q, k and v tiles written in place into its one
-//    qkv_proj tile, the gate's and up's into gate_up_proj (runtime/reshard_tiles.hpp
-//    fused_targets), the engine holding nothing else.
+//    heads and MLP ratio, then Qwen2.5 3B's 16 query and 2 key and value heads, fewer than the
+//    engine's ranks: each key and value head held by several) from torchtitan's FSDP2 x TP
+//    layout, given in DTensor placements, into vLLM's fused parameters: every rank's q, k and
+//    v tiles written in place into its one qkv_proj tile, the gate's and up's into
+//    gate_up_proj (runtime/reshard_tiles.hpp fused_targets), the engine holding nothing else.
 //
-//   build/examples/weight_sync [--layers 4] [--dim 256] [--budget-bytes N]
+//   build/examples/weight_sync [--layers 4] [--dim 256 (a multiple of 64)] [--budget-bytes N]
 //   mpirun -np 8 build/examples/weight_sync --backend mpi
 #include <chrono>
 #include <cstdint>
@@ -45,9 +46,7 @@ int sync(B& comm, bool print, const std::string& title, const redist::reshard_pr
   for (std::size_t i = 0; i < ex.local_ranks().size(); ++i)
     for (const example::fused_param& f : fused) {
       const redist::rank_t r = ex.local_ranks()[i];
-      std::uint64_t bytes = 0;
-      for (const std::size_t a : f.arrays) bytes += ex.target_bytes(a, r);
-      std::vector<std::byte>& param = engine.emplace_back(bytes);
+      std::vector<std::byte>& param = engine.emplace_back(redist::fused_target_bytes(plan, r, f.parts));
       for (const auto& [a, tile] : redist::fused_targets(plan, r, f.parts, param)) {
         targets[i * A + a] = tile;
         tiles.out[i * A + a] = {};  // not needed: the engine holds the fused parameter alone
@@ -92,9 +91,15 @@ int main(int argc, char** argv) {
     for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
       rc |= sync(comm, print, fmt::format("GPT-style, {{fsdp: 4, tp: 2}} -> {}", target),
                  example::gpt_state(layers, dim, target), {}, budget);
-      const example::llama_problem llama = example::llama_state(layers, dim, target);
-      rc |= sync(comm, print, fmt::format("Llama-style, torchtitan {{dp_shard: 4, tp: 2}} -> vLLM {}", target),
-                 llama.problem, llama.fused, budget);
+      // Mistral 7B's heads, then Qwen2.5 3B's: 2 key and value heads, each held by 4 (2) ranks.
+      for (const example::llama_heads heads : {example::llama_heads{32, 8}, example::llama_heads{16, 2}}) {
+        const example::llama_problem llama = example::llama_state(layers, dim, target, heads);
+        rc |= sync(comm, print,
+                   fmt::format("Llama-style ({} query, {} key and value heads), torchtitan {{dp_shard: 4, tp: 2}} -> "
+                               "vLLM {}",
+                               heads.q, heads.kv, target),
+                   llama.problem, llama.fused, budget);
+      }
     }
     return rc;
   });

@@ -143,9 +143,12 @@ TEST_CASE("fused parameters: vLLM's qkv_proj written in place, and what is refus
   fill_reshard_sources(p, ex.local_ranks(), t);
   std::vector<std::vector<float>> qkv(4, std::vector<float>((8 + 2 + 2) * 16, -1.0F));
   std::vector<std::span<std::byte>> out = t.targets();
-  for (rank_t r = 0; r < 4; ++r)
+  for (rank_t r = 0; r < 4; ++r) {
+    REQUIRE(fused_target_bytes(p, r, {"q", "k", "v"}) == qkv[r].size() * sizeof(float));
+    REQUIRE(fused_source_bytes(p, r, {"k", "v", "o"}) == (2 + 2 + 4) * 16 * sizeof(float));
     for (const auto& [a, bytes] : fused_targets(p, r, {"q", "k", "v"}, std::as_writable_bytes(std::span(qkv[r]))))
       out[r * A + a] = bytes;
+  }
   ex.run(t.sources(), out);
   REQUIRE(check_reshard_targets(p, ex.local_ranks(), out).ok());
   for (rank_t r = 0; r < 4; ++r)  // rank r's row j of qkv_proj: the global row of q, k or v
@@ -166,6 +169,60 @@ TEST_CASE("fused parameters: vLLM's qkv_proj written in place, and what is refus
                       "fused target tiles of rank 4: the reshard runs on a world of 4 ranks");
   REQUIRE_THROWS_WITH(fused_targets(p, 0, {"v", "scale"}, buf),
                       "fused tiles: array 'scale' holds f64, array 'v' f32 (a fused buffer holds one element type)");
+  // The sizes refuse what fused_targets refuses.
+  REQUIRE_THROWS_WITH(fused_target_bytes(p, 0, {"q", "kk"}), "fused tiles: no array is named 'kk'");
+  REQUIRE_THROWS_WITH(fused_source_bytes(p, 4, {"q"}), "fused source tiles of rank 4: the reshard runs on a world of 4 ranks");
+  REQUIRE_THROWS_WITH(fused_target_bytes(p, 1, {"v", "scale"}),
+                      "fused tiles: array 'scale' holds f64, array 'v' f32 (a fused buffer holds one element type)");
+}
+
+TEST_CASE("fused parameters: fewer key and value heads than ranks, each head on several (vLLM)", "[reshard]") {
+  // q [32, 16] (8 heads of 4 rows), k and v [8, 16] (2 heads) from {fsdp: 2, tp: 2} to vLLM's
+  // TP 4 on the same ranks, and to TP 2 on ranks 3 and 1: rank r's qkv_proj holds q's rows of
+  // its heads, then the rows of its one key (value) head, which TP / 2 ranks side by side
+  // hold: k and v typed on {kv: 2, rep: TP / 2}.
+  const placed_mesh train = parse_placed_mesh("{fsdp: 2, tp: 2}");
+  for (const std::string& devices : {std::string(), std::string(" @ [3, 1]")}) {
+    const placed_mesh infer = parse_placed_mesh(devices.empty() ? "{tp: 4}" : "{tp: 2}" + devices);
+    const std::uint64_t T = infer.mesh.devices;
+    const placed_mesh kv = parse_placed_mesh("{kv: 2, rep: " + std::to_string(T / 2) + "}" + devices);
+    reshard_problem pr;
+    pr.world = 4;
+    pr.arrays.push_back({"q", element_type::f32, placed_layout{train, parse_type(train.mesh, "[{fsdp, tp}32, 16]")},
+                         placed_layout{infer, parse_type(infer.mesh, "[{tp}32, 16]")}});
+    for (const char* name : {"k", "v"})
+      pr.arrays.push_back({name, element_type::f32, placed_layout{train, parse_type(train.mesh, "[{fsdp, tp}8, 16]")},
+                           placed_layout{kv, parse_type(kv.mesh, "[{kv}8, 16]")}});
+    const reshard_plan p = plan_reshard(pr);
+    host_backend host(4);
+    reshard_executor<host_backend> ex(host, p);
+    reshard_tiles t = make_reshard_tiles(ex);
+    fill_reshard_sources(p, ex.local_ranks(), t);
+    std::vector<std::span<std::byte>> out = t.targets();
+    const std::uint64_t q_rows = 32 / T;
+    std::vector<std::vector<float>> qkv(4);
+    for (rank_t r = 0; r < 4; ++r) {
+      const bool engine = infer.positions(4)[r] >= 0;
+      qkv[r].assign(engine ? (q_rows + 4 + 4) * 16 : 0, -1.0F);
+      REQUIRE(fused_target_bytes(p, r, {"q", "k", "v"}) == qkv[r].size() * sizeof(float));
+      for (const auto& [a, bytes] : fused_targets(p, r, {"q", "k", "v"}, std::as_writable_bytes(std::span(qkv[r]))))
+        out[r * 3 + a] = bytes;
+    }
+    ex.run(t.sources(), out);
+    REQUIRE(check_reshard_targets(p, ex.local_ranks(), out).ok());
+    for (rank_t r = 0; r < 4; ++r) {
+      const std::int64_t pos = infer.positions(4)[r];
+      if (pos < 0) continue;
+      const auto at = static_cast<std::uint64_t>(pos), head = at / (T / 2);  // its key and value head
+      for (std::uint64_t j = 0; j < q_rows + 8; ++j) {
+        const std::uint64_t a = j < q_rows ? 0 : j < q_rows + 4 ? 1 : 2;
+        const std::uint64_t row = j < q_rows ? q_rows * at + j : 4 * head + (j - q_rows) % 4;
+        for (std::uint64_t col = 0; col < 16; ++col)
+          REQUIRE(qkv[r][j * 16 + col] == index_value<float>(a * reshard_array_offset + row * 16 + col));
+      }
+    }
+    for (rank_t r = 0; r < 4; ++r) CHECK(p.received_bytes[r] == p.lower_bound_bytes[r]);
+  }
 }
 
 TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per kind and group", "[reshard]") {

@@ -40,14 +40,12 @@ inline fused_tiles_run fuse_all_tiles(const reshard_plan& p, std::span<const ran
     for (const element_type type : types)
       for (const bool source : {true, false}) {
         std::vector<std::string> names;
-        std::uint64_t bytes = 0;
-        for (const reshard_array& x : p.arrays) {
-          if (x.dtype != type) continue;
-          names.push_back(x.name);
-          bytes += layout_tile_elements(source ? x.source : x.target, p.world)[local[i]] * x.element_bytes();
-        }
+        for (const reshard_array& x : p.arrays)
+          if (x.dtype == type) names.push_back(x.name);
         std::shuffle(names.begin(), names.end(), rng);
-        std::vector<std::byte>& buf = (source ? f.in : f.out).emplace_back(bytes);
+        std::vector<std::byte>& buf = (source ? f.in : f.out)
+                                          .emplace_back(source ? fused_source_bytes(p, local[i], names)
+                                                               : fused_target_bytes(p, local[i], names));
         if (source) {
           for (const auto& [a, b] : fused_sources(p, local[i], names, buf)) {
             f.sources[i * A + a] = b;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redist/lower/reshard.hpp"
@@ -72,46 +73,75 @@ struct fused_tile {
 };
 
 namespace detail {
-template <class Byte>
-std::vector<fused_tile<Byte>> fused_tiles(const reshard_plan& p, bool source, rank_t r,
-                                          const std::vector<std::string>& names, std::span<Byte> fused) {
-  const char* end = source ? "source" : "target";
+/// Each of `names`' array index and tile bytes on rank r (source or target), checked: a
+/// name the plan has not, given twice or of another element type than the first, a rank
+/// outside the world.
+inline std::vector<std::pair<std::size_t, std::uint64_t>> fused_parts(const reshard_plan& p, bool source, rank_t r,
+                                                                     const std::vector<std::string>& names) {
   if (r >= p.world)
-    throw redist_error(errc::runtime, "fused " + std::string(end) + " tiles of rank " + std::to_string(r) +
-                                          ": the reshard runs on a world of " + std::to_string(p.world) + " ranks");
-  std::vector<fused_tile<Byte>> v;
-  std::uint64_t at = 0;
+    throw redist_error(errc::runtime, "fused " + std::string(source ? "source" : "target") + " tiles of rank " +
+                                          std::to_string(r) + ": the reshard runs on a world of " +
+                                          std::to_string(p.world) + " ranks");
+  std::vector<std::pair<std::size_t, std::uint64_t>> v;
   for (const std::string& name : names) {
     const auto it = std::find_if(p.arrays.begin(), p.arrays.end(), [&](const reshard_array& x) { return x.name == name; });
     if (it == p.arrays.end()) throw redist_error(errc::runtime, "fused tiles: no array is named '" + name + "'");
     const auto a = static_cast<std::size_t>(it - p.arrays.begin());
-    for (const fused_tile<Byte>& f : v)
-      if (f.array == a) throw redist_error(errc::runtime, "fused tiles: array '" + name + "' is named twice");
-    if (!v.empty() && it->dtype != p.arrays[v[0].array].dtype)
+    for (const auto& part : v)
+      if (part.first == a) throw redist_error(errc::runtime, "fused tiles: array '" + name + "' is named twice");
+    if (!v.empty() && it->dtype != p.arrays[v[0].first].dtype)
       throw redist_error(errc::runtime, "fused tiles: array '" + name + "' holds " +
                                             std::string(element_type_name(it->dtype)) + ", array '" + names[0] + "' " +
-                                            std::string(element_type_name(p.arrays[v[0].array].dtype)) +
+                                            std::string(element_type_name(p.arrays[v[0].first].dtype)) +
                                             " (a fused buffer holds one element type)");
-    const std::uint64_t n = layout_tile_elements(source ? it->source : it->target, p.world)[r] * it->element_bytes();
+    v.emplace_back(a, layout_tile_elements(source ? it->source : it->target, p.world)[r] * it->element_bytes());
+  }
+  return v;
+}
+
+inline std::uint64_t fused_bytes(const reshard_plan& p, bool source, rank_t r, const std::vector<std::string>& names) {
+  std::uint64_t n = 0;
+  for (const auto& part : fused_parts(p, source, r, names)) n += part.second;
+  return n;
+}
+
+template <class Byte>
+std::vector<fused_tile<Byte>> fused_tiles(const reshard_plan& p, bool source, rank_t r,
+                                          const std::vector<std::string>& names, std::span<Byte> fused) {
+  std::vector<fused_tile<Byte>> v;
+  std::uint64_t at = 0;
+  for (const auto& [a, n] : fused_parts(p, source, r, names)) {
     v.push_back({a, at + n <= fused.size() ? fused.subspan(at, n) : std::span<Byte>()});
     at += n;
   }
   if (at != fused.size()) {
     std::string list;
     for (const std::string& name : names) list += (list.empty() ? "'" : ", '") + name + "'";
-    throw redist_error(errc::runtime, "fused " + std::string(end) + " tiles of " + list + " on rank " + std::to_string(r) +
-                                          ": the buffer has " + std::to_string(fused.size()) + " bytes, their tiles " +
-                                          std::to_string(at));
+    throw redist_error(errc::runtime, "fused " + std::string(source ? "source" : "target") + " tiles of " + list +
+                                          " on rank " + std::to_string(r) + ": the buffer has " +
+                                          std::to_string(fused.size()) + " bytes, their tiles " + std::to_string(at));
   }
   return v;
 }
 }  // namespace detail
 
+/// The bytes of rank r's target tiles of the arrays `names`: the size of the fused buffer
+/// fused_targets takes for them (0 on a rank off every one's mesh). Throws as fused_targets
+/// does on the names and the rank.
+inline std::uint64_t fused_target_bytes(const reshard_plan& p, rank_t r, const std::vector<std::string>& names) {
+  return detail::fused_bytes(p, false, r, names);
+}
+
+/// The same for source tiles (the size of the buffer fused_sources takes).
+inline std::uint64_t fused_source_bytes(const reshard_plan& p, rank_t r, const std::vector<std::string>& names) {
+  return detail::fused_bytes(p, true, r, names);
+}
+
 /// Rank r's target tiles of the arrays `names`, in that order, back to back in one buffer
-/// `fused` of exactly their bytes: a parameter an inference engine keeps fused along its
-/// first dimension, as vLLM's qkv_proj holds the rank's tile of q, then k's, then v's, and
-/// gate_up_proj the gate's, then up's (row-major tiles of the same trailing extents, one
-/// after the other). Pass each bytes to run() as its array's target (out[i * A + array]):
+/// `fused` of exactly their bytes (fused_target_bytes): a parameter an inference engine
+/// keeps fused along its first dimension, as vLLM's qkv_proj holds the rank's tile of q,
+/// then k's, then v's, and gate_up_proj the gate's, then up's (row-major tiles of the same
+/// trailing extents, one after the other). Pass each bytes to run() as its array's target (out[i * A + array]):
 /// the reshard writes the fused parameter in place. A rank off an array's mesh has an empty
 /// tile. The arrays share one element type (so each tile is aligned where `fused` is).
 /// Throws redist_error(errc::runtime) naming the array that the plan has not, that comes
