@@ -141,12 +141,12 @@ inline std::uint64_t fused_source_bytes(const reshard_plan& p, rank_t r, const s
 /// `fused` of exactly their bytes (fused_target_bytes): a parameter an inference engine
 /// keeps fused along its first dimension, as vLLM's qkv_proj holds the rank's tile of q,
 /// then k's, then v's, and gate_up_proj the gate's, then up's (row-major tiles of the same
-/// trailing extents, one after the other). Pass each bytes to run() as its array's target (out[i * A + array]):
-/// the reshard writes the fused parameter in place. A rank off an array's mesh has an empty
-/// tile. The arrays share one element type (so each tile is aligned where `fused` is).
-/// Throws redist_error(errc::runtime) naming the array that the plan has not, that comes
-/// twice or holds another element type, a rank outside the world, or the sizes when the
-/// tiles do not fill `fused`.
+/// trailing extents, one after the other). Pass each bytes to run() as its array's target
+/// (out[i * A + array]): the reshard writes the fused parameter in place. A rank off an
+/// array's mesh has an empty tile. The arrays share one element type (so each tile is
+/// aligned where `fused` is). Throws redist_error(errc::runtime) naming the array that the
+/// plan has not, that comes twice or holds another element type, a rank outside the world,
+/// or the sizes when the tiles do not fill `fused`.
 inline std::vector<fused_tile<std::byte>> fused_targets(const reshard_plan& p, rank_t r,
                                                         const std::vector<std::string>& names, std::span<std::byte> fused) {
   return detail::fused_tiles(p, false, r, names, fused);
