@@ -3,8 +3,9 @@
 // embedding, L layers of attention and MLP weights with their biases and norms, the final
 // norm; from the trainer's layout, FSDP x tensor parallel on `{fsdp: 4, tp: 2}` (ranks
 // 0-7), to an inference engine's tensor-parallel layout on `target_mesh`: `{tp: 8}` (the
-// same ranks) or `{tp: 4} @ [4, 5, 6, 7]` (the other half of a world of 8). The weight-sync
-// example and the reshard benchmark share it.
+// same ranks), `{tp: 4} @ [4, 5, 6, 7]` (the other half of a world of 8) or `{dp: 2, tp: 4}`
+// (two engine replicas, each holding it all). The weight-sync example and the reshard
+// benchmark share it.
 //
 //   weight                     trainer (FSDP 4 x TP 2)        inference (TP)
 //   wte [V, D]                 [{tp}V, {fsdp}D]               [{tp}V, D]      vocabulary-parallel

@@ -1,15 +1,16 @@
-// examples/llama_state.hpp -- a Llama-style model state as a reshard problem (lower/reshard.hpp)
-// into an inference engine's fused parameters: the trainer's weights as torchtitan lays them
-// out (FSDP2 over tensor parallelism on `{dp_shard: 4, tp: 2}`, ranks 0-7, given in DTensor
-// placements), to vLLM's tensor-parallel layout on `target_mesh` (`{tp: 8}` on the same ranks
-// or `{tp: 4} @ [4, 5, 6, 7]`), where q, k and v land in one qkv_proj tile per rank and the
-// MLP's gate and up projections in one gate_up_proj tile (runtime/reshard_tiles.hpp
-// fused_targets). Grouped-query attention: by default Mistral 7B's heads (32 query heads, 8
-// key and value heads); with `dim` 4096, 32 layers and vocabulary 32000 these are Mistral
-// 7B's shapes, MLP ratio 14336 / 4096. Where the engine has more ranks than key and value
-// heads (Qwen2.5 3B's 2 on TP 8), vLLM gives each rank one head, held by tp / kv_heads ranks
-// side by side: k and v are typed on `{kv: kv_heads, rep: tp / kv_heads}` on the same ranks.
-// Used by the weight-sync example.
+// examples/llama_state.hpp -- a Llama-style model state as a reshard problem
+// (lower/reshard.hpp) into an inference engine's fused parameters: the trainer's weights as
+// torchtitan lays them out (FSDP2 over tensor parallelism on `{dp_shard: 4, tp: 2}`, ranks 0-7,
+// given in DTensor placements), to vLLM's tensor-parallel layout on `target_mesh` (`{tp: 8}` on
+// the same ranks, `{tp: 4} @ [4, 5, 6, 7]`, or `{dp: 2, tp: 4}`: two engine replicas, vLLM's
+// data parallelism as colocated RL runs it), where q, k and v land in one qkv_proj tile per
+// rank and the MLP's gate and up projections in one gate_up_proj tile
+// (runtime/reshard_tiles.hpp fused_targets). Grouped-query attention: by default Mistral 7B's
+// heads (32 query heads, 8 key and value heads); with `dim` 4096, 32 layers and vocabulary
+// 32000 these are Mistral 7B's shapes, MLP ratio 14336 / 4096. Where the engine has more ranks
+// than key and value heads (Qwen2.5 3B's 2 on TP 8), vLLM gives each rank one head, each head
+// held by several ranks side by side: k and v are typed on the engine's mesh with tp split into
+// `kv: kv_heads, rep: tp/kv_heads` (the same ranks). Used by the weight-sync example.
 //
 //   weight [rows, cols]            trainer (DTensor on dp_shard x tp)           engine (vLLM, tp)
 //   tok_embeddings, output [V, D]  [_StridedShard(0, split_factor=2), Shard(0)]  [{tp}V, D]
@@ -53,7 +54,9 @@ inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const 
   using namespace redist;
   const placed_mesh train = parse_placed_mesh("{dp_shard: 4, tp: 2}");
   const placed_mesh infer = parse_placed_mesh(target_mesh);
-  const std::uint64_t T = infer.mesh.devices, D = dim, I = dim / 2 * 7;
+  const int tp = infer.mesh.find("tp");
+  if (tp < 0) throw std::invalid_argument("llama_state: the engine's mesh " + target_mesh + " has no axis tp");
+  const std::uint64_t T = infer.mesh.sizes[tp], D = dim, I = dim / 2 * 7;
   if (heads.q == 0 || heads.kv == 0 || heads.q % heads.kv != 0)
     throw std::invalid_argument("llama_state: the query heads must be a multiple of the key and value heads");
   const std::uint64_t KV = heads.kv * (dim / heads.q);
@@ -69,9 +72,13 @@ inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const 
   // k and v: one head per rank, each held by T / kv ranks, where the engine has more ranks.
   const bool replicated_kv = heads.kv < T;
   placed_mesh kv_mesh = infer;
-  if (replicated_kv) {
-    kv_mesh.mesh = parse_mesh("{kv: " + std::to_string(heads.kv) + ", rep: " + std::to_string(T / heads.kv) + "}");
-    kv_mesh.devices = infer.devices;
+  if (replicated_kv) {  // tp's place split into kv (major) and rep: the same ranks
+    std::string axes;
+    for (int a = 0; a < infer.mesh.naxes; ++a)
+      axes += (a ? ", " : "") + (a == tp ? "kv: " + std::to_string(heads.kv) + ", rep: " + std::to_string(T / heads.kv)
+                                         : std::string(infer.mesh.names[a].view()) + ": " +
+                                               std::to_string(infer.mesh.sizes[a]));
+    kv_mesh.mesh = parse_mesh("{" + axes + "}");
   }
   llama_problem s;
   s.problem.world = 8;

@@ -1,6 +1,7 @@
 // examples/weight_sync.cpp -- reinforcement-learning post-training copies the weights from
 // the trainer's layout to the inference engine's at every step. Three states, each to TP 8 on
-// the same 8 ranks and to TP 4 on the other half of the ranks, in one joint plan each
+// the same 8 ranks, to TP 4 on the other half of the ranks and to two engine replicas of
+// TP 4 on the same ranks (`{dp: 2, tp: 4}`, as colocated RL runs vLLM), in one joint plan each
 // (lower/reshard.hpp: one message per pair of ranks for all arrays), within a per-rank byte
 // budget, every element checked:
 //  - a GPT-style state (examples/gpt_state.hpp: a 50257-token embedding, L layers of
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   const std::uint64_t budget = example::option(argc, argv, "--budget-bytes", 0);
   return example::with_backend(argc, argv, 8, [&](auto& comm, bool print) {
     int rc = 0;
-    for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
+    for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]", "{dp: 2, tp: 4}"}) {
       rc |= sync(comm, print, fmt::format("GPT-style, {{fsdp: 4, tp: 2}} -> {}", target),
                  example::gpt_state(layers, dim, target), {}, budget);
       // Mistral 7B's heads, then Qwen2.5 3B's: 2 key and value heads, each held by 4 (2) ranks.
