@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redist/core/dtensor.hpp"
@@ -73,13 +74,21 @@ inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const 
   const bool replicated_kv = heads.kv < T;
   placed_mesh kv_mesh = infer;
   if (replicated_kv) {  // tp's place split into kv (major) and rep: the same ranks
-    std::string axes;
-    for (int a = 0; a < infer.mesh.naxes; ++a)
-      axes += (a ? ", " : "") + (a == tp ? "kv: " + std::to_string(heads.kv) + ", rep: " + std::to_string(T / heads.kv)
-                                         : std::string(infer.mesh.names[a].view()) + ": " +
-                                               std::to_string(infer.mesh.sizes[a]));
-    kv_mesh.mesh = parse_mesh("{" + axes + "}");
+    device_mesh m;
+    auto axis = [&](std::string_view name, std::uint64_t size) {
+      if (error e = mesh_add_axis(m, name, size); !e.ok()) throw redist_error(e);
+    };
+    for (int a = 0; a < infer.mesh.naxes; ++a) {
+      if (a != tp) {
+        axis(infer.mesh.names[a].view(), infer.mesh.sizes[a]);
+        continue;
+      }
+      axis("kv", heads.kv);
+      axis("rep", T / heads.kv);
+    }
+    kv_mesh.mesh = m;
   }
+  const char* kv_split = replicated_kv ? "{kv}" : "{tp}";
   llama_problem s;
   s.problem.world = 8;
   auto add = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols, const char* from, const char* to,
@@ -107,8 +116,8 @@ inline llama_problem llama_state(std::uint64_t layers, std::uint64_t dim, const 
     const std::string h = "layers." + std::to_string(l) + ".";
     add(h + "attention_norm.weight", D, 0, norm, "");
     add(h + "attention.wq.weight", D, D, colwise, "{tp}");
-    add(h + "attention.wk.weight", KV, D, colwise, replicated_kv ? "{kv}" : "{tp}", &kv_mesh);
-    add(h + "attention.wv.weight", KV, D, colwise, replicated_kv ? "{kv}" : "{tp}", &kv_mesh);
+    add(h + "attention.wk.weight", KV, D, colwise, kv_split, &kv_mesh);
+    add(h + "attention.wv.weight", KV, D, colwise, kv_split, &kv_mesh);
     add(h + "attention.wo.weight", D, D, rowwise, "");
     add(h + "ffn_norm.weight", D, 0, norm, "");
     add(h + "feed_forward.w1.weight", I, D, colwise, "{tp}");
