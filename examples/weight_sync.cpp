@@ -11,7 +11,8 @@
 //    engine's ranks: each key and value head held by several) from torchtitan's FSDP2 x TP
 //    layout, given in DTensor placements, into vLLM's fused parameters: every rank's q, k and
 //    v tiles written in place into its one qkv_proj tile, the gate's and up's into
-//    gate_up_proj (runtime/reshard_tiles.hpp fused_targets), the engine holding nothing else.
+//    gate_up_proj (runtime/reshard_tiles.hpp fused_targets), the engine holding nothing else;
+//    the trainer's f32 converted to the engine's bf16 on the way (travelling as bf16).
 //
 //   build/examples/weight_sync [--layers 4] [--dim 256 (a multiple of 64)] [--budget-bytes N]
 //   mpirun -np 8 build/examples/weight_sync --backend mpi
@@ -65,7 +66,10 @@ int sync(B& comm, bool print, const std::string& title, const redist::reshard_pr
     bound = std::max(bound, plan.lower_bound_bytes[r]);
   }
   if (print) {
-    fmt::print("{}: {} arrays, {:.1f} MiB of f32\n", title, plan.arrays.size(), static_cast<double>(bytes) / (1 << 20));
+    const redist::reshard_array& a0 = plan.arrays[0];
+    fmt::print("{}: {} arrays, {:.1f} MiB of {}{}\n", title, plan.arrays.size(), static_cast<double>(bytes) / (1 << 20),
+               redist::element_type_name(a0.dtype),
+               a0.casts() ? fmt::format(", {} on the engine", redist::element_type_name(a0.target_type())) : "");
     if (!fused.empty())
       fmt::print("  written in place into the engine's {} fused parameters ({} and {}, ...)\n", fused.size(),
                  fused[0].name, fused.size() > 1 ? fused[1].name : "");
@@ -94,10 +98,13 @@ int main(int argc, char** argv) {
                  example::gpt_state(layers, dim, target), {}, budget);
       // Mistral 7B's heads, then Qwen2.5 3B's: 2 key and value heads, each held by 4 (2) ranks.
       for (const example::llama_heads heads : {example::llama_heads{32, 8}, example::llama_heads{16, 2}}) {
-        const example::llama_problem llama = example::llama_state(layers, dim, target, heads);
+        // The trainer's f32 weights to an engine serving in bf16: each element converted on
+        // the way (runtime/cast.hpp), travelling as bf16.
+        example::llama_problem llama = example::llama_state(layers, dim, target, heads);
+        for (redist::reshard_array& a : llama.problem.arrays) a.target_dtype = redist::element_type::bf16;
         rc |= sync(comm, print,
-                   fmt::format("Llama-style ({} query, {} key and value heads), torchtitan {{dp_shard: 4, tp: 2}} -> "
-                               "vLLM {}",
+                   fmt::format("Llama-style ({} query, {} key and value heads), torchtitan {{dp_shard: 4, tp: 2}} f32 -> "
+                               "vLLM {} bf16",
                                heads.q, heads.kv, target),
                    llama.problem, llama.fused, budget);
       }

@@ -85,12 +85,19 @@ void print_plan(const reshard_plan& p, bool explain) {
   fmt::print("redist reshard: {} arra{} ({}) in a world of {} ranks, {}\n", p.arrays.size(),
              p.arrays.size() == 1 ? "y" : "ys", bytes_text(bytes), p.world,
              p.budget_bytes ? "budget " + bytes_text(p.budget_bytes) + " per rank" : std::string("no budget"));
-  std::size_t w = 5;
-  for (const reshard_array& a : p.arrays) w = std::max(w, a.name.size());
-  fmt::print("  {:>3}  {:<{}}  {:<5}  {:<5}  {:<10}  {}\n", "#", "array", w, "dtype", "route", "own plan", "source -> target");
+  std::size_t w = 5, tw = 5;
+  const auto dtype = [](const reshard_array& a) {  // "f32", or "f32>bf16" where it casts
+    return std::string(element_type_name(a.dtype)) + (a.casts() ? ">" + std::string(element_type_name(a.target_type())) : "");
+  };
+  for (const reshard_array& a : p.arrays) {
+    w = std::max(w, a.name.size());
+    tw = std::max(tw, dtype(a).size());
+  }
+  fmt::print("  {:>3}  {:<{}}  {:<{}}  {:<5}  {:<10}  {}\n", "#", "array", w, "dtype", tw, "route", "own plan",
+             "source -> target");
   for (std::size_t i = 0; i < p.arrays.size(); ++i) {
     const reshard_array& a = p.arrays[i];
-    fmt::print("  {:>3}  {:<{}}  {:<5}  {:<5}  {:<10}  {} -> {}\n", i + 1, a.name, w, element_type_name(a.dtype),
+    fmt::print("  {:>3}  {:<{}}  {:<{}}  {:<5}  {:<10}  {} -> {}\n", i + 1, a.name, w, dtype(a), tw,
                reshard_route_name(p.route[i]), p.own[i].candidates[p.own[i].chosen].name, detail::layout_text(a.source),
                detail::layout_text(a.target));
   }

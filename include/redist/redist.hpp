@@ -26,6 +26,7 @@
 #include "redist/lower/synthesize.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/darray.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/pack.hpp"

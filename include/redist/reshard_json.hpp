@@ -9,7 +9,7 @@
 //     "meshes": {"train": "{fsdp: 4, tp: 2}",       named meshes, device lists allowed
 //                "infer": "{tp: 4} @ [4, 5, 6, 7]"},
 //     "arrays": [
-//       {"name": "wte", "shape": [50257, 768], "dtype": "f32",
+//       {"name": "wte", "shape": [50257, 768], "dtype": "f32", "target_dtype": "bf16",
 //        "source": {"mesh": "train", "type": "[{fsdp}50257, {tp}768]"},
 //        "target": {"mesh": "infer", "jax": "P(None, 'tp')"}},
 //       {"name": "h0.ln", "shape": [768], "dtype": "bf16",
@@ -26,7 +26,9 @@
 // DTensor placements, Shardy shardings and XLA named shardings that no type says (nested
 // uneven chunks, sub-axes in another order) are read as the box layouts they are
 // (dtensor_layout, shardy_layout, xla_layout).
-// dtype: f64, f32, bf16, f16, i64, i32, i8, u8. Every error names the array and the field.
+// dtype: f64, f32, bf16, f16, i64, i32, i8, u8. Optional "target_dtype": the target's, where
+// the reshard casts on the way (between f64, f32, bf16 and f16: an f32 trainer's weights to a
+// bf16 engine; runtime/cast.hpp). Every error names the array and the field.
 #pragma once
 
 #include <cstdint>
@@ -219,8 +221,9 @@ inline reshard_manifest read_reshard_manifest(std::string_view text) {
                             "'" + a.name + "' is also the name of arrays[" + std::to_string(it->second) + "]");
     where += " ('" + a.name + "')";
     for (const auto& [key, _] : v.items())
-      if (key != "name" && key != "shape" && key != "dtype" && key != "source" && key != "target")
-        detail::manifest_fail(errc::syntax, where, "unknown field '" + key + "' (name, shape, dtype, source, target)");
+      if (key != "name" && key != "shape" && key != "dtype" && key != "target_dtype" && key != "source" && key != "target")
+        detail::manifest_fail(errc::syntax, where,
+                              "unknown field '" + key + "' (name, shape, dtype, target_dtype, source, target)");
     const nlohmann::json& js = detail::manifest_field(v, "shape", where);
     if (!js.is_array() || js.size() > static_cast<std::size_t>(max_dims))
       detail::manifest_fail(errc::syntax, where + ".shape",
@@ -233,6 +236,14 @@ inline reshard_manifest read_reshard_manifest(std::string_view text) {
     }
     const std::string dt = detail::manifest_string(detail::manifest_field(v, "dtype", where), where + ".dtype");
     a.dtype = detail::manifest_blame(where + ".dtype", [&] { return parse_element_type(dt); });
+    if (v.contains("target_dtype")) {
+      const std::string tt = detail::manifest_string(v["target_dtype"], where + ".target_dtype");
+      const element_type t = detail::manifest_blame(where + ".target_dtype", [&] { return parse_element_type(tt); });
+      if (!element_type_casts(a.dtype, t))
+        detail::manifest_fail(errc::rule, where + ".target_dtype",
+                              "cannot cast " + dt + " to " + tt + " (casts are between f64, f32, bf16, f16)");
+      if (t != a.dtype) a.target_dtype = t;
+    }
     a.source = detail::manifest_layout(detail::manifest_field(v, "source", where), where + ".source", meshes, shape,
                                        m.problem.world);
     a.target = detail::manifest_layout(detail::manifest_field(v, "target", where), where + ".target", meshes, shape,
@@ -258,6 +269,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
     json ja;
     ja["name"] = x.name;
     ja["dtype"] = element_type_name(x.dtype);
+    if (x.casts()) ja["target_dtype"] = element_type_name(x.target_type());
     ja["source"] = detail::layout_json(x.source);
     ja["target"] = detail::layout_json(x.target);
     ja["route"] = reshard_route_name(p.route[a]);

@@ -2,7 +2,8 @@
 //   mpirun --oversubscribe -np W backends_mpi_test reshard [problems]
 // Every rank generates the same seeded random reshards in the world of W ranks
 // (tests/support/reshard_problems.hpp: 1-6 arrays between meshes on device sets, even and
-// uneven, pending sums on some sources), plans them jointly (every other problem under a
+// uneven, pending sums on some sources; every fifth problem casting half its floating arrays
+// to another floating type on the way), plans them jointly (every other problem under a
 // budget that cuts the pieces into several rounds; every fifth one call per array), runs them
 // through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
 // turn; half the budgeted plans pipelined, two rounds at a time; every fifth problem with
@@ -51,12 +52,16 @@ int run(int argc, char** argv) {
     std::mt19937 rng(2699);
     redist::testing::reshard_workload w;
     w.max_world = mpi.devices();
+    redist::testing::reshard_workload cast = w;
+    cast.casts = true;
     std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0;
     auto fail = [&](const std::string& what) {
       if (++failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", me, what.c_str());
     };
     for (int i = 0; i < problems; ++i) {
-      const auto [c, o, p] = redist::testing::random_planned_reshard(rng, w, mpi.devices(), static_cast<std::size_t>(i));
+      // Every fifth problem casts half its floating arrays (a joint plan: i % 5 != 4).
+      const auto [c, o, p] =
+          redist::testing::random_planned_reshard(rng, i % 5 == 2 ? cast : w, mpi.devices(), static_cast<std::size_t>(i));
       rounds += p.rounds.size();
       pipelined += p.pipelined;
       try {

@@ -255,8 +255,8 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
 /// uploads before them; repeated, as the emulator's streams run in random orders), rows to
 /// columns in pipelined rounds (the next round packed on the second stream into the half of
 /// the buffer the round before last used; repeated too), gradients whose own collectives run
-/// fused (8 ranks), and host tiles, which the device cannot use, refused on every rank before
-/// anything moves.
+/// fused (8 ranks), and host tiles, which the device cannot use, and a cast refused on every
+/// rank before anything moves.
 void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const int me = static_cast<int>(b.rank());
   std::mt19937 rng(2699);
@@ -323,6 +323,19 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
     fail(me, "host tiles: no error");
   } catch (const redist::redist_error& e) {
     if (e.what() != want) fail(me, std::string("host tiles: got '") + e.what() + "', expected '" + want + "'");
+  }
+  // A cast on the way: refused on every rank before anything moves (no converting copy in
+  // device memory yet).
+  redist::reshard_problem cast = pr;
+  cast.arrays.back().target_dtype = redist::element_type::bf16;
+  redist::reshard_executor<redist::nccl_backend> cx(b, redist::plan_reshard(cast, {}));
+  const std::string refused =
+      "array 'w': casting f32 to bf16 needs converting copies, which this backend's memory does not have (host and MPI do)";
+  try {
+    cx.run({}, {});
+    fail(me, "a cast: no error");
+  } catch (const redist::redist_error& e) {
+    if (e.what() != refused) fail(me, std::string("a cast: got '") + e.what() + "', expected '" + refused + "'");
   }
 }
 

@@ -402,3 +402,51 @@ TEST_CASE("bad input names the array", "[reshard]") {
     REQUIRE(e.code() == errc::global_mismatch);
   }
 }
+
+TEST_CASE("casts: joint, on the way in the narrower type; what is refused", "[reshard][cast]") {
+  std::mt19937 rng(2631);
+  testing::reshard_workload w;
+  w.casts = true;
+  int casts = 0;
+  for (int i = 0; i < 400; ++i) {
+    const testing::reshard_case c = testing::random_reshard(rng, w);
+    INFO(c.text);
+    const reshard_plan p = plan_reshard(c.problem);
+    REQUIRE(testing::check_reshard_plan(p, 0).empty());
+    for (const reshard_array& a : p.arrays) casts += a.casts();
+  }
+  CHECK(casts > 200);
+  // f32 [16, 8] row blocks on {x: 2} to column blocks of bf16 on {y: 2} @ [2, 3]: each target
+  // rank receives its 64 elements as bf16, 128 bytes, from two senders; the other way
+  // (widening) they travel as bf16 too. Its target tile holds bf16.
+  reshard_problem pr;
+  pr.arrays.push_back(array_of("w", element_type::f32, "{x: 2}", "[{x}16, 8]", "{y: 2} @ [2, 3]", "[16, {y}8]"));
+  pr.arrays[0].target_dtype = element_type::bf16;
+  const reshard_plan p = plan_reshard(pr);
+  REQUIRE(testing::check_reshard_plan(p, 0).empty());
+  CHECK(p.route[0] == reshard_route::joint);
+  CHECK(p.received_bytes == std::vector<std::uint64_t>{0, 0, 128, 128});
+  CHECK(p.lower_bound_bytes == p.received_bytes);
+  reshard_problem back;
+  back.arrays.push_back(array_of("w", element_type::bf16, "{x: 2}", "[{x}16, 8]", "{y: 2} @ [2, 3]", "[16, {y}8]"));
+  back.arrays[0].target_dtype = element_type::f32;
+  CHECK(plan_reshard(back).received_bytes == p.received_bytes);
+  // A budget counts bf16 rows: a row of a piece is 4 elements, 8 bytes on the way.
+  const reshard_plan q = plan_reshard(pr, {.budget_bytes = 8});
+  REQUIRE(testing::check_reshard_plan(q, 8).empty());
+  CHECK(q.rounds.size() == 16);
+  REQUIRE_THROWS_WITH(plan_reshard(pr, {.budget_bytes = 7}), Catch::Matchers::Contains("is 8 bytes, more than the budget of 7"));
+  // Refused: casts between other types, of pending values, without the joint exchange.
+  reshard_problem ints = pr;
+  ints.arrays[0].dtype = element_type::i32;
+  ints.arrays[0].target_dtype = element_type::f32;
+  REQUIRE_THROWS_WITH(plan_reshard(ints),
+                      "array 'w': cannot cast i32 to f32 (casts are between the floating-point types f64, f32, bf16, f16)");
+  reshard_problem sums;
+  sums.arrays.push_back(array_of("g", element_type::f32, "{x: 2}", "[16, 8] sum{x}", "{x: 2}", "[{x}16, 8]"));
+  sums.arrays[0].target_dtype = element_type::f16;
+  REQUIRE_THROWS_WITH(plan_reshard(sums), "array 'g': a cast (f32 to f16) of pending values; reduce them first, or cast "
+                                          "after the reshard");
+  REQUIRE_THROWS_WITH(plan_reshard(pr, {.joint = false}),
+                      "array 'w' casts f32 to bf16, which only the joint exchange does (one call per array was asked)");
+}

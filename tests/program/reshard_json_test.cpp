@@ -219,4 +219,36 @@ TEST_CASE("box layouts in a manifest: explicit boxes, DTensor's nested chunks, S
   CHECK(error_of(bad) == "reshard manifest: arrays[0] ('rows').source: 'boxes' carries its own devices: no 'mesh'");
 }
 
+TEST_CASE("a manifest's casts: target_dtype read, written in the plan, refused between other types", "[reshard_json]") {
+  const std::string cast = with("\"dtype\": \"f32\",", "\"dtype\": \"f32\", \"target_dtype\": \"bf16\",");
+  const reshard_manifest m = read_reshard_manifest(cast);
+  const reshard_array& c = m.problem.arrays[1];
+  REQUIRE(c.name == "c_attn");
+  REQUIRE(c.casts());
+  REQUIRE(c.target_type() == element_type::bf16);
+  REQUIRE(c.wire_bytes() == 2);
+  REQUIRE(!m.problem.arrays[0].casts());
+  // The same type is no cast.
+  REQUIRE(!read_reshard_manifest(with("\"dtype\": \"f32\",", "\"dtype\": \"f32\", \"target_dtype\": \"f32\","))
+               .problem.arrays[1]
+               .target_dtype);
+  const nlohmann::json j = nlohmann::json::parse(reshard_plan_to_json(plan_reshard(m.problem)));
+  REQUIRE(j["arrays"][1]["target_dtype"] == "bf16");
+  REQUIRE(j["arrays"][1]["route"] == "joint");
+  REQUIRE(!j["arrays"][0].contains("target_dtype"));
+  REQUIRE(error_of(with("\"dtype\": \"f32\",", "\"dtype\": \"f32\", \"target_dtype\": \"i8\",")) ==
+          "reshard manifest: arrays[1] ('c_attn').target_dtype: cannot cast f32 to i8 (casts are between f64, f32, bf16, "
+          "f16)");
+  REQUIRE(error_of(with("\"dtype\": \"f32\",", "\"dtype\": \"f32\", \"target_dtype\": \"fp8\",")) ==
+          "reshard manifest: arrays[1] ('c_attn').target_dtype: unknown dtype 'fp8' (known: f64, f32, bf16, f16, i64, i32, "
+          "i8, u8)");
+  REQUIRE(error_of(with("\"dtype\": \"f32\",", "\"dtype\": \"f32\", \"to_dtype\": \"bf16\",")) ==
+          "reshard manifest: arrays[1] ('c_attn'): unknown field 'to_dtype' (name, shape, dtype, target_dtype, source, "
+          "target)");
+  // Pending values are not cast.
+  const std::string grad = with("\"dtype\": \"f64\",", "\"dtype\": \"f64\", \"target_dtype\": \"f32\",");
+  REQUIRE_THROWS_WITH(plan_reshard(read_reshard_manifest(grad).problem),
+                      "array 'grad': a cast (f64 to f32) of pending values; reduce them first, or cast after the reshard");
+}
+
 }  // namespace reshard_json_test

@@ -6,16 +6,22 @@
 // naming the array and the rank. Fused collectives: FSDP and HSDP gradients, and
 // random gradients (meshes, pending axes, reductions, shapes, budgets) whose own
 // programs of one or two collectives share their calls, every element checked; a
-// plan whose fused sets cannot run is refused. MPI: tests/backends/mpi_reshard_test.cpp.
+// plan whose fused sets cannot run is refused. Casts: random reshards converting between
+// floating types on the way (every element exact), and an f32 trainer's weights to bf16 and
+// f16 engines with values that round, each compared with the nearest pattern
+// (runtime/cast.hpp). MPI: tests/backends/mpi_reshard_test.cpp.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redist/backends/host.hpp"
 #include "redist/lower/reshard.hpp"
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/reshard_tiles.hpp"
 #include "support/reshard_problems.hpp"
@@ -358,4 +364,77 @@ TEST_CASE("HSDP gradients: own programs of two collectives run as one call per s
   REQUIRE(q.fused[1].arrays == std::vector<std::uint32_t>{1, 5});
   REQUIRE(reshard_executor<host_backend>(host, q).bytes_held() <= budget);
   REQUIRE(testing::run_reshard_on_host(q).empty());
+}
+
+TEST_CASE("casts: random reshards converting between floating types on the way, every element", "[reshard][cast]") {
+  std::mt19937 rng(2633);
+  testing::reshard_workload w;
+  w.casts = true;
+  int casts = 0;
+  for (int i = 0; i < 300; ++i) {
+    const testing::reshard_case c = testing::random_reshard(rng, w);
+    INFO(c.text);
+    const reshard_plan p = plan_reshard(c.problem);
+    for (const reshard_array& a : p.arrays) casts += a.casts();
+    REQUIRE(testing::run_reshard_on_host(p).empty());
+    if (i % 3 == 0) {  // every rank's tiles in one buffer per end and element type
+      host_backend host(p.world);
+      reshard_executor<host_backend> ex(host, p);
+      testing::fused_tiles_run f = testing::fuse_all_tiles(p, ex.local_ranks(), rng);
+      ex.run(f.sources, f.targets);
+      REQUIRE(check_reshard_targets(p, ex.local_ranks(), f.targets).first == "");
+    }
+  }
+  CHECK(casts > 150);
+}
+
+TEST_CASE("casts: an f32 trainer's weights to bf16 and f16 engines, rounded as PyTorch rounds", "[reshard][cast]") {
+  // q [16, 8] f32 on {fsdp: 2, tp: 2} ([{fsdp, tp}16, 8]: FSDP2 over TP's rows) to bf16 on
+  // {tp: 4} (the same ranks) and to f16 on {tp: 2} @ [3, 1]; values that both round, so every
+  // target element is the nearest bf16 (f16) to its source element, ties to even.
+  const placed_mesh train = parse_placed_mesh("{fsdp: 2, tp: 2}");
+  for (const auto& [cast_to, mesh] : {std::pair{element_type::bf16, std::string("{tp: 4}")},
+                                      std::pair{element_type::f16, std::string("{tp: 2} @ [3, 1]")}}) {
+    const element_type to = cast_to;  // a variable the lambdas below may capture
+    INFO(element_type_name(to) << " on " << mesh);
+    const placed_mesh engine = parse_placed_mesh(mesh);
+    reshard_problem pr;
+    pr.world = 4;
+    reshard_array a;
+    a.name = "q";
+    a.source = placed_layout{train, parse_type(train.mesh, "[{fsdp, tp}16, 8]")};
+    a.target = placed_layout{engine, parse_type(engine.mesh, "[{tp}16, 8]")};
+    a.target_dtype = to;
+    pr.arrays.push_back(a);
+    auto value = [](std::uint64_t g) { return static_cast<float>(std::sin(static_cast<double>(g) + 0.5) * 1000.0); };
+    for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{16}}) {
+      const reshard_plan p = plan_reshard(pr, {.budget_bytes = budget});
+      host_backend host(4);
+      reshard_executor<host_backend> ex(host, p);
+      reshard_tiles t = make_reshard_tiles(ex);
+      std::uint64_t checked = 0;
+      for (rank_t r = 0; r < 4; ++r) {
+        darray<float> s(train.mesh, std::get<placed_layout>(a.source).type, r,
+                        std::span<float>(reinterpret_cast<float*>(t.in[r].data()), t.in[r].size() / 4));
+        for_each_global(s, [&](std::uint64_t g, float& v) { v = value(g); });
+        // Its target tile: 16 x 8 / TP elements of 2 bytes (none off the engine's ranks).
+        REQUIRE(ex.target_bytes(0, r) == (engine.positions(4)[r] >= 0 ? 256 / engine.mesh.devices : 0));
+      }
+      ex.run(t.sources(), t.targets());
+      for (rank_t r = 0; r < 4; ++r) {
+        const std::int64_t pos = engine.positions(4)[r];
+        if (pos < 0) continue;
+        darray<std::uint16_t> d(engine.mesh, std::get<placed_layout>(a.target).type, static_cast<rank_t>(pos),
+                                std::span<std::uint16_t>(reinterpret_cast<std::uint16_t*>(t.out[r].data()), t.out[r].size() / 2));
+        for_each_global(d, [&](std::uint64_t g, std::uint16_t& v) {
+          const std::uint16_t want = to == element_type::bf16 ? float_to_bf16_bits(value(g)) : float_to_f16_bits(value(g));
+          REQUIRE(v == want);
+          ++checked;
+        });
+      }
+      CHECK(checked == 128);
+      // Every rank receives its 16 x 8 / TP elements as 2-byte elements, less what it kept.
+      CHECK(p.received_bytes == p.lower_bound_bytes);
+    }
+  }
 }

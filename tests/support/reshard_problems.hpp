@@ -27,6 +27,7 @@ struct reshard_workload {
   std::uint64_t max_elements = 2048;  ///< per array
   bool target_sums = false;           ///< a target on the source's placed mesh may keep pending sums
   bool box_layouts = true;            ///< one array in four without sums: a box layout at one end
+  bool casts = false;                 ///< half the floating arrays without sums: a target of another floating type
 };
 
 /// A random problem, and its text for messages.
@@ -68,7 +69,12 @@ inline reshard_case random_reshard(std::mt19937& rng, const reshard_workload& w)
         to = box_layout_text(l);
       }
     }
-    c.text += " " + a.name + " " + std::string(element_type_name(a.dtype)) + " " + from + " -> " + to + ";";
+    if (w.casts && element_type_floating(a.dtype) && bp.a.type.nsum == 0 && bp.b.type.nsum == 0 && rng() % 2 == 0) {
+      const element_type t = element_types[rng() % 4];  // f64, f32, bf16, f16
+      if (t != a.dtype) a.target_dtype = t;
+    }
+    c.text += " " + a.name + " " + std::string(element_type_name(a.dtype)) +
+              (a.casts() ? ">" + std::string(element_type_name(a.target_type())) : "") + " " + from + " -> " + to + ";";
     c.problem.arrays.push_back(std::move(a));
   }
   return c;
@@ -98,8 +104,9 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
 /// joint array tile every rank's target box exactly and come from the sender's source box,
 /// every rank receives exactly the data-movement lower bound, every round (with the round
 /// before it where pipelined) keeps every rank's send + receive bytes within `budget` (0:
-/// none) and within transient_bytes, the pieces of a round are in message order, and arrays
-/// with pending sums take their own plans.
+/// none) and within transient_bytes, the pieces of a round are in message order, arrays
+/// with pending sums take their own plans and arrays that cast are joint (bytes on the way
+/// counted in their wire types, reshard_plan::piece_bytes).
 inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budget) {
   const std::uint64_t W = p.world;
   const std::size_t A = p.arrays.size();
@@ -138,6 +145,7 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     const reshard_array& x = p.arrays[a];
     const bool sums = x.source_pending() || x.target_pending();
     if (sums && p.route[a] != reshard_route::own) return "array " + x.name + " has sums but is joint";
+    if (x.casts() && p.route[a] != reshard_route::joint) return "array " + x.name + " casts but is not joint";
     const std::vector<box> before = layout_boxes(x.source, W), after = layout_boxes(x.target, W);
     for (std::uint64_t r = 0; r < W; ++r) {
       const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});

@@ -33,15 +33,13 @@ inline fused_tiles_run fuse_all_tiles(const reshard_plan& p, std::span<const ran
   f.sources.resize(local.size() * A);
   f.targets.resize(local.size() * A);
   std::vector<std::span<std::byte>> fill(local.size() * A);
-  std::vector<element_type> types;
-  for (const reshard_array& x : p.arrays)
-    if (std::find(types.begin(), types.end(), x.dtype) == types.end()) types.push_back(x.dtype);
   for (std::size_t i = 0; i < local.size(); ++i)
-    for (const element_type type : types)
+    for (const element_type type : element_types)
       for (const bool source : {true, false}) {
         std::vector<std::string> names;
         for (const reshard_array& x : p.arrays)
-          if (x.dtype == type) names.push_back(x.name);
+          if ((source ? x.dtype : x.target_type()) == type) names.push_back(x.name);
+        if (names.empty()) continue;
         std::shuffle(names.begin(), names.end(), rng);
         std::vector<std::byte>& buf = (source ? f.in : f.out)
                                           .emplace_back(source ? fused_source_bytes(p, local[i], names)

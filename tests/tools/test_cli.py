@@ -297,6 +297,30 @@ def check_reshard(redist, checks):
         r = run(redist, ["reshard", "run", "--manifest", boxed, "--backend", "host", "--verify"])
         expect(r.returncode == 0 and "verified: 174 elements, 0 wrong" in r.stdout,
                "reshard run box layouts: rc %d\n%s%s" % (r.returncode, r.stdout[-400:], r.stderr))
+        # Casts on the way: f32 to bf16 (narrowing, bf16 on the wire) and bf16 to f64 (widening).
+        cast = os.path.join(d, "cast.json")
+        with open(cast, "w") as f:
+            json.dump({"format": "redist-reshard/1", "world": 8,
+                       "meshes": {"train": "{fsdp: 4, tp: 2}", "infer": "{tp: 4} @ [4, 5, 6, 7]"}, "arrays": [
+                           {"name": "q", "shape": [64, 32], "dtype": "f32", "target_dtype": "bf16",
+                            "source": {"mesh": "train", "type": "[{fsdp, tp}64, 32]"},
+                            "target": {"mesh": "infer", "type": "[{tp}64, 32]"}},
+                           {"name": "e", "shape": [16], "dtype": "bf16", "target_dtype": "f64",
+                            "source": {"mesh": "train", "type": "[{fsdp}16]"},
+                            "target": {"mesh": "infer", "type": "[16]"}}]}, f)
+        r = run(redist, ["reshard", "run", "--manifest", cast, "--backend", "host", "--verify"])
+        expect(r.returncode == 0 and "verified: 2112 elements, 0 wrong" in r.stdout,
+               "reshard run casts: rc %d\n%s%s" % (r.returncode, r.stdout[-400:], r.stderr))
+        r = run(redist, ["reshard", "plan", "--manifest", cast, "--json"])
+        plan = json.loads(r.stdout) if r.returncode == 0 else {}
+        # Ranks 4..7 receive their 16 rows of q and all of e as bf16, (16 x 32 + 16) x 2 bytes, less
+        # what they hold: 4 elements of e each, and on rank 7 q's rows 56..63 ({fsdp, tp}: tp major).
+        expect([a.get("target_dtype") for a in plan.get("arrays", [])] == ["bf16", "f64"] and
+               plan.get("received_bytes", [0] * 8)[4:] == [1048, 1048, 1048, 536] and
+               plan.get("received_bytes") == plan.get("lower_bound_bytes"), "reshard plan casts: %r" % r.stdout[:400])
+        r = run(redist, ["reshard", "plan", "--manifest", cast])
+        expect(r.returncode == 0 and " f32>bf16 " in r.stdout and " bf16>f64 " in r.stdout,
+               "reshard plan casts: %r" % r.stdout)
         one = os.path.join(d, "one.json")
         with open(one, "w") as f:
             json.dump({"format": "redist-reshard/1", "world": 4, "meshes": {"m": "{x: 4}"}, "arrays": [

@@ -4,7 +4,8 @@
 // A redistribution moves elements without looking at them, so most of the library needs
 // only an element's size. Reductions (pending sums) need its arithmetic: `reducing_type`
 // says which C++ type carries it, and bf16/f16 have none here (no standard arithmetic type
-// in C++20), so a pending reduction on them is refused by name.
+// in C++20), so a pending reduction on them is refused by name. A reshard may also convert
+// between the floating-point types on the way (element_type_casts; runtime/cast.hpp).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,18 @@ constexpr std::uint64_t element_type_bytes(element_type t) {
 /// True where the library can reduce partial values of this type (every type but bf16 and
 /// f16, which have no C++20 arithmetic type).
 constexpr bool element_type_reduces(element_type t) { return t != element_type::bf16 && t != element_type::f16; }
+
+/// True for the floating-point types (f64, f32, bf16, f16).
+constexpr bool element_type_floating(element_type t) {
+  return t == element_type::f64 || t == element_type::f32 || t == element_type::bf16 || t == element_type::f16;
+}
+
+/// True where a reshard may convert elements of type `from` to `to` on the way (a weight
+/// sync from an f32 trainer to a bf16 engine; runtime/cast.hpp): the same type, or two
+/// floating-point types.
+constexpr bool element_type_casts(element_type from, element_type to) {
+  return from == to || (element_type_floating(from) && element_type_floating(to));
+}
 
 /// The element type named `s`; throws redist_error(errc::syntax) naming the known ones.
 inline element_type parse_element_type(std::string_view s) {

@@ -17,6 +17,13 @@
 //           on the busiest link). Under a budget only one-step collective programs, which
 //           hold nothing beyond the caller's tiles (runtime/executor.hpp, memory formula),
 //           and programs with pending sums, whose memory the executor checks at run time.
+// Casts (reshard_array::target_dtype). An array whose target holds another floating-point
+// type than its source (an f32 trainer's weights to a bf16 engine) is joint: its pieces travel
+// in the narrower of the two types (runtime/reshard_executor.hpp converts them where they are
+// packed when narrowing, where they are unpacked when widening, and as they are copied where a
+// rank keeps them), so its bytes on the way, its lower bound and the budget count that type.
+// Casting pending values, casting between other types, and casting without the joint
+// exchange are refused, naming the array.
 // Rounds and the budget. A rank's transient bytes in a round are the messages it packs to
 // send plus the messages it receives; with a budget of B bytes every round keeps them at
 // most B on every rank. Pieces larger than B are cut into chunks of whole rows (indices of
@@ -77,6 +84,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -92,12 +100,25 @@ namespace redist {
 
 /// One array of a reshard: its name, element type and where it lives before and after: a
 /// type on a placed mesh, or a box layout (redist/box.hpp) listing one entry per world rank.
+/// With target_dtype, the target holds another floating-point type than the source (a cast
+/// on the way, the header comment).
 struct reshard_array {
   std::string name;
   element_type dtype = element_type::f32;
   array_layout source, target;
+  std::optional<element_type> target_dtype = std::nullopt;
+  /// The source's element bytes.
   [[nodiscard]] std::uint64_t element_bytes() const { return element_type_bytes(dtype); }
-  /// The whole array's bytes.
+  /// The target's element type and bytes.
+  [[nodiscard]] element_type target_type() const { return target_dtype.value_or(dtype); }
+  [[nodiscard]] std::uint64_t target_element_bytes() const { return element_type_bytes(target_type()); }
+  [[nodiscard]] bool casts() const { return target_type() != dtype; }
+  /// The type its elements travel in: the narrower of the two (the source's at equal sizes).
+  [[nodiscard]] element_type wire_type() const {
+    return target_element_bytes() < element_bytes() ? target_type() : dtype;
+  }
+  [[nodiscard]] std::uint64_t wire_bytes() const { return element_type_bytes(wire_type()); }
+  /// The whole array's bytes at the source.
   [[nodiscard]] std::uint64_t bytes() const {
     std::uint64_t n = element_bytes();
     for (std::uint64_t g : layout_shape(source)) n *= g;
@@ -206,7 +227,8 @@ struct reshard_plan {
     for (std::size_t i = 0; i < v.size(); ++i) n += i == 0 || v[i].from != v[i - 1].from || v[i].to != v[i - 1].to;
     return n;
   }
-  [[nodiscard]] std::uint64_t piece_bytes(const reshard_piece& p) const { return p.b.size() * arrays[p.array].element_bytes(); }
+  /// A piece's bytes on the way (in its array's wire type).
+  [[nodiscard]] std::uint64_t piece_bytes(const reshard_piece& p) const { return p.b.size() * arrays[p.array].wire_bytes(); }
 };
 
 namespace detail {
@@ -520,7 +542,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const std::vector<
   s.pipelined = pipelined;
   std::vector<reshard_piece> moving;  // cut to the cap
   for (const reshard_piece& p : between)
-    cut_piece(p, rp.arrays[p.array].element_bytes(), cap, rp.arrays[p.array].name, moving);
+    cut_piece(p, rp.arrays[p.array].wire_bytes(), cap, rp.arrays[p.array].name, moving);
   // First fit, largest first.
   std::stable_sort(moving.begin(), moving.end(),
                    [&](const reshard_piece& x, const reshard_piece& y) { return rp.piece_bytes(x) > rp.piece_bytes(y); });
@@ -608,6 +630,19 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       throw blame(a, e);
     }
     rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
+    if (a.casts()) {  // in the joint exchange, which converts as it copies (runtime/cast.hpp)
+      const std::string cast = std::string(element_type_name(a.dtype)) + " to " +
+                               std::string(element_type_name(a.target_type()));
+      if (!element_type_casts(a.dtype, a.target_type()))
+        throw redist_error(errc::rule, "array '" + a.name + "': cannot cast " + cast +
+                                           " (casts are between the floating-point types f64, f32, bf16, f16)");
+      if (a.source_pending() || a.target_pending())
+        throw redist_error(errc::rule, "array '" + a.name + "': a cast (" + cast +
+                                           ") of pending values; reduce them first, or cast after the reshard");
+      if (!o.joint)
+        throw redist_error(errc::rule, "array '" + a.name + "' casts " + cast +
+                                           ", which only the joint exchange does (one call per array was asked)");
+    }
     if (a.source_pending() || a.target_pending()) {
       if (!element_type_reduces(a.dtype))  // reducing the source's, or creating the target's (lower/partial.hpp)
         throw redist_error(errc::rule, "array '" + a.name + "': its pending " +
@@ -640,24 +675,24 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
     for (const exchange_piece& pc : x.pieces) pieces[i].push_back({static_cast<std::uint32_t>(i), pc.from, pc.to, pc.b});
     for (std::uint64_t r = 0; r < W; ++r)
-      bound[i].push_back((x.after[r].size() - intersect(x.after[r], x.before[r]).size()) * a.element_bytes());
+      bound[i].push_back((x.after[r].size() - intersect(x.after[r], x.before[r]).size()) * a.wire_bytes());
   }
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
     detail::round_tally all(W);
     for (std::size_t i = 0; i < A; ++i)
-      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
+      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
     for (std::size_t i = 0; i < A; ++i) {
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
-      if (forced[i] || c.name == "exchange" || pieces[i].empty()) continue;
+      if (forced[i] || c.name == "exchange" || pieces[i].empty() || pr.arrays[i].casts()) continue;
       const bool holds_nothing = c.prog.steps.size() == 1 && c.prog.steps[0].kind != op::exchange;
       if (o.budget_bytes > 0 && !holds_nothing) continue;
       // What the array adds to the round of every joint array, each against the same round
       // (so that one array's choice does not depend on which others a budget lets choose).
       const double with = all.seconds(P);
-      for (const reshard_piece& p : pieces[i]) all.remove(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
+      for (const reshard_piece& p : pieces[i]) all.remove(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
       if (c.seconds + call < with - all.seconds(P)) rp.route[i] = reshard_route::own;
-      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].element_bytes());
+      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
     }
     for (std::size_t i = 0; i < A; ++i)
       if (rp.route[i] == reshard_route::own && !forced[i]) pieces[i].clear();

@@ -40,6 +40,12 @@
 //                         per 48); without it, detail::strided_copies makes one
 //                         mem.strided each. The reshard executor packs and unpacks its
 //                         messages with it (runtime/reshard_executor.hpp).
+//   mem.cast_batch(copies)
+//                         optional: execute the converting copies `copies`
+//                         (runtime/cast.hpp detail::cast_copy, none writing where another
+//                         reads or writes): a reshard that changes an array's element type
+//                         (reshard_array::target_dtype) needs it, and is refused before
+//                         anything moves on a backend whose memory has none (NCCL, for now).
 //   mem.check_pointer(p)  for a user's tile p (const T*): "" if the executor may read and
 //                         write it through this memory space, otherwise a phrase saying
 //                         why not ("is host memory, not memory of CUDA device 0"); called
@@ -65,6 +71,7 @@
 #include <utility>
 #include <vector>
 
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/pack.hpp"
 
 namespace redist {
@@ -108,6 +115,9 @@ struct host_memory {
   template <class T>
   void strided(const detail::strided_copy& c, const T* src, T* dst) const {
     detail::host_strided_copy(c, src, dst);
+  }
+  void cast_batch(std::span<const detail::cast_copy> copies) const {
+    for (const detail::cast_copy& c : copies) detail::host_cast_copy(c);
   }
   template <class T>
   [[nodiscard]] std::string check_pointer(const T* /*p*/) const {

@@ -35,6 +35,14 @@
 // copies (detail::strided_copies: one kernel launch on NCCL). A tile the space cannot use
 // (host memory given to the NCCL backend) is refused before anything moves.
 //
+// Casts. An array whose target holds another floating-point type (reshard_array::target_dtype,
+// lower/reshard.hpp) has target tiles of that type; its pieces are converted
+// (runtime/cast.hpp) as they are copied where one copy takes them from tile to tile (the host
+// backend, the pieces a rank keeps), and on the way in the narrower type otherwise: converted
+// as they are packed when narrowing, as they are unpacked when widening. Such a plan's
+// messages are packed, never in place; a backend whose memory has no converting copies
+// (mem.cast_batch, runtime/memory.hpp: NCCL for now) refuses it before anything moves.
+//
 // Own programs (arrays whose route is own) run after the rounds, one executor each
 // (runtime/executor.hpp), on the element type of their dtype (its arithmetic where the
 // program reduces partial values); their executors' buffers are allocated when this
@@ -394,7 +402,7 @@ class reshard_executor {
       for (std::size_t a = 0; a < A; ++a) {
         const array_layout& l = source ? p_.arrays[a].source : p_.arrays[a].target;
         for (const std::uint64_t n : layout_tile_elements(l, W))
-          (source ? in_bytes_ : out_bytes_).push_back(n * p_.arrays[a].element_bytes());
+          (source ? in_bytes_ : out_bytes_).push_back(n * (source ? p_.arrays[a].element_bytes() : p_.arrays[a].target_element_bytes()));
       }
     if (W != b_.devices()) {
       error_ = "the communicator has " + std::to_string(b_.devices()) + " ranks but the reshard runs on a world of " +
@@ -423,6 +431,18 @@ class reshard_executor {
       dst_ext_[a] = detail::layout_extents(x.target);
     }
     hash_ = plan_hash();
+    for (std::size_t a = 0; a < A && error_.empty(); ++a) {
+      const reshard_array& x = p_.arrays[a];
+      if (!x.casts()) continue;
+      casting_ = true;
+      if (p_.route[a] != reshard_route::joint || !element_type_casts(x.dtype, x.target_type()))
+        error_ = "array '" + x.name + "': the plan casts it but does not move it in the joint exchange";
+      else if constexpr (!requires(const memory_space_t<B>& m, std::span<const detail::cast_copy> c) { m.cast_batch(c); })
+        error_ = "array '" + x.name + "': casting " + std::string(element_type_name(x.dtype)) + " to " +
+                 std::string(element_type_name(x.target_type())) +
+                 " needs converting copies, which this backend's memory does not have (host and MPI do)";
+    }
+    if (!error_.empty()) return;
     // Own programs: fused collectives first (the header comment), then one executor each.
     const std::vector<char> fused = build_fused_calls();
     if (!error_.empty()) return;
@@ -625,35 +645,76 @@ class reshard_executor {
     return {};
   }
 
-  /// Piece pc's region in the source tile of its sender, or the target tile of its receiver.
+  /// Where a piece lies on its way: the sender's source tile, a packed message, the
+  /// receiver's target tile.
+  enum class side : std::uint8_t { source, packed, target };
+
+  [[nodiscard]] element_type side_type(const reshard_piece& pc, side s) const {
+    const reshard_array& x = p_.arrays[pc.array];
+    return s == side::source ? x.dtype : s == side::packed ? x.wire_type() : x.target_type();
+  }
+
+  /// Piece pc's region on side s, in units of e bytes per element (1: in elements).
+  [[nodiscard]] detail::byte_region region(const reshard_piece& pc, side s, std::uint64_t e) const {
+    if (s == side::packed) return detail::packed_region(pc.b, e);
+    return s == side::source ? detail::piece_region(pc.b, src_box_[pc.array][pc.from], src_ext_[pc.array].span(), e)
+                             : detail::piece_region(pc.b, dst_box_[pc.array][pc.to], dst_ext_[pc.array].span(), e);
+  }
   [[nodiscard]] detail::byte_region src_region(const reshard_piece& pc) const {
-    return detail::piece_region(pc.b, src_box_[pc.array][pc.from], src_ext_[pc.array].span(),
-                                p_.arrays[pc.array].element_bytes());
+    return region(pc, side::source, p_.arrays[pc.array].element_bytes());
   }
   [[nodiscard]] detail::byte_region dst_region(const reshard_piece& pc) const {
-    return detail::piece_region(pc.b, dst_box_[pc.array][pc.to], dst_ext_[pc.array].span(),
-                                p_.arrays[pc.array].element_bytes());
+    return region(pc, side::target, p_.arrays[pc.array].target_element_bytes());
+  }
+
+  /// A batch of piece copies: of bytes where both sides hold the same element type,
+  /// converting (runtime/cast.hpp) where they do not.
+  struct piece_copies {
+    std::vector<detail::byte_copy> bytes;
+    std::vector<detail::cast_copy> casts;
+  };
+
+  /// Append the copy of piece pc from side fs at `from` to side ts at `to`.
+  void add_copy(piece_copies& v, const reshard_piece& pc, const std::byte* from, side fs, std::byte* to, side ts) const {
+    const element_type ft = side_type(pc, fs), tt = side_type(pc, ts);
+    if (ft == tt) {
+      const std::uint64_t e = element_type_bytes(ft);
+      detail::region_copies(v.bytes, from, region(pc, fs, e), to, region(pc, ts, e));
+      return;
+    }
+    const detail::byte_region f = region(pc, fs, 1), t = region(pc, ts, 1);
+    for_region_copies(f.extents(), f.region, t.extents(), t.region,
+                      [&](const detail::strided_copy& c) { v.casts.push_back({c, from, ft, to, tt}); });
+  }
+
+  /// Execute a batch (the byte copies and the converting ones write apart).
+  void run_copies(const piece_copies& v) const {
+    const auto mem = memory_of(b_);
+    detail::strided_copies(mem, std::span<const detail::byte_copy>(v.bytes));
+    if constexpr (requires { mem.cast_batch(std::span<const detail::cast_copy>(v.casts)); })
+      if (!v.casts.empty()) mem.cast_batch(std::span<const detail::cast_copy>(v.casts));
   }
 
   /// Every rank here: each piece from the sender's source tile to the receiver's target tile.
   void run_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
     const std::size_t A = p_.arrays.size();
-    std::vector<detail::byte_copy> copies;
+    piece_copies copies;
     auto move = [&](const reshard_piece& pc) {
-      detail::region_copies(copies, in[index_[pc.from] * A + pc.array].data(), src_region(pc),
-                            out[index_[pc.to] * A + pc.array].data(), dst_region(pc));
+      add_copy(copies, pc, in[index_[pc.from] * A + pc.array].data(), side::source,
+               out[index_[pc.to] * A + pc.array].data(), side::target);
     };
     for (const reshard_piece& pc : p_.local) move(pc);
     for (const reshard_round& r : p_.rounds)
       for (const reshard_piece& pc : r.pieces) move(pc);
-    detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
+    run_copies(copies);
   }
 
   /// Whether the backend moves the pieces in place (strided_message_backend, when it hands
-  /// exchanges' blocks in place: MPI's exchange_in_place).
+  /// exchanges' blocks in place: MPI's exchange_in_place), which it cannot where an array
+  /// casts.
   [[nodiscard]] bool in_place() const {
     if constexpr (strided_message_backend<B>) {
-      if (how_ == reshard_messages::packed || (how_ == reshard_messages::automatic && !b_.strided_blocks(op::exchange)))
+      if (casting_ || how_ == reshard_messages::packed || (how_ == reshard_messages::automatic && !b_.strided_blocks(op::exchange)))
         return false;
       if (how_ == reshard_messages::in_place) return true;
       std::uint64_t bytes = 0, messages = 0;
@@ -699,11 +760,10 @@ class reshard_executor {
 
   /// The pieces this rank keeps, from its source tiles to its target tiles.
   void keep_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
-    std::vector<detail::byte_copy> copies;
+    piece_copies copies;
     for (const reshard_piece& pc : p_.local)
-      if (pc.to == local_[0])
-        detail::region_copies(copies, in[pc.array].data(), src_region(pc), out[pc.array].data(), dst_region(pc));
-    detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
+      if (pc.to == local_[0]) add_copy(copies, pc, in[pc.array].data(), side::source, out[pc.array].data(), side::target);
+    run_copies(copies);
   }
 
   /// One rank of several: a message round per round of the plan, two at a time where the
@@ -743,22 +803,22 @@ class reshard_executor {
         i = j;
       }
     }
-    std::vector<detail::byte_copy> copies;
+    piece_copies copies;
     // A message's pieces back to back, as one batch of copies: packed from the tiles, or
-    // unpacked into them.
+    // unpacked into them (converted to the wire type, or from it, where the array casts).
     auto move = [&](std::size_t k, std::size_t m, bool pack) {
-      copies.clear();
+      copies.bytes.clear();
+      copies.casts.clear();
       const std::vector<reshard_piece>& v = p_.rounds[k].pieces;
       const auto [first, last] = (pack ? rounds[k].sp : rounds[k].rp)[m];
       std::byte* at = (pack ? rounds[k].m.sends : rounds[k].m.recvs)[m].data;
       for (std::size_t i = first; i < last; ++i) {
         const reshard_piece& pc = v[i];
-        const detail::byte_region packed = detail::packed_region(pc.b, p_.arrays[pc.array].element_bytes());
-        if (pack) detail::region_copies(copies, in[pc.array].data(), src_region(pc), at, packed);
-        else detail::region_copies(copies, at, packed, out[pc.array].data(), dst_region(pc));
+        if (pack) add_copy(copies, pc, in[pc.array].data(), side::source, at, side::packed);
+        else add_copy(copies, pc, at, side::packed, out[pc.array].data(), side::target);
         at += p_.piece_bytes(pc);
       }
-      detail::strided_copies(memory_of(b_), std::span<const detail::byte_copy>(copies));
+      run_copies(copies);
     };
     auto pack = [&](std::size_t k, std::size_t m) { move(k, m, true); };
     auto unpack = [&](std::size_t k, std::size_t m) { move(k, m, false); };
@@ -794,6 +854,7 @@ class reshard_executor {
     mix(p_.arrays.size());
     for (std::size_t a = 0; a < p_.arrays.size(); ++a) {
       mix(static_cast<std::uint64_t>(p_.arrays[a].dtype));
+      mix(static_cast<std::uint64_t>(p_.arrays[a].target_type()));
       mix(static_cast<std::uint64_t>(p_.route[a]));
       for (const auto* bx : {&src_box_[a], &dst_box_[a]})
         for (const box& b : *bx)
@@ -827,6 +888,7 @@ class reshard_executor {
   buffer_type buf_{};  ///< the message buffer, in the backend's memory space
   std::vector<std::uint64_t> round_bytes_;  ///< per round: this rank's sends + receives
   std::uint64_t buf_bytes_ = 0, own_held_ = 0, hash_ = 0;
+  bool casting_ = false;  ///< some array casts: its messages are packed, converted on the way
   std::string error_;
 };
 

@@ -10,18 +10,23 @@
 // array's element type (its arithmetic type, or for bf16/f16 a 16-bit integer), so that two
 // arrays of the same shape hold different values; a source with pending values holds the
 // partials that reduce to it (verify.hpp partial_value). Targets that keep pending values
-// are not checked (their partials are only defined up to the reduction).
+// are not checked (their partials are only defined up to the reduction). An array that casts
+// (reshard_array::target_dtype) holds cast_index_value(g + a * reshard_array_offset), a value
+// exact in both its types, and its targets are compared bit for bit with that value in theirs.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "redist/lower/reshard.hpp"
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/darray.hpp"
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/verify.hpp"
@@ -46,20 +51,39 @@ struct reshard_tiles {
 namespace detail {
 
 /// Call f(darray<T>&) on rank r's tile of layout l held in `bytes` (nothing off its mesh or
-/// without a box), T the C++ type of the array's element type.
+/// without a box), T the C++ type of element type et: its arithmetic type where `arithmetic`
+/// and it has one, otherwise an unsigned integer of its size.
 template <class F>
-void with_tile(const reshard_array& x, const array_layout& l, std::uint64_t W, rank_t r, std::span<std::byte> bytes,
-               F&& f) {
+void with_tile(element_type et, bool arithmetic, const array_layout& l, std::uint64_t W, rank_t r,
+               std::span<std::byte> bytes, F&& f) {
   const auto* t = std::get_if<placed_layout>(&l);
   const std::int64_t pos = t ? t->pm.positions(W)[r] : std::get<box_layout>(l).boxes[r] ? 0 : -1;
   if (pos < 0) return;
-  with_element_type(x.dtype, element_type_reduces(x.dtype), [&](auto e) {
+  with_element_type(et, arithmetic && element_type_reduces(et), [&](auto e) {
     using T = decltype(e);
     const std::span<T> mem(reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T));
     darray<T> a = t ? darray<T>(t->pm.mesh, t->type, static_cast<rank_t>(pos), mem)
                     : darray<T>::of_layout(std::get<box_layout>(l), r, mem);
     f(a);
   });
+}
+
+/// The value encoding global index g in an array cast between floating types a and b: exact
+/// in both (the casts neither round nor overflow), distinct modulo the count of such values
+/// (2^24 between f64 and f32; the finite patterns of bf16 or f16 against a wider type; 7680
+/// between bf16 and f16: 8 significant bits, exponents -14..15, both signs).
+inline double cast_index_value(std::uint64_t g, element_type a, element_type b) {
+  const auto wide = [](element_type t) { return element_type_bytes(t) > 2; };
+  if (wide(a) && wide(b)) return index_value<float>(g);
+  if (!wide(a) && !wide(b)) {
+    const std::uint64_t k = g % 7680, r = k % 3840;
+    const double v = std::ldexp(static_cast<double>(128 + r % 128), static_cast<int>(r / 128) - 21);
+    return k < 3840 ? v : -v;
+  }
+  const element_type n = wide(a) ? b : a;  // the 16-bit one: its finite patterns, both signs
+  const std::uint64_t half = n == element_type::bf16 ? 255 * 128 : 31 * 1024, k = g % (2 * half);
+  const auto bits = static_cast<std::uint16_t>((k >= half ? 0x8000u : 0u) | (k % half));
+  return n == element_type::bf16 ? bf16_bits_to_float(bits) : f16_bits_to_float(bits);
 }
 
 }  // namespace detail
@@ -89,12 +113,14 @@ inline std::vector<std::pair<std::size_t, std::uint64_t>> fused_parts(const resh
     const auto a = static_cast<std::size_t>(it - p.arrays.begin());
     for (const auto& part : v)
       if (part.first == a) throw redist_error(errc::runtime, "fused tiles: array '" + name + "' is named twice");
-    if (!v.empty() && it->dtype != p.arrays[v[0].first].dtype)
+    auto type = [source](const reshard_array& x) { return source ? x.dtype : x.target_type(); };
+    if (!v.empty() && type(*it) != type(p.arrays[v[0].first]))
       throw redist_error(errc::runtime, "fused tiles: array '" + name + "' holds " +
-                                            std::string(element_type_name(it->dtype)) + ", array '" + names[0] + "' " +
-                                            std::string(element_type_name(p.arrays[v[0].first].dtype)) +
+                                            std::string(element_type_name(type(*it))) + ", array '" + names[0] + "' " +
+                                            std::string(element_type_name(type(p.arrays[v[0].first]))) +
                                             " (a fused buffer holds one element type)");
-    v.emplace_back(a, layout_tile_elements(source ? it->source : it->target, p.world)[r] * it->element_bytes());
+    v.emplace_back(a, layout_tile_elements(source ? it->source : it->target, p.world)[r] *
+                          element_type_bytes(type(*it)));
   }
   return v;
 }
@@ -179,9 +205,18 @@ inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> 
                                  std::span<const std::span<std::byte>> in) {
   const std::size_t A = p.arrays.size();
   for (std::size_t i = 0; i < local.size(); ++i)
-    for (std::size_t a = 0; a < A; ++a)
-      detail::with_tile(p.arrays[a], p.arrays[a].source, p.world, local[i], in[i * A + a],
-                        [&](auto& d) { fill_global_index(d, a * reshard_array_offset); });
+    for (std::size_t a = 0; a < A; ++a) {
+      const reshard_array& x = p.arrays[a];
+      const std::uint64_t off = a * reshard_array_offset;
+      detail::with_tile(x.dtype, !x.casts(), x.source, p.world, local[i], in[i * A + a], [&](auto& d) {
+        if (!x.casts()) return fill_global_index(d, off);
+        for_each_global(d, [&](std::uint64_t g, auto& v) {  // v: an unsigned integer of the element's size
+          std::byte e[8];
+          detail::store_element(e, x.dtype, detail::cast_index_value(g + off, x.dtype, x.target_type()));
+          std::memcpy(&v, e, sizeof v);
+        });
+      });
+    }
 }
 
 /// The same over owned tiles.
@@ -210,9 +245,21 @@ inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<cons
       ++c.unchecked_arrays;
       continue;
     }
+    const reshard_array& x = p.arrays[a];
+    const std::uint64_t off = a * reshard_array_offset;
     for (std::size_t i = 0; i < local.size(); ++i)
-      detail::with_tile(p.arrays[a], p.arrays[a].target, p.world, local[i], out[i * A + a], [&](auto& d) {
-        const tile_check k = check_global_index(d, a * reshard_array_offset);
+      detail::with_tile(x.target_type(), !x.casts(), x.target, p.world, local[i], out[i * A + a], [&](auto& d) {
+        tile_check k;
+        if (!x.casts()) {
+          k = check_global_index(d, off);
+        } else {
+          for_each_global(d, [&](std::uint64_t g, const auto& v) {  // bit for bit
+            std::byte want[8];
+            detail::store_element(want, x.target_type(), detail::cast_index_value(g + off, x.dtype, x.target_type()));
+            ++k.checked;
+            if (std::memcmp(want, &v, sizeof v) != 0 && k.mismatches++ == 0) k.first_bad = g;
+          });
+        }
         c.checked += k.checked;
         if (!k.ok() && c.wrong == 0)
           c.first = "array '" + p.arrays[a].name + "' on rank " + std::to_string(local[i]) + ", global index " +
