@@ -34,6 +34,11 @@
 // whose own programs run fused step by step (lower/reshard.hpp), against the same fused as
 // until 2026-11-28 (arrays capped at 128 KiB of buffers, sets up to 32 MiB) and against one
 // call per array.
+// Part 4, casts: the state of part 1 from the trainer's f32 to an engine's bf16
+// (reshard_array::target_dtype): the joint plan converting on the way (bf16 on the wire),
+// against the joint plan in f32 followed by converting every target tile into the engine's
+// bf16 weights (cast_elements; the engine then holds an f32 copy beside them), and the joint
+// plan in f32 with no cast.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
@@ -422,6 +427,62 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
                 mib(eb.bytes_held()).c_str());
 }
 
+/// Part 4: the state of part 1 synced from the trainer's f32 to an engine's bf16.
+void casts(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, std::uint64_t vocab) {
+  if (me == 0)
+    std::printf("\n## Casting on the way: %llu layers of width %llu, vocabulary %llu (gpt_state), f32 to bf16, 8 "
+                "ranks\n\n| target | system | best ms | median ms | max/min | most one rank receives | engine holds (most "
+                "of a rank) |\n|---|---|---|---|---|---|---|\n",
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim),
+                static_cast<unsigned long long>(vocab));
+  for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
+    reshard_problem pr = example::gpt_state(layers, dim, target, element_type::f32, vocab);
+    const reshard_plan same = plan_reshard(pr);
+    for (reshard_array& a : pr.arrays) a.target_dtype = element_type::bf16;
+    const reshard_plan cast = plan_reshard(pr);
+    reshard_executor<mpi_backend> ec(mpi, cast), es(mpi, same);
+    reshard_tiles tc = make_reshard_tiles(ec), ts = make_reshard_tiles(es);
+    fill_reshard_sources(cast, ec.local_ranks(), tc);
+    fill_reshard_sources(same, es.local_ranks(), ts);
+    std::vector<std::vector<std::byte>> bf;  // the engine's bf16 weights, converted from the f32 ones
+    for (const auto& o : ts.out) bf.emplace_back(o.size() / 2);
+    const auto c_in = tc.sources(), s_in = ts.sources();
+    const auto c_out = tc.targets(), s_out = ts.targets();
+    std::vector<series> s = {{"joint, cast on the way", {}}, {"joint in f32, then cast on the engine", {}},
+                             {"joint in f32 (no cast)", {}}};
+    const std::vector<std::function<void()>> run = {
+        [&] { ec.run(c_in, c_out); },
+        [&] {
+          es.run(s_in, s_out);
+          for (std::size_t k = 0; k < ts.out.size(); ++k)
+            cast_elements(ts.out[k], element_type::f32, bf[k], element_type::bf16);
+        },
+        [&] { es.run(s_in, s_out); }};
+    auto clear = [](reshard_tiles& t) {
+      for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
+    };
+    const std::vector<std::function<void()>> clears = {[&] { clear(tc); }, [&] { clear(ts); }, [&] { clear(ts); }};
+    auto check_same = [&] { return check_reshard_targets(same, es.local_ranks(), ts).ok(); };
+    const std::vector<std::function<bool()>> checks = {
+        [&] { return check_reshard_targets(cast, ec.local_ranks(), tc).ok(); }, check_same, check_same};
+    interleave(s, run, clears, checks, runs);
+    auto most = [](const reshard_plan& p) { return *std::max_element(p.received_bytes.begin(), p.received_bytes.end()); };
+    std::uint64_t held_cast = 0, held_same = 0;  // the engine's weights (and its f32 staging copy)
+    for (std::size_t k = 0; k < tc.out.size(); ++k) held_cast += tc.out[k].size();
+    for (std::size_t k = 0; k < ts.out.size(); ++k) held_same += ts.out[k].size();
+    MPI_Allreduce(MPI_IN_PLACE, &held_cast, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);  // the engine's ranks
+    MPI_Allreduce(MPI_IN_PLACE, &held_same, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    const std::string holds[] = {mib(held_cast), mib(held_same + held_cast), mib(held_same)};
+    const std::uint64_t received[] = {most(cast), most(same), most(same)};
+    if (me == 0)
+      for (std::size_t i = 0; i < s.size(); ++i)
+        std::printf("| %s | %s | %.2f | %.2f | %.2f | %s MiB | %s MiB |\n", target, s[i].name.c_str(), s[i].best() * 1e3,
+                    s[i].median() * 1e3, s[i].spread(), mib(received[i]).c_str(), holds[i].c_str());
+    if (me == 0)
+      std::printf("| %s | then cast / on the way (medians) | %.2fx | | | | |\n", target, s[1].median() / s[0].median());
+  }
+}
+
 void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
   if (me == 0)
     std::printf("\n## One array: the 2-D grid problems, float64, 8 ranks\n\n"
@@ -536,6 +597,7 @@ int main(int argc, char** argv) {
     if (dim >= 512) grid(mpi, plain, runs);
     if (layers > 0)
       for (const bool hsdp : {false, true}) gradients(mpi, runs, layers, dim, hsdp);
+    if (layers > 0) casts(mpi, runs, layers, dim, vocab);
   }
 #if defined(REDIST_WITH_SCALAPACK)
   bench::scalapack_finalize();
