@@ -63,44 +63,6 @@ constexpr float f16_bits_to_float(std::uint16_t h) {
 
 namespace detail {
 
-/// One element of type t at p, as a double (exact: every floating type fits in one).
-inline double load_element(const std::byte* p, element_type t) {
-  switch (t) {
-    case element_type::f64: {
-      double v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case element_type::f32: {
-      float v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    default: {
-      std::uint16_t h;
-      std::memcpy(&h, p, sizeof h);
-      return t == element_type::bf16 ? bf16_bits_to_float(h) : f16_bits_to_float(h);
-    }
-  }
-}
-
-/// Store v as type t at p (narrowing to bf16 and f16 through f32, the header comment).
-inline void store_element(std::byte* p, element_type t, double v) {
-  switch (t) {
-    case element_type::f64: std::memcpy(p, &v, sizeof v); return;
-    case element_type::f32: {
-      const auto f = static_cast<float>(v);
-      std::memcpy(p, &f, sizeof f);
-      return;
-    }
-    default: {
-      const auto f = static_cast<float>(v);
-      const std::uint16_t h = t == element_type::bf16 ? float_to_bf16_bits(f) : float_to_f16_bits(f);
-      std::memcpy(p, &h, sizeof h);
-    }
-  }
-}
-
 /// One element of f32, bf16 or f16 at p as a float, and a float stored as one.
 template <element_type T>
 float load_float(const std::byte* p) {
@@ -121,6 +83,31 @@ void store_float(std::byte* p, float v) {
   } else {
     const std::uint16_t h = T == element_type::bf16 ? float_to_bf16_bits(v) : float_to_f16_bits(v);
     std::memcpy(p, &h, sizeof h);
+  }
+}
+
+/// One element of type t at p, as a double (exact: every floating type fits in one).
+inline double load_element(const std::byte* p, element_type t) {
+  switch (t) {
+    case element_type::f64: {
+      double v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case element_type::f32: return load_float<element_type::f32>(p);
+    case element_type::bf16: return load_float<element_type::bf16>(p);
+    default: return load_float<element_type::f16>(p);
+  }
+}
+
+/// Store v as type t at p (narrowing to bf16 and f16 through f32, the header comment).
+inline void store_element(std::byte* p, element_type t, double v) {
+  const auto f = static_cast<float>(v);
+  switch (t) {
+    case element_type::f64: std::memcpy(p, &v, sizeof v); return;
+    case element_type::f32: return store_float<element_type::f32>(p, f);
+    case element_type::bf16: return store_float<element_type::bf16>(p, f);
+    default: return store_float<element_type::f16>(p, f);
   }
 }
 
