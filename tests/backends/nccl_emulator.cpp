@@ -14,7 +14,8 @@
 //   pinned host and other host memory apart.
 // - The copy kernels (backends/cuda_strided.hpp) are compiled for real by NVRTC (for an
 //   emulated sm_90 with 132 multiprocessors); cudaLaunchKernel runs them on the CPU with
-//   the same arguments, checking alignment and bounds (the batch kernel: every job). cudaMemGetInfo reports 80 GiB less the
+//   the same arguments, checking alignment and bounds (the batch kernels: every job; the
+//   converting kernel with the host's conversions). cudaMemGetInfo reports 80 GiB less the
 //   bytes allocated on the current device, so memory formulas are checked exactly.
 // - Streams run their work later, as a GPU does (REDIST_EMULATED_STREAMS): `random` (the
 //   default; `random:SEED` picks the seed) runs some of the enqueued copies and kernels of
@@ -550,6 +551,7 @@ struct CUkern_st {
   std::size_t unit;
   bool wide;
   bool batch = false;  // redist_batch: its argument is a redist::detail::strided_jobs
+  bool cast = false;   // redist_cast_batch: its argument is a redist::detail::cast_jobs
 };
 cudaError_t cudaLibraryLoadData(cudaLibrary_t* lib, const void* code, cudaJitOption*, void**, unsigned int,
                                 cudaLibraryOption*, void**, unsigned int) {
@@ -566,10 +568,10 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t lib, const char*
         for (bool w : {false, true}) v.push_back({t, u, w});
     return v;
   }();
-  static CUkern_st batch{false, 0, true, true};
+  static CUkern_st batch{false, 0, true, true}, cast{false, 0, true, false, true};
   if (lib == nullptr) return fail(cudaErrorInvalidValue);
-  if (std::string(name) == "redist_batch") {
-    *k = &batch;
+  if (std::string(name) == "redist_batch" || std::string(name) == "redist_cast_batch") {
+    *k = std::string(name) == "redist_batch" ? &batch : &cast;
     return cudaSuccess;
   }
   for (auto& x : kernels)
@@ -637,6 +639,35 @@ cudaError_t batch_kernel(dim3 grid, const redist::detail::strided_jobs& b, bool 
   }
   return cudaSuccess;
 }
+/// redist_cast_batch: block row y converts job[y] (strides in elements of its types, any
+/// alignment), each job's source and destination bounds-checked, then converted by the
+/// host's conversions (runtime/cast.hpp), which the kernel's formulas repeat.
+cudaError_t cast_kernel(dim3 grid, const redist::detail::cast_jobs& b, bool go) {
+  if (b.n == 0 || b.n > b.job.size() || grid.y != b.n) return fail(cudaErrorInvalidValue);
+  constexpr redist::element_type types[4] = {redist::element_type::f64, redist::element_type::f32,
+                                             redist::element_type::bf16, redist::element_type::f16};
+  for (std::uint32_t y = 0; y < b.n; ++y) {
+    const redist::detail::cast_job& j = b.job[y];
+    if (j.from > 3 || j.to > 3 || j.width == 0 || j.rows == 0 || j.total % (j.width * j.rows) != 0)
+      return fail(cudaErrorInvalidValue);
+    redist::detail::cast_copy x;
+    x.c.count = j.total / (j.width * j.rows);
+    x.c.rows = j.rows;
+    x.c.width = j.width;
+    x.c.src_pitch = j.src_pitch, x.c.src_step = j.src_step, x.c.dst_pitch = j.dst_pitch, x.c.dst_step = j.dst_step;
+    x.src = static_cast<const std::byte*>(j.src);
+    x.dst = static_cast<std::byte*>(j.dst);
+    x.from = types[j.from];
+    x.to = types[j.to];
+    const std::uint64_t fe = redist::element_type_bytes(x.from), te = redist::element_type_bytes(x.to);
+    const std::uint64_t last = x.c.count - 1, row = x.c.rows - 1;
+    if (!is_device(j.src, (last * j.src_step + row * j.src_pitch + j.width) * fe) ||
+        !is_device(j.dst, (last * j.dst_step + row * j.dst_pitch + j.width) * te))
+      return fail(cudaErrorInvalidValue);  // outside the allocations
+    if (go) redist::detail::host_cast_copy(x);
+  }
+  return cudaSuccess;
+}
 }  // namespace
 cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t s) {
   const auto* k = static_cast<const CUkern_st*>(func);
@@ -647,6 +678,12 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** arg
     auto jobs = std::make_shared<redist::detail::strided_jobs>(*static_cast<const redist::detail::strided_jobs*>(args[0]));
     if (const cudaError_t e = batch_kernel(grid, *jobs, false); e != cudaSuccess) return e;
     enqueue(s, [grid, jobs] { (void)batch_kernel(grid, *jobs, true); });
+    return cudaSuccess;
+  }
+  if (k->cast) {
+    auto jobs = std::make_shared<redist::detail::cast_jobs>(*static_cast<const redist::detail::cast_jobs*>(args[0]));
+    if (const cudaError_t e = cast_kernel(grid, *jobs, false); e != cudaSuccess) return e;
+    enqueue(s, [grid, jobs] { (void)cast_kernel(grid, *jobs, true); });
     return cudaSuccess;
   }
   const strided_launch l = k->wide ? strided_args<std::uint64_t>(*k, args) : strided_args<std::uint32_t>(*k, args);

@@ -2,7 +2,8 @@
 // 77 (ctest: skipped) when there is no CUDA device. tests/gpu/run.sh runs it on a GPU.
 //
 // - The strided pack/unpack on the device (cuda_memory) against the host's pack.hpp,
-//   element by element, on random tile shapes, split dimensions and element sizes.
+//   element by element, on random tile shapes, split dimensions and element sizes; the
+//   converting copies against the host's conversions, bit for bit, on every 16-bit pattern.
 // - The executor with device memory on multi-rank programs: D simulated ranks whose
 //   buffers share the GPU (nccl_sim_backend.hpp), random problems (partial sums too),
 //   every element of every target tile checked.
@@ -16,7 +17,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -28,6 +32,7 @@
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/pack.hpp"
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/runtime/verify.hpp"
@@ -248,6 +253,136 @@ TEST_CASE("batched copies (a message's pieces from many tiles) equal the host's,
     std::printf("batched copies (%s): %llu bytes compared with the host's\n", mem.pack_engine().c_str(),
                 static_cast<unsigned long long>(bytes));
     CHECK(bytes > 0);
+  }
+}
+
+/// The bytes of n elements of type t: every pattern of a 16-bit type (n = 65536); f32 and
+/// f64 from `values` (f64: each value and the double just above it, which rounds once more
+/// on the way to the narrower types).
+std::vector<std::byte> cast_source(redist::element_type t, const std::vector<float>& values) {
+  std::vector<std::byte> v;
+  auto put = [&](const auto x) {
+    const std::size_t at = v.size();
+    v.resize(at + sizeof x);
+    std::memcpy(v.data() + at, &x, sizeof x);
+  };
+  if (redist::element_type_bytes(t) == 2) {
+    for (std::uint32_t h = 0; h < 65536; ++h) put(static_cast<std::uint16_t>(h));
+  } else if (t == redist::element_type::f32) {
+    for (const float f : values) put(f);
+  } else {
+    for (const float f : values) {
+      put(static_cast<double>(f));
+      put(std::nextafter(static_cast<double>(f), HUGE_VAL));
+    }
+  }
+  return v;
+}
+
+TEST_CASE("converting copies on the device equal the host's, bit for bit", "[gpu][cast]") {
+  // The converting kernel (backends/cuda_strided.hpp) repeats runtime/cast.hpp's formulas in
+  // CUDA: every pair of f64, f32, bf16 and f16, on every 16-bit pattern, the floats at and
+  // beside every tie of bf16 and f16, and a sweep of f32 patterns (NaNs, infinities,
+  // subnormals, overflow), at aligned and unaligned addresses; then batches of many small
+  // strided converting copies (1-150 per batch: batches fill and flush), with either packing
+  // engine: casts always take the kernel.
+  using redist::element_type;
+  test_stream s;
+  std::vector<float> values;
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const auto b = std::bit_cast<std::uint32_t>(redist::bf16_bits_to_float(static_cast<std::uint16_t>(h)));
+    const auto f = std::bit_cast<std::uint32_t>(redist::f16_bits_to_float(static_cast<std::uint16_t>(h)));
+    for (const std::uint32_t u : {b, b + 0x7fffu, b + 0x8000u, b + 0x8001u, f, f + 0xfffu, f + 0x1000u, f + 0x1001u})
+      values.push_back(std::bit_cast<float>(u));
+  }
+  const std::uint64_t sweep = (std::uint64_t{1} << 32) / redist::testing::scaled(std::size_t{1} << 19);
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += sweep) values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+  const element_type types[] = {element_type::f64, element_type::f32, element_type::bf16, element_type::f16};
+  for (const redist::cuda_pack engine : {redist::cuda_pack::kernel, redist::cuda_pack::copy_engine}) {
+    const cuda_memory mem(0, s.s, engine);
+    REQUIRE(mem.cast_unavailable().empty());
+    std::uint64_t elements = 0;
+    for (const element_type from : types)
+      for (const element_type to : types) {
+        if (engine != redist::cuda_pack::kernel) continue;  // the same kernel: the batches below suffice
+        const std::vector<std::byte> src = cast_source(from, values);
+        const std::uint64_t fe = redist::element_type_bytes(from), te = redist::element_type_bytes(to),
+                            n = src.size() / fe;
+        for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{1}}) {  // unaligned: one byte on
+          INFO(redist::element_type_name(from) << " -> " << redist::element_type_name(to) << " at offset " << offset
+                                               << ", " << mem.pack_engine());
+          cuda_buffer<std::byte> dsrc(src.size() + 1, 0), ddst(n * te + 1, 0);
+          REDIST_CUDA_CHECK(cudaMemcpy(dsrc.data() + offset, src.data(), src.size(), cudaMemcpyHostToDevice));
+          redist::detail::cast_copy x;
+          x.c.width = x.c.src_pitch = x.c.dst_pitch = x.c.src_step = x.c.dst_step = n;
+          x.src = dsrc.data() + offset;
+          x.dst = ddst.data() + offset;
+          x.from = from;
+          x.to = to;
+          mem.cast_batch(std::span<const redist::detail::cast_copy>(&x, 1));
+          std::vector<std::byte> want(n * te), got(n * te);
+          redist::cast_elements(src, from, want, to);
+          REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
+          REDIST_CUDA_CHECK(cudaMemcpy(got.data(), ddst.data() + offset, got.size(), cudaMemcpyDeviceToHost));
+          REQUIRE(got == want);
+          elements += n;
+        }
+      }
+    // Many small strided converting copies in one batch, each into a tile of its own.
+    std::mt19937_64 rng(0x63617374);
+    for (int m = 0; m < 30; ++m) {
+      const std::size_t copies = 1 + rng() % (m % 3 == 0 ? 150 : 20);
+      std::vector<std::vector<std::byte>> host_src(copies), want(copies);
+      std::vector<cuda_buffer<std::byte>> dsrc, ddst;
+      std::vector<redist::detail::cast_copy> batch(copies);
+      for (std::size_t k = 0; k < copies; ++k) {
+        redist::detail::cast_copy& x = batch[k];
+        x.from = types[rng() % 4];
+        x.to = types[rng() % 4];
+        x.c.count = 1 + rng() % 4;
+        x.c.rows = 1 + rng() % 6;
+        x.c.width = 1 + rng() % 9;
+        x.c.src_pitch = x.c.width + rng() % 3;
+        x.c.src_step = x.c.src_pitch * x.c.rows + rng() % 3;
+        x.c.dst_pitch = x.c.width + rng() % 3;
+        x.c.dst_step = x.c.dst_pitch * x.c.rows + rng() % 3;
+        if (rng() % 2 == 0) {  // i outermost in the destination, j in the source
+          x.c.src_step = x.c.width + rng() % 2;
+          x.c.src_pitch = x.c.src_step * x.c.count + rng() % 2;
+        }
+        x.c.src = rng() % 3;
+        x.c.dst = rng() % 3;
+        const std::uint64_t fe = redist::element_type_bytes(x.from), te = redist::element_type_bytes(x.to);
+        const std::uint64_t last = x.c.count - 1, row = x.c.rows - 1;
+        const std::uint64_t sn = x.c.src + last * x.c.src_step + row * x.c.src_pitch + x.c.width,
+                            dn = x.c.dst + last * x.c.dst_step + row * x.c.dst_pitch + x.c.width;
+        host_src[k].resize(sn * fe);
+        for (std::uint64_t e = 0; e < sn; ++e) {  // values of the source type, NaNs and all
+          const float v = values[rng() % values.size()];
+          redist::detail::store_element(host_src[k].data() + e * fe, x.from, static_cast<double>(v));
+        }
+        want[k].assign(dn * te, std::byte{0x5a});
+        redist::detail::cast_copy h = x;
+        h.src = host_src[k].data();
+        h.dst = want[k].data();
+        redist::detail::host_cast_copy(h);
+        dsrc.push_back(upload(host_src[k]));
+        ddst.push_back(upload(std::vector<std::byte>(dn * te, std::byte{0x5a})));
+        x.src = dsrc.back().data();
+        x.dst = ddst.back().data();
+      }
+      mem.cast_batch(batch);
+      REDIST_CUDA_CHECK(cudaStreamSynchronize(s.s));
+      for (std::size_t k = 0; k < copies; ++k) {
+        std::vector<std::byte> got(want[k].size());
+        REDIST_CUDA_CHECK(cudaMemcpy(got.data(), ddst[k].data(), got.size(), cudaMemcpyDeviceToHost));
+        REQUIRE(got == want[k]);
+        elements += batch[k].c.elements();
+      }
+    }
+    std::printf("converting copies (%s): %llu elements compared with the host's\n", mem.pack_engine().c_str(),
+                static_cast<unsigned long long>(elements));
+    CHECK(elements > 0);
   }
 }
 

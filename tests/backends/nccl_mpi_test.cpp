@@ -6,8 +6,8 @@
 // NCCL, and checks every element of its target tile; then a few redistributions between
 // meshes on device sets (ranks holding no tile on one side); then random reshards of many
 // arrays (runtime/reshard_executor.hpp: message rounds of pieces packed and unpacked on the
-// device by the batch kernel, some under a byte budget), every target element checked, and
-// host tiles refused; then the agreement refuses a program mismatch with nothing moved.
+// device by the batch kernel, some under a byte budget, some casting f32 to bf16 and back on
+// the way with the converting kernel), every target element checked, and host tiles refused; then the agreement refuses a program mismatch with nothing moved.
 // Rank 0 prints the totals.
 // Without a GPU per rank (a machine without GPU: what runs in CI; or two ranks of a node
 // on one GPU) the backend must refuse on every rank with a clear message before NCCL
@@ -55,7 +55,7 @@ void fail(int rank, const std::string& what) {
 }
 
 struct totals {
-  std::uint64_t problems = 0, elements = 0, mismatches = 0, reshards = 0, messages = 0, pipelined = 0;
+  std::uint64_t problems = 0, elements = 0, mismatches = 0, reshards = 0, messages = 0, pipelined = 0, casts = 0;
   std::uint64_t ops[7] = {};
 };
 
@@ -239,6 +239,7 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
     tot.mismatches += k.wrong;
     if (!k.ok()) fail(me, what + ": " + std::to_string(k.wrong) + " wrong elements, first: " + k.first);
     ++tot.reshards;
+    tot.casts += std::any_of(p.arrays.begin(), p.arrays.end(), [](const redist::reshard_array& x) { return x.casts(); });
     tot.pipelined += p.pipelined;
     for (std::size_t r = 0; r < p.rounds.size(); ++r) tot.messages += p.messages(r);
   } catch (const redist::redist_error& e) {
@@ -255,15 +256,17 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
 /// uploads before them; repeated, as the emulator's streams run in random orders), rows to
 /// columns in pipelined rounds (the next round packed on the second stream into the half of
 /// the buffer the round before last used; repeated too), gradients whose own collectives run
-/// fused (8 ranks), and host tiles, which the device cannot use, and a cast refused on every
-/// rank before anything moves.
+/// fused (8 ranks), casts on the way (the converting kernel), and host tiles, which the
+/// device cannot use.
 void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const int me = static_cast<int>(b.rank());
   std::mt19937 rng(2699);
   redist::testing::reshard_workload w;
   w.max_world = b.devices();
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto [c, o, p] = redist::testing::random_planned_reshard(rng, w, b.devices(), i);
+  redist::testing::reshard_workload cast = w;
+  cast.casts = true;
+  for (std::size_t i = 0; i < n; ++i) {  // every fifth casts half its floating arrays on the way
+    const auto [c, o, p] = redist::testing::random_planned_reshard(rng, i % 5 == 2 ? cast : w, b.devices(), i);
     run_reshard(b, p, o.budget_bytes, c.text, tot);
   }
   redist::reshard_problem pr;
@@ -324,19 +327,24 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   } catch (const redist::redist_error& e) {
     if (e.what() != want) fail(me, std::string("host tiles: got '") + e.what() + "', expected '" + want + "'");
   }
-  // A cast on the way: refused on every rank before anything moves (no converting copy in
-  // device memory yet).
-  redist::reshard_problem cast = pr;
-  cast.arrays.back().target_dtype = redist::element_type::bf16;
-  redist::reshard_executor<redist::nccl_backend> cx(b, redist::plan_reshard(cast, {}));
-  const std::string refused =
-      "array 'w': casting f32 to bf16 needs converting copies, which this backend's memory does not have (host and MPI do)";
-  try {
-    cx.run({}, {});
-    fail(me, "a cast: no error");
-  } catch (const redist::redist_error& e) {
-    if (e.what() != refused) fail(me, std::string("a cast: got '") + e.what() + "', expected '" + refused + "'");
-  }
+  // Casts on the way (the converting kernel): rows to columns f32 -> bf16, converted as the
+  // pieces are packed (and as the kept ones are copied), bf16 -> f32 and f16 -> f64,
+  // widening, converted as they are unpacked; without and within a budget of 64 bytes
+  // (rounds). Every target element bit for bit (repeated: random stream orders).
+  const std::pair<redist::element_type, redist::element_type> casts[] = {
+      {redist::element_type::f32, redist::element_type::bf16},
+      {redist::element_type::bf16, redist::element_type::f32},
+      {redist::element_type::f16, redist::element_type::f64}};
+  for (const auto& [from_type, to_type] : casts)
+    for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{64}}) {
+      redist::reshard_problem cp = pr;
+      cp.arrays.back().dtype = from_type;
+      cp.arrays.back().target_dtype = to_type;
+      const redist::reshard_plan plan = redist::plan_reshard(cp, {.budget_bytes = budget});
+      const std::string what = std::string("a cast ") + std::string(redist::element_type_name(from_type)) + " -> " +
+                               std::string(redist::element_type_name(to_type)) + " within " + std::to_string(budget);
+      for (int i = 0; i < 4; ++i) run_reshard(b, plan, budget, what, tot);
+    }
 }
 
 void mismatch_case(redist::nccl_backend& b) {
@@ -456,15 +464,16 @@ int run(int argc, char** argv) {
     if (me == 0)
       std::printf("nccl backend over MPI, %d ranks: %llu problems, %llu elements verified over all ranks, %llu wrong, "
                   "%llu failures; steps: %llu allgather, %llu alltoall, %llu dynslice, %llu allpermute, %llu allreduce, "
-                  "%llu reducescatter, %llu exchange; %llu reshards of many arrays in %llu messages (%llu "
-                  "pipelined); %.2f s\n",
+                  "%llu reducescatter, %llu exchange; %llu reshards of many arrays (%llu casting) in %llu messages "
+                  "(%llu pipelined); %.2f s\n",
                   size, static_cast<unsigned long long>(all[3] / static_cast<std::uint64_t>(size)),
                   static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
                   static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(tot.ops[0]),
                   static_cast<unsigned long long>(tot.ops[1]), static_cast<unsigned long long>(tot.ops[2]),
                   static_cast<unsigned long long>(tot.ops[3]), static_cast<unsigned long long>(tot.ops[4]),
                   static_cast<unsigned long long>(tot.ops[5]), static_cast<unsigned long long>(tot.ops[6]),
-                  static_cast<unsigned long long>(tot.reshards), static_cast<unsigned long long>(tot.messages),
+                  static_cast<unsigned long long>(tot.reshards), static_cast<unsigned long long>(tot.casts),
+                  static_cast<unsigned long long>(tot.messages),
                   static_cast<unsigned long long>(tot.pipelined), seconds);
     rc = all[1] == 0 && all[2] == 0 && all[3] >= (count + uneven_count + 3) * static_cast<std::uint64_t>(size) ? 0 : 1;
   }

@@ -12,7 +12,8 @@
 // A second table: the reshard executor's fused messages (runtime/reshard_executor.hpp): many
 // arrays' pieces packed back to back into one message and unpacked from it by one batch of
 // copies (cuda_memory::strided_batch), and by one strided copy per piece, against a device
-// copy of the message's bytes.
+// copy of the message's bytes. A third: the same messages converted on the way, f32 tiles to
+// a bf16 message and back (cuda_memory::cast_batch, a weight sync's casts).
 //
 // Prints Markdown tables; exits non-zero if a result is wrong (not if it is slow: the
 // goal, pack and unpack at >= 80% of the copy's bandwidth, is reported per row).
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "redist/backends/nccl.hpp"
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/memory.hpp"
 #include "redist/runtime/pack.hpp"
 
@@ -69,19 +71,13 @@ struct piece_spec {
   std::uint64_t rows, cols, lo, n;
 };
 
-/// The reshard executor's messages (runtime/reshard_executor.hpp): many arrays' pieces packed
-/// back to back into one buffer and unpacked from it, as one batch of copies
-/// (cuda_memory::strided_batch, the batch kernel) and one strided copy per piece, against a
-/// device copy of the message's bytes. Tiles lie back to back in a, the message in b, the
-/// unpacked tiles in c. Prints a table; returns the number of wrong results.
-int fused_messages(const redist::cuda_memory& mem, cudaStream_t stream, int reps, std::uint64_t elements,
-                   redist::cuda_buffer<float>& a, redist::cuda_buffer<float>& b, redist::cuda_buffer<float>& c,
-                   const std::vector<float>& host) {
-  using T = float;
-  struct message_case {
-    const char* what;
-    std::vector<piece_spec> pieces;
-  };
+struct message_case {
+  const char* what;
+  std::vector<piece_spec> pieces;
+};
+
+/// The messages of the fused tables: float32 pieces of tiles of `elements` floats in all.
+std::vector<message_case> message_cases(std::uint64_t elements) {
   std::vector<message_case> cases;
   {  // a GPT-style layer stack, TP 2 -> TP 4: each rank sends half the columns it holds of
      // 4 matrices and 2 norms per layer (150 pieces), the matrices scaled to the buffer
@@ -109,6 +105,19 @@ int fused_messages(const redist::cuda_memory& mem, cudaStream_t stream, int reps
     for (std::uint64_t k = 0; k < 8; ++k) m.pieces.push_back({rows, cols, k * cols / 8, cols / 8});
     cases.push_back(m);
   }
+  return cases;
+}
+
+/// The reshard executor's messages (runtime/reshard_executor.hpp): many arrays' pieces packed
+/// back to back into one buffer and unpacked from it, as one batch of copies
+/// (cuda_memory::strided_batch, the batch kernel) and one strided copy per piece, against a
+/// device copy of the message's bytes. Tiles lie back to back in a, the message in b, the
+/// unpacked tiles in c. Prints a table; returns the number of wrong results.
+int fused_messages(const redist::cuda_memory& mem, cudaStream_t stream, int reps, std::uint64_t elements,
+                   redist::cuda_buffer<float>& a, redist::cuda_buffer<float>& b, redist::cuda_buffer<float>& c,
+                   const std::vector<float>& host) {
+  using T = float;
+  const std::vector<message_case> cases = message_cases(elements);
   std::printf("\n# fused messages: many arrays' pieces packed into one message and unpacked, one batch of copies "
               "(%s) against one strided copy per piece, against a device copy of the message's bytes\n\n",
               mem.pack_engine().c_str());
@@ -190,6 +199,101 @@ int fused_messages(const redist::cuda_memory& mem, cudaStream_t stream, int reps
                 100 * pu / copy, ok ? "yes" : "WRONG");
   }
   std::printf("\nworst fused pack or unpack / copy: %.0f%% (goal: >= 80%%); %d wrong results\n", 100 * worst, wrong);
+  return wrong;
+}
+
+/// A weight sync's messages, f32 on the trainer and bf16 on the wire and the engine
+/// (reshard_array::target_dtype): the same pieces packed from float32 tiles into a bf16
+/// message and unpacked from it into float32 tiles (the widening direction), each as one
+/// batch of converting copies (cuda_memory::cast_batch, the converting kernel), against a
+/// device copy of the float32 message and against the batch kernel's plain fused pack.
+/// Bandwidth = float32 bytes / time for all (a conversion reads or writes half of them as
+/// bf16). Checked against the host's conversions, bit for bit. Returns the wrong results.
+int converting_messages(const redist::cuda_memory& mem, cudaStream_t stream, int reps, std::uint64_t elements,
+                        redist::cuda_buffer<float>& a, redist::cuda_buffer<float>& b, redist::cuda_buffer<float>& c,
+                        const std::vector<float>& host) {
+  using T = float;
+  using redist::element_type;
+  std::printf("\n# converting messages: the same pieces packed from f32 tiles into a bf16 message and unpacked "
+              "into f32 tiles, one batch of converting copies, against a device copy of the f32 message and the "
+              "plain fused pack (GB/s of f32 bytes)\n\n");
+  std::printf("| message | pieces | f32 MiB | copy GB/s | fused pack GB/s | f32 -> bf16 pack GB/s | / copy | "
+              "bf16 -> f32 unpack GB/s | / copy | checked |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  int wrong = 0;
+  double worst = 1e9;
+  for (const message_case& m : message_cases(elements)) {
+    std::vector<redist::detail::cast_copy> pack, unpack;
+    std::vector<redist::detail::byte_copy> plain;
+    std::uint64_t ta = 0, at = 0;  // in elements
+    bool fits = true;
+    auto* A = reinterpret_cast<std::byte*>(a.data());
+    auto* B = reinterpret_cast<std::byte*>(b.data());
+    auto* C = reinterpret_cast<std::byte*>(c.data());
+    for (const piece_spec& p : m.pieces) {
+      if (ta + p.rows * p.cols > elements) {
+        fits = false;
+        break;
+      }
+      redist::detail::strided_copy k;  // elements: rows runs of n
+      k.rows = p.rows;
+      k.width = p.n;
+      k.src = ta + p.lo;
+      k.src_pitch = p.cols;
+      k.src_step = p.rows * p.cols;
+      k.dst = at;
+      k.dst_pitch = p.n;
+      k.dst_step = p.rows * p.n;
+      pack.push_back({k, A, element_type::f32, B, element_type::bf16});
+      redist::detail::strided_copy u = k;
+      std::swap(u.src, u.dst);
+      std::swap(u.src_pitch, u.dst_pitch);
+      std::swap(u.src_step, u.dst_step);
+      unpack.push_back({u, B, element_type::bf16, C, element_type::f32});
+      redist::detail::strided_copy kb = k;  // the same pack in bytes, without converting
+      for (std::uint64_t* x : {&kb.width, &kb.src, &kb.src_pitch, &kb.src_step, &kb.dst, &kb.dst_pitch, &kb.dst_step})
+        *x *= sizeof(T);
+      plain.push_back({kb, A, C});
+      ta += p.rows * p.cols;
+      at += p.rows * p.n;
+    }
+    if (!fits) continue;
+    const double bytes = static_cast<double>(at * sizeof(T));
+    auto gbs = [&](float ms) { return bytes / (static_cast<double>(ms) * 1e6); };
+    const double copy = gbs(time_ms(stream, reps, [&] {
+      REDIST_CUDA_CHECK(cudaMemcpyAsync(c.data(), a.data(), at * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    }));
+    const double fp = gbs(time_ms(stream, reps, [&] { mem.strided_batch(plain); }));
+    const double cp = gbs(time_ms(stream, reps, [&] { mem.cast_batch(pack); }));
+    const double cu = gbs(time_ms(stream, reps, [&] { mem.cast_batch(unpack); }));
+    // Check: b = the pieces of a in bf16; c = them widened again, on every piece.
+    REDIST_CUDA_CHECK(cudaMemset(b.data(), 0, at * 2));
+    REDIST_CUDA_CHECK(cudaMemset(c.data(), 0, ta * sizeof(T)));
+    mem.cast_batch(pack);
+    mem.cast_batch(unpack);
+    REDIST_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<std::uint16_t> gb(at);
+    std::vector<T> gc(ta);
+    REDIST_CUDA_CHECK(cudaMemcpy(gb.data(), b.data(), at * 2, cudaMemcpyDeviceToHost));
+    REDIST_CUDA_CHECK(cudaMemcpy(gc.data(), c.data(), ta * sizeof(T), cudaMemcpyDeviceToHost));
+    bool ok = true;
+    std::uint64_t t0 = 0, p0 = 0;
+    for (const piece_spec& p : m.pieces) {
+      for (std::uint64_t r = 0; r < p.rows && ok; ++r)
+        for (std::uint64_t j = 0; j < p.n && ok; ++j) {
+          const std::uint16_t want = redist::float_to_bf16_bits(host[t0 + r * p.cols + p.lo + j]);
+          ok = gb[p0 + r * p.n + j] == want && gc[t0 + r * p.cols + p.lo + j] == redist::bf16_bits_to_float(want);
+        }
+      t0 += p.rows * p.cols;
+      p0 += p.rows * p.n;
+    }
+    wrong += ok ? 0 : 1;
+    worst = std::min(worst, std::min(cp, cu) / copy);
+    std::printf("| %s | %zu | %.1f | %.0f | %.0f | %.0f | %.0f%% | %.0f | %.0f%% | %s |\n", m.what, m.pieces.size(),
+                bytes / (1 << 20), copy, fp, cp, 100 * cp / copy, cu, 100 * cu / copy, ok ? "yes" : "WRONG");
+  }
+  std::printf("\nworst converting pack or unpack / copy: %.0f%% (goal: >= 80%%); %d wrong results\n", 100 * worst,
+              wrong);
   return wrong;
 }
 
@@ -288,6 +392,7 @@ int main(int argc, char** argv) {
                 "results\n",
                 100 * worst, mem.pack_engine().c_str(), 100 * worst_engine, wrong);
     wrong += fused_messages(mem, stream, reps, elements, a, b, c, host);
+    wrong += converting_messages(mem, stream, reps, elements, a, b, c, host);
     REDIST_CUDA_CHECK(cudaStreamDestroy(stream));
     return wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {

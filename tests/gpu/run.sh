@@ -4,15 +4,16 @@
 # 1. builds from a clean directory with REDIST_WITH_NCCL=ON and REDIST_GPU_TESTS=ON (warnings
 #    as errors);
 # 2. runs the no-GPU NCCL tests, the memory-space and pack tests, and the one-rank GPU tests
-#    (device pack/unpack and batched copies against the host's on random problems, the
+#    (device pack/unpack, batched copies and converting copies against the host's, the
 #    executor on device memory with simulated multi-rank meshes, every NCCL collective on a
 #    one-rank communicator, the executor with the NCCL backend on one-device meshes);
 # 3. runs the MPI bootstrap: one rank per GPU (mpirun -np <gpus>, random problems on
 #    meshes of <gpus> devices when there are at least 2), and 2 ranks on 1 GPU must be
 #    refused with a clear message;
-# 4. prints the pack/unpack bandwidth table (vs a device-to-device copy, 256 MiB tiles) and
-#    the fused messages of the reshard executor (many arrays' pieces packed into one message
-#    and unpacked by the batch kernel, vs a copy of the message's bytes).
+# 4. prints the pack/unpack bandwidth table (vs a device-to-device copy, 256 MiB tiles), the
+#    fused messages of the reshard executor (many arrays' pieces packed into one message
+#    and unpacked by the batch kernel, vs a copy of the message's bytes), and the same
+#    messages converted f32 -> bf16 -> f32 on the way (the converting kernel).
 # Fails if there is no CUDA device or any step fails.
 # On a GPU machine lent by the device tool, whose image lacks the Debian packages: run
 # tests/gpu/prepare_device.sh here first, then tests/gpu/device_run.sh there (carrying .devdeps).

@@ -1,6 +1,10 @@
-// redist/backends/cuda_strided.hpp -- the NCCL backend's device copy kernel: a whole strided
+// redist/backends/cuda_strided.hpp -- the NCCL backend's device copy kernels: a whole strided
 // copy (runtime/pack.hpp's detail::strided_copy, count x rows runs of `width` elements) as
-// one kernel launch on a stream.
+// one kernel launch on a stream; batches of them (a message's pieces) as one launch; and
+// batches of converting copies (runtime/cast.hpp's cast_copy: a reshard that casts f32 to
+// bf16 on the way), with cast.hpp's conversions written again in CUDA formula for formula
+// (round to nearest even, NaNs kept quiet, subnormals kept), so that a device converts bit
+// for bit as the host does (tests/backends/nccl_gpu_test.cpp checks every 16-bit pattern).
 //
 // The kernel is CUDA C++ compiled at run time with NVRTC, once per process and compute
 // capability (the first cuda_memory built for a device of that capability compiles it,
@@ -41,6 +45,8 @@
 #include <string>
 #include <vector>
 
+#include "redist/core/element_type.hpp"
+#include "redist/runtime/cast.hpp"
 #include "redist/runtime/memory.hpp"
 #include "redist/runtime/pack.hpp"
 
@@ -149,6 +155,97 @@ extern "C" __global__ void __launch_bounds__(256) redist_batch(const __grid_cons
     default: redist_run_job<unsigned char>(b); break;
   }
 }
+// Converting copies: runtime/cast.hpp's conversions, formula for formula (type codes: 0 f64,
+// 1 f32, 2 bf16, 3 f16). Elements at addresses that are not multiples of their size (pieces
+// of other types before them in a message) are read and written byte by byte.
+struct redist_cast_job {
+  const unsigned char* src;
+  unsigned char* dst;
+  u64 width, rows, total, src_pitch, src_step, dst_pitch, dst_step;  // in elements
+  u32 from, to;
+};
+struct redist_cast_jobs {
+  redist_cast_job job[48];  // strided_batch_size
+  u32 n, pad;
+};
+template <class U>
+__device__ __forceinline__ U redist_get(const unsigned char* p, bool aligned) {
+  if (aligned) return *(const U*)p;
+  U v = 0;
+  for (int b = 0; b < (int)sizeof(U); ++b) v |= (U)p[b] << (8 * b);
+  return v;
+}
+template <class U>
+__device__ __forceinline__ void redist_put(unsigned char* p, U v, bool aligned) {
+  if (aligned) {
+    *(U*)p = v;
+    return;
+  }
+  for (int b = 0; b < (int)sizeof(U); ++b) p[b] = (unsigned char)(v >> (8 * b));
+}
+__device__ __forceinline__ u32 redist_float_to_bf16(float f) {
+  const u32 u = __float_as_uint(f);
+  const u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+  return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+}
+__device__ __forceinline__ u32 redist_float_to_f16(float f) {
+  const u32 x = __float_as_uint(f);
+  const u32 sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  const u32 nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  const u32 normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  const u32 small = __float_as_uint(__fadd_rn(__uint_as_float(a), 0.5f)) - 0x3f000000u;
+  return sign | (a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a >= 0x38800000u ? normal : small);
+}
+__device__ __forceinline__ float redist_f16_to_float(u32 h) {
+  const u32 sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  const u32 special = 0x7f800000u | (m << 13), normal = ((e + 112) << 23) | (m << 13),
+            small = __float_as_uint(__fmul_rn((float)m, 5.9604644775390625e-8f));  // m * 2^-24
+  return __uint_as_float(sign | (e == 0x1f ? special : e == 0 ? small : normal));
+}
+template <int T>
+__device__ __forceinline__ float redist_load_float(const unsigned char* p, bool aligned) {
+  if constexpr (T == 1) {
+    return __uint_as_float(redist_get<u32>(p, aligned));
+  } else {
+    const u32 h = redist_get<unsigned short>(p, aligned);
+    return T == 2 ? __uint_as_float(h << 16) : redist_f16_to_float(h);
+  }
+}
+template <int T>
+__device__ __forceinline__ void redist_store_float(unsigned char* p, float v, bool aligned) {
+  if constexpr (T == 1) redist_put<u32>(p, __float_as_uint(v), aligned);
+  else redist_put<unsigned short>(p, (unsigned short)(T == 2 ? redist_float_to_bf16(v) : redist_float_to_f16(v)), aligned);
+}
+template <int T>
+__device__ __forceinline__ double redist_load_double(const unsigned char* p, bool aligned) {
+  if constexpr (T == 0) return __longlong_as_double((long long)redist_get<u64>(p, aligned));
+  else return (double)redist_load_float<T>(p, aligned);
+}
+template <int T>
+__device__ __forceinline__ void redist_store_double(unsigned char* p, double v, bool aligned) {
+  if constexpr (T == 0) redist_put<u64>(p, (u64)__double_as_longlong(v), aligned);
+  else redist_store_float<T>(p, __double2float_rn(v), aligned);  // to bf16 and f16 through f32
+}
+template <int F, int T>
+__device__ void redist_cast_run(const redist_cast_job& b) {
+  const u64 fe = F == 0 ? 8 : F == 1 ? 4 : 2, te = T == 0 ? 8 : T == 1 ? 4 : 2;
+  const bool sa = (u64)b.src % fe == 0, da = (u64)b.dst % te == 0;
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x; t < b.total; t += stride) {
+    const u64 q = t / b.width, k = t - q * b.width, i = q / b.rows, j = q - i * b.rows;
+    const unsigned char* s = b.src + (i * b.src_step + j * b.src_pitch + k) * fe;
+    unsigned char* d = b.dst + (i * b.dst_step + j * b.dst_pitch + k) * te;
+    if constexpr (F == 0 || T == 0) redist_store_double<T>(d, redist_load_double<F>(s, sa), da);
+    else redist_store_float<T>(d, redist_load_float<F>(s, sa), da);
+  }
+}
+#define REDIST_CAST_CASE(F, T) \
+  case F * 4 + T: redist_cast_run<F, T>(b); break;
+#define REDIST_CAST_FROM(F) REDIST_CAST_CASE(F, 0) REDIST_CAST_CASE(F, 1) REDIST_CAST_CASE(F, 2) REDIST_CAST_CASE(F, 3)
+extern "C" __global__ void __launch_bounds__(256) redist_cast_batch(const __grid_constant__ redist_cast_jobs jobs) {
+  const redist_cast_job& b = jobs.job[blockIdx.y];
+  switch (b.from * 4 + b.to) { REDIST_CAST_FROM(0) REDIST_CAST_FROM(1) REDIST_CAST_FROM(2) REDIST_CAST_FROM(3) }
+}
 )";
 
 /// One copy of a batch (the kernel redist_batch): the run kernel's arguments with 64-bit
@@ -171,6 +268,28 @@ struct strided_jobs {
 };
 static_assert(sizeof(strided_job) == 80 && sizeof(strided_jobs) <= 4096, "redist_batch's argument: at most 4 KiB");
 
+/// One converting copy of a batch (the kernel redist_cast_batch): count x rows runs of
+/// `width` elements of type code `from` at src (offset to the first run) to elements of type
+/// code `to` at dst, strides in elements (cast_type_code). The layout is the kernel
+/// source's struct redist_cast_job.
+struct cast_job {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  std::uint64_t width = 0, rows = 0, total = 0, src_pitch = 0, src_step = 0, dst_pitch = 0, dst_step = 0;
+  std::uint32_t from = 0, to = 0;
+};
+/// The argument of redist_cast_batch (struct redist_cast_jobs): block (x, y) works on job[y].
+struct cast_jobs {
+  std::array<cast_job, strided_batch_size> job{};
+  std::uint32_t n = 0, pad = 0;
+};
+static_assert(sizeof(cast_job) == 80 && sizeof(cast_jobs) <= 4096, "redist_cast_batch's argument: at most 4 KiB");
+
+/// The kernel's code of a floating element type: 0 f64, 1 f32, 2 bf16, 3 f16.
+constexpr std::uint32_t cast_type_code(element_type t) {
+  return t == element_type::f64 ? 0 : t == element_type::f32 ? 1 : t == element_type::bf16 ? 2 : 3;
+}
+
 /// Unit sizes the kernels move, widest first.
 inline constexpr std::array<std::size_t, 5> strided_units = {16, 8, 4, 2, 1};
 
@@ -186,6 +305,8 @@ class strided_kernels {
   }
   /// The batch kernel (redist_batch: up to strided_batch_size copies in one launch).
   [[nodiscard]] cudaKernel_t batch() const noexcept { return batch_; }
+  /// The converting batch kernel (redist_cast_batch: up to strided_batch_size cast copies).
+  [[nodiscard]] cudaKernel_t cast_batch() const noexcept { return cast_batch_; }
   /// Which code was loaded: "sm_90 cubin", or "compute_90 PTX" when NVRTC does not know
   /// the device's architecture and the driver compiles PTX of the newest one it does.
   [[nodiscard]] const std::string& target() const noexcept { return target_; }
@@ -240,7 +361,7 @@ class strided_kernels {
           const std::string name = kind + std::to_string(unit) + bits;
           if (!get(&k_[n++], name.c_str())) return;
         }
-    (void)get(&batch_, "redist_batch");
+    if (get(&batch_, "redist_batch")) (void)get(&cast_batch_, "redist_cast_batch");
   }
 
   /// Kernel `name` of the library into *k; false, with error_ set and no kernel left, if not.
@@ -250,7 +371,7 @@ class strided_kernels {
     (void)cudaGetLastError();
     error_ = "cudaLibraryGetKernel(" + std::string(name) + "): " + cudaGetErrorString(rc);
     k_.fill(nullptr);
-    batch_ = nullptr;
+    batch_ = cast_batch_ = nullptr;
     return false;
   }
 
@@ -295,7 +416,7 @@ class strided_kernels {
   }
 
   std::array<cudaKernel_t, strided_units.size() * 4> k_{};
-  cudaKernel_t batch_ = nullptr;
+  cudaKernel_t batch_ = nullptr, cast_batch_ = nullptr;
   cudaLibrary_t lib_ = nullptr;
   std::string error_, target_;
 };
@@ -429,6 +550,44 @@ inline cudaError_t launch_batch(const strided_kernels& kernels, int sms, std::sp
     j = {s, d, l.width, l.rows, l.total, l.src_pitch, l.src_step, l.dst_pitch, l.dst_step,
          static_cast<std::uint32_t>(strided_units[l.unit]), 0};
     most = std::max(most, l.total);
+    if (jobs.n == strided_batch_size) {
+      const cudaError_t rc = flush();
+      if (rc != cudaSuccess) return rc;
+    }
+  }
+  return flush();
+}
+
+/// Launch the converting copies `copies` (runtime/cast.hpp's cast_copy between floating
+/// types; no copy writes where another reads or writes) on `stream` with `kernels` (ready)
+/// on a device of `sms` multiprocessors: up to strided_batch_size copies per launch of
+/// redist_cast_batch, blocks shared among them as launch_batch does. Returns the first
+/// failed launch's result.
+inline cudaError_t launch_cast_batch(const strided_kernels& kernels, int sms, std::span<const cast_copy> copies,
+                                     cudaStream_t stream) {
+  constexpr unsigned block = 256;
+  const std::uint64_t m = static_cast<std::uint64_t>(std::max(sms, 1));
+  cast_jobs jobs;
+  std::uint64_t most = 0;  // the largest job's elements
+  auto flush = [&]() -> cudaError_t {
+    if (jobs.n == 0) return cudaSuccess;
+    const std::uint64_t share = std::max(m * 2, m * 16 / jobs.n);
+    const std::uint64_t gx = std::max<std::uint64_t>(1, std::min(share, (most + block - 1) / block));
+    void* args[1] = {&jobs};
+    const cudaError_t rc = cudaLaunchKernel(static_cast<const void*>(kernels.cast_batch()),
+                                            dim3(static_cast<unsigned>(gx), jobs.n), dim3(block), args, 0, stream);
+    jobs.n = 0;
+    most = 0;
+    return rc;
+  };
+  for (const cast_copy& x : copies) {
+    if (x.c.elements() == 0) continue;
+    const strided_copy c = x.c.merged();
+    cast_job& j = jobs.job[jobs.n++];
+    j = {x.src + c.src * element_type_bytes(x.from), x.dst + c.dst * element_type_bytes(x.to),
+         c.width, c.rows, c.elements(), c.src_pitch, c.src_step, c.dst_pitch, c.dst_step,
+         cast_type_code(x.from), cast_type_code(x.to)};
+    most = std::max(most, j.total);
     if (jobs.n == strided_batch_size) {
       const cudaError_t rc = flush();
       if (rc != cudaSuccess) return rc;

@@ -324,14 +324,11 @@ class cuda_memory {
     int pitch = 0;
     REDIST_CUDA_CHECK(cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device));
     max_pitch_ = pitch > 0 ? static_cast<std::size_t>(pitch) : 0;
+    REDIST_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
     if (pack == cuda_pack::kernel) {
       const detail::strided_kernels& k = detail::strided_kernels::for_device(device);
-      if (k.ready()) {
-        REDIST_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
-        kernels_ = &k;
-      } else {
-        kernel_error_ = &k.error();
-      }
+      if (k.ready()) kernels_ = &k;
+      else kernel_error_ = &k.error();
     }
   }
 
@@ -413,6 +410,27 @@ class cuda_memory {
     for (const detail::byte_copy& b : copies) strided(b.c, b.src, b.dst);
   }
 
+  /// Execute converting copies (runtime/memory.hpp's cast_batch: a reshard that changes an
+  /// array's element type): one launch of the converting kernel per
+  /// detail::strided_batch_size copies (detail::launch_cast_batch), whichever `cuda_pack`
+  /// packs; the kernels are compiled on first use if `cuda_pack::copy_engine` did not.
+  void cast_batch(std::span<const detail::cast_copy> copies) const {
+    for (const detail::cast_copy& x : copies)
+      if (!element_type_floating(x.from) || !element_type_floating(x.to))
+        throw redist_error(errc::runtime, "no conversion from " + std::string(element_type_name(x.from)) + " to " +
+                                              std::string(element_type_name(x.to)) +
+                                              " (casts are between f64, f32, bf16, f16)");
+    const detail::strided_kernels& k = cast_kernels();
+    if (!k.ready()) throw redist_error(errc::runtime, "converting copies " + cast_unavailable());
+    REDIST_CUDA_CHECK(detail::launch_cast_batch(k, sms_, copies, stream_));
+  }
+  /// "" if cast_batch can run here, else why not ("cannot run on CUDA device 0: NVRTC could
+  /// not compile ...").
+  [[nodiscard]] std::string cast_unavailable() const {
+    const detail::strided_kernels& k = cast_kernels();
+    return k.ready() ? std::string() : "cannot run on CUDA device " + std::to_string(device_) + ": " + k.error();
+  }
+
   /// "" if p is memory of this device (or managed memory), else why not.
   template <class T>
   [[nodiscard]] std::string check_pointer(const T* p) const {
@@ -465,6 +483,12 @@ class cuda_memory {
   }
 
  private:
+  /// The kernels for converting copies: those strided copies use, or (cuda_pack::copy_engine)
+  /// the device's from the process-wide cache, compiled on first use.
+  [[nodiscard]] const detail::strided_kernels& cast_kernels() const {
+    return kernels_ != nullptr ? *kernels_ : detail::strided_kernels::for_device(device_);
+  }
+
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
   std::size_t max_pitch_ = 0;

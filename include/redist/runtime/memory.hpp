@@ -43,9 +43,15 @@
 //   mem.cast_batch(copies)
 //                         optional: execute the converting copies `copies`
 //                         (runtime/cast.hpp detail::cast_copy, none writing where another
-//                         reads or writes): a reshard that changes an array's element type
+//                         reads or writes) with cast.hpp's conversions, bit for bit: a
+//                         reshard that changes an array's element type
 //                         (reshard_array::target_dtype) needs it, and is refused before
-//                         anything moves on a backend whose memory has none (NCCL, for now).
+//                         anything moves on a backend whose memory has none. Host memory
+//                         converts on the CPU, the NCCL backend's with a kernel.
+//   mem.cast_unavailable()
+//                         optional, with cast_batch: "" if cast_batch can run, otherwise a
+//                         phrase saying why not ("cannot run on CUDA device 0: NVRTC could
+//                         not compile ..."); the reshard executor refuses a cast with it.
 //   mem.check_pointer(p)  for a user's tile p (const T*): "" if the executor may read and
 //                         write it through this memory space, otherwise a phrase saying
 //                         why not ("is host memory, not memory of CUDA device 0"); called

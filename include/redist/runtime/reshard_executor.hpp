@@ -40,8 +40,10 @@
 // (runtime/cast.hpp) as they are copied where one copy takes them from tile to tile (the host
 // backend, the pieces a rank keeps), and on the way in the narrower type otherwise: converted
 // as they are packed when narrowing, as they are unpacked when widening. Such a plan's
-// messages are packed, never in place; a backend whose memory has no converting copies
-// (mem.cast_batch, runtime/memory.hpp: NCCL for now) refuses it before anything moves.
+// messages are packed, never in place. Host and MPI memory convert on the CPU, NCCL's on the
+// device (backends/cuda_strided.hpp's converting kernel, the same formulas); a backend whose
+// memory has no converting copies (mem.cast_batch, runtime/memory.hpp), or cannot run them
+// here (mem.cast_unavailable()), refuses the plan before anything moves.
 //
 // Own programs (arrays whose route is own) run after the rounds, one executor each
 // (runtime/executor.hpp), on the element type of their dtype (its arithmetic where the
@@ -437,10 +439,9 @@ class reshard_executor {
       casting_ = true;
       if (p_.route[a] != reshard_route::joint || !element_type_casts(x.dtype, x.target_type()))
         error_ = "array '" + x.name + "': the plan casts it but does not move it in the joint exchange";
-      else if constexpr (!requires(const memory_space_t<B>& m, std::span<const detail::cast_copy> c) { m.cast_batch(c); })
+      else if (const std::string why = cast_unavailable(); !why.empty())
         error_ = "array '" + x.name + "': casting " + std::string(element_type_name(x.dtype)) + " to " +
-                 std::string(element_type_name(x.target_type())) +
-                 " needs converting copies, which this backend's memory does not have (host and MPI do)";
+                 std::string(element_type_name(x.target_type())) + " needs converting copies, which " + why;
     }
     if (!error_.empty()) return;
     // Own programs: fused collectives first (the header comment), then one executor each.
@@ -685,6 +686,18 @@ class reshard_executor {
     const detail::byte_region f = region(pc, fs, 1), t = region(pc, ts, 1);
     for_region_copies(f.extents(), f.region, t.extents(), t.region,
                       [&](const detail::strided_copy& c) { v.casts.push_back({c, from, ft, to, tt}); });
+  }
+
+  /// "" if the backend's memory converts elements (mem.cast_batch, and mem.cast_unavailable()
+  /// empty where it has one), else why not, after "which".
+  [[nodiscard]] std::string cast_unavailable() const {
+    const auto mem = memory_of(b_);
+    if constexpr (!requires { mem.cast_batch(std::span<const detail::cast_copy>()); })
+      return "this backend's memory does not have (host, MPI and NCCL do)";
+    else if constexpr (requires { mem.cast_unavailable(); })
+      return mem.cast_unavailable();
+    else
+      return {};
   }
 
   /// Execute a batch (the byte copies and the converting ones write apart).
