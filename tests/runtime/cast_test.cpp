@@ -123,6 +123,43 @@ TEST_CASE("bf16 and f16: widening is exact and narrowing undoes it", "[cast]") {
   CHECK(f16_bits_to_float(0x7bff) == 65504.0f);
 }
 
+TEST_CASE("f64 <-> f32: the C++ conversions, NaNs spelled out bit by bit", "[cast]") {
+  // Finite values and infinities as static_cast converts them; a NaN keeps its sign and the
+  // leading bits of its payload, made quiet (x86's and Arm's conversions; the CUDA kernel,
+  // whose own would make it canonical, repeats these bits).
+  std::uint64_t nans = 0, wrong = 0, first = 0;
+  auto check = [&](bool ok, std::uint64_t pattern) {
+    if (!ok && wrong++ == 0) first = pattern;
+  };
+  for (std::uint64_t u = 0; u < 0x100000000ull; u += 2039) {
+    for (const std::uint32_t b : {static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(u) | 0x7f800000u}) {
+      const auto f = std::bit_cast<float>(b);
+      const double d = float_to_double(f);
+      const auto back = std::bit_cast<std::uint32_t>(double_to_float(d));
+      if (!std::isnan(f)) {
+        check(std::bit_cast<std::uint64_t>(d) == std::bit_cast<std::uint64_t>(static_cast<double>(f)) && back == b, b);
+        continue;
+      }
+      ++nans;  // quiet, signed as f, the payload kept
+      check(std::isnan(d) && std::signbit(d) == std::signbit(f) &&
+                (std::bit_cast<std::uint64_t>(d) & 0x0008000000000000ull) != 0 && back == (b | 0x00400000u),
+            b);
+    }
+  }
+  for (std::uint64_t u = 1; u < 0x100000000ull; u += 7919) {  // payload bits below f32's are dropped
+    const std::uint64_t d = 0xfff0000000000000ull | u << 20 | u;
+    const auto f = std::bit_cast<std::uint32_t>(double_to_float(std::bit_cast<double>(d)));
+    check(f == (0xffc00000u | static_cast<std::uint32_t>(d >> 29 & 0x7fffffu)), d);
+  }
+  INFO("first wrong pattern: 0x" << std::hex << first);
+  CHECK(wrong == 0);
+  CHECK(nans > 1000);
+  CHECK(double_to_float(0x1p-150) == 0.0f);           // a tie with 0: to even
+  CHECK(double_to_float(0x1.000001p0) == 1.0f);       // a tie: to even
+  CHECK(double_to_float(0x1.0000011p0) == 1.0f + 0x1p-23f);
+  CHECK(std::isinf(double_to_float(1e39)));
+}
+
 #ifdef __FLT16_MAX__
 TEST_CASE("f16: the same patterns as the compiler's _Float16", "[cast]") {
   for (std::uint32_t p = 0; p < 0x10000; ++p) {

@@ -216,15 +216,29 @@ __device__ __forceinline__ void redist_store_float(unsigned char* p, float v, bo
   if constexpr (T == 1) redist_put<u32>(p, __float_as_uint(v), aligned);
   else redist_put<unsigned short>(p, (unsigned short)(T == 2 ? redist_float_to_bf16(v) : redist_float_to_f16(v)), aligned);
 }
+// f64 as its bits; NaNs converted bit by bit as cast.hpp's double_to_float and
+// float_to_double spell out (the device's cvt would make them canonical).
 template <int T>
-__device__ __forceinline__ double redist_load_double(const unsigned char* p, bool aligned) {
-  if constexpr (T == 0) return __longlong_as_double((long long)redist_get<u64>(p, aligned));
-  else return (double)redist_load_float<T>(p, aligned);
+__device__ __forceinline__ u64 redist_load_double(const unsigned char* p, bool aligned) {
+  if constexpr (T == 0) {
+    return redist_get<u64>(p, aligned);
+  } else {
+    const float f = redist_load_float<T>(p, aligned);
+    const u32 u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) <= 0x7f800000u) return (u64)__double_as_longlong((double)f);
+    return (u64)(u & 0x80000000u) << 32 | 0x7ff8000000000000ull | (u64)(u & 0x7fffffu) << 29;
+  }
 }
 template <int T>
-__device__ __forceinline__ void redist_store_double(unsigned char* p, double v, bool aligned) {
-  if constexpr (T == 0) redist_put<u64>(p, (u64)__double_as_longlong(v), aligned);
-  else redist_store_float<T>(p, __double2float_rn(v), aligned);  // to bf16 and f16 through f32
+__device__ __forceinline__ void redist_store_double(unsigned char* p, u64 v, bool aligned) {
+  if constexpr (T == 0) {
+    redist_put<u64>(p, v, aligned);
+  } else {  // to bf16 and f16 through f32
+    const float f = (v & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull
+                        ? __double2float_rn(__longlong_as_double((long long)v))
+                        : __uint_as_float((u32)(v >> 32 & 0x80000000u) | 0x7fc00000u | (u32)(v >> 29 & 0x7fffffu));
+    redist_store_float<T>(p, f, aligned);
+  }
 }
 template <int F, int T>
 __device__ void redist_cast_run(const redist_cast_job& b) {

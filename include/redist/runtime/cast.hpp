@@ -3,7 +3,8 @@
 // checkpoint written in f32 and loaded in bf16; lower/reshard.hpp, reshard_array::target_dtype).
 //
 // Conversions round to nearest, ties to even, as PyTorch's `tensor.to(dtype)` and NumPy's
-// `astype` do: f64 -> f32 is the C++ conversion; to bf16 and f16 the value goes through f32
+// `astype` do: f64 -> f32 is the C++ conversion (double_to_float: NaNs spelled out); to bf16
+// and f16 the value goes through f32
 // first (as PyTorch converts f64 to bf16 and f16), so f64 -> bf16 may round twice. Values
 // beyond a narrower type's range become infinities; NaNs stay NaNs (quiet, their sign and
 // leading payload bits kept); subnormals are kept, not flushed. Widening is exact.
@@ -61,6 +62,24 @@ constexpr float f16_bits_to_float(std::uint16_t h) {
   return std::bit_cast<float>(sign | (e == 0x1f ? special : e == 0 ? small : normal));
 }
 
+/// A double rounded to float (to nearest, ties to even); a NaN stays a quiet NaN with its sign
+/// and the leading bits of its payload (as x86 and Arm convert; spelled out so that every
+/// platform, the CUDA kernel too, gives the same bits).
+constexpr float double_to_float(double d) {
+  const auto u = std::bit_cast<std::uint64_t>(d);
+  if ((u & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull) return static_cast<float>(d);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(u >> 32 & 0x80000000u) | 0x7fc00000u |
+                              static_cast<std::uint32_t>(u >> 29 & 0x7fffffu));
+}
+
+/// A float widened to double (exact); a NaN stays a quiet NaN with its sign and payload.
+constexpr double float_to_double(float f) {
+  const auto u = std::bit_cast<std::uint32_t>(f);
+  if ((u & 0x7fffffffu) <= 0x7f800000u) return static_cast<double>(f);
+  return std::bit_cast<double>(std::uint64_t{u & 0x80000000u} << 32 | 0x7ff8000000000000ull |
+                               std::uint64_t{u & 0x7fffffu} << 29);
+}
+
 namespace detail {
 
 /// One element of f32, bf16 or f16 at p as a float, and a float stored as one.
@@ -94,15 +113,15 @@ inline double load_element(const std::byte* p, element_type t) {
       std::memcpy(&v, p, sizeof v);
       return v;
     }
-    case element_type::f32: return load_float<element_type::f32>(p);
-    case element_type::bf16: return load_float<element_type::bf16>(p);
-    default: return load_float<element_type::f16>(p);
+    case element_type::f32: return float_to_double(load_float<element_type::f32>(p));
+    case element_type::bf16: return float_to_double(load_float<element_type::bf16>(p));
+    default: return float_to_double(load_float<element_type::f16>(p));
   }
 }
 
 /// Store v as type t at p (narrowing to bf16 and f16 through f32, the header comment).
 inline void store_element(std::byte* p, element_type t, double v) {
-  const auto f = static_cast<float>(v);
+  const float f = double_to_float(v);
   switch (t) {
     case element_type::f64: std::memcpy(p, &v, sizeof v); return;
     case element_type::f32: return store_float<element_type::f32>(p, f);
