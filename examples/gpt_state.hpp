@@ -28,14 +28,17 @@
 
 namespace example {
 
+/// The state; `train_mesh` and `world` place the trainer elsewhere (a larger world: `{fsdp:
+/// 64, tp: 8}` on 512 ranks), its axes named fsdp and tp as here.
 inline redist::reshard_problem gpt_state(std::uint64_t layers, std::uint64_t dim, const std::string& target_mesh,
                                          redist::element_type dtype = redist::element_type::f32,
-                                         std::uint64_t vocab = 50257, std::uint64_t positions = 1024) {
+                                         std::uint64_t vocab = 50257, std::uint64_t positions = 1024,
+                                         const std::string& train_mesh = "{fsdp: 4, tp: 2}", std::uint64_t world = 8) {
   using namespace redist;
-  const placed_mesh train = parse_placed_mesh("{fsdp: 4, tp: 2}");
+  const placed_mesh train = parse_placed_mesh(train_mesh);
   const placed_mesh infer = parse_placed_mesh(target_mesh);
   reshard_problem pr;
-  pr.world = 8;
+  pr.world = world;
   auto add = [&](const std::string& name, const std::vector<std::uint64_t>& shape, const std::string& from,
                  const std::string& to) {
     auto dims = [&](const std::string& spec) {  // "{tp}|{fsdp}|" per dimension -> a type

@@ -8,13 +8,15 @@
 // through message rounds (runtime/reshard_executor.hpp: packed, in place and automatic in
 // turn; half the budgeted plans pipelined, two rounds at a time; every fifth problem with
 // each rank's tiles back to back in one buffer per end, as fused parameters) and checks
-// every element of its target tiles. It checks too that the message buffers stay within the budget. Then
+// every element of its target tiles. It checks too that the message buffers stay within the
+// budget, and that each rank's executor keeps exactly the pieces of its rank. Then
 // named cases: messages by single copy, and (on 8 ranks) gradients (FSDP and HSDP) whose own
 // all-reduces, reduce-scatters and two-step programs run as fused collectives. Rank 0 prints
 // the totals; the exit status is
 // non-zero on any failure on any rank.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +70,20 @@ int run(int argc, char** argv) {
         // Messages packed, in place, and as the backend's options and the sizes choose.
         const auto how = static_cast<redist::reshard_messages>(i % 3);
         redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : *in_place[i / 4 % 3], p, how);
+        {  // it keeps the pieces this rank sends, receives or keeps, and no other
+          auto mine = [&](const redist::reshard_piece& pc) { return pc.from == mpi.rank() || pc.to == mpi.rank(); };
+          std::size_t want = static_cast<std::size_t>(std::count_if(p.local.begin(), p.local.end(), mine)),
+                      kept = ex.plan().local.size(), stray = 0;
+          for (std::size_t k = 0; k < p.rounds.size(); ++k) {
+            want += static_cast<std::size_t>(std::count_if(p.rounds[k].pieces.begin(), p.rounds[k].pieces.end(), mine));
+            kept += ex.plan().rounds[k].pieces.size();
+          }
+          for (const auto& r : ex.plan().rounds)
+            for (const redist::reshard_piece& pc : r.pieces) stray += mine(pc) ? 0 : 1;
+          if (kept != want || stray != 0 || ex.plan().rounds.size() != p.rounds.size())
+            fail(c.text + ": the executor keeps " + std::to_string(kept) + " pieces (" + std::to_string(stray) +
+                 " of other ranks), this rank's are " + std::to_string(want));
+        }
         redist::reshard_tiles t;
         redist::testing::fused_tiles_run f;  // every fifth problem: each rank's tiles in one buffer per end
         std::mt19937 order(static_cast<std::uint32_t>(i * 31 + me));

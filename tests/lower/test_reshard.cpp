@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,58 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
   CHECK(boxed > 300);        // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
   CHECK(pipelined > 300);
+}
+
+TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as pieces come and go", "[reshard]") {
+  // sort_pieces (small keys, then each piece moved once) orders as reshard_piece::operator<;
+  // round_tally counts each rank's peers incrementally, as a recount over the pieces does.
+  std::mt19937 rng(0x6c617267);
+  for (int t = 0; t < 200; ++t) {
+    const std::uint32_t W = 1 + rng() % 12;
+    std::vector<reshard_piece> v(rng() % 300);
+    for (reshard_piece& p : v) {
+      p.array = rng() % 3;
+      p.from = rng() % W;
+      p.to = rng() % W;
+      p.b.rank = 2;
+      for (std::size_t d = 0; d < 2; ++d) {
+        p.b.lo[d] = rng() % 4;  // duplicates of (from, to, array) with other boxes
+        p.b.hi[d] = p.b.lo[d] + 1 + rng() % 3;
+      }
+    }
+    std::vector<reshard_piece> want = v;
+    std::sort(want.begin(), want.end());
+    detail::sort_pieces(v);
+    REQUIRE(v.size() == want.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      REQUIRE(v[i].from == want[i].from);
+      REQUIRE(v[i].to == want[i].to);
+      REQUIRE(v[i].array == want[i].array);
+      REQUIRE(!(v[i].b < want[i].b));
+      REQUIRE(!(want[i].b < v[i].b));
+    }
+    detail::round_tally tally(W);
+    std::vector<reshard_piece> in;
+    for (const reshard_piece& p : v) {
+      if (!in.empty() && rng() % 3 == 0) {  // take one back
+        const std::size_t k = rng() % in.size();
+        tally.remove(in[k].from, in[k].to, 4);
+        in.erase(in.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      tally.add(p.from, p.to, 4);
+      in.push_back(p);
+    }
+    std::vector<std::set<rank_t>> out_peers(W), in_peers(W);
+    for (const reshard_piece& p : in)
+      if (p.from != p.to) {
+        out_peers[p.from].insert(p.to);
+        in_peers[p.to].insert(p.from);
+      }
+    for (std::uint32_t r = 0; r < W; ++r) {
+      REQUIRE(tally.peers_out[r] == out_peers[r].size());
+      REQUIRE(tally.peers_in[r] == in_peers[r].size());
+    }
+  }
 }
 
 TEST_CASE("one call per array: every array by its own plan", "[reshard]") {

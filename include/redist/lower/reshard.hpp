@@ -83,11 +83,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -461,14 +461,19 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
 /// Per-rank tallies of a set of pieces between ranks (one round).
 struct round_tally {
   std::vector<std::uint64_t> sent, received, written;
-  std::map<std::pair<rank_t, rank_t>, std::uint64_t> pairs;  ///< pieces per (from, to)
-  explicit round_tally(std::uint64_t W) : sent(W, 0), received(W, 0), written(W, 0) {}
+  std::vector<std::uint64_t> peers_out, peers_in;        ///< ranks each sends to, receives from
+  std::unordered_map<std::uint64_t, std::uint64_t> pairs;  ///< pieces per from * W + to
+  explicit round_tally(std::uint64_t W)
+      : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0) {}
   void add(rank_t from, rank_t to, std::uint64_t bytes) {
     written[to] += bytes;
     if (from == to) return;
     sent[from] += bytes;
     received[to] += bytes;
-    ++pairs[{from, to}];
+    if (pairs[std::uint64_t{from} * sent.size() + to]++ == 0) {
+      ++peers_out[from];
+      ++peers_in[to];
+    }
   }
   /// Take back a piece add() counted.
   void remove(rank_t from, rank_t to, std::uint64_t bytes) {
@@ -476,7 +481,12 @@ struct round_tally {
     if (from == to) return;
     sent[from] -= bytes;
     received[to] -= bytes;
-    if (--pairs[{from, to}] == 0) pairs.erase({from, to});
+    const auto it = pairs.find(std::uint64_t{from} * sent.size() + to);
+    if (--it->second == 0) {
+      pairs.erase(it);
+      --peers_out[from];
+      --peers_in[to];
+    }
   }
   /// Predicted seconds of these pieces as one exchange step, as {the transfer, the pass
   /// over the bytes written} (nothing: no time).
@@ -488,12 +498,8 @@ struct round_tally {
     }
     const double pass = P.pass_per_byte * static_cast<double>(tile);
     if (bytes == 0) return {0.0, pass};  // local copies only, or nothing
-    std::vector<std::uint64_t> peers_out(sent.size(), 0), peers_in(sent.size(), 0);
     std::uint64_t peers = 0;
-    for (const auto& [pr, n] : pairs) {
-      peers = std::max(peers, ++peers_out[pr.first]);
-      peers = std::max(peers, ++peers_in[pr.second]);
-    }
+    for (std::size_t r = 0; r < sent.size(); ++r) peers = std::max({peers, peers_out[r], peers_in[r]});
     return {P.seconds(op::exchange, peers, bytes, 0), pass};
   }
   [[nodiscard]] double seconds(const time_profile& P) const {
@@ -501,6 +507,42 @@ struct round_tally {
     return transfer + pass;
   }
 };
+
+/// Sort pieces by reshard_piece::operator< (from, to, array, box), moving each piece once:
+/// small keys are sorted, then the pieces permuted in place, cycle by cycle (a plan of a
+/// large world holds millions of pieces of about 200 bytes).
+inline void sort_pieces(std::vector<reshard_piece>& v) {
+  struct key {
+    rank_t from, to;
+    std::uint32_t array;
+    std::size_t at;
+  };
+  std::vector<key> k(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) k[i] = {v[i].from, v[i].to, v[i].array, i};
+  std::sort(k.begin(), k.end(), [&](const key& x, const key& y) {
+    if (x.from != y.from) return x.from < y.from;
+    if (x.to != y.to) return x.to < y.to;
+    if (x.array != y.array) return x.array < y.array;
+    return v[x.at].b < v[y.at].b;
+  });
+  // Position i takes the piece at k[i].at: follow each cycle once.
+  std::vector<char> done(v.size(), 0);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (done[i]) continue;
+    const reshard_piece first = v[i];
+    std::size_t j = i;
+    for (;;) {
+      done[j] = 1;
+      const std::size_t from = k[j].at;
+      if (from == i) {
+        v[j] = first;
+        break;
+      }
+      v[j] = v[from];
+      j = from;
+    }
+  }
+}
 
 /// Cut a piece into chunks of whole rows (dimension 0) of at most `cap` bytes.
 inline void cut_piece(const reshard_piece& p, std::uint64_t e, std::uint64_t cap, const std::string& name,
@@ -536,30 +578,45 @@ struct round_schedule {
   bool pipelined = false;
 };
 
-inline round_schedule schedule_rounds(const reshard_plan& rp, const std::vector<reshard_piece>& between,
-                                      std::uint64_t cap, std::uint64_t W, const time_profile& P, bool pipelined) {
+inline round_schedule schedule_rounds(const reshard_plan& rp, std::vector<reshard_piece> between, std::uint64_t cap,
+                                      std::uint64_t W, const time_profile& P, bool pipelined) {
   round_schedule s;
   s.pipelined = pipelined;
-  std::vector<reshard_piece> moving;  // cut to the cap
-  for (const reshard_piece& p : between)
-    cut_piece(p, rp.arrays[p.array].wire_bytes(), cap, rp.arrays[p.array].name, moving);
-  // First fit, largest first.
-  std::stable_sort(moving.begin(), moving.end(),
-                   [&](const reshard_piece& x, const reshard_piece& y) { return rp.piece_bytes(x) > rp.piece_bytes(y); });
   std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
-  const std::uint64_t most = cap ? cap : UINT64_MAX;
-  for (const reshard_piece& p : moving) {
-    const std::uint64_t b = rp.piece_bytes(p);
-    std::size_t k = 0;
-    for (; k < use.size(); ++k)
-      if (use[k][p.from] <= most - b && use[k][p.to] <= most - b) break;
-    if (k == use.size()) {
+  if (cap == 0) {  // one round of every piece
+    if (!between.empty()) {
       use.emplace_back(W, 0);
-      s.rounds.emplace_back();
+      for (const reshard_piece& p : between) {
+        use[0][p.from] += rp.piece_bytes(p);
+        use[0][p.to] += rp.piece_bytes(p);
+      }
+      s.rounds.emplace_back().pieces = std::move(between);
     }
-    use[k][p.from] += b;
-    use[k][p.to] += b;
-    s.rounds[k].pieces.push_back(p);
+  } else {
+    std::vector<reshard_piece> moving;  // cut to the cap
+    moving.reserve(between.size());
+    for (const reshard_piece& p : between)
+      cut_piece(p, rp.arrays[p.array].wire_bytes(), cap, rp.arrays[p.array].name, moving);
+    std::vector<reshard_piece>().swap(between);
+    // First fit, largest first (ties in their order).
+    std::vector<std::pair<std::uint64_t, std::size_t>> order(moving.size());
+    for (std::size_t i = 0; i < moving.size(); ++i) order[i] = {rp.piece_bytes(moving[i]), i};
+    std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    for (const auto& [b, i] : order) {
+      const reshard_piece& p = moving[i];
+      std::size_t k = 0;
+      for (; k < use.size(); ++k)
+        if (use[k][p.from] <= cap - b && use[k][p.to] <= cap - b) break;
+      if (k == use.size()) {
+        use.emplace_back(W, 0);
+        s.rounds.emplace_back();
+      }
+      use[k][p.from] += b;
+      use[k][p.to] += b;
+      s.rounds[k].pieces.push_back(p);
+    }
   }
   s.transient.assign(W, 0);
   std::vector<double> transfer, pass;
@@ -568,7 +625,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const std::vector<
     if (k == 0)
       for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
     if (k < s.rounds.size()) {
-      std::sort(s.rounds[k].pieces.begin(), s.rounds[k].pieces.end());
+      sort_pieces(s.rounds[k].pieces);
       for (const reshard_piece& p : s.rounds[k].pieces) t.add(p.from, p.to, rp.piece_bytes(p));
       for (std::uint64_t r = 0; r < W; ++r)
         s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < use.size() ? use[k + 1][r] : 0));
@@ -673,6 +730,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     const exchange_plan x = plan_exchange(layout_boxes(a.source, W), layout_boxes(a.target, W));
     if (!x.error.empty())
       throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
+    pieces[i].reserve(x.pieces.size());
     for (const exchange_piece& pc : x.pieces) pieces[i].push_back({static_cast<std::uint32_t>(i), pc.from, pc.to, pc.b});
     for (std::uint64_t r = 0; r < W; ++r)
       bound[i].push_back((x.after[r].size() - intersect(x.after[r], x.before[r]).size()) * a.wire_bytes());
@@ -694,25 +752,39 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (c.seconds + call < with - all.seconds(P)) rp.route[i] = reshard_route::own;
       for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
     }
-    for (std::size_t i = 0; i < A; ++i)
-      if (rp.route[i] == reshard_route::own && !forced[i]) pieces[i].clear();
   }
-  // Local copies, and the pieces between ranks.
+  // Local copies, and the pieces between ranks, of the arrays that stay joint (each array's
+  // freed once copied).
   std::vector<reshard_piece> between;
-  for (std::size_t i = 0; i < A; ++i)
-    for (const reshard_piece& p : pieces[i]) (p.from == p.to ? rp.local : between).push_back(p);
-  std::sort(rp.local.begin(), rp.local.end());
+  {
+    std::size_t n = 0, kept = 0;
+    for (std::size_t i = 0; i < A; ++i)
+      if (rp.route[i] == reshard_route::joint) {
+        n += pieces[i].size();
+        for (const reshard_piece& p : pieces[i]) kept += p.from == p.to;
+      }
+    between.reserve(n - kept);
+    rp.local.reserve(kept);
+    for (std::size_t i = 0; i < A; ++i) {
+      if (rp.route[i] == reshard_route::joint)
+        for (const reshard_piece& p : pieces[i]) (p.from == p.to ? rp.local : between).push_back(p);
+      std::vector<reshard_piece>().swap(pieces[i]);
+    }
+  }
+  detail::sort_pieces(rp.local);
   // The rounds within the whole budget, one at a time, and where they may be pipelined,
   // within half of it, two at a time; the faster by prediction (the header comment).
-  const detail::round_schedule one = detail::schedule_rounds(rp, between, o.budget_bytes, W, P, false);
-  detail::round_schedule best = one;
-  const bool may_pipeline = o.budget_bytes / 2 > 0 && one.rounds.size() > 1 &&
+  detail::round_schedule best = o.budget_bytes == 0  // one round: it may take the pieces
+                                     ? detail::schedule_rounds(rp, std::move(between), 0, W, P, false)
+                                     : detail::schedule_rounds(rp, between, o.budget_bytes, W, P, false);
+  const double one_seconds = best.seconds;
+  const bool may_pipeline = o.budget_bytes / 2 > 0 && best.rounds.size() > 1 &&
                             (o.pipeline == reshard_pipeline::on || (o.pipeline == reshard_pipeline::automatic && P.overlap > 0));
   std::string unpipelined;  // why the rounds could not be pipelined
   if (may_pipeline) {
     try {
-      detail::round_schedule two = detail::schedule_rounds(rp, between, o.budget_bytes / 2, W, P, true);
-      if (o.pipeline == reshard_pipeline::on || two.seconds < one.seconds) best = std::move(two);
+      detail::round_schedule two = detail::schedule_rounds(rp, std::move(between), o.budget_bytes / 2, W, P, true);
+      if (o.pipeline == reshard_pipeline::on || two.seconds < one_seconds) best = std::move(two);
     } catch (const redist_error& e) {  // a row of a piece over half the budget
       if (e.code() != errc::bad_size) throw;
       unpipelined = "; not pipelined: a row of a piece is more than half the budget";
@@ -722,7 +794,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   rp.transient_bytes = std::move(best.transient);
   rp.pipelined = best.pipelined;
   rp.joint_seconds = best.seconds;
-  rp.unpipelined_seconds = one.seconds;
+  rp.unpipelined_seconds = one_seconds;
   rp.received_bytes.assign(W, 0);
   rp.lower_bound_bytes.assign(W, 0);
   for (const reshard_round& r : rp.rounds)

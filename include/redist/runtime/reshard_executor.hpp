@@ -35,6 +35,11 @@
 // copies (detail::strided_copies: one kernel launch on NCCL). A tile the space cannot use
 // (host memory given to the NCCL backend) is refused before anything moves.
 //
+// Large worlds. An executor of one rank of several keeps, once built, only the plan's pieces
+// that its rank sends, receives or keeps (plan() then holds those; the agreement's hash
+// covered them all), so that what it holds and visits at every run grows with its rank's
+// pieces, not with the world's (benchmarks/reshard_planning.cpp).
+//
 // Casts. An array whose target holds another floating-point type (reshard_array::target_dtype,
 // lower/reshard.hpp) has target tiles of that type; its pieces are converted
 // (runtime/cast.hpp) as they are copied where one copy takes them from tile to tile (the host
@@ -443,6 +448,20 @@ class reshard_executor {
         error_ = "array '" + x.name + "': casting " + std::string(element_type_name(x.dtype)) + " to " +
                  std::string(element_type_name(x.target_type())) + " needs converting copies, which " + why;
     }
+    // One rank of several (MPI, NCCL): how its messages go, from every piece; then keep only
+    // the pieces it sends, receives or keeps (the hash covered them all), so that what it
+    // holds and visits at every run grows with its own pieces, not with the world's.
+    in_place_ = choose_in_place();
+    has_local_ = !p_.local.empty();
+    if (local_.size() != W) {
+      auto mine = [&](const reshard_piece& pc) { return index_[pc.from] < local_.size() || index_[pc.to] < local_.size(); };
+      for (reshard_round& r : p_.rounds) {
+        std::erase_if(r.pieces, [&](const reshard_piece& pc) { return !mine(pc); });
+        r.pieces.shrink_to_fit();
+      }
+      std::erase_if(p_.local, [&](const reshard_piece& pc) { return !mine(pc); });
+      p_.local.shrink_to_fit();
+    }
     if (!error_.empty()) return;
     // Own programs: fused collectives first (the header comment), then one executor each.
     const std::vector<char> fused = build_fused_calls();
@@ -471,7 +490,7 @@ class reshard_executor {
     }
     // Message buffers: one rank of several, packing. Pipelined, round k + 1 lies beside
     // round k: even rounds at the start of the buffer, odd ones at its end.
-    if (local_.size() == 1 && local_.size() != W && !in_place()) {
+    if (local_.size() == 1 && local_.size() != W && !in_place_) {
       const rank_t me = local_[0];
       for (const reshard_round& r : p_.rounds) {
         std::uint64_t s = 0;
@@ -488,6 +507,7 @@ class reshard_executor {
   reshard_executor(const reshard_executor&) = delete;
   reshard_executor& operator=(const reshard_executor&) = delete;
 
+  /// The plan; where this executor drives one rank of several, with only that rank's pieces.
   [[nodiscard]] const reshard_plan& plan() const { return p_; }
   [[nodiscard]] std::span<const rank_t> local_ranks() const { return local_; }
   /// Bytes this executor holds beyond the caller's tiles, per local rank: the message buffer
@@ -518,7 +538,7 @@ class reshard_executor {
       throw redist_error(errc::runtime, "ranks disagree on the reshard plan (hash mismatch); nothing was moved");
     const std::size_t A = p_.arrays.size();
     if (local_.size() == p_.world) run_local(in, out);
-    else if (in_place()) run_in_place(in, out);
+    else if (in_place_) run_in_place(in, out);
     else if constexpr (message_backend<B>) run_messages(in, out);
     for (const auto& f : fused_) f->run(in, out, A);
     for (std::size_t a = 0; a < A; ++a) {
@@ -725,7 +745,7 @@ class reshard_executor {
   /// Whether the backend moves the pieces in place (strided_message_backend, when it hands
   /// exchanges' blocks in place: MPI's exchange_in_place), which it cannot where an array
   /// casts.
-  [[nodiscard]] bool in_place() const {
+  [[nodiscard]] bool choose_in_place() const {
     if constexpr (strided_message_backend<B>) {
       if (casting_ || how_ == reshard_messages::packed || (how_ == reshard_messages::automatic && !b_.strided_blocks(op::exchange)))
         return false;
@@ -752,7 +772,7 @@ class reshard_executor {
         m.region = r.region;
         return m;
       };
-      for (std::size_t k = 0; k < p_.rounds.size() || (k == 0 && !p_.local.empty()); ++k) {
+      for (std::size_t k = 0; k < p_.rounds.size() || (k == 0 && has_local_); ++k) {
         std::vector<strided_message> sends, recvs;
         if (k < p_.rounds.size())
           for (const reshard_piece& pc : p_.rounds[k].pieces) {  // in message order: runs of (from, to)
@@ -785,7 +805,7 @@ class reshard_executor {
     requires message_backend<B>
   {
     const rank_t me = local_[0];
-    const std::size_t n = std::max<std::size_t>(p_.rounds.size(), p_.local.empty() ? 0 : 1);
+    const std::size_t n = std::max<std::size_t>(p_.rounds.size(), has_local_ ? 1 : 0);
     // Every round's messages, runs of pieces with the same (from, to), in its part of the
     // buffer (sends, then receives), and the pieces [first, last) of each message.
     struct round_messages {
@@ -902,6 +922,8 @@ class reshard_executor {
   std::vector<std::uint64_t> round_bytes_;  ///< per round: this rank's sends + receives
   std::uint64_t buf_bytes_ = 0, own_held_ = 0, hash_ = 0;
   bool casting_ = false;  ///< some array casts: its messages are packed, converted on the way
+  bool in_place_ = false;  ///< messages in place (choose_in_place)
+  bool has_local_ = false;  ///< some rank keeps pieces (a first message round even without rounds)
   std::string error_;
 };
 
