@@ -525,30 +525,39 @@ inline cudaError_t launch_strided(const strided_kernels& kernels, int sms, const
   return cudaLaunchKernel(k, g, b, args, 0, stream);
 }
 
+/// Launch batch kernel k on `jobs` (strided_jobs or cast_jobs, jobs.n of them, the largest of
+/// `most` units, each thread taking `per_thread` units) on a device of `sms`
+/// multiprocessors, then empty the batch: block (x, y) works on job y, each job getting the
+/// blocks its size needs, up to 16 per multiprocessor shared among the batch but never fewer
+/// than 2 per multiprocessor. Nothing to launch without jobs.
+template <class Jobs>
+cudaError_t launch_jobs(cudaKernel_t k, int sms, Jobs& jobs, std::uint64_t& most, std::uint64_t per_thread,
+                        cudaStream_t stream) {
+  if (jobs.n == 0) return cudaSuccess;
+  constexpr std::uint64_t block = 256;
+  const std::uint64_t m = static_cast<std::uint64_t>(std::max(sms, 1));
+  const std::uint64_t share = std::max(m * 2, m * 16 / jobs.n);
+  const std::uint64_t gx =
+      std::max<std::uint64_t>(1, std::min(share, (most + block * per_thread - 1) / (block * per_thread)));
+  void* args[1] = {&jobs};
+  const cudaError_t rc = cudaLaunchKernel(static_cast<const void*>(k), dim3(static_cast<unsigned>(gx), jobs.n),
+                                          dim3(static_cast<unsigned>(block)), args, 0, stream);
+  jobs.n = 0;
+  most = 0;
+  return rc;
+}
+
 /// Launch the byte copies `copies` (runtime/memory.hpp's byte_copy; no copy writes where
 /// another reads or writes) on `stream` with `kernels` (ready) on a device of `sms`
 /// multiprocessors: up to strided_batch_size copies per launch of the batch kernel, in units
-/// as wide as each copy allows; transposes (plan_strided_launch) launch on their own. Block
-/// (x, y) of a batch works on copy y: each copy gets the blocks its size needs, up to 16 per
-/// multiprocessor shared among the batch but never fewer than 2 per multiprocessor. Returns
-/// the first failed launch's result.
+/// as wide as each copy allows; transposes (plan_strided_launch) launch on their own; blocks
+/// shared among a batch's copies as launch_jobs says. Returns the first failed launch's
+/// result.
 inline cudaError_t launch_batch(const strided_kernels& kernels, int sms, std::span<const byte_copy> copies,
                                 cudaStream_t stream) {
-  constexpr unsigned block = 256;
-  const std::uint64_t m = static_cast<std::uint64_t>(std::max(sms, 1));
   strided_jobs jobs;
   std::uint64_t most = 0;  // the largest job's units
-  auto flush = [&]() -> cudaError_t {
-    if (jobs.n == 0) return cudaSuccess;
-    const std::uint64_t share = std::max(m * 2, m * 16 / jobs.n);
-    const std::uint64_t gx = std::max<std::uint64_t>(1, std::min(share, (most + block * 4 - 1) / (block * 4)));
-    void* args[1] = {&jobs};
-    const cudaError_t rc = cudaLaunchKernel(static_cast<const void*>(kernels.batch()),
-                                            dim3(static_cast<unsigned>(gx), jobs.n), dim3(block), args, 0, stream);
-    jobs.n = 0;
-    most = 0;
-    return rc;
-  };
+  auto flush = [&] { return launch_jobs(kernels.batch(), sms, jobs, most, 4, stream); };
   for (const byte_copy& b : copies) {
     if (b.c.elements() == 0) continue;
     const std::byte* s = b.src + b.c.src;
@@ -575,25 +584,13 @@ inline cudaError_t launch_batch(const strided_kernels& kernels, int sms, std::sp
 /// Launch the converting copies `copies` (runtime/cast.hpp's cast_copy between floating
 /// types; no copy writes where another reads or writes) on `stream` with `kernels` (ready)
 /// on a device of `sms` multiprocessors: up to strided_batch_size copies per launch of
-/// redist_cast_batch, blocks shared among them as launch_batch does. Returns the first
-/// failed launch's result.
+/// redist_cast_batch, blocks shared among them as launch_jobs says. Returns the first failed
+/// launch's result.
 inline cudaError_t launch_cast_batch(const strided_kernels& kernels, int sms, std::span<const cast_copy> copies,
                                      cudaStream_t stream) {
-  constexpr unsigned block = 256;
-  const std::uint64_t m = static_cast<std::uint64_t>(std::max(sms, 1));
   cast_jobs jobs;
   std::uint64_t most = 0;  // the largest job's elements
-  auto flush = [&]() -> cudaError_t {
-    if (jobs.n == 0) return cudaSuccess;
-    const std::uint64_t share = std::max(m * 2, m * 16 / jobs.n);
-    const std::uint64_t gx = std::max<std::uint64_t>(1, std::min(share, (most + block - 1) / block));
-    void* args[1] = {&jobs};
-    const cudaError_t rc = cudaLaunchKernel(static_cast<const void*>(kernels.cast_batch()),
-                                            dim3(static_cast<unsigned>(gx), jobs.n), dim3(block), args, 0, stream);
-    jobs.n = 0;
-    most = 0;
-    return rc;
-  };
+  auto flush = [&] { return launch_jobs(kernels.cast_batch(), sms, jobs, most, 1, stream); };
   for (const cast_copy& x : copies) {
     if (x.c.elements() == 0) continue;
     const strided_copy c = x.c.merged();
