@@ -415,11 +415,7 @@ class cuda_memory {
   /// detail::strided_batch_size copies (detail::launch_cast_batch), whichever `cuda_pack`
   /// packs; the kernels are compiled on first use if `cuda_pack::copy_engine` did not.
   void cast_batch(std::span<const detail::cast_copy> copies) const {
-    for (const detail::cast_copy& x : copies)
-      if (!element_type_floating(x.from) || !element_type_floating(x.to))
-        throw redist_error(errc::runtime, "no conversion from " + std::string(element_type_name(x.from)) + " to " +
-                                              std::string(element_type_name(x.to)) +
-                                              " (casts are between f64, f32, bf16, f16)");
+    for (const detail::cast_copy& x : copies) detail::require_floating_cast(x.from, x.to);
     const detail::strided_kernels& k = cast_kernels();
     if (!k.ready()) throw redist_error(errc::runtime, "converting copies " + cast_unavailable());
     REDIST_CUDA_CHECK(detail::launch_cast_batch(k, sms_, copies, stream_));

@@ -169,6 +169,13 @@ void cast_strided(const strided_copy& c, const std::byte* src, std::byte* dst) {
 
 using cast_strided_fn = void (*)(const strided_copy&, const std::byte*, std::byte*);
 
+/// Throws unless from and to are both floating types (the only casts there are).
+inline void require_floating_cast(element_type from, element_type to) {
+  if (!element_type_floating(from) || !element_type_floating(to))
+    throw redist_error(errc::rule, "no conversion from " + std::string(element_type_name(from)) + " to " +
+                                       std::string(element_type_name(to)) + " (casts are between f64, f32, bf16, f16)");
+}
+
 /// The converting copy of (from, to), both floating types.
 inline cast_strided_fn cast_strided_for(element_type from, element_type to) {
   constexpr element_type f64 = element_type::f64, f32 = element_type::f32, b16 = element_type::bf16,
@@ -179,9 +186,7 @@ inline cast_strided_fn cast_strided_for(element_type from, element_type to) {
       {cast_strided<f32, f64>, cast_strided<f32, f32>, cast_strided<f32, b16>, cast_strided<f32, f16>},
       {cast_strided<b16, f64>, cast_strided<b16, f32>, cast_strided<b16, b16>, cast_strided<b16, f16>},
       {cast_strided<f16, f64>, cast_strided<f16, f32>, cast_strided<f16, b16>, cast_strided<f16, f16>}};
-  if (!element_type_floating(from) || !element_type_floating(to))
-    throw redist_error(errc::rule, "no conversion from " + std::string(element_type_name(from)) + " to " +
-                                       std::string(element_type_name(to)) + " (casts are between f64, f32, bf16, f16)");
+  require_floating_cast(from, to);
   return table[row(from)][row(to)];
 }
 
