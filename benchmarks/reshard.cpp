@@ -39,13 +39,18 @@
 // against the joint plan in f32 followed by converting every target tile into the engine's
 // bf16 weights (cast_elements; the engine then holds an f32 copy beside them), and the joint
 // plan in f32 with no cast.
+// Part 5, bf16 gradients: part 3's FSDP gradients in bf16, reduce-scattered in bf16
+// (runtime/half.hpp, MPI user-defined operations), against converting them to f32, reducing
+// in f32 and converting the shards back (what a caller did while redist refused bf16
+// reductions), and against the same gradients in f32.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
 // Prints markdown tables (ms, best and median, max/min over the runs) and the ratios of the
 // issue's goals; asserts nothing about time, exits 1 on wrong data.
-// Usage: mpirun --oversubscribe -np 8 reshard_bench [runs] [layers] [dim] [vocab]
-//        (default 7 13 512 50257; parts 1 and 3 run where layers > 0, part 2 where dim >= 512)
+// Usage: mpirun --oversubscribe -np 8 reshard_bench [runs] [layers] [dim] [vocab] [parts]
+//        (default 7 13 512 50257 12345; parts 1, 3, 4 and 5 run where layers > 0, part 2 where
+//        dim >= 512; `parts` lists the parts to run)
 #include <mpi.h>
 
 #include <algorithm>
@@ -367,14 +372,13 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
 /// Part 3: gradients of FSDP 4 x TP 2 (every array an own program of one collective) or of
 /// HSDP 2 x 2 x TP 2 (weights: two collectives each): the joint plan (own programs fused
 /// step by step, lower/reshard.hpp) against one call per array.
-void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, bool hsdp) {
+reshard_problem gradient_problem(std::uint64_t layers, std::uint64_t dim, bool hsdp, element_type e) {
   const placed_mesh m = parse_placed_mesh(hsdp ? "{ddp: 2, fsdp: 2, tp: 2}" : "{fsdp: 4, tp: 2}");
   const std::string sum = hsdp ? "sum{ddp, fsdp}" : "sum{fsdp}";
   reshard_problem pr;
   pr.world = 8;
   auto add = [&](const std::string& name, const std::string& from, const std::string& to) {
-    pr.arrays.push_back({name, element_type::f32, placed_layout{m, parse_type(m.mesh, from)},
-                         placed_layout{m, parse_type(m.mesh, to)}});
+    pr.arrays.push_back({name, e, placed_layout{m, parse_type(m.mesh, from)}, placed_layout{m, parse_type(m.mesh, to)}});
   };
   const std::string D = std::to_string(dim), D3 = std::to_string(3 * dim), D4 = std::to_string(4 * dim);
   for (std::uint64_t l = 0; l < layers; ++l) {
@@ -384,6 +388,11 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
       add(h + name, "[{tp}" + rows + ", " + cols + "] " + sum, "[{tp}" + rows + ", {fsdp}" + cols + "]");
     for (const char* norm : {"ln_1.w", "ln_1.b", "ln_2.w", "ln_2.b"}) add(h + norm, "[" + D + "] " + sum, "[" + D + "]");
   }
+  return pr;
+}
+
+void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, bool hsdp) {
+  const reshard_problem pr = gradient_problem(layers, dim, hsdp, element_type::f32);
   std::uint64_t bytes = 0;
   for (const reshard_array& a : pr.arrays) bytes += a.bytes();
   // The joint plan; beside it, the same fused as until 2026-11-28: arrays of at most 128 KiB
@@ -425,6 +434,54 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
                 s[2].median() / s[0].median(), s[1].median() / s[0].median(), joint.seconds * 1e3,
                 before.seconds * 1e3, separate.seconds * 1e3, mib(ej.bytes_held()).c_str(),
                 mib(eb.bytes_held()).c_str());
+}
+
+/// Part 5: the FSDP gradients of part 3 in bf16, reduced in bf16 (runtime/half.hpp; MPI
+/// through user-defined operations), against what a caller did while redist refused bf16
+/// reductions: convert every gradient to f32, reduce in f32, convert the shards back; and
+/// against the same gradients in f32.
+void half_gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim) {
+  const reshard_problem ph = gradient_problem(layers, dim, false, element_type::bf16),
+                        pf = gradient_problem(layers, dim, false, element_type::f32);
+  const reshard_plan h = plan_reshard(ph), f = plan_reshard(pf);
+  reshard_executor<mpi_backend> eh(mpi, h), ef(mpi, f);
+  reshard_tiles th = make_reshard_tiles(eh), tu = make_reshard_tiles(eh), tf = make_reshard_tiles(ef),
+                t32 = make_reshard_tiles(ef);  // bf16; bf16 through f32 (its f32 copies in tf); f32
+  fill_reshard_sources(h, eh.local_ranks(), th);
+  fill_reshard_sources(f, ef.local_ranks(), t32);
+  const auto h_in = th.sources(), f_in = tf.sources(), x_in = t32.sources();
+  const auto h_out = th.targets(), f_out = tf.targets(), x_out = t32.targets();
+  std::vector<series> s = {{"bf16, reduced in bf16", {}}, {"bf16 through f32 (convert, reduce, convert back)", {}},
+                           {"f32", {}}};
+  const std::vector<std::function<void()>> run = {
+      [&] { eh.run(h_in, h_out); },
+      [&] {
+        for (std::size_t k = 0; k < th.in.size(); ++k) cast_elements(th.in[k], element_type::bf16, tf.in[k], element_type::f32);
+        ef.run(f_in, f_out);
+        for (std::size_t k = 0; k < tf.out.size(); ++k) cast_elements(tf.out[k], element_type::f32, tu.out[k], element_type::bf16);
+      },
+      [&] { ef.run(x_in, x_out); }};
+  auto clear = [](reshard_tiles& t) {
+    return [&t] {
+      for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
+    };
+  };
+  const std::vector<std::function<bool()>> checks = {
+      [&] { return check_reshard_targets(h, eh.local_ranks(), th).ok(); },
+      [&] { return check_reshard_targets(h, eh.local_ranks(), tu).ok(); },
+      [&] { return check_reshard_targets(f, ef.local_ranks(), t32).ok(); }};
+  interleave(s, run, {clear(th), clear(tu), clear(t32)}, checks, runs);
+  std::uint64_t bytes = 0;
+  for (const reshard_array& a : ph.arrays) bytes += a.bytes();
+  if (me == 0) {
+    std::printf("\n## bf16 gradients: %llu layers of width %llu, FSDP 4 x TP 2, pending over fsdp, %zu arrays, %s MiB "
+                "in bf16, 8 ranks\n\n| system | best ms | median ms | max/min | / bf16 (medians) |\n|---|---|---|---|---|\n",
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), ph.arrays.size(),
+                mib(bytes).c_str());
+    for (const series& x : s)
+      std::printf("| %s | %.2f | %.2f | %.2f | %.2fx |\n", x.name.c_str(), x.best() * 1e3, x.median() * 1e3, x.spread(),
+                  x.median() / s[0].median());
+  }
 }
 
 /// Part 4: the state of part 1 synced from the trainer's f32 to an engine's bf16.
@@ -587,17 +644,20 @@ int main(int argc, char** argv) {
     const std::uint64_t layers = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 13;
     const std::uint64_t dim = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 512;
     const std::uint64_t vocab = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 50257;
+    const std::string parts = argc > 5 ? argv[5] : "12345";
+    auto part = [&](char c) { return parts.find(c) != std::string::npos; };
     mpi_backend mpi(MPI_COMM_WORLD);
     if (mpi.devices() != 8) {
       if (me == 0) std::fprintf(stderr, "reshard: run on 8 ranks (mpirun -np 8)\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     mpi_backend plain(MPI_COMM_WORLD, {.exchange_single_copy = false});
-    if (layers > 0) model_state(mpi, plain, runs, layers, dim, vocab);
-    if (dim >= 512) grid(mpi, plain, runs);
-    if (layers > 0)
+    if (layers > 0 && part('1')) model_state(mpi, plain, runs, layers, dim, vocab);
+    if (dim >= 512 && part('2')) grid(mpi, plain, runs);
+    if (layers > 0 && part('3'))
       for (const bool hsdp : {false, true}) gradients(mpi, runs, layers, dim, hsdp);
-    if (layers > 0) casts(mpi, runs, layers, dim, vocab);
+    if (layers > 0 && part('4')) casts(mpi, runs, layers, dim, vocab);
+    if (layers > 0 && part('5')) half_gradients(mpi, runs, layers, dim);
   }
 #if defined(REDIST_WITH_SCALAPACK)
   bench::scalapack_finalize();

@@ -81,11 +81,13 @@ void run_one(const redist::testing::problem_text& pt, totals& tot, double budget
 
 /// Rotate element types so that every size and kind goes through the executor.
 void run_any(const redist::testing::problem_text& pt, std::size_t i, totals& tot) {
-  switch (i % 5) {
+  switch (i % 7) {
     case 0: run_one<float>(pt, tot); break;
     case 1: run_one<double>(pt, tot); break;
     case 2: run_one<std::int32_t>(pt, tot); break;
     case 3: run_one<std::uint64_t>(pt, tot); break;
+    case 4: run_one<redist::bfloat16>(pt, tot); break;
+    case 5: run_one<redist::float16>(pt, tot); break;
     default: run_one<std::uint16_t>(pt, tot); break;
   }
 }
@@ -162,10 +164,12 @@ TEST_CASE("host backend: every reduction (max, min, prod, avg) on random problem
       w.partial_sums = true;
       w.reduction = kind;
       for (const auto& pt : redist::testing::random_problems(w, 30, 0x5eed0005 + i)) {
-        switch (i++ % 4) {  // (8- and 16-bit avg wraps as backends add before dividing)
+        switch (i++ % 6) {  // (8- and 16-bit integer avg wraps as backends add before dividing)
           case 0: run_one<float>(pt, tot); break;
           case 1: run_one<double>(pt, tot); break;
           case 2: run_one<std::int32_t>(pt, tot); break;
+          case 3: run_one<redist::bfloat16>(pt, tot); break;
+          case 4: run_one<redist::float16>(pt, tot); break;
           default: run_one<std::uint64_t>(pt, tot); break;
         }
       }

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "redist/backends/cuda_strided.hpp"  // the batch kernel's argument (strided_jobs)
-#include "redist/backends/mpi.hpp"           // mpi_sum_op: 8-bit sums that wrap
+#include "redist/backends/mpi.hpp"           // mpi_reduce_op: 8-bit sums that wrap, bf16 and f16
 
 struct CUstream_st {
   int device = 0;
@@ -248,6 +248,8 @@ MPI_Datatype mpi_type(ncclDataType_t t) {
     case ncclUint32: return MPI_UINT32_T;
     case ncclInt64: return MPI_INT64_T;
     case ncclUint64: return MPI_UINT64_T;
+    case ncclFloat16:
+    case ncclBfloat16: return MPI_UINT16_T;
     case ncclFloat32: return MPI_FLOAT;
     case ncclFloat64: return MPI_DOUBLE;
     default: return MPI_DATATYPE_NULL;
@@ -255,19 +257,25 @@ MPI_Datatype mpi_type(ncclDataType_t t) {
 }
 
 /// The MPI operation of an NCCL reduction of elements of type t (ncclAvg: the sum, then
-/// divide_by_size), or MPI_OP_NULL for one not emulated. 8-bit sums wrap as NCCL's do, through
-/// the MPI backend's own operation (Open MPI 4.1's MPI_SUM saturates them: backends/mpi.hpp).
+/// divide_by_size), or MPI_OP_NULL for one not emulated: the MPI backend's (backends/mpi.hpp
+/// mpi_reduce_op: 8-bit sums wrap as NCCL's do, where Open MPI 4.1's MPI_SUM saturates them;
+/// bf16 and f16 round once per addition, as NCCL's do).
 MPI_Op mpi_op(ncclRedOp_t op, ncclDataType_t t) {
+  redist::reduction r = redist::reduction::sum;
   switch (op) {
     case ncclSum:
-    case ncclAvg:
-      if (t == ncclInt8) return redist::detail::mpi_sum_op<std::int8_t>();
-      if (t == ncclUint8) return redist::detail::mpi_sum_op<std::uint8_t>();
-      return MPI_SUM;
-    case ncclProd: return MPI_PROD;
-    case ncclMax: return MPI_MAX;
-    case ncclMin: return MPI_MIN;
+    case ncclAvg: break;
+    case ncclProd: r = redist::reduction::prod; break;
+    case ncclMax: r = redist::reduction::max; break;
+    case ncclMin: r = redist::reduction::min; break;
     default: return MPI_OP_NULL;
+  }
+  switch (t) {
+    case ncclInt8: return redist::detail::mpi_reduce_op<std::int8_t>(r);
+    case ncclUint8: return redist::detail::mpi_reduce_op<std::uint8_t>(r);
+    case ncclBfloat16: return redist::detail::mpi_reduce_op<redist::bfloat16>(r);
+    case ncclFloat16: return redist::detail::mpi_reduce_op<redist::float16>(r);
+    default: return redist::detail::mpi_reduce_op<float>(r);  // MPI's own
   }
 }
 /// ncclAvg after the sum: every element divided by the communicator's size (integers
@@ -275,7 +283,7 @@ MPI_Op mpi_op(ncclRedOp_t op, ncclDataType_t t) {
 template <class T>
 void divide(void* buf, std::size_t count, int n) {
   T* v = static_cast<T*>(buf);
-  using W = std::conditional_t<std::is_floating_point_v<T>, T,
+  using W = std::conditional_t<!std::is_integral_v<T>, T,  // floating, bfloat16, float16
                                std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
   for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<T>(static_cast<W>(v[i]) / static_cast<W>(n));
 }
@@ -290,6 +298,8 @@ void divide_by_size(ncclRedOp_t op, ncclDataType_t t, void* buf, std::size_t cou
     case ncclUint64: return divide<std::uint64_t>(buf, count, n);
     case ncclFloat32: return divide<float>(buf, count, n);
     case ncclFloat64: return divide<double>(buf, count, n);
+    case ncclBfloat16: return divide<redist::bfloat16>(buf, count, n);
+    case ncclFloat16: return divide<redist::float16>(buf, count, n);
     default: return;
   }
 }

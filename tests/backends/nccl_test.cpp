@@ -143,6 +143,9 @@ TEST_CASE("element types: any trivially copyable type moves, NCCL's arithmetic t
   STATIC_REQUIRE(redist::nccl_datatype<std::int64_t>::value == ncclInt64);
   STATIC_REQUIRE(redist::nccl_datatype<std::uint64_t>::value == ncclUint64);
   STATIC_REQUIRE(redist::nccl_reducible<float>);
+  STATIC_REQUIRE(redist::nccl_datatype<redist::bfloat16>::value == ncclBfloat16);  // runtime/half.hpp
+  STATIC_REQUIRE(redist::nccl_datatype<redist::float16>::value == ncclFloat16);
+  STATIC_REQUIRE(redist::nccl_reducible<redist::bfloat16>);
   STATIC_REQUIRE_FALSE(redist::nccl_reducible<std::int16_t>);  // NCCL has no 16-bit integers
   STATIC_REQUIRE_FALSE(redist::nccl_reducible<bool>);
   struct pair16 {

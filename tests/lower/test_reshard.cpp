@@ -410,30 +410,36 @@ TEST_CASE("pipelined rounds: half the budget each, chosen by the overlap", "[res
   REQUIRE(!plan_reshard(pr, o).pipelined);
 }
 
-TEST_CASE("pending sums take their own plans; an unreducible dtype is refused", "[reshard]") {
+TEST_CASE("pending values take their own plans, bf16 and f16 too; their collectives fuse", "[reshard]") {
   reshard_problem pr;
   pr.arrays.push_back(array_of("g", element_type::f32, "{x: 2, y: 2}", "[{x}8, 8] sum{y}", "{x: 2, y: 2}", "[8, {y}8]"));
   pr.arrays.push_back(array_of("w", element_type::f32, "{x: 2, y: 2}", "[{x}8, 8]", "{x: 2, y: 2}", "[8, {y}8]"));
   const reshard_plan p = plan_reshard(pr);
   REQUIRE(p.route[0] == reshard_route::own);
   REQUIRE(testing::check_reshard_plan(p, 0).empty());
-  pr.arrays[0].dtype = element_type::bf16;
-  try {
-    plan_reshard(pr);
-    FAIL("accepted");
-  } catch (const redist_error& e) {
-    REQUIRE(std::string(e.what()) ==
-            "array 'g': its pending sum needs arithmetic on bf16 elements, which redist does not do");
+  for (const element_type t : {element_type::bf16, element_type::f16}) {
+    pr.arrays[0].dtype = t;
+    const reshard_plan h = plan_reshard(pr);
+    REQUIRE(h.route[0] == reshard_route::own);
+    REQUIRE(testing::check_reshard_plan(h, 0).empty());
+    CHECK(h.own[0].chosen_program().steps.size() == p.own[0].chosen_program().steps.size());
   }
   // A target that creates pending values (a partial step, lower/partial.hpp): its own
-  // program too, and arithmetic on the elements.
-  pr.arrays[0] = array_of("g", element_type::f32, "{x: 2, y: 2}", "[{x}8, {y}8]", "{x: 2, y: 2}", "[{x}8, 8] max{y}");
+  // program too.
+  pr.arrays[0] = array_of("g", element_type::bf16, "{x: 2, y: 2}", "[{x}8, {y}8]", "{x: 2, y: 2}", "[{x}8, 8] max{y}");
   const reshard_plan q = plan_reshard(pr);
   REQUIRE(q.route[0] == reshard_route::own);
   CHECK(q.own[0].chosen_program().steps.back().kind == op::partial);
-  pr.arrays[0].dtype = element_type::bf16;
-  REQUIRE_THROWS_WITH(plan_reshard(pr), "array 'g': its pending max needs arithmetic on bf16 elements, which redist "
-                                        "does not do");
+  // bf16 gradients reduce-scattered, as FSDP does: one fused call for every array of a type.
+  reshard_problem grads;
+  for (int i = 0; i < 6; ++i)
+    grads.arrays.push_back(array_of("g" + std::to_string(i), i < 4 ? element_type::bf16 : element_type::f16, "{x: 4}",
+                                    "[32, 8] sum{x}", "{x: 4}", "[{x}32, 8]"));
+  const reshard_plan f = plan_reshard(grads);
+  REQUIRE(f.count(reshard_route::own) == 6);
+  REQUIRE(f.fused.size() == 2);
+  CHECK(f.fused[0].arrays == std::vector<std::uint32_t>{0, 1, 2, 3});
+  CHECK(f.fused[1].arrays == std::vector<std::uint32_t>{4, 5});
 }
 
 TEST_CASE("bad input names the array", "[reshard]") {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -53,7 +54,6 @@ inline reshard_case random_reshard(std::mt19937& rng, const reshard_workload& w)
     reshard_array a;
     a.name = "a" + std::to_string(c.problem.arrays.size());
     a.dtype = element_types[rng() % std::size(element_types)];
-    if (bp.a.type.nsum > 0 && !element_type_reduces(a.dtype)) a.dtype = element_type::f32;
     a.source = bp.a;
     a.target = bp.b;
     std::string from = bp.text.from + " on " + bp.text.from_mesh, to = bp.text.to + " on " + bp.text.to_mesh;
@@ -288,8 +288,8 @@ inline reshard_problem hsdp_gradient_reshard(int layers) {
 /// A random gradient reshard: 2-6 arrays on one mesh of 4 or 8 ranks (2-3 axes), pending
 /// over the same random axes S (sum or max), each `[{t}R, C] op{S}` to `[{t}R, {s}C]` (t an
 /// optional axis outside S, s a random ordered subset of S, R and C random multiples of 16),
-/// f32 or f64: own programs of one or two collectives that the planner fuses where they
-/// share their calls.
+/// f32, f64, bf16 or f16: own programs of one or two collectives that the planner fuses where
+/// they share their calls.
 inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
   static const char* const meshes[] = {"{a: 2, b: 2, c: 2}", "{a: 4, b: 2}", "{a: 2, b: 4}", "{a: 2, b: 2}"};
   one_mesh_reshard r(meshes[rng() % std::size(meshes)]);
@@ -312,7 +312,8 @@ inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::string R = std::to_string(16 * (1 + rng() % 4)), C = std::to_string(16 * (1 + rng() % 4));
     const std::string row = t.empty() ? R : "{" + t + "}" + R;
-    const element_type e = rng() % 3 == 0 ? element_type::f64 : element_type::f32;
+    const element_type e = std::array{element_type::f64, element_type::f64, element_type::bf16, element_type::f16,
+                                      element_type::f32, element_type::f32}[rng() % 6];
     r.add("g" + std::to_string(i), e, "[" + row + ", " + C + "] " + reduce + "{" + list(sum) + "}",
           "[" + row + ", " + (split.empty() ? C : "{" + list(split) + "}" + C) + "]");
   }

@@ -331,14 +331,17 @@ def check_reshard(redist, checks):
                "redist reshard: 1 array (128 B) in a world of 4 ranks, no budget",
                "reshard plan, one array: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         # Gradients: two reduce-scatters over fsdp share one call; the norm's all-reduce is alone.
-        grads = os.path.join(d, "grads.json")
-        with open(grads, "w") as f:
-            json.dump({"format": "redist-reshard/1", "world": 8, "meshes": {"m": "{fsdp: 4, tp: 2}"}, "arrays": [
-                {"name": "w%d" % i, "shape": [64, 32], "dtype": "f32",
-                 "source": {"mesh": "m", "type": "[{tp}64, 32] sum{fsdp}"},
-                 "target": {"mesh": "m", "type": "[{tp}64, {fsdp}32]"}} for i in range(2)] + [
-                {"name": "n", "shape": [32], "dtype": "f32", "source": {"mesh": "m", "type": "[32] sum{fsdp}"},
-                 "target": {"mesh": "m", "type": "[32]"}}]}, f)
+        def gradients(name, w, weight, norm, reduce):  # weights w0, w1 of dtype weight, a norm n of dtype norm
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                json.dump({"format": "redist-reshard/1", "world": 8, "meshes": {"m": "{fsdp: 4, tp: 2}"}, "arrays": [
+                    {"name": "%s%d" % (w, i), "shape": [64, 32], "dtype": weight,
+                     "source": {"mesh": "m", "type": "[{tp}64, 32] sum{fsdp}"},
+                     "target": {"mesh": "m", "type": "[{tp}64, {fsdp}32]"}} for i in range(2)] + [
+                    {"name": "n", "shape": [32], "dtype": norm, "source": {"mesh": "m", "type": "[32] " + reduce},
+                     "target": {"mesh": "m", "type": "[32]"}}]}, f)
+            return path
+        grads = gradients("grads.json", "w", "f32", "f32", "sum{fsdp}")
         r = run(redist, ["reshard", "plan", "--manifest", grads, "--explain"])
         expect(r.returncode == 0 and
                "fused collectives: 2 own arrays in 1 set (one call per step each); buffers at most 10.0 KiB per rank"
@@ -354,6 +357,14 @@ def check_reshard(redist, checks):
         r = run(redist, ["reshard", "run", "--manifest", grads, "--backend", "host", "--verify"])
         expect(r.returncode == 0 and re.search(r"verified: \d+ elements, 0 wrong", r.stdout),
                "reshard run, gradients: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
+        # bf16 and f16 gradients (runtime/half.hpp): the bf16 reduce-scatters share one call.
+        grads16 = gradients("grads16.json", "b", "bf16", "f16", "avg{fsdp, tp}")
+        r = run(redist, ["reshard", "plan", "--manifest", grads16, "--explain"])
+        expect(r.returncode == 0 and "  fused 1: one reducescatter of 2 arrays (b0, b1), 5120 B per rank" in r.stdout,
+               "reshard plan, bf16 gradients: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        r = run(redist, ["reshard", "run", "--manifest", grads16, "--backend", "host", "--verify"])
+        expect(r.returncode == 0 and re.search(r"verified: [1-9]\d* elements, 0 wrong", r.stdout),
+               "reshard run, bf16 gradients: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
         r = run(redist, ["reshard", "plan", "--manifest", boxed, "--json"])
         plan = json.loads(r.stdout) if r.returncode == 0 else {}
         expect(plan.get("arrays", [{}])[0].get("source") == {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None,

@@ -24,8 +24,9 @@
 //   all-to-alls: datatypes 1.04x faster, with all-gathers: 1.00x), so both default to
 //   datatypes, which need no pack buffers.
 // - allreduce / reducescatter (partial values): MPI_Allreduce / MPI_Reduce_scatter_block
-//   with MPI_SUM, MPI_MAX, MPI_MIN or MPI_PROD; avg as MPI_SUM, then the received block
-//   divided by the group size (runtime/backend.hpp reduce_finish).
+//   with MPI_SUM, MPI_MAX, MPI_MIN or MPI_PROD (bf16 and f16, runtime/half.hpp, and 8- and
+//   16-bit integers with user-defined operations: detail::mpi_reduce_op); avg as MPI_SUM,
+//   then the received block divided by the group size (runtime/backend.hpp reduce_finish).
 // - exchange (redist/exchange.hpp): MPI_Alltoallw over the duplicate with one subarray
 //   datatype (MPI_Type_create_subarray) per non-empty piece, so MPI reads and writes the
 //   pieces in place in the tiles, or, with mpi_options::exchange_in_place = false,
@@ -97,6 +98,7 @@
 #include "redist/core/error.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
+#include "redist/runtime/half.hpp"
 #include "redist/runtime/pack.hpp"
 
 namespace redist {
@@ -128,30 +130,49 @@ REDIST_MPI_DATATYPE(bool, MPI_CXX_BOOL);
 REDIST_MPI_DATATYPE(std::byte, MPI_BYTE);
 REDIST_MPI_DATATYPE(std::complex<float>, MPI_CXX_FLOAT_COMPLEX);
 REDIST_MPI_DATATYPE(std::complex<double>, MPI_CXX_DOUBLE_COMPLEX);
+REDIST_MPI_DATATYPE(bfloat16, MPI_UINT16_T);  // moved as bits, reduced by mpi_reduce_op's own operations
+REDIST_MPI_DATATYPE(float16, MPI_UINT16_T);
 #undef REDIST_MPI_DATATYPE
 
 namespace detail {
-/// MPI_SUM, but for 8- and 16-bit integers a user-defined op with C++'s wrapping addition:
-/// Open MPI 4.1's AVX reduction component (Debian 12's 4.1.4) adds them with saturating
+/// Reduction R of T in C++ (runtime/backend.hpp reduce_combine) as an MPI operation, created
+/// once.
+template <class T, reduction R>
+MPI_Op mpi_user_op() {
+  static const MPI_Op op = [] {
+    MPI_Op o = MPI_OP_NULL;
+    MPI_Op_create(
+        [](void* in, void* inout, int* len, MPI_Datatype*) {
+          const T* a = static_cast<const T*>(in);
+          T* b = static_cast<T*>(inout);
+          for (int i = 0; i < *len; ++i) b[i] = reduce_combine(R, a[i], b[i]);
+        },
+        1, &o);
+    return o;
+  }();
+  return op;
+}
+
+/// The MPI operation of reduction r on T (avg: the sum; the caller divides): MPI's own where
+/// MPI has T's arithmetic; otherwise one of mpi_user_op's: for the element types MPI has no
+/// arithmetic for (bfloat16, float16, moved as MPI_UINT16_T) and for 8- and 16-bit integers,
+/// which Open MPI 4.1's AVX reduction component (Debian 12's 4.1.4) adds with saturating
 /// vector instructions (200 + 200 gives 255 for unsigned char on 32 elements or more).
 template <class T>
-MPI_Op mpi_sum_op() {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) <= 2) {
-    static const MPI_Op op = [] {
-      MPI_Op o = MPI_OP_NULL;
-      MPI_Op_create(
-          [](void* in, void* inout, int* len, MPI_Datatype*) {
-            using U = std::make_unsigned_t<T>;
-            const T* a = static_cast<const T*>(in);
-            T* b = static_cast<T*>(inout);
-            for (int i = 0; i < *len; ++i) b[i] = static_cast<T>(static_cast<U>(static_cast<U>(a[i]) + static_cast<U>(b[i])));
-          },
-          1, &o);
-      return o;
-    }();
-    return op;
+MPI_Op mpi_reduce_op(reduction r) {
+  constexpr bool own = (std::is_arithmetic_v<T> && (!std::is_integral_v<T> || sizeof(T) > 2 || std::is_same_v<T, bool>)) ||
+                       std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+  if constexpr (own) {
+    return r == reduction::max ? MPI_MAX : r == reduction::min ? MPI_MIN : r == reduction::prod ? MPI_PROD : MPI_SUM;
   } else {
-    return MPI_SUM;
+    if constexpr (std::totally_ordered<T>) {
+      if (r == reduction::max) return mpi_user_op<T, reduction::max>();
+      if (r == reduction::min) return mpi_user_op<T, reduction::min>();
+    }
+    if constexpr (requires(T a, T b) { a * b; }) {
+      if (r == reduction::prod) return mpi_user_op<T, reduction::prod>();
+    }
+    return mpi_user_op<T, reduction::sum>();
   }
 }
 }  // namespace detail
@@ -1031,12 +1052,7 @@ class mpi_backend {
   template <class T>
   static MPI_Op mpi_op(reduction r) {
     if (!reducible<T>(r)) throw redist_error(errc::runtime, "mpi backend: " + unreducible_text(r));
-    switch (r) {
-      case reduction::max: return MPI_MAX;
-      case reduction::min: return MPI_MIN;
-      case reduction::prod: return MPI_PROD;
-      default: return detail::mpi_sum_op<T>();  // sum, avg
-    }
+    return detail::mpi_reduce_op<T>(r);
   }
   /// avg: divide the n members' sum by n, element by element.
   template <class T>
@@ -1092,11 +1108,7 @@ void mpi_reduce_partials(MPI_Comm group, T* v, std::size_t count, reduction r) {
     throw redist_error(errc::runtime, "mpi_reduce_partials: a tile of " + std::to_string(count) + " elements");
   const int n = static_cast<int>(count);
   if (r != reduction::avg) {
-    const MPI_Op o = r == reduction::max    ? MPI_MAX
-                     : r == reduction::min  ? MPI_MIN
-                     : r == reduction::prod ? MPI_PROD
-                                            : detail::mpi_sum_op<T>();
-    MPI_Allreduce(MPI_IN_PLACE, v, n, mpi_datatype<T>::get(), o, group);
+    MPI_Allreduce(MPI_IN_PLACE, v, n, mpi_datatype<T>::get(), detail::mpi_reduce_op<T>(r), group);
     return;
   }
   int size = 1;
@@ -1111,7 +1123,7 @@ void mpi_reduce_partials(MPI_Comm group, T* v, std::size_t count, reduction r) {
       v[k] = static_cast<T>(v[k] - root[k]);
     }
   }
-  MPI_Allreduce(MPI_IN_PLACE, v, n, mpi_datatype<T>::get(), detail::mpi_sum_op<T>(), group);
+  MPI_Allreduce(MPI_IN_PLACE, v, n, mpi_datatype<T>::get(), detail::mpi_reduce_op<T>(reduction::sum), group);
   for (std::size_t k = 0; k < count; ++k)
     v[k] = reduce_add(root[k], reduce_finish(r, v[k], static_cast<std::size_t>(size)));
 }

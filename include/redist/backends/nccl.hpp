@@ -50,8 +50,8 @@
 //   allreduce / reducescatter:
 //   ncclAllReduce / ncclReduceScatter with ncclSum, ncclMax, ncclMin, ncclProd or ncclAvg
 //   (the step's reduction; ncclAvg, NCCL >= 2.10, divides integer sums with truncation
-//   as the other backends do), for element types with an NCCL datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double; specialize it
-//   for others). The data-moving collectives move bytes, so any trivially copyable T works.
+//   as the other backends do), for element types with an NCCL datatype (nccl_datatype<T>: 8-, 32- and 64-bit integers, float, double, bfloat16 and float16
+//   of runtime/half.hpp; specialize it for others). The data-moving collectives move bytes, so any trivially copyable T works.
 // - agree: over MPI when the backend was bootstrapped over MPI (no GPU work); otherwise a
 //   3-word ncclAllReduce(max) that waits for the stream (the only host synchronization of
 //   a run, and only for a backend built from a communicator).
@@ -87,6 +87,7 @@
 #include "redist/core/error.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/backend.hpp"
+#include "redist/runtime/half.hpp"
 #include "redist/runtime/memory.hpp"
 #include "redist/runtime/pack.hpp"
 
@@ -512,6 +513,14 @@ struct nccl_datatype<float> {
 template <>
 struct nccl_datatype<double> {
   static constexpr ncclDataType_t value = ncclFloat64;
+};
+template <>
+struct nccl_datatype<bfloat16> {
+  static constexpr ncclDataType_t value = ncclBfloat16;
+};
+template <>
+struct nccl_datatype<float16> {
+  static constexpr ncclDataType_t value = ncclFloat16;
 };
 
 /// Element types the NCCL backend can add (allreduce, reducescatter).

@@ -2,10 +2,10 @@
 // redist-reshard/1, docs/reference.md "Many arrays at once"): their names and sizes.
 //
 // A redistribution moves elements without looking at them, so most of the library needs
-// only an element's size. Reductions (pending sums) need its arithmetic: `reducing_type`
-// says which C++ type carries it, and bf16/f16 have none here (no standard arithmetic type
-// in C++20), so a pending reduction on them is refused by name. A reshard may also convert
-// between the floating-point types on the way (element_type_casts; runtime/cast.hpp).
+// only an element's size. Reductions (pending sums) need its arithmetic: the C++ type of
+// each (runtime/reshard_executor.hpp with_element_type), bf16 and f16 those of
+// runtime/half.hpp. A reshard may also convert between the floating-point types on the way
+// (element_type_casts; runtime/cast.hpp).
 #pragma once
 
 #include <cstdint>
@@ -48,10 +48,6 @@ constexpr std::uint64_t element_type_bytes(element_type t) {
     default: return 1;
   }
 }
-
-/// True where the library can reduce partial values of this type (every type but bf16 and
-/// f16, which have no C++20 arithmetic type).
-constexpr bool element_type_reduces(element_type t) { return t != element_type::bf16 && t != element_type::f16; }
 
 /// True for the floating-point types (f64, f32, bf16, f16).
 constexpr bool element_type_floating(element_type t) {

@@ -276,14 +276,13 @@ enum class fuse_refusal : std::uint8_t {
   none,
   joint,        ///< the array moves in the joint exchange
   not_fusible,  ///< its own program is not even all-reduces, reduce-scatters and all-gathers over
-                ///< every rank, or reduces an element type without arithmetic
+                ///< every rank
   other_call,   ///< another element type, or other steps than `first`'s
 };
 inline fuse_refusal fuse_refused(const reshard_plan& rp, std::size_t a, std::size_t first) {
   if (rp.route[a] != reshard_route::own) return fuse_refusal::joint;
   const program& p = rp.own[a].chosen_program();
-  if (!fusible(p, rp.world) || (fused_reduces(p) && !element_type_reduces(rp.arrays[a].dtype)))
-    return fuse_refusal::not_fusible;
+  if (!fusible(p, rp.world)) return fuse_refusal::not_fusible;
   if (rp.arrays[a].dtype != rp.arrays[first].dtype || !same_call(p, rp.own[first].chosen_program()))
     return fuse_refusal::other_call;
   return fuse_refusal::none;
@@ -700,12 +699,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         throw redist_error(errc::rule, "array '" + a.name + "' casts " + cast +
                                            ", which only the joint exchange does (one call per array was asked)");
     }
-    if (a.source_pending() || a.target_pending()) {
-      if (!element_type_reduces(a.dtype))  // reducing the source's, or creating the target's (lower/partial.hpp)
-        throw redist_error(errc::rule, "array '" + a.name + "': its pending " +
-                                           std::string(reduction_name(layout_type(a.source_pending() ? a.source : a.target)->reduce)) +
-                                           " needs arithmetic on " + std::string(element_type_name(a.dtype)) +
-                                           " elements, which redist does not do");
+    if (a.source_pending() || a.target_pending()) {  // reducing the source's, or creating the target's (lower/partial.hpp)
       rp.route[i] = reshard_route::own;
       forced[i] = 1;
     }

@@ -9,8 +9,9 @@
 // beyond a narrower type's range become infinities; NaNs stay NaNs (quiet, their sign and
 // leading payload bits kept); subnormals are kept, not flushed. Widening is exact.
 //
-// bf16 and f16 have no C++20 arithmetic type, so they are handled as their 16-bit patterns
-// (IEEE binary16, and the upper half of an IEEE binary32 for bf16). A cast_copy is a strided
+// bf16 and f16 have no C++20 arithmetic type, so they are handled here as their 16-bit
+// patterns (IEEE binary16, and the upper half of an IEEE binary32 for bf16; runtime/half.hpp
+// gives them arithmetic on top of these conversions). A cast_copy is a strided
 // copy (pack.hpp) in elements whose two sides have different element types; host memory runs
 // it run by run (host_cast_copy), loading and storing through memcpy so that tiles need no
 // alignment beyond their element size.

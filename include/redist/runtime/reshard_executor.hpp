@@ -91,6 +91,7 @@
 #include "redist/lower/reshard.hpp"
 #include "redist/runtime/backend.hpp"
 #include "redist/runtime/executor.hpp"
+#include "redist/runtime/half.hpp"
 #include "redist/runtime/memory.hpp"
 #include "redist/runtime/pack.hpp"
 
@@ -356,18 +357,20 @@ struct typed_fused_call final : fused_call {
 };
 
 /// The C++ type of an element type: its arithmetic type where `reduces` (f64 double, f32
-/// float, i64, i32, i8, u8), otherwise an unsigned integer of its size (the data only moves).
+/// float, bf16 bfloat16, f16 float16 (runtime/half.hpp), i64, i32, i8, u8), otherwise an
+/// unsigned integer of its size (the data only moves).
 template <class F>
 void with_element_type(element_type t, bool reduces, F&& f) {
   if (reduces) {
     switch (t) {
       case element_type::f64: return f(double{});
       case element_type::f32: return f(float{});
+      case element_type::bf16: return f(bfloat16{});
+      case element_type::f16: return f(float16{});
       case element_type::i64: return f(std::int64_t{});
       case element_type::i32: return f(std::int32_t{});
       case element_type::i8: return f(std::int8_t{});
       case element_type::u8: return f(std::uint8_t{});
-      default: throw redist_error(errc::rule, "no arithmetic for " + std::string(element_type_name(t)) + " elements");
     }
   }
   switch (element_type_bytes(t)) {

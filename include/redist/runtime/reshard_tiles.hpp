@@ -7,7 +7,7 @@
 // fused_sources find each array's tile in it.
 //
 // Array a's element at global index g holds index_value(g + a * reshard_array_offset) of the
-// array's element type (its arithmetic type, or for bf16/f16 a 16-bit integer), so that two
+// array's element type (its arithmetic type where the array has pending values (bf16 and f16: runtime/half.hpp), otherwise an unsigned integer of its size), so that two
 // arrays of the same shape hold different values; a source with pending values holds the
 // partials that reduce to it (verify.hpp partial_value). Targets that keep pending values
 // are not checked (their partials are only defined up to the reduction). An array that casts
@@ -59,7 +59,7 @@ void with_tile(element_type et, bool arithmetic, const array_layout& l, std::uin
   const auto* t = std::get_if<placed_layout>(&l);
   const std::int64_t pos = t ? t->pm.positions(W)[r] : std::get<box_layout>(l).boxes[r] ? 0 : -1;
   if (pos < 0) return;
-  with_element_type(et, arithmetic && element_type_reduces(et), [&](auto e) {
+  with_element_type(et, arithmetic, [&](auto e) {
     using T = decltype(e);
     const std::span<T> mem(reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T));
     darray<T> a = t ? darray<T>(t->pm.mesh, t->type, static_cast<rank_t>(pos), mem)

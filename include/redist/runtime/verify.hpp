@@ -5,7 +5,10 @@
 // index is g; after a redistribution, check_global_index(b) counts the elements of b
 // whose value is not index_value<T>(their global index). The encoding is exact (distinct
 // indices give distinct values) up to 2^24 elements for float, 2^53 for double and
-// 2^bits for integers; beyond that, indices are reduced modulo that range.
+// 2^bits for integers; beyond that, indices are reduced modulo that range. bf16 and f16
+// (runtime/half.hpp) encode g as m 2^e with few significant bits in m (so that the partial
+// values below add exactly): 3,216 values for bf16 (|m| in 8..15, e in -100..100), 2,816 for
+// f16 (|m| in 64..127, e in -18..3), indices modulo that count.
 //
 // Partial values: for a type with pending axes (`... sum{y}`, `max{y}`, ...), the P devices
 // that differ only along those axes hold partial values whose reduction (the type's kind:
@@ -16,9 +19,11 @@
 // small offsets or factors of the value, chosen so that every backend's reduction is exact
 // in any order and grouping (floating-point types while the indices stay below about
 // 2^digits / P; avg of 8- and 16-bit integers only while P times the value fits, since
-// backends add before they divide).
+// backends add before they divide; bf16 and f16 while P <= 16, and for sums, max and min
+// P <= 48 (bf16) and 300 (f16): the partials of g are then small multiples of 2^e).
 #pragma once
 
+#include <bit>
 #include <complex>
 #include <cstdint>
 #include <limits>
@@ -28,8 +33,34 @@
 #include "redist/core/offsets.hpp"
 #include "redist/runtime/backend.hpp"
 #include "redist/runtime/darray.hpp"
+#include "redist/runtime/half.hpp"
 
 namespace redist {
+
+namespace detail {
+template <class T>
+inline constexpr bool is_half_float = false;
+template <half_format F>
+inline constexpr bool is_half_float<half_float<F>> = true;
+
+/// The 16-bit floats' encoding of g (the header comment): m with H <= |m| < 2H (distinct
+/// values) times 2^e, e from lo to lo + E - 1; unit(g) is 2^e, the step of g's partial values.
+template <class T>
+struct half_encoding {
+  static constexpr bool bf = std::is_same_v<T, bfloat16>;
+  static constexpr std::uint64_t H = bf ? 8 : 64, E = bf ? 201 : 22;
+  static constexpr int lo = bf ? -100 : -18;
+  static constexpr std::uint64_t count = 2 * H * E;
+  static constexpr float unit(std::uint64_t g) {
+    const int e = lo + static_cast<int>(g % count / (2 * H));
+    return std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23);
+  }
+  static constexpr float mantissa(std::uint64_t g) {
+    const std::uint64_t k = g % count % (2 * H);
+    return k < H ? -static_cast<float>(H + k) : static_cast<float>(k);  // k - H + H
+  }
+};
+}  // namespace detail
 
 /// The value that encodes global index g.
 template <class T>
@@ -42,6 +73,9 @@ constexpr T index_value(std::uint64_t g) {
     return static_cast<T>(range ? g % range : g);
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(g);  // modulo 2^bits (C++20 conversions are modular)
+  } else if constexpr (detail::is_half_float<T>) {
+    using H = detail::half_encoding<T>;
+    return T(H::mantissa(g) * H::unit(g));  // exact
   } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
     using V = typename T::value_type;
     return T(index_value<V>(g), index_value<V>(~g));
@@ -62,7 +96,8 @@ struct real_part<std::complex<V>> {
 }  // namespace detail
 
 /// The partial value that the device with sum index s of P holds for global index g: the
-/// reduction r of the P partials is index_value<T>(g), exactly.
+/// reduction r of the P partials is index_value<T>(g), exactly. (For bf16 and f16 the small
+/// integers below are multiples of g's unit 2^e, detail::half_encoding.)
 ///   sum:  small integers for floating-point and signed types, scrambled values modulo
 ///         2^bits for unsigned ones; partial 0 holds the rest.
 ///   max:  partial 0 holds the value, the others a little less (min: a little more).
@@ -74,13 +109,17 @@ struct real_part<std::complex<V>> {
 template <summable T>
 constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, reduction r = reduction::sum) {
   const auto small = [g](std::uint64_t k) { return static_cast<int>((g + 3 * k) % 5) + 1; };  // 1..5
+  const auto scaled = [g](int k) {  // k as a T, times g's unit for the 16-bit floats
+    if constexpr (detail::is_half_float<T>) return T(static_cast<float>(k) * detail::half_encoding<T>::unit(g));
+    else return static_cast<T>(k);
+  };
   const T v = index_value<T>(g);
   switch (r) {
     case reduction::max:
     case reduction::min:
       if constexpr (std::totally_ordered<T>) {
         if (s == 0) return v;
-        const T d = static_cast<T>(small(s)), lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+        const T d = scaled(small(s)), lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
         if (r == reduction::max) return v < static_cast<T>(lo + d) ? lo : static_cast<T>(v - d);
         return v > static_cast<T>(hi - d) ? hi : static_cast<T>(v + d);
       }
@@ -119,14 +158,14 @@ constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, red
     }
     case reduction::sum: break;
   }
-  const auto salt = [](std::uint64_t g_, std::uint64_t P_, std::uint64_t k) {
+  const auto salt = [&scaled](std::uint64_t g_, std::uint64_t P_, std::uint64_t k) {
     if constexpr (std::is_unsigned_v<T>) {
       std::uint64_t z = (g_ * P_ + k) * 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
       return static_cast<T>(z ^ (z >> 31));
     } else {
-      return static_cast<T>(static_cast<int>((g_ + 3 * k) % 5) + 1);
+      return scaled(static_cast<int>((g_ + 3 * k) % 5) + 1);
     }
   };
   if (s != 0) return salt(g, P, s);
