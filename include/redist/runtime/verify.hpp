@@ -60,6 +60,13 @@ struct half_encoding {
     return k < H ? -static_cast<float>(H + k) : static_cast<float>(k);  // k - H + H
   }
 };
+
+/// k steps of g's partial values as a T: k, times 2^e for the 16-bit floats.
+template <class T>
+constexpr T index_step(std::uint64_t g, int k) {
+  if constexpr (is_half_float<T>) return T(static_cast<float>(k) * half_encoding<T>::unit(g));
+  else return static_cast<T>(k);
+}
 }  // namespace detail
 
 /// The value that encodes global index g.
@@ -109,17 +116,13 @@ struct real_part<std::complex<V>> {
 template <summable T>
 constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, reduction r = reduction::sum) {
   const auto small = [g](std::uint64_t k) { return static_cast<int>((g + 3 * k) % 5) + 1; };  // 1..5
-  const auto scaled = [g](int k) {  // k as a T, times g's unit for the 16-bit floats
-    if constexpr (detail::is_half_float<T>) return T(static_cast<float>(k) * detail::half_encoding<T>::unit(g));
-    else return static_cast<T>(k);
-  };
   const T v = index_value<T>(g);
   switch (r) {
     case reduction::max:
     case reduction::min:
       if constexpr (std::totally_ordered<T>) {
         if (s == 0) return v;
-        const T d = scaled(small(s)), lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+        const T d = detail::index_step<T>(g, small(s)), lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
         if (r == reduction::max) return v < static_cast<T>(lo + d) ? lo : static_cast<T>(v - d);
         return v > static_cast<T>(hi - d) ? hi : static_cast<T>(v + d);
       }
@@ -158,14 +161,14 @@ constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, red
     }
     case reduction::sum: break;
   }
-  const auto salt = [&scaled](std::uint64_t g_, std::uint64_t P_, std::uint64_t k) {
+  const auto salt = [](std::uint64_t g_, std::uint64_t P_, std::uint64_t k) {
     if constexpr (std::is_unsigned_v<T>) {
       std::uint64_t z = (g_ * P_ + k) * 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
       return static_cast<T>(z ^ (z >> 31));
     } else {
-      return scaled(static_cast<int>((g_ + 3 * k) % 5) + 1);
+      return detail::index_step<T>(g_, static_cast<int>((g_ + 3 * k) % 5) + 1);
     }
   };
   if (s != 0) return salt(g, P, s);
