@@ -275,7 +275,7 @@ MPI_Op mpi_op(ncclRedOp_t op, ncclDataType_t t) {
     case ncclUint8: return redist::detail::mpi_reduce_op<std::uint8_t>(r);
     case ncclBfloat16: return redist::detail::mpi_reduce_op<redist::bfloat16>(r);
     case ncclFloat16: return redist::detail::mpi_reduce_op<redist::float16>(r);
-    default: return redist::detail::mpi_reduce_op<float>(r);  // MPI's own
+    default: return redist::detail::mpi_predefined_op(r);
   }
 }
 /// ncclAvg after the sum: every element divided by the communicator's size (integers

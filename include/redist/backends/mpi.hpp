@@ -135,6 +135,12 @@ REDIST_MPI_DATATYPE(float16, MPI_UINT16_T);
 #undef REDIST_MPI_DATATYPE
 
 namespace detail {
+/// MPI's own operation of reduction r (avg: MPI_SUM; the caller divides), for element types
+/// MPI has the arithmetic of.
+inline MPI_Op mpi_predefined_op(reduction r) {
+  return r == reduction::max ? MPI_MAX : r == reduction::min ? MPI_MIN : r == reduction::prod ? MPI_PROD : MPI_SUM;
+}
+
 /// Reduction R of T in C++ (runtime/backend.hpp reduce_combine) as an MPI operation, created
 /// once.
 template <class T, reduction R>
@@ -153,8 +159,8 @@ MPI_Op mpi_user_op() {
   return op;
 }
 
-/// The MPI operation of reduction r on T (avg: the sum; the caller divides): MPI's own where
-/// MPI has T's arithmetic; otherwise one of mpi_user_op's: for the element types MPI has no
+/// The MPI operation of reduction r on T (avg: the sum; the caller divides): MPI's own
+/// (mpi_predefined_op) where MPI has T's arithmetic; otherwise one of mpi_user_op's: for the element types MPI has no
 /// arithmetic for (bfloat16, float16, moved as MPI_UINT16_T) and for 8- and 16-bit integers,
 /// which Open MPI 4.1's AVX reduction component (Debian 12's 4.1.4) adds with saturating
 /// vector instructions (200 + 200 gives 255 for unsigned char on 32 elements or more).
@@ -163,7 +169,7 @@ MPI_Op mpi_reduce_op(reduction r) {
   constexpr bool own = (std::is_arithmetic_v<T> && (!std::is_integral_v<T> || sizeof(T) > 2 || std::is_same_v<T, bool>)) ||
                        std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
   if constexpr (own) {
-    return r == reduction::max ? MPI_MAX : r == reduction::min ? MPI_MIN : r == reduction::prod ? MPI_PROD : MPI_SUM;
+    return mpi_predefined_op(r);
   } else {
     if constexpr (std::totally_ordered<T>) {
       if (r == reduction::max) return mpi_user_op<T, reduction::max>();

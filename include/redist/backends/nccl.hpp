@@ -506,22 +506,16 @@ struct nccl_datatype<T> {
                                           : sizeof(T) == 4 ? (std::is_signed_v<T> ? ncclInt32 : ncclUint32)
                                                            : (std::is_signed_v<T> ? ncclInt64 : ncclUint64);
 };
-template <>
-struct nccl_datatype<float> {
-  static constexpr ncclDataType_t value = ncclFloat32;
-};
-template <>
-struct nccl_datatype<double> {
-  static constexpr ncclDataType_t value = ncclFloat64;
-};
-template <>
-struct nccl_datatype<bfloat16> {
-  static constexpr ncclDataType_t value = ncclBfloat16;
-};
-template <>
-struct nccl_datatype<float16> {
-  static constexpr ncclDataType_t value = ncclFloat16;
-};
+#define REDIST_NCCL_DATATYPE(T, N)             \
+  template <>                                  \
+  struct nccl_datatype<T> {                    \
+    static constexpr ncclDataType_t value = N; \
+  }
+REDIST_NCCL_DATATYPE(float, ncclFloat32);
+REDIST_NCCL_DATATYPE(double, ncclFloat64);
+REDIST_NCCL_DATATYPE(bfloat16, ncclBfloat16);  // runtime/half.hpp
+REDIST_NCCL_DATATYPE(float16, ncclFloat16);
+#undef REDIST_NCCL_DATATYPE
 
 /// Element types the NCCL backend can add (allreduce, reducescatter).
 template <class T>

@@ -57,7 +57,7 @@ struct half_encoding {
   }
   static constexpr float mantissa(std::uint64_t g) {
     const std::uint64_t k = g % count % (2 * H);
-    return k < H ? -static_cast<float>(H + k) : static_cast<float>(k);  // k - H + H
+    return k < H ? -static_cast<float>(H + k) : static_cast<float>(k);  // -(H..2H-1), then H..2H-1
   }
 };
 
