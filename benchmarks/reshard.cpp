@@ -43,13 +43,18 @@
 // (runtime/half.hpp, MPI user-defined operations), against converting them to f32, reducing
 // in f32 and converting the shards back (what a caller did while redist refused bf16
 // reductions), and against the same gradients in f32.
+// Part 6, mixed precision: part 3's FSDP gradients in bf16 reduce-scattered in f32 into f32
+// shards, as PyTorch FSDP's MixedPrecision(reduce_dtype=f32) does (reshard_array::target_dtype
+// on pending values: converted as they are packed into one f32 call), against converting every
+// bf16 gradient into an f32 copy and resharding those (what a caller did while redist refused
+// casts of pending values), and against bf16 reduced in bf16.
 // Every system runs the same data, interleaved run by run after a warm-up; a run's time is
 // the slowest rank's (MPI_Wtime between barriers); output tiles are filled with 0xff before
 // every run and every element of every target tile is checked after each system's last run.
 // Prints markdown tables (ms, best and median, max/min over the runs) and the ratios of the
 // issue's goals; asserts nothing about time, exits 1 on wrong data.
 // Usage: mpirun --oversubscribe -np 8 reshard_bench [runs] [layers] [dim] [vocab] [parts]
-//        (default 7 13 512 50257 12345; parts 1, 3, 4 and 5 run where layers > 0, part 2 where
+//        (default 7 13 512 50257 123456; parts 1, 3, 4, 5 and 6 run where layers > 0, part 2 where
 //        dim >= 512; `parts` lists the parts to run)
 #include <mpi.h>
 
@@ -107,6 +112,13 @@ struct series {
   }
   [[nodiscard]] double spread() const { return *std::max_element(t.begin(), t.end()) / best(); }
 };
+
+/// Fills t's target tiles with 0xff (before every run: the check then sees what the run wrote).
+std::function<void()> clear_targets(reshard_tiles& t) {
+  return [&t] {
+    for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
+  };
+}
 
 /// Run each system `runs` times, interleaved (after one warm-up each); check after its last run.
 void interleave(std::vector<series>& s, const std::vector<std::function<void()>>& run,
@@ -307,9 +319,7 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
                                               [&] { eb.run(in, out); }, [&] { es.run(in, out); },
                                               [&] { gs.run(in, out); }, [&] { pi.run(in, out); },
                                               [&] { ps.run(in, out); }, [&] { ep.run(in, out); }, copy_floor};
-    auto clear = [&] {
-      for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
-    };
+    const std::function<void()> clear = clear_targets(t);
     auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
     std::vector<std::function<bool()>> checks(s.size(), check);
     checks.back() = [] { return true; };  // the copy floor moves no array
@@ -408,9 +418,7 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
   std::vector<series> s = {{"joint (fused)", {}}, {"joint (fused as before)", {}}, {"per array", {}}};
   const std::vector<std::function<void()>> run = {
       [&] { ej.run(in, out); }, [&] { eb.run(in, out); }, [&] { es.run(in, out); }};
-  auto clear = [&] {
-    for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
-  };
+  const std::function<void()> clear = clear_targets(t);
   auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
   interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
              std::vector<std::function<bool()>>(s.size(), check), runs);
@@ -461,16 +469,11 @@ void half_gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint6
         for (std::size_t k = 0; k < tf.out.size(); ++k) cast_elements(tf.out[k], element_type::f32, tu.out[k], element_type::bf16);
       },
       [&] { ef.run(x_in, x_out); }};
-  auto clear = [](reshard_tiles& t) {
-    return [&t] {
-      for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
-    };
-  };
   const std::vector<std::function<bool()>> checks = {
       [&] { return check_reshard_targets(h, eh.local_ranks(), th).ok(); },
       [&] { return check_reshard_targets(h, eh.local_ranks(), tu).ok(); },
       [&] { return check_reshard_targets(f, ef.local_ranks(), t32).ok(); }};
-  interleave(s, run, {clear(th), clear(tu), clear(t32)}, checks, runs);
+  interleave(s, run, {clear_targets(th), clear_targets(tu), clear_targets(t32)}, checks, runs);
   std::uint64_t bytes = 0;
   for (const reshard_array& a : ph.arrays) bytes += a.bytes();
   if (me == 0) {
@@ -481,6 +484,51 @@ void half_gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint6
     for (const series& x : s)
       std::printf("| %s | %.2f | %.2f | %.2f | %.2fx |\n", x.name.c_str(), x.best() * 1e3, x.median() * 1e3, x.spread(),
                   x.median() / s[0].median());
+  }
+}
+
+/// Part 6: part 3's FSDP gradients in bf16, reduce-scattered in f32 into f32 shards.
+void mixed_gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim) {
+  reshard_problem pm = gradient_problem(layers, dim, false, element_type::bf16);
+  for (reshard_array& a : pm.arrays) a.target_dtype = element_type::f32;
+  const reshard_problem ph = gradient_problem(layers, dim, false, element_type::bf16),
+                        pf = gradient_problem(layers, dim, false, element_type::f32);
+  const reshard_plan m = plan_reshard(pm), h = plan_reshard(ph), f = plan_reshard(pf);
+  reshard_executor<mpi_backend> em(mpi, m), eh(mpi, h), ef(mpi, f);
+  // Mixed in one plan; bf16 converted to f32 copies (tf.in), then the f32 plan; bf16 in bf16.
+  reshard_tiles tm = make_reshard_tiles(em), tf = make_reshard_tiles(ef), th = make_reshard_tiles(eh);
+  fill_reshard_sources(m, em.local_ranks(), tm);  // bf16 partials, exact in f32
+  fill_reshard_sources(h, eh.local_ranks(), th);
+  const auto m_in = tm.sources(), f_in = tf.sources(), h_in = th.sources();
+  const auto m_out = tm.targets(), f_out = tf.targets(), h_out = th.targets();
+  std::vector<series> s = {{"bf16 to f32 shards, reduced in f32 (one plan)", {}},
+                           {"bf16 converted to f32 copies, then reduced in f32", {}},
+                           {"bf16 reduced in bf16 (bf16 shards)", {}}};
+  const std::vector<std::function<void()>> run = {
+      [&] { em.run(m_in, m_out); },
+      [&] {
+        for (std::size_t k = 0; k < tm.in.size(); ++k) cast_elements(tm.in[k], element_type::bf16, tf.in[k], element_type::f32);
+        ef.run(f_in, f_out);
+      },
+      [&] { eh.run(h_in, h_out); }};
+  const std::vector<std::function<bool()>> checks = {
+      [&] { return check_reshard_targets(m, em.local_ranks(), tm).ok(); },
+      [&] { return check_reshard_targets(m, em.local_ranks(), tf).ok(); },  // f32 shards of the same values
+      [&] { return check_reshard_targets(h, eh.local_ranks(), th).ok(); }};
+  interleave(s, run, {clear_targets(tm), clear_targets(tf), clear_targets(th)}, checks, runs);
+  std::uint64_t bytes = 0, held[3] = {em.bytes_held(), ef.bytes_held(), eh.bytes_held()};
+  for (const reshard_array& a : pm.arrays) bytes += a.bytes();
+  for (const auto& x : tf.in) held[1] += x.size();  // the f32 copies of the gradients
+  MPI_Allreduce(MPI_IN_PLACE, held, 3, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (me == 0) {
+    std::printf("\n## Mixed precision: bf16 gradients reduced in f32 into f32 shards, %llu layers of width %llu, FSDP 4 x "
+                "TP 2, %zu arrays, %s MiB in bf16, 8 ranks\n\n| system | best ms | median ms | max/min | / one plan "
+                "(medians) | held beyond the tiles (most of a rank) |\n|---|---|---|---|---|---|\n",
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), pm.arrays.size(),
+                mib(bytes).c_str());
+    for (std::size_t i = 0; i < s.size(); ++i)
+      std::printf("| %s | %.2f | %.2f | %.2f | %.2fx | %s MiB |\n", s[i].name.c_str(), s[i].best() * 1e3,
+                  s[i].median() * 1e3, s[i].spread(), s[i].median() / s[0].median(), mib(held[i]).c_str());
   }
 }
 
@@ -515,10 +563,7 @@ void casts(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, 
             cast_elements(ts.out[k], element_type::f32, bf[k], element_type::bf16);
         },
         [&] { es.run(s_in, s_out); }};
-    auto clear = [](reshard_tiles& t) {
-      for (auto& o : t.out) std::memset(o.data(), 0xff, o.size());
-    };
-    const std::vector<std::function<void()>> clears = {[&] { clear(tc); }, [&] { clear(ts); }, [&] { clear(ts); }};
+    const std::vector<std::function<void()>> clears = {clear_targets(tc), clear_targets(ts), clear_targets(ts)};
     auto check_same = [&] { return check_reshard_targets(same, es.local_ranks(), ts).ok(); };
     const std::vector<std::function<bool()>> checks = {
         [&] { return check_reshard_targets(cast, ec.local_ranks(), tc).ok(); }, check_same, check_same};
@@ -644,7 +689,7 @@ int main(int argc, char** argv) {
     const std::uint64_t layers = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 13;
     const std::uint64_t dim = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 512;
     const std::uint64_t vocab = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 50257;
-    const std::string parts = argc > 5 ? argv[5] : "12345";
+    const std::string parts = argc > 5 ? argv[5] : "123456";
     auto part = [&](char c) { return parts.find(c) != std::string::npos; };
     mpi_backend mpi(MPI_COMM_WORLD);
     if (mpi.devices() != 8) {
@@ -658,6 +703,7 @@ int main(int argc, char** argv) {
       for (const bool hsdp : {false, true}) gradients(mpi, runs, layers, dim, hsdp);
     if (layers > 0 && part('4')) casts(mpi, runs, layers, dim, vocab);
     if (layers > 0 && part('5')) half_gradients(mpi, runs, layers, dim);
+    if (layers > 0 && part('6')) mixed_gradients(mpi, runs, layers, dim);
   }
 #if defined(REDIST_WITH_SCALAPACK)
   bench::scalapack_finalize();

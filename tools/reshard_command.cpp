@@ -136,8 +136,14 @@ void print_plan(const reshard_plan& p, bool explain) {
     fmt::print("  fused {}: {} of {} arrays ({}), {} per rank, {:.3f} ms\n", k + 1, calls, f.arrays.size(), names,
                bytes_text(f.bytes), f.seconds * 1e3);
   }
-  for (std::size_t i = 0; i < p.arrays.size(); ++i)
-    fmt::print("  {}: {}\n", p.arrays[i].name, p.own[i].reason);
+  for (std::size_t i = 0; i < p.arrays.size(); ++i) {
+    const reshard_array& a = p.arrays[i];
+    const std::string in = a.casts_pending() ? fmt::format("; runs in {} (pending values cast: the type that holds {} and {})",
+                                                           element_type_name(a.program_type()), element_type_name(a.dtype),
+                                                           element_type_name(a.target_type()))
+                                             : "";
+    fmt::print("  {}: {}{}\n", a.name, p.own[i].reason, in);
+  }
 }
 
 template <class B>

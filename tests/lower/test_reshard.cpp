@@ -495,17 +495,76 @@ TEST_CASE("casts: joint, on the way in the narrower type; what is refused", "[re
   REQUIRE(testing::check_reshard_plan(q, 8).empty());
   CHECK(q.rounds.size() == 16);
   REQUIRE_THROWS_WITH(plan_reshard(pr, {.budget_bytes = 7}), Catch::Matchers::Contains("is 8 bytes, more than the budget of 7"));
-  // Refused: casts between other types, of pending values, without the joint exchange.
+  // Refused: casts between other types, casts of values without the joint exchange.
   reshard_problem ints = pr;
   ints.arrays[0].dtype = element_type::i32;
   ints.arrays[0].target_dtype = element_type::f32;
   REQUIRE_THROWS_WITH(plan_reshard(ints),
                       "array 'w': cannot cast i32 to f32 (casts are between the floating-point types f64, f32, bf16, f16)");
-  reshard_problem sums;
-  sums.arrays.push_back(array_of("g", element_type::f32, "{x: 2}", "[16, 8] sum{x}", "{x: 2}", "[{x}16, 8]"));
-  sums.arrays[0].target_dtype = element_type::f16;
-  REQUIRE_THROWS_WITH(plan_reshard(sums), "array 'g': a cast (f32 to f16) of pending values; reduce them first, or cast "
-                                          "after the reshard");
+  ints.arrays[0] = array_of("g", element_type::i32, "{x: 2}", "[16, 8] sum{x}", "{x: 2}", "[{x}16, 8]");
+  ints.arrays[0].target_dtype = element_type::f32;
+  REQUIRE_THROWS_WITH(plan_reshard(ints),
+                      "array 'g': cannot cast i32 to f32 (casts are between the floating-point types f64, f32, bf16, f16)");
   REQUIRE_THROWS_WITH(plan_reshard(pr, {.joint = false}),
                       "array 'w' casts f32 to bf16, which only the joint exchange does (one call per array was asked)");
+}
+
+TEST_CASE("casts of pending values: reduced in the type that holds both, as FSDP's reduce_dtype", "[reshard][cast]") {
+  using enum element_type;
+  CHECK(element_type_holding(bf16, f32) == f32);
+  CHECK(element_type_holding(f32, bf16) == f32);
+  CHECK(element_type_holding(bf16, f16) == f32);
+  CHECK(element_type_holding(f16, f64) == f64);
+  CHECK(element_type_holding(f32, f64) == f64);
+  CHECK(element_type_holding(bf16, bf16) == bf16);
+  // FSDP's MixedPrecision(param_dtype=bf16, reduce_dtype=f32): bf16 gradients reduce-scattered
+  // in f32 into f32 shards. They share one f32 call with f32 gradients and with f32 partial
+  // sums that land in bf16; f16 gradients into bf16 shards reduce in f32 too.
+  reshard_problem grads;
+  const element_type from[] = {bf16, f32, f16, f32, bf16, f16};
+  const element_type to[] = {f32, f32, f32, bf16, bf16, bf16};
+  for (int i = 0; i < 6; ++i) {
+    grads.arrays.push_back(
+        array_of("g" + std::to_string(i), from[i], "{x: 4}", "[32, 8] sum{x}", "{x: 4}", "[{x}32, 8]"));
+    grads.arrays.back().target_dtype = to[i];
+  }
+  const reshard_plan f = plan_reshard(grads);
+  REQUIRE(testing::check_reshard_plan(f, 0).empty());
+  REQUIRE(f.count(reshard_route::own) == 6);
+  const element_type program[] = {f32, f32, f32, f32, bf16, f32};
+  for (std::size_t i = 0; i < 6; ++i) CHECK(f.arrays[i].program_type() == program[i]);
+  REQUIRE(f.fused.size() == 1);
+  CHECK(f.fused[0].arrays == std::vector<std::uint32_t>{0, 1, 2, 3, 5});  // g4 reduces in bf16, alone
+  // Its own program is planned for the program's elements, and pays the passes that convert
+  // its tiles: source 32 x 8 elements per rank to f32 before, target 8 x 8 to bf16 after.
+  reshard_problem one;
+  one.arrays.push_back(array_of("g", f32, "{x: 4}", "[32, 8] sum{x}", "{x: 4}", "[{x}32, 8]"));
+  const reshard_plan plain = plan_reshard(one);
+  one.arrays[0].dtype = bf16;
+  const time_profile& P = builtin_profile;
+  one.arrays[0].target_dtype = f32;
+  const reshard_plan cast = plan_reshard(one);
+  REQUIRE(cast.route[0] == reshard_route::own);
+  CHECK(cast.own[0].candidates[cast.own[0].chosen].name == plain.own[0].candidates[plain.own[0].chosen].name);
+  CHECK(cast.own[0].candidates[cast.own[0].chosen].seconds == plain.own[0].candidates[plain.own[0].chosen].seconds);
+  CHECK(detail::staging_seconds(P, cast.arrays[0], 4) == P.pass_per_byte * (32 * 8 * 4));
+  CHECK(cast.seconds == detail::own_seconds(cast, P, 0));
+  CHECK(cast.seconds > plain.seconds);
+  one.arrays[0].dtype = f32;
+  one.arrays[0].target_dtype = bf16;
+  CHECK(detail::staging_seconds(P, plan_reshard(one).arrays[0], 4) == P.pass_per_byte * (8 * 8 * 2));
+  // bf16 to f16 both ways through f32: a pass on each side. One call per array takes them.
+  one.arrays[0].dtype = bf16;
+  one.arrays[0].target_dtype = f16;
+  CHECK(detail::staging_seconds(P, one.arrays[0], 4) == P.pass_per_byte * (32 * 8 * 4 + 8 * 8 * 2));
+  const reshard_plan separate = plan_reshard(one, {.joint = false});
+  CHECK(separate.route[0] == reshard_route::own);
+  CHECK(separate.arrays[0].program_type() == f32);
+  // A target that creates pending values casts as well (a partial step in the wider type).
+  one.arrays[0] = array_of("p", f32, "{x: 4}", "[{x}32, 8]", "{x: 4}", "[32, 8] sum{x}");
+  one.arrays[0].target_dtype = bf16;
+  const reshard_plan partial = plan_reshard(one);
+  REQUIRE(partial.route[0] == reshard_route::own);
+  CHECK(partial.arrays[0].program_type() == f32);
+  CHECK(partial.own[0].chosen_program().steps.back().kind == op::partial);
 }

@@ -3,6 +3,7 @@
 // array and the field; the plan as JSON (redist-reshard-plan/1) with its pieces and the own
 // programs as redist-program/2.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -245,10 +246,14 @@ TEST_CASE("a manifest's casts: target_dtype read, written in the plan, refused b
   REQUIRE(error_of(with("\"dtype\": \"f32\",", "\"dtype\": \"f32\", \"to_dtype\": \"bf16\",")) ==
           "reshard manifest: arrays[1] ('c_attn'): unknown field 'to_dtype' (name, shape, dtype, target_dtype, source, "
           "target)");
-  // Pending values are not cast.
+  // Pending values cast: reduced in the type that holds both (f64), then narrowed.
   const std::string grad = with("\"dtype\": \"f64\",", "\"dtype\": \"f64\", \"target_dtype\": \"f32\",");
-  REQUIRE_THROWS_WITH(plan_reshard(read_reshard_manifest(grad).problem),
-                      "array 'grad': a cast (f64 to f32) of pending values; reduce them first, or cast after the reshard");
+  const reshard_plan g = plan_reshard(read_reshard_manifest(grad).problem);
+  const auto it = std::find_if(g.arrays.begin(), g.arrays.end(), [](const reshard_array& x) { return x.name == "grad"; });
+  REQUIRE(it != g.arrays.end());
+  CHECK(it->casts_pending());
+  CHECK(it->program_type() == element_type::f64);
+  CHECK(g.route[static_cast<std::size_t>(it - g.arrays.begin())] == reshard_route::own);
 }
 
 }  // namespace reshard_json_test

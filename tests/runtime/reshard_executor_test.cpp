@@ -303,7 +303,7 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
 
 TEST_CASE("random gradients: fused collectives on random meshes, axes, reductions and shapes", "[reshard]") {
   std::mt19937 rng(2611);
-  std::size_t fused = 0, steps2 = 0, refused = 0, bounded = 0, split = 0;
+  std::size_t fused = 0, steps2 = 0, refused = 0, bounded = 0, split = 0, cast = 0;
   const double usual = reshard_options{}.fuse_set_calls;
   for (int i = 0; i < 2000; ++i) {
     const reshard_problem pr = testing::random_gradient_reshard(rng);
@@ -323,6 +323,7 @@ TEST_CASE("random gradients: fused collectives on random meshes, axes, reduction
     for (const reshard_fused& f : p.fused) {
       fused += f.arrays.size();
       steps2 += p.own[f.arrays[0]].chosen_program().steps.size() > 1;
+      for (const std::uint32_t a : f.arrays) cast += p.arrays[a].casts();  // converted as packed, copied out
       REQUIRE(f.seconds <= most);
       bounded += calls < usual;
     }
@@ -341,6 +342,7 @@ TEST_CASE("random gradients: fused collectives on random meshes, axes, reduction
   CHECK(refused < 200);  // most budgets hold every own program
   CHECK(bounded > 300);  // bounded calls still fuse
   CHECK(split > 100);    // in other sets than unbounded ones
+  CHECK(cast > 1000);    // mixed precision: 16-bit gradients reduced in f32, f32 ones into bf16
 }
 
 TEST_CASE("HSDP gradients: own programs of two collectives run as one call per step", "[reshard]") {
@@ -370,12 +372,15 @@ TEST_CASE("casts: random reshards converting between floating types on the way, 
   std::mt19937 rng(2633);
   testing::reshard_workload w;
   w.casts = true;
-  int casts = 0;
+  int casts = 0, pending = 0;
   for (int i = 0; i < 300; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, w);
     INFO(c.text);
     const reshard_plan p = plan_reshard(c.problem);
-    for (const reshard_array& a : p.arrays) casts += a.casts();
+    for (const reshard_array& a : p.arrays) {
+      casts += a.casts();
+      pending += a.casts_pending();  // reduced in their program types, staged
+    }
     REQUIRE(testing::run_reshard_on_host(p).empty());
     if (i % 3 == 0) {  // every rank's tiles in one buffer per end and element type
       host_backend host(p.world);
@@ -386,6 +391,7 @@ TEST_CASE("casts: random reshards converting between floating types on the way, 
     }
   }
   CHECK(casts > 150);
+  CHECK(pending > 15);
 }
 
 TEST_CASE("casts: an f32 trainer's weights to bf16 and f16 engines, rounded as PyTorch rounds", "[reshard][cast]") {

@@ -28,7 +28,7 @@ struct reshard_workload {
   std::uint64_t max_elements = 2048;  ///< per array
   bool target_sums = false;           ///< a target on the source's placed mesh may keep pending sums
   bool box_layouts = true;            ///< one array in four without sums: a box layout at one end
-  bool casts = false;                 ///< half the floating arrays without sums: a target of another floating type
+  bool casts = false;                 ///< half the floating arrays: a target of another floating type
 };
 
 /// A random problem, and its text for messages.
@@ -69,7 +69,7 @@ inline reshard_case random_reshard(std::mt19937& rng, const reshard_workload& w)
         to = box_layout_text(l);
       }
     }
-    if (w.casts && element_type_floating(a.dtype) && bp.a.type.nsum == 0 && bp.b.type.nsum == 0 && rng() % 2 == 0) {
+    if (w.casts && element_type_floating(a.dtype) && rng() % 2 == 0) {  // with pending values: reduced in program_type()
       const element_type t = element_types[rng() % 4];  // f64, f32, bf16, f16
       if (t != a.dtype) a.target_dtype = t;
     }
@@ -105,8 +105,9 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
 /// every rank receives exactly the data-movement lower bound, every round (with the round
 /// before it where pipelined) keeps every rank's send + receive bytes within `budget` (0:
 /// none) and within transient_bytes, the pieces of a round are in message order, arrays
-/// with pending sums take their own plans and arrays that cast are joint (bytes on the way
-/// counted in their wire types, reshard_plan::piece_bytes).
+/// with pending sums take their own plans (those that cast them, in their program types) and
+/// other arrays that cast are joint (bytes on the way counted in their wire types,
+/// reshard_plan::piece_bytes).
 inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budget) {
   const std::uint64_t W = p.world;
   const std::size_t A = p.arrays.size();
@@ -145,7 +146,9 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     const reshard_array& x = p.arrays[a];
     const bool sums = x.source_pending() || x.target_pending();
     if (sums && p.route[a] != reshard_route::own) return "array " + x.name + " has sums but is joint";
-    if (x.casts() && p.route[a] != reshard_route::joint) return "array " + x.name + " casts but is not joint";
+    if (x.casts() && !sums && p.route[a] != reshard_route::joint) return "array " + x.name + " casts but is not joint";
+    if (x.program_type() != (sums && x.casts() ? element_type_holding(x.dtype, x.target_type()) : x.dtype))
+      return "array " + x.name + "'s program type is wrong";
     const std::vector<box> before = layout_boxes(x.source, W), after = layout_boxes(x.target, W);
     for (std::uint64_t r = 0; r < W; ++r) {
       const auto it = got.find({static_cast<std::uint32_t>(a), static_cast<rank_t>(r)});
@@ -182,17 +185,18 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     for (std::uint32_t a : f.arrays) {
       const program& pa = p.own[a].chosen_program();
       if (fused[a]++) return "array " + p.arrays[a].name + " is in two fused sets";
-      if (p.route[a] != reshard_route::own || !detail::fusible(pa, W) || p.arrays[a].dtype != p.arrays[f.arrays[0]].dtype ||
+      if (p.route[a] != reshard_route::own || !detail::fusible(pa, W) || p.arrays[a].program_type() != p.arrays[f.arrays[0]].program_type() ||
           !detail::same_call(pa, p.own[f.arrays[0]].chosen_program()))
         return "array " + p.arrays[a].name + " cannot share its set's call";
       progs.push_back(&pa);
     }
-    if (f.bytes != detail::fused_bytes(progs, p.arrays[f.arrays[0]].element_bytes()) || (budget && f.bytes > budget))
+    if (f.bytes != detail::fused_bytes(progs, element_type_bytes(p.arrays[f.arrays[0]].program_type())) || (budget && f.bytes > budget))
       return "a fused set's bytes are wrong or over the budget";
     seconds += f.seconds;
   }
   for (std::size_t a = 0; a < A; ++a)
-    if (p.route[a] == reshard_route::own && !fused[a]) seconds += p.own[a].candidates[p.own[a].chosen].seconds + call;
+    if (p.route[a] == reshard_route::own && !fused[a])
+      seconds += p.own[a].candidates[p.own[a].chosen].seconds + call + detail::staging_seconds(P, p.arrays[a], W);
   if (!p.joint && !p.fused.empty()) return "one call per array, yet fused sets";
   if (p.joint && std::abs(seconds - p.seconds) > 1e-9 * std::max(1.0, seconds))
     return "predicted " + std::to_string(p.seconds) + " s, the parts add to " + std::to_string(seconds);
@@ -288,8 +292,9 @@ inline reshard_problem hsdp_gradient_reshard(int layers) {
 /// A random gradient reshard: 2-6 arrays on one mesh of 4 or 8 ranks (2-3 axes), pending
 /// over the same random axes S (sum or max), each `[{t}R, C] op{S}` to `[{t}R, {s}C]` (t an
 /// optional axis outside S, s a random ordered subset of S, R and C random multiples of 16),
-/// f32, f64, bf16 or f16: own programs of one or two collectives that the planner fuses where
-/// they share their calls.
+/// f32, f64, bf16 or f16, half the 16-bit ones reduced into f32 and a quarter of the f32 ones
+/// into bf16 (FSDP's mixed precision, reshard_array::program_type): own programs of one or two
+/// collectives that the planner fuses where they share their calls.
 inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
   static const char* const meshes[] = {"{a: 2, b: 2, c: 2}", "{a: 4, b: 2}", "{a: 2, b: 4}", "{a: 2, b: 2}"};
   one_mesh_reshard r(meshes[rng() % std::size(meshes)]);
@@ -316,6 +321,8 @@ inline reshard_problem random_gradient_reshard(std::mt19937& rng) {
                                       element_type::f32, element_type::f32}[rng() % 6];
     r.add("g" + std::to_string(i), e, "[" + row + ", " + C + "] " + reduce + "{" + list(sum) + "}",
           "[" + row + ", " + (split.empty() ? C : "{" + list(split) + "}" + C) + "]");
+    if (element_type_bytes(e) == 2 && rng() % 2 == 0) r.pr.arrays.back().target_dtype = element_type::f32;
+    else if (e == element_type::f32 && rng() % 4 == 0) r.pr.arrays.back().target_dtype = element_type::bf16;
   }
   return r.pr;
 }

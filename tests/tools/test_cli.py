@@ -331,13 +331,14 @@ def check_reshard(redist, checks):
                "redist reshard: 1 array (128 B) in a world of 4 ranks, no budget",
                "reshard plan, one array: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         # Gradients: two reduce-scatters over fsdp share one call; the norm's all-reduce is alone.
-        def gradients(name, w, weight, norm, reduce):  # weights w0, w1 of dtype weight, a norm n of dtype norm
+        def gradients(name, w, weight, norm, reduce, target=None):  # weights w0, w1 of dtype weight (to target), a norm n
             path = os.path.join(d, name)
+            cast = {"target_dtype": target} if target else {}
             with open(path, "w") as f:
                 json.dump({"format": "redist-reshard/1", "world": 8, "meshes": {"m": "{fsdp: 4, tp: 2}"}, "arrays": [
-                    {"name": "%s%d" % (w, i), "shape": [64, 32], "dtype": weight,
-                     "source": {"mesh": "m", "type": "[{tp}64, 32] sum{fsdp}"},
-                     "target": {"mesh": "m", "type": "[{tp}64, {fsdp}32]"}} for i in range(2)] + [
+                    dict({"name": "%s%d" % (w, i), "shape": [64, 32], "dtype": weight,
+                          "source": {"mesh": "m", "type": "[{tp}64, 32] sum{fsdp}"},
+                          "target": {"mesh": "m", "type": "[{tp}64, {fsdp}32]"}}, **cast) for i in range(2)] + [
                     {"name": "n", "shape": [32], "dtype": norm, "source": {"mesh": "m", "type": "[32] " + reduce},
                      "target": {"mesh": "m", "type": "[32]"}}]}, f)
             return path
@@ -365,6 +366,17 @@ def check_reshard(redist, checks):
         r = run(redist, ["reshard", "run", "--manifest", grads16, "--backend", "host", "--verify"])
         expect(r.returncode == 0 and re.search(r"verified: [1-9]\d* elements, 0 wrong", r.stdout),
                "reshard run, bf16 gradients: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
+        # FSDP's mixed precision (reduce_dtype f32): bf16 gradients reduce-scattered into f32
+        # shards, in f32, converted as they are packed into the call's buffer.
+        grads_mp = gradients("grads_mp.json", "m", "bf16", "f32", "sum{fsdp}", target="f32")
+        r = run(redist, ["reshard", "plan", "--manifest", grads_mp, "--explain"])
+        expect(r.returncode == 0 and "  fused 1: one reducescatter of 2 arrays (m0, m1), 10.0 KiB per rank" in r.stdout and
+               "bf16>f32" in r.stdout and
+               "; runs in f32 (pending values cast: the type that holds bf16 and f32)" in r.stdout,
+               "reshard plan, mixed-precision gradients: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        r = run(redist, ["reshard", "run", "--manifest", grads_mp, "--backend", "host", "--verify"])
+        expect(r.returncode == 0 and re.search(r"verified: [1-9]\d* elements, 0 wrong", r.stdout),
+               "reshard run, mixed-precision gradients: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
         r = run(redist, ["reshard", "plan", "--manifest", boxed, "--json"])
         plan = json.loads(r.stdout) if r.returncode == 0 else {}
         expect(plan.get("arrays", [{}])[0].get("source") == {"boxes": [[[0, 2], [0, 5]], [[2, 6], [0, 5]], None,

@@ -5,7 +5,7 @@
 // only an element's size. Reductions (pending sums) need its arithmetic: the C++ type of
 // each (runtime/reshard_executor.hpp with_element_type), bf16 and f16 those of
 // runtime/half.hpp. A reshard may also convert between the floating-point types on the way
-// (element_type_casts; runtime/cast.hpp).
+// (element_type_casts, element_type_holding; runtime/cast.hpp).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +59,15 @@ constexpr bool element_type_floating(element_type t) {
 /// floating-point types.
 constexpr bool element_type_casts(element_type from, element_type to) {
   return from == to || (element_type_floating(from) && element_type_floating(to));
+}
+
+/// The narrowest type that holds every value of a and of b exactly (a and b the same, or two
+/// floating-point types): the wider of the two, f32 for bf16 and f16. Pending values that a
+/// reshard casts are reduced in it (lower/reshard.hpp), as PyTorch FSDP's `reduce_dtype`.
+constexpr element_type element_type_holding(element_type a, element_type b) {
+  if (a == b) return a;
+  if (element_type_bytes(a) == element_type_bytes(b)) return element_type::f32;  // bf16 and f16
+  return element_type_bytes(a) > element_type_bytes(b) ? a : b;
 }
 
 /// The element type named `s`; throws redist_error(errc::syntax) naming the known ones.

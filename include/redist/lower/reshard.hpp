@@ -22,8 +22,15 @@
 // in the narrower of the two types (runtime/reshard_executor.hpp converts them where they are
 // packed when narrowing, where they are unpacked when widening, and as they are copied where a
 // rank keeps them), so its bytes on the way, its lower bound and the budget count that type.
-// Casting pending values, casting between other types, and casting without the joint
-// exchange are refused, naming the array.
+// An array that casts pending values (reduces its source's, or creates its target's: bf16
+// gradients reduce-scattered into f32 shards, as PyTorch FSDP's MixedPrecision(reduce_dtype=
+// f32) does) takes its own program, run in the type that holds both exactly
+// (reshard_array::program_type, element_type_holding: f32 for bf16 gradients); its source is
+// converted into a tile of that type before the program and its target out of one after
+// (staged; each a pass, priced as one), or, where its collectives fuse, as they are packed
+// into the flat buffers and copied out of them (no pass of their own). Casting between other
+// types, and casting values without pending ones and without the joint exchange, are
+// refused, naming the array.
 // Rounds and the budget. A rank's transient bytes in a round are the messages it packs to
 // send plus the messages it receives; with a budget of B bytes every round keeps them at
 // most B on every rank. Pieces larger than B are cut into chunks of whole rows (indices of
@@ -118,6 +125,11 @@ struct reshard_array {
     return target_element_bytes() < element_bytes() ? target_type() : dtype;
   }
   [[nodiscard]] std::uint64_t wire_bytes() const { return element_type_bytes(wire_type()); }
+  /// The type its own program runs in: its dtype, or where it casts pending values the type
+  /// that holds both exactly (the header comment).
+  [[nodiscard]] element_type program_type() const {
+    return casts_pending() ? element_type_holding(dtype, target_type()) : dtype;
+  }
   /// The whole array's bytes at the source.
   [[nodiscard]] std::uint64_t bytes() const {
     std::uint64_t n = element_bytes();
@@ -127,6 +139,8 @@ struct reshard_array {
   /// Pending values at the source (the target): a typed end with sum axes.
   [[nodiscard]] bool source_pending() const { return layout_type(source) && layout_type(source)->nsum > 0; }
   [[nodiscard]] bool target_pending() const { return layout_type(target) && layout_type(target)->nsum > 0; }
+  /// Casts pending values: its own program runs in program_type() (the header comment).
+  [[nodiscard]] bool casts_pending() const { return casts() && (source_pending() || target_pending()); }
 };
 
 /// Many arrays moved together in a world of `world` ranks (0: the smallest world that holds
@@ -239,6 +253,26 @@ constexpr double call_seconds(const time_profile& P, std::uint64_t W) {
   return step_seconds(P, op::allreduce, W, 3, 3, 8);
 }
 
+/// Predicted seconds of converting array a's tiles into and out of its own program's type
+/// where it casts pending values (the header comment): one pass over what the busiest rank
+/// writes, the source tile in the program's type, the target tile in its own.
+inline double staging_seconds(const time_profile& P, const reshard_array& a, std::uint64_t W) {
+  if (!a.casts_pending()) return 0;
+  const element_type t = a.program_type();
+  const std::uint64_t in = t != a.dtype ? element_type_bytes(t) : 0,
+                      out = t != a.target_type() ? a.target_element_bytes() : 0;
+  const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
+  std::uint64_t most = 0;
+  for (std::uint64_t r = 0; r < W; ++r) most = std::max(most, s[r] * in + d[r] * out);
+  return P.pass_per_byte * static_cast<double>(most);
+}
+
+/// Predicted seconds of array a's own program in plan rp, with its call and its staging.
+inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a) {
+  const plan_choice& c = rp.own[a];
+  return c.candidates[c.chosen].seconds + call_seconds(P, rp.world) + staging_seconds(P, rp.arrays[a], rp.world);
+}
+
 /// Whether own program p may share its collective calls with others (the header comment):
 /// all-reduces, reduce-scatters and all-gathers, each over groups of all W ranks, of even
 /// tiles, on one mesh on ranks 0..W-1 in order.
@@ -277,13 +311,13 @@ enum class fuse_refusal : std::uint8_t {
   joint,        ///< the array moves in the joint exchange
   not_fusible,  ///< its own program is not even all-reduces, reduce-scatters and all-gathers over
                 ///< every rank
-  other_call,   ///< another element type, or other steps than `first`'s
+  other_call,   ///< another program type (reshard_array::program_type), or other steps than `first`'s
 };
 inline fuse_refusal fuse_refused(const reshard_plan& rp, std::size_t a, std::size_t first) {
   if (rp.route[a] != reshard_route::own) return fuse_refusal::joint;
   const program& p = rp.own[a].chosen_program();
   if (!fusible(p, rp.world)) return fuse_refusal::not_fusible;
-  if (rp.arrays[a].dtype != rp.arrays[first].dtype || !same_call(p, rp.own[first].chosen_program()))
+  if (rp.arrays[a].program_type() != rp.arrays[first].program_type() || !same_call(p, rp.own[first].chosen_program()))
     return fuse_refusal::other_call;
   return fuse_refusal::none;
 }
@@ -392,7 +426,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
   for (std::size_t a = 0; a < A; ++a) {
     if (seen[a] || fuse_refused(rp, a, a) != fuse_refusal::none) continue;
     // Every candidate of this call, with its tiles per state.
-    const std::uint64_t e = rp.arrays[a].element_bytes();
+    const std::uint64_t e = element_type_bytes(rp.arrays[a].program_type());
     const std::vector<step>& steps = rp.own[a].chosen_program().steps;
     const std::vector<fused_action> actions = schedule_fused(steps);
     std::vector<std::size_t> same;
@@ -407,7 +441,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
         for (std::size_t q = 0; q < sums.size(); ++q) sums[q] += mine.back()[q];
       }
     if (same.size() < 2) continue;
-    auto own = [&](std::size_t c) { return rp.own[c].candidates[rp.own[c].chosen].seconds + call; };
+    auto own = [&](std::size_t c) { return own_seconds(rp, P, c); };
     auto bytes = [&](const std::vector<std::uint64_t>& n) {
       const std::array<std::uint64_t, 2> b = fused_buffers(actions, n);
       return (b[0] + b[1]) * e;
@@ -678,27 +712,24 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   const double call = detail::call_seconds(P, W);
   for (std::size_t i = 0; i < A; ++i) {
     const reshard_array& a = pr.arrays[i];
-    synth_options so = o.synth;
-    so.element_bytes = a.element_bytes();
-    try {
-      rp.own[i] = plan_between(a.source, a.target, W, {so, false});
-    } catch (const redist_error& e) {
-      throw blame(a, e);
-    }
-    rp.separate_seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
-    if (a.casts()) {  // in the joint exchange, which converts as it copies (runtime/cast.hpp)
+    if (a.casts()) {
       const std::string cast = std::string(element_type_name(a.dtype)) + " to " +
                                std::string(element_type_name(a.target_type()));
       if (!element_type_casts(a.dtype, a.target_type()))
         throw redist_error(errc::rule, "array '" + a.name + "': cannot cast " + cast +
                                            " (casts are between the floating-point types f64, f32, bf16, f16)");
-      if (a.source_pending() || a.target_pending())
-        throw redist_error(errc::rule, "array '" + a.name + "': a cast (" + cast +
-                                           ") of pending values; reduce them first, or cast after the reshard");
-      if (!o.joint)
+      if (!a.casts_pending() && !o.joint)  // the joint exchange converts as it copies (runtime/cast.hpp)
         throw redist_error(errc::rule, "array '" + a.name + "' casts " + cast +
                                            ", which only the joint exchange does (one call per array was asked)");
     }
+    synth_options so = o.synth;
+    so.element_bytes = element_type_bytes(a.program_type());
+    try {
+      rp.own[i] = plan_between(a.source, a.target, W, {so, false});
+    } catch (const redist_error& e) {
+      throw blame(a, e);
+    }
+    rp.separate_seconds += detail::own_seconds(rp, P, i);
     if (a.source_pending() || a.target_pending()) {  // reducing the source's, or creating the target's (lower/partial.hpp)
       rp.route[i] = reshard_route::own;
       forced[i] = 1;
@@ -809,7 +840,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   std::size_t named = 0;
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::own) {
-      if (!in_call[i]) rp.seconds += rp.own[i].candidates[rp.own[i].chosen].seconds + call;
+      if (!in_call[i]) rp.seconds += detail::own_seconds(rp, P, i);
       if (named++ < 4) owned += (owned.empty() ? "" : ", ") + pr.arrays[i].name;
       else if (named == 5) owned += ", ...";
     }

@@ -51,20 +51,25 @@
 // here (mem.cast_unavailable()), refuses the plan before anything moves.
 //
 // Own programs (arrays whose route is own) run after the rounds, one executor each
-// (runtime/executor.hpp), on the element type of their dtype (its arithmetic where the
-// program reduces partial values); their executors' buffers are allocated when this
-// executor is built and count in bytes_held(). Under a budget an own program whose buffers
-// exceed it is refused by run().
+// (runtime/executor.hpp), on the element type of their program type (its arithmetic where the
+// program reduces partial values; reshard_array::program_type); their executors' buffers are
+// allocated when this executor is built and count in bytes_held(). An array that casts
+// pending values runs its program on tiles of its program type where its own differ: its
+// source converted into one before the program, its target out of one after (converting
+// copies, as for the joint exchange's casts); those tiles count in bytes_held() too. Under a
+// budget an own program whose buffers exceed it is refused by run().
 //
 // Fused collectives. The plan's fused sets (reshard_plan::fused, lower/reshard.hpp: own
 // programs of even all-reduces, reduce-scatters and all-gathers over every rank, step by step
 // the same calls, such as FSDP's, DDP's and HSDP's gradients) run as one call per step over
-// two flat buffers, as FSDP's and DDP's buckets do, following detail::schedule_fused: every
-// rank packs its source tiles as the first step sends them (a reduce-scatter's block m holds
-// chunk m of every array, one strided copy per array), each step runs once from one buffer
-// into the other, a repack between steps where the next sends another arrangement (after an
-// all-gather's member blocks, before a reduce-scatter), and the result is copied into the
-// target tiles. The buffers (per local rank) count in bytes_held(). The sets run first, then
+// two flat buffers of the arrays' program type, as FSDP's and DDP's buckets do, following
+// detail::schedule_fused: every rank packs its source tiles as the first step sends them (a
+// reduce-scatter's block m holds chunk m of every array, one strided copy per array,
+// converting where the array's source holds another type: bf16 gradients into an f32
+// reduce-scatter), each step runs once from one buffer into the other, a repack between
+// steps where the next sends another arrangement (after an all-gather's member blocks, before
+// a reduce-scatter), and the result is copied into the target tiles (converting likewise).
+// The buffers (per local rank) count in bytes_held(). The sets run first, then
 // the other own programs in array order. A set the executor cannot run as one call per step
 // (an array that is not own or not fusible, other calls, a set of one) is refused by run(),
 // naming it.
@@ -157,6 +162,14 @@ inline extents layout_extents(const array_layout& l) {
   return tile_extents(std::get<box_layout>(l));
 }
 
+/// Execute converting copies in memory space mem (mem.cast_batch, runtime/memory.hpp; a plan
+/// that casts is refused before anything moves where the space has none).
+template <class M>
+void cast_copies(const M& mem, std::span<const cast_copy> v) {
+  if constexpr (requires { mem.cast_batch(v); })
+    if (!v.empty()) mem.cast_batch(v);
+}
+
 /// Runs one own program on byte tiles, with the program's element type.
 struct own_runner {
   virtual ~own_runner() = default;
@@ -166,10 +179,65 @@ struct own_runner {
 
 template <class T, class B>
 struct typed_runner final : own_runner {
-  typed_runner(B& b, const program& p) : ex(b, p) {}
+  using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
+
+  typed_runner(B& b, const program& p) : b_(b), ex(b, p) {}
+  B& b_;
   executor<T, B> ex;
-  std::uint64_t bytes_held() const override { return ex.bytes_held(); }
+
+  /// Casts pending values (lower/reshard.hpp): the caller's tiles hold `from` (source) and
+  /// `to` (target) elements, the program runs on T, element type t; a side of another type
+  /// runs on a tile of T (n_in[i], n_out[i] elements on local rank i) converted from the
+  /// caller's source before the program, or into the caller's target after it.
+  void stage(element_type from, element_type to, element_type t, std::span<const std::uint64_t> n_in,
+             std::span<const std::uint64_t> n_out) {
+    from_ = from;
+    to_ = to;
+    type_ = t;
+    const auto mem = memory_of(b_);
+    for (std::size_t i = 0; i < n_in.size(); ++i) {
+      if (from != t) in_.push_back({mem.template allocate<std::byte>(n_in[i] * sizeof(T)), n_in[i]});
+      if (to != t) out_.push_back({mem.template allocate<std::byte>(n_out[i] * sizeof(T)), n_out[i]});
+      staged_ += ((from != t ? n_in[i] : 0) + (to != t ? n_out[i] : 0)) * sizeof(T);
+    }
+  }
+  std::uint64_t bytes_held() const override { return ex.bytes_held() + staged_; }
+
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) override {
+    if (in_.empty() && out_.empty()) return run_typed(in, out);
+    const auto mem = memory_of(b_);
+    std::vector<std::span<const std::byte>> ins(in.begin(), in.end());
+    std::vector<std::span<std::byte>> outs(out.begin(), out.end());
+    std::vector<cast_copy> casts;
+    auto whole = [](std::uint64_t n) {
+      strided_copy c;
+      c.width = n;
+      return c;
+    };
+    for (std::size_t i = 0; i < in_.size(); ++i) {
+      const std::span<std::byte> t(in_[i].buf.data(), in_[i].n * sizeof(T));
+      if (!in[i].empty()) casts.push_back({whole(in_[i].n), in[i].data(), from_, t.data(), type_});
+      ins[i] = t;
+    }
+    cast_copies(mem, std::span<const cast_copy>(casts));
+    for (std::size_t i = 0; i < out_.size(); ++i) outs[i] = std::span<std::byte>(out_[i].buf.data(), out_[i].n * sizeof(T));
+    run_typed(ins, outs);
+    casts.clear();
+    for (std::size_t i = 0; i < out_.size(); ++i)
+      if (!out[i].empty()) casts.push_back({whole(out_[i].n), out_[i].buf.data(), type_, out[i].data(), to_});
+    cast_copies(mem, std::span<const cast_copy>(casts));
+  }
+
+ private:
+  struct staged {
+    buffer_type buf;
+    std::uint64_t n = 0;  ///< elements
+  };
+  std::vector<staged> in_, out_;  ///< per local rank, where the side is converted
+  element_type from_{}, to_{}, type_{};
+  std::uint64_t staged_ = 0;
+
+  void run_typed(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
     const program& p = ex.prog();
     std::vector<darray<T>> ins, outs;
     const auto local = ex.local_ranks();
@@ -222,9 +290,12 @@ template <class T, class B>
 struct typed_fused_call final : fused_call {
   using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
 
+  /// The arrays `which` with their own programs `progs`, run on T (element type t); types[k]:
+  /// array k's source and target element types, converted from and to t as the caller's
+  /// tiles are packed and copied out where they differ (reshard_array::program_type).
   typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
-                   std::span<const rank_t> local)
-      : b_(b), steps_(progs.front()->steps), local_(local.begin(), local.end()) {
+                   std::span<const rank_t> local, element_type t, std::span<const std::array<element_type, 2>> types)
+      : b_(b), steps_(progs.front()->steps), local_(local.begin(), local.end()), type_(t), types_(types.begin(), types.end()) {
     arrays = std::move(which);
     actions_ = schedule_fused(steps_);
     sums_ = fused_state_elements(progs);
@@ -290,7 +361,7 @@ struct typed_fused_call final : fused_call {
             std::swap(c.src_pitch, c.dst_pitch);
           }
         }
-        v.push_back(in_bytes(c, sizeof(T)));
+        v.push_back(c);
       }
       copies_.push_back(std::move(v));
     }
@@ -311,6 +382,7 @@ struct typed_fused_call final : fused_call {
     }
     const auto mem = memory_of(b_);
     std::vector<byte_copy> copies;
+    std::vector<cast_copy> casts;
     for (std::size_t q = 0; q < actions_.size(); ++q) {
       const fused_action& x = actions_[q];
       if (!x.call) {
@@ -318,10 +390,15 @@ struct typed_fused_call final : fused_call {
         for (std::size_t i = 0; i < local_.size(); ++i)
           for (std::size_t k = 0; k < arrays.size(); ++k) {
             const std::size_t t = i * A + arrays[k];
-            copies.push_back({copies_[q][k], x.from < 0 ? in[t].data() : buf_[static_cast<std::size_t>(x.from)][i].data(),
-                              x.to < 0 ? out[t].data() : buf_[static_cast<std::size_t>(x.to)][i].data()});
+            const std::byte* from = x.from < 0 ? in[t].data() : buf_[static_cast<std::size_t>(x.from)][i].data();
+            std::byte* to = x.to < 0 ? out[t].data() : buf_[static_cast<std::size_t>(x.to)][i].data();
+            const element_type ft = x.from < 0 ? types_[k][0] : type_, tt = x.to < 0 ? types_[k][1] : type_;
+            if (ft == tt) copies.push_back({in_bytes(copies_[q][k], sizeof(T)), from, to});
+            else casts.push_back({copies_[q][k], from, ft, to, tt});
           }
         strided_copies(mem, std::span<const byte_copy>(copies));
+        cast_copies(mem, std::span<const cast_copy>(casts));
+        casts.clear();
         continue;
       }
       const step& s = steps_[x.state];
@@ -350,7 +427,9 @@ struct typed_fused_call final : fused_call {
   std::vector<rank_t> local_;
   std::vector<fused_action> actions_;
   std::vector<std::uint64_t> sums_;            ///< elements of every array's tile per state, summed
-  std::vector<std::vector<strided_copy>> copies_;  ///< per action, per array, in bytes (none for a call)
+  element_type type_;                               ///< T's
+  std::vector<std::array<element_type, 2>> types_;  ///< per array: its source's and target's
+  std::vector<std::vector<strided_copy>> copies_;   ///< per action, per array, in elements (none for a call)
   std::array<std::vector<buffer_type>, 2> buf_;    ///< per local rank
   std::uint64_t held_ = 0;
   bool prepared_ = false;
@@ -444,9 +523,13 @@ class reshard_executor {
     for (std::size_t a = 0; a < A && error_.empty(); ++a) {
       const reshard_array& x = p_.arrays[a];
       if (!x.casts()) continue;
-      casting_ = true;
-      if (p_.route[a] != reshard_route::joint || !element_type_casts(x.dtype, x.target_type()))
-        error_ = "array '" + x.name + "': the plan casts it but does not move it in the joint exchange";
+      casting_ = casting_ || !x.casts_pending();
+      if (!element_type_casts(x.dtype, x.target_type()))
+        error_ = "array '" + x.name + "': the plan casts " + std::string(element_type_name(x.dtype)) + " to " +
+                 std::string(element_type_name(x.target_type())) + " (casts are between f64, f32, bf16, f16)";
+      else if (p_.route[a] != (x.casts_pending() ? reshard_route::own : reshard_route::joint))
+        error_ = "array '" + x.name + "': the plan casts it but moves it " +
+                 (x.casts_pending() ? "in the joint exchange, which cannot reduce" : "by its own program");
       else if (const std::string why = cast_unavailable(); !why.empty())
         error_ = "array '" + x.name + "': casting " + std::string(element_type_name(x.dtype)) + " to " +
                  std::string(element_type_name(x.target_type())) + " needs converting copies, which " + why;
@@ -475,12 +558,15 @@ class reshard_executor {
       const reshard_array& x = p_.arrays[a];
       const program& prog = p_.own[a].chosen_program();
       const bool reduces = x.source_pending() || x.target_pending();  // reduces, or creates (a partial step)
-      detail::with_element_type(x.dtype, reduces, [&](auto t) {
-        using T = decltype(t);
+      const element_type t = x.program_type();
+      detail::with_element_type(t, reduces, [&](auto e) {
+        using T = decltype(e);
         if constexpr (backend_for<B, T>) {
-          own_[a] = std::make_unique<detail::typed_runner<T, B>>(b_, prog);
+          auto r = std::make_unique<detail::typed_runner<T, B>>(b_, prog);
+          if (x.casts_pending()) r->stage(x.dtype, x.target_type(), t, elements(a, true), elements(a, false));
+          own_[a] = std::move(r);
         } else {
-          error_ = "array '" + x.name + "': the backend cannot move " + std::string(element_type_name(x.dtype)) +
+          error_ = "array '" + x.name + "': the backend cannot move " + std::string(element_type_name(t)) +
                    " elements";
         }
       });
@@ -597,21 +683,23 @@ class reshard_executor {
         arrays.push_back(a);
         progs.push_back(&p_.own[a].chosen_program());
       }
-      const reshard_array& x = p_.arrays[set[0]];
+      const element_type pt = p_.arrays[set[0]].program_type();
+      std::vector<std::array<element_type, 2>> types;  // each array's source and target types
+      for (const std::size_t a : arrays) types.push_back({p_.arrays[a].dtype, p_.arrays[a].target_type()});
       const bool reduces = detail::fused_reduces(*progs.front());
-      detail::with_element_type(x.dtype, reduces, [&](auto t) {
+      detail::with_element_type(pt, reduces, [&](auto t) {
         using T = decltype(t);
         constexpr bool can = reducing_backend_for<B, T>;
         if constexpr (backend_for<B, T>) {
           for (const step& s : progs.front()->steps)
             if (s.kind != op::allgather && error_.empty())
-              error_ = !can ? which + ": the backend cannot reduce " + std::string(element_type_name(x.dtype)) + " elements"
+              error_ = !can ? which + ": the backend cannot reduce " + std::string(element_type_name(pt)) + " elements"
                        : !reducible<T>(s.reduce) ? which + ": " + unreducible_text(s.reduce)
                                                  : "";
           if (error_.empty())
-            fused_.push_back(std::make_unique<detail::typed_fused_call<T, B>>(b_, std::move(arrays), progs, local_));
+            fused_.push_back(std::make_unique<detail::typed_fused_call<T, B>>(b_, std::move(arrays), progs, local_, pt, types));
         } else {
-          error_ = which + ": the backend cannot move " + std::string(element_type_name(x.dtype)) + " elements";
+          error_ = which + ": the backend cannot move " + std::string(element_type_name(pt)) + " elements";
         }
       });
       if (!error_.empty()) return taken;
@@ -626,6 +714,13 @@ class reshard_executor {
 
   [[nodiscard]] std::uint64_t tile_bytes(std::size_t a, rank_t r, bool source) const {
     return (source ? in_bytes_ : out_bytes_)[a * p_.world + r];
+  }
+  /// The elements of every local rank's source (target) tile of array a.
+  [[nodiscard]] std::vector<std::uint64_t> elements(std::size_t a, bool source) const {
+    const reshard_array& x = p_.arrays[a];
+    std::vector<std::uint64_t> n;
+    for (const rank_t r : local_) n.push_back(tile_bytes(a, r, source) / (source ? x.element_bytes() : x.target_element_bytes()));
+    return n;
   }
 
   std::string check_tiles(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) const {
@@ -727,8 +822,7 @@ class reshard_executor {
   void run_copies(const piece_copies& v) const {
     const auto mem = memory_of(b_);
     detail::strided_copies(mem, std::span<const detail::byte_copy>(v.bytes));
-    if constexpr (requires { mem.cast_batch(std::span<const detail::cast_copy>(v.casts)); })
-      if (!v.casts.empty()) mem.cast_batch(std::span<const detail::cast_copy>(v.casts));
+    detail::cast_copies(mem, std::span<const detail::cast_copy>(v.casts));
   }
 
   /// Every rank here: each piece from the sender's source tile to the receiver's target tile.

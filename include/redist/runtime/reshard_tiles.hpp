@@ -12,7 +12,9 @@
 // partials that reduce to it (verify.hpp partial_value). Targets that keep pending values
 // are not checked (their partials are only defined up to the reduction). An array that casts
 // (reshard_array::target_dtype) holds cast_index_value(g + a * reshard_array_offset), a value
-// exact in both its types, and its targets are compared bit for bit with that value in theirs.
+// exact in both its types, and its targets are compared bit for bit with that value in theirs;
+// one that casts pending values holds the encoding and partials of cast_pending_encoding's
+// type, exact in its source, program and target types (and its reductions exact in them).
 #pragma once
 
 #include <algorithm>
@@ -84,6 +86,24 @@ inline double cast_index_value(std::uint64_t g, element_type a, element_type b) 
   const std::uint64_t half = n == element_type::bf16 ? 255 * 128 : 31 * 1024, k = g % (2 * half);
   const auto bits = static_cast<std::uint16_t>((k >= half ? 0x8000u : 0u) | (k % half));
   return n == element_type::bf16 ? bf16_bits_to_float(bits) : f16_bits_to_float(bits);
+}
+
+/// The type whose index encoding and partial values (verify.hpp) an array casting pending
+/// values between floating types a and b holds (reshard_array::casts_pending): the narrower
+/// of the two, f16 for bf16 and f16 (values of 7 significant bits between 2^-12 and 2^10, and
+/// partials of at most 8 while P <= 26: exact in bf16, and their sums in f32).
+constexpr element_type cast_pending_encoding(element_type a, element_type b) {
+  if (element_type_bytes(a) == element_type_bytes(b)) return element_type_bytes(a) == 2 ? element_type::f16 : a;
+  return element_type_bytes(a) < element_type_bytes(b) ? a : b;
+}
+
+/// Call f(v) with a value of the arithmetic type of cast_pending_encoding(x.dtype,
+/// x.target_type()) (float, bfloat16 or float16).
+template <class F>
+void with_cast_pending_encoding(const reshard_array& x, F&& f) {
+  with_element_type(cast_pending_encoding(x.dtype, x.target_type()), true, [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), float> || is_half_float<decltype(v)>) f(v);
+  });
 }
 
 }  // namespace detail
@@ -210,10 +230,22 @@ inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> 
       const std::uint64_t off = a * reshard_array_offset;
       detail::with_tile(x.dtype, !x.casts(), x.source, p.world, local[i], in[i * A + a], [&](auto& d) {
         if (!x.casts()) return fill_global_index(d, off);
-        for_each_global(d, [&](std::uint64_t g, auto& v) {  // v: an unsigned integer of the element's size
+        auto store = [&](auto& v, double value) {  // v: an unsigned integer of the element's size
           std::byte e[8];
-          detail::store_element(e, x.dtype, detail::cast_index_value(g + off, x.dtype, x.target_type()));
+          detail::store_element(e, x.dtype, value);
           std::memcpy(&v, e, sizeof v);
+        };
+        if (!x.casts_pending())
+          return for_each_global(d, [&](std::uint64_t g, auto& v) {
+            store(v, detail::cast_index_value(g + off, x.dtype, x.target_type()));
+          });
+        const bool pending = x.source_pending();
+        const std::uint64_t s = pending ? sum_index(d.mesh(), d.type(), d.device()) : 0;
+        const std::uint64_t P = pending ? sum_parts(d.mesh(), d.type()) : 1;
+        const reduction r = pending ? d.type().reduce : reduction::sum;
+        detail::with_cast_pending_encoding(x, [&](auto e) {
+          using E = decltype(e);
+          for_each_global(d, [&](std::uint64_t g, auto& v) { store(v, static_cast<double>(partial_value<E>(g + off, s, P, r))); });
         });
       });
     }
@@ -253,12 +285,21 @@ inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<cons
         if (!x.casts()) {
           k = check_global_index(d, off);
         } else {
-          for_each_global(d, [&](std::uint64_t g, const auto& v) {  // bit for bit
+          auto check = [&](std::uint64_t g, const auto& v, double value) {  // bit for bit
             std::byte want[8];
-            detail::store_element(want, x.target_type(), detail::cast_index_value(g + off, x.dtype, x.target_type()));
+            detail::store_element(want, x.target_type(), value);
             ++k.checked;
             if (std::memcmp(want, &v, sizeof v) != 0 && k.mismatches++ == 0) k.first_bad = g;
-          });
+          };
+          if (!x.casts_pending())
+            for_each_global(d, [&](std::uint64_t g, const auto& v) {
+              check(g, v, detail::cast_index_value(g + off, x.dtype, x.target_type()));
+            });
+          else
+            detail::with_cast_pending_encoding(x, [&](auto e) {
+              using E = decltype(e);
+              for_each_global(d, [&](std::uint64_t g, const auto& v) { check(g, v, static_cast<double>(index_value<E>(g + off))); });
+            });
         }
         c.checked += k.checked;
         if (!k.ok() && c.wrong == 0)

@@ -161,19 +161,19 @@ constexpr T partial_value(std::uint64_t g, std::uint64_t s, std::uint64_t P, red
     }
     case reduction::sum: break;
   }
-  const auto salt = [](std::uint64_t g_, std::uint64_t P_, std::uint64_t k) {
+  const auto salt = [&](std::uint64_t k) -> T {
     if constexpr (std::is_unsigned_v<T>) {
-      std::uint64_t z = (g_ * P_ + k) * 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
+      std::uint64_t z = (g * P + k) * 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
       return static_cast<T>(z ^ (z >> 31));
     } else {
-      return detail::index_step<T>(g_, static_cast<int>((g_ + 3 * k) % 5) + 1);
+      return detail::index_step<T>(g, small(k));
     }
   };
-  if (s != 0) return salt(g, P, s);
+  if (s != 0) return salt(s);
   T w = v;
-  for (std::uint64_t k = 1; k < P; ++k) w = static_cast<T>(w - salt(g, P, k));
+  for (std::uint64_t k = 1; k < P; ++k) w = static_cast<T>(w - salt(k));
   return w;
 }
 
