@@ -270,6 +270,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
     ja["name"] = x.name;
     ja["dtype"] = element_type_name(x.dtype);
     if (x.casts()) ja["target_dtype"] = element_type_name(x.target_type());
+    if (x.program_type() != x.dtype) ja["program_dtype"] = element_type_name(x.program_type());
     ja["source"] = detail::layout_json(x.source);
     ja["target"] = detail::layout_json(x.target);
     ja["route"] = reshard_route_name(p.route[a]);

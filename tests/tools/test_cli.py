@@ -374,6 +374,11 @@ def check_reshard(redist, checks):
                "bf16>f32" in r.stdout and
                "; runs in f32 (pending values cast: the type that holds bf16 and f32)" in r.stdout,
                "reshard plan, mixed-precision gradients: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        r = run(redist, ["reshard", "plan", "--manifest", grads_mp, "--json"])
+        plan = json.loads(r.stdout) if r.returncode == 0 else {}
+        expect([a.get("program_dtype") for a in plan.get("arrays", [])] == ["f32", "f32", None] and
+               plan["arrays"][0].get("target_dtype") == "f32" and plan.get("fused", [{}])[0].get("arrays") == [0, 1],
+               "reshard plan --json, mixed-precision gradients: %r" % r.stdout[-400:])
         r = run(redist, ["reshard", "run", "--manifest", grads_mp, "--backend", "host", "--verify"])
         expect(r.returncode == 0 and re.search(r"verified: [1-9]\d* elements, 0 wrong", r.stdout),
                "reshard run, mixed-precision gradients: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
