@@ -295,7 +295,7 @@ struct typed_fused_call final : fused_call {
   /// tiles are packed and copied out where they differ (reshard_array::program_type).
   typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
                    std::span<const rank_t> local, element_type t, std::span<const std::array<element_type, 2>> types)
-      : b_(b), steps_(progs.front()->steps), local_(local.begin(), local.end()), type_(t), types_(types.begin(), types.end()) {
+      : b_(b), steps_(progs.front()->steps), local_(local.begin(), local.end()) {
     arrays = std::move(which);
     actions_ = schedule_fused(steps_);
     sums_ = fused_state_elements(progs);
@@ -332,7 +332,7 @@ struct typed_fused_call final : fused_call {
       return w;
     };
     for (const fused_action& x : actions_) {
-      std::vector<strided_copy> v;
+      std::vector<array_copy> v;
       for (std::size_t i = 0; !x.call && i < progs.size(); ++i) {
         const place from = where(i, x.state, x.in, x.from < 0), to = where(i, x.state, x.out, x.to < 0);
         strided_copy c;
@@ -361,7 +361,8 @@ struct typed_fused_call final : fused_call {
             std::swap(c.src_pitch, c.dst_pitch);
           }
         }
-        v.push_back(c);
+        const element_type from_type = x.from < 0 ? types[i][0] : t, to_type = x.to < 0 ? types[i][1] : t;
+        v.push_back({from_type == to_type ? in_bytes(c, sizeof(T)) : c, from_type, to_type});
       }
       copies_.push_back(std::move(v));
     }
@@ -392,9 +393,9 @@ struct typed_fused_call final : fused_call {
             const std::size_t t = i * A + arrays[k];
             const std::byte* from = x.from < 0 ? in[t].data() : buf_[static_cast<std::size_t>(x.from)][i].data();
             std::byte* to = x.to < 0 ? out[t].data() : buf_[static_cast<std::size_t>(x.to)][i].data();
-            const element_type ft = x.from < 0 ? types_[k][0] : type_, tt = x.to < 0 ? types_[k][1] : type_;
-            if (ft == tt) copies.push_back({in_bytes(copies_[q][k], sizeof(T)), from, to});
-            else casts.push_back({copies_[q][k], from, ft, to, tt});
+            const array_copy& c = copies_[q][k];
+            if (c.from == c.to) copies.push_back({c.c, from, to});
+            else casts.push_back({c.c, from, c.from, to, c.to});
           }
         strided_copies(mem, std::span<const byte_copy>(copies));
         cast_copies(mem, std::span<const cast_copy>(casts));
@@ -427,9 +428,13 @@ struct typed_fused_call final : fused_call {
   std::vector<rank_t> local_;
   std::vector<fused_action> actions_;
   std::vector<std::uint64_t> sums_;            ///< elements of every array's tile per state, summed
-  element_type type_;                               ///< T's
-  std::vector<std::array<element_type, 2>> types_;  ///< per array: its source's and target's
-  std::vector<std::vector<strided_copy>> copies_;   ///< per action, per array, in elements (none for a call)
+  /// One array's copy in an action: in bytes where both sides hold the same element type,
+  /// otherwise in elements, converting from `from` to `to` (the caller's tiles and T's).
+  struct array_copy {
+    strided_copy c;
+    element_type from, to;
+  };
+  std::vector<std::vector<array_copy>> copies_;  ///< per action, per array (none for a call)
   std::array<std::vector<buffer_type>, 2> buf_;    ///< per local rank
   std::uint64_t held_ = 0;
   bool prepared_ = false;
