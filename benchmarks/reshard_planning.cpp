@@ -2,11 +2,14 @@
 // weight-sync example's GPT-style state (examples/gpt_state.hpp, L layers of width D) from
 // FSDP W/8 x TP 8 to engine replicas of TP 8 holding it all ({dp: W/8, tp: 8}) on the same W
 // ranks, for worlds of W ranks. Every rank of an MPI or NCCL job plans the same joint plan
-// (lower/reshard.hpp) from the same problem; its executor then keeps only the pieces its
-// rank sends, receives or keeps (runtime/reshard_executor.hpp). Prints, per world: the
-// planning time (best of the runs, one thread), the plan's pieces and their bytes, and the
-// most pieces (and bytes) one rank's executor keeps.
-// Usage: reshard_planning [runs = 3] [layers = 12] [dim = 768] [worlds = 8,32,128,512]
+// (lower/reshard.hpp) from the same problem: the whole plan, or its own rank's
+// (reshard_options::of_rank: the same plan without the other ranks' pieces); its executor
+// then keeps only the pieces its rank sends, receives or keeps
+// (runtime/reshard_executor.hpp). Prints, per world: the planning time of both (best of the
+// runs, one thread), the plan's pieces and their bytes, and the most pieces (and bytes) one
+// rank keeps. `plans`: whole, rank (rank 0's) or both; run one at a time under
+// /usr/bin/time for the peak memory of each.
+// Usage: reshard_planning [runs = 3] [layers = 12] [dim = 768] [worlds = 8,32,128,512] [plans = both]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,6 +20,14 @@
 
 #include "gpt_state.hpp"
 #include "redist/lower/reshard.hpp"
+
+namespace {
+std::string fmt_seconds(double s) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.3f", s);
+  return t;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace redist;
@@ -32,25 +43,35 @@ int main(int argc, char** argv) {
       s = comma == std::string::npos ? "" : s.substr(comma + 1);
     }
   }
+  const std::string plans = argc > 5 ? argv[5] : "both";
+  const bool whole = plans != "rank", one = plans != "whole";
   try {
     std::printf("# planning a GPT-style state (%llu layers of width %llu) from FSDP W/8 x TP 8 to replicas of TP 8, "
                 "best of %d\n\n",
                 static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), runs);
-    std::printf("| W | arrays | MiB of f32 | plan s | pieces | plan MiB of pieces | most pieces a rank keeps | "
-                "its MiB | rounds | received / bound |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| W | arrays | MiB of f32 | whole plan s | rank 0's plan s | whole / rank | pieces | plan MiB of pieces | "
+                "most pieces a rank keeps | its MiB | rounds | received / bound |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const std::uint64_t W : worlds) {
       if (W < 8 || W % 8 != 0) throw redist_error(errc::bad_size, "a world of " + std::to_string(W) + " ranks is not 8k");
       const std::string n = std::to_string(W / 8);
       const reshard_problem pr = example::gpt_state(layers, dim, "{dp: " + n + ", tp: 8}", element_type::f32, 50257, 1024,
                                                     "{fsdp: " + n + ", tp: 8}", W);
-      double best = 1e30;
-      reshard_plan p;
-      for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        p = plan_reshard(pr, {});
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-      std::uint64_t pieces = p.local.size(), bytes = 0, received = 0, bound = 0;
+      double best = 0, best_rank = 0;
+      reshard_plan p, mine;
+      auto time = [&](reshard_plan& into, const reshard_options& o) {
+        double b = 1e30;
+        for (int r = 0; r < runs; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          into = plan_reshard(pr, o);
+          b = std::min(b, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return b;
+      };
+      if (one) best_rank = time(mine, {.of_rank = 0});
+      if (whole) best = time(p, {});
+      if (!whole) p = std::move(mine);  // the counts below are the whole plan's; the pieces rank 0's
+      std::uint64_t pieces = p.local_count, bytes = 0, received = 0, bound = 0;
       std::vector<std::uint64_t> per_rank(W, 0);
       auto count = [&](const reshard_piece& pc) {
         ++per_rank[pc.from];
@@ -58,7 +79,7 @@ int main(int argc, char** argv) {
       };
       for (const reshard_piece& pc : p.local) count(pc);
       for (const reshard_round& r : p.rounds) {
-        pieces += r.pieces.size();
+        pieces += r.count;
         for (const reshard_piece& pc : r.pieces) count(pc);
       }
       for (const reshard_array& a : pr.arrays) bytes += a.bytes();
@@ -68,8 +89,11 @@ int main(int argc, char** argv) {
       }
       const std::uint64_t most = *std::max_element(per_rank.begin(), per_rank.end());
       const double mib = 1024.0 * 1024.0;
-      std::printf("| %llu | %zu | %.0f | %.3f | %llu | %.1f | %llu | %.2f | %zu | %.3f |\n",
-                  static_cast<unsigned long long>(W), pr.arrays.size(), static_cast<double>(bytes) / mib, best,
+      const auto secs = [](bool ran, double s) { return ran ? fmt_seconds(s) : std::string("-"); };
+      std::printf("| %llu | %zu | %.0f | %s | %s | %s | %llu | %.1f | %llu | %.2f | %zu | %.3f |\n",
+                  static_cast<unsigned long long>(W), pr.arrays.size(), static_cast<double>(bytes) / mib,
+                  secs(whole, best).c_str(), secs(one, best_rank).c_str(),
+                  whole && one ? (fmt_seconds(best / best_rank) + "x").c_str() : "-",
                   static_cast<unsigned long long>(pieces),
                   static_cast<double>(pieces * sizeof(reshard_piece)) / mib, static_cast<unsigned long long>(most),
                   static_cast<double>(most * sizeof(reshard_piece)) / mib, p.rounds.size(),

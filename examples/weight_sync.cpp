@@ -38,7 +38,11 @@ namespace {
 template <class B>
 int sync(B& comm, bool print, const std::string& title, const redist::reshard_problem& state,
          const std::vector<example::fused_param>& fused, std::uint64_t budget) {
-  const redist::reshard_plan plan = redist::plan_reshard(state, {.budget_bytes = budget});
+  // One rank of an MPI job plans its own pieces alone (of_rank: the same plan, without the
+  // other ranks' pieces); the host backend drives every rank and needs them all.
+  redist::reshard_options options{.budget_bytes = budget};
+  if (comm.local_ranks().size() == 1 && comm.devices() > 1) options.of_rank = comm.local_ranks()[0];
+  const redist::reshard_plan plan = redist::plan_reshard(state, options);
   redist::reshard_executor<B> ex(comm, plan);
   redist::reshard_tiles tiles = redist::make_reshard_tiles(ex);  // the trainer's and the engine's weights
   redist::fill_reshard_sources(plan, ex.local_ranks(), tiles);

@@ -64,7 +64,9 @@ std::string bytes_text(std::uint64_t b) {
   return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
 }
 
-reshard_plan plan_from(const reshard_cli_options& o, profile_file& profile) {
+/// The plan of the manifest; for `rank` of a job of `ranks` (MPI), where that is the
+/// reshard's world, the plan of that rank alone (reshard_options::of_rank).
+reshard_plan plan_from(const reshard_cli_options& o, profile_file& profile, std::uint64_t ranks = 1, rank_t rank = 0) {
   std::ifstream f(o.manifest, std::ios::binary);
   std::ostringstream text;
   if (f) text << f.rdbuf();
@@ -76,7 +78,10 @@ reshard_plan plan_from(const reshard_cli_options& o, profile_file& profile) {
   ro.synth.time_model = &profile.profile;
   ro.joint = !o.separate;
   ro.pipeline = o.pipeline == "on" ? reshard_pipeline::on : o.pipeline == "off" ? reshard_pipeline::off : reshard_pipeline::automatic;
-  return for_option("--manifest", [&] { return plan_reshard(m.problem, ro); });
+  return for_option("--manifest", [&] {
+    if (ranks > 1 && reshard_world(m.problem) == ranks) ro.of_rank = rank;
+    return plan_reshard(m.problem, ro);
+  });
 }
 
 void print_plan(const reshard_plan& p, bool explain) {
@@ -122,11 +127,9 @@ void print_plan(const reshard_plan& p, bool explain) {
   fmt::print("predicted {:.3f} ms (one call per array: {:.3f} ms)\n", p.seconds * 1e3, p.separate_seconds * 1e3);
   if (!explain) return;
   fmt::print("\nreason: {}\n", p.reason);
-  for (std::size_t k = 0; k < p.rounds.size(); ++k) {
-    std::uint64_t b = 0;
-    for (const reshard_piece& pc : p.rounds[k].pieces) b += p.piece_bytes(pc);
-    fmt::print("  round {}: {} pieces in {} messages, {}\n", k + 1, p.rounds[k].pieces.size(), p.messages(k), bytes_text(b));
-  }
+  for (std::size_t k = 0; k < p.rounds.size(); ++k)
+    fmt::print("  round {}: {} pieces in {} messages, {}\n", k + 1, p.rounds[k].count, p.messages(k),
+               bytes_text(p.rounds[k].bytes));
   for (std::size_t k = 0; k < p.fused.size(); ++k) {
     const reshard_fused& f = p.fused[k];
     std::string names, calls;
@@ -243,7 +246,10 @@ void add_reshard_command(CLI::App& app) {
     } else {
 #if defined(REDIST_WITH_MPI)
       ensure_mpi();
-      const reshard_plan p = plan_from(*o, profile);
+      int rank = 0, ranks = 1;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+      const reshard_plan p = plan_from(*o, profile, static_cast<std::uint64_t>(ranks), static_cast<rank_t>(rank));
       // --exchange, else the way the profile's calibration found fastest.
       const mpi_exchange way = exchange_of(o->exchange, profile.mpi, o->backend);
       mpi_backend mpi(MPI_COMM_WORLD, mpi_options{}.set_exchange(way));

@@ -477,19 +477,21 @@ inline void finish_senders(exchange_plan& x, std::span<const std::uint64_t> sent
 }
 }  // namespace detail
 
-/// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
-/// with the sender rule at the top of this file (`level`, `of_rank`: plan_detail above).
-inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after,
-                                   plan_detail level = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
-  exchange_plan x;
+namespace detail {
+/// The walk of plan_exchange below: every piece of the exchange from boxes `before` to boxes
+/// `after` by the sender rule at the top of this file, in plan order (by receiver, in rank
+/// order), handed to `piece(from, to, a, held)` (the piece is a n held: rank `to`'s box after
+/// the step and the distinct box before it that it meets), with the sizes (received,
+/// max_received, max_sent, messages, max_senders) and any error in x. Visiting a piece costs
+/// no allocation; what to keep of it is the caller's (plan_exchange, lower/reshard.hpp).
+template <class Piece>
+void walk_exchange(std::span<const box> before, std::span<const box> after, exchange_plan& x, Piece&& piece) {
   const std::size_t D = before.size();
   const int R = D ? before[0].rank : 0;
-  const bool keep = level == plan_detail::pieces;
-  if (keep) x.first.assign(D + 1, 0);
   x.received.assign(D, 0);
   if (after.size() != D) {
     x.error = "an exchange needs one box per rank";
-    return x;
+    return;
   }
   // Distinct non-empty boxes, ordered by their smallest holder, with their holders; own[r]:
   // the one rank r holds (none: npos).
@@ -533,7 +535,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     for (std::size_t k = 0; k < j; ++k)
       if (!intersect(distinct[j], distinct[k]).empty()) {
         x.error = partly;
-        return x;
+        return;
       }
   // The distinct boxes by their range numbers (a cell of the grid of ranges): in a table
   // by the cell's row-major number where the grid is at most a few times the boxes (a
@@ -572,12 +574,11 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     x.too_large = true;
   };
   for (std::size_t r = 0; r < D; ++r) {
-    if (keep) x.first[r] = x.pieces.size();
     const box& a = after[r];
     if (a.rank != R) {
       x.error = "rank " + std::to_string(r) + "'s box has " + std::to_string(a.rank) + " dimensions, the array " +
                 std::to_string(R);
-      return x;
+      return;
     }
     if (a.empty()) continue;
     std::uint64_t covered = 0, got = 0, msgs = 0;
@@ -595,14 +596,13 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
         ++msgs;
       }
       covered += n;
-      if (detail::keeps_piece(level, of_rank, from, static_cast<rank_t>(r)))
-        x.pieces.push_back({from, static_cast<rank_t>(r), intersect(a, distinct[j])});
+      piece(from, static_cast<rank_t>(r), a, distinct[j]);
     };
     if (!grid) {  // disjoint boxes, one by one
       for (std::size_t j = 0; j < distinct.size(); ++j) {
         if ((cells += 1) > max_exchange_cells) {
           too_many();
-          return x;
+          return;
         }
         if (const std::uint64_t n = intersect(a, distinct[j]).size()) take(j, n);
       }
@@ -629,7 +629,7 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
       while (!none) {
         if (++cells > max_exchange_cells) {
           too_many();
-          return x;
+          return;
         }
         for (int d = from_d; d < R; ++d) {
           const auto i = static_cast<std::size_t>(d);
@@ -653,18 +653,33 @@ inline exchange_plan plan_exchange(std::span<const box> before, std::span<const 
     if (covered != a.size()) {
       x.error = "no rank holds some elements of rank " + std::to_string(r) + "'s box " + box_text(a) +
                 " before the exchange";
-      return x;
+      return;
     }
     x.received[r] = got;
     x.max_received = std::max(x.max_received, got);
     x.max_senders = std::max(x.max_senders, msgs);  // a piece from each (a rank holds one box)
   }
-  if (keep) {
-    x.first[D] = x.pieces.size();
+  finish_senders(x, sent, sent_elements);
+}
+}  // namespace detail
+
+/// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
+/// with the sender rule at the top of this file (`level`, `of_rank`: plan_detail above).
+inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after,
+                                   plan_detail level = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
+  exchange_plan x;
+  const bool keep = level == plan_detail::pieces;
+  detail::walk_exchange(before, after, x, [&](rank_t from, rank_t to, const box& a, const box& held) {
+    if (detail::keeps_piece(level, of_rank, from, to)) x.pieces.push_back({from, to, intersect(a, held)});
+  });
+  if (keep) {  // the pieces lie by receiver, in rank order
+    const std::size_t D = before.size();
+    x.first.assign(D + 1, 0);
+    for (const exchange_piece& pc : x.pieces) ++x.first[pc.to + std::size_t{1}];
+    for (std::size_t r = 0; r < D; ++r) x.first[r + 1] += x.first[r];
     x.before.assign(before.begin(), before.end());
     x.after.assign(after.begin(), after.end());
   }
-  detail::finish_senders(x, sent, sent_elements);
   return x;
 }
 

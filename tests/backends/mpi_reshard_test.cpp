@@ -9,7 +9,8 @@
 // turn; half the budgeted plans pipelined, two rounds at a time; every fifth problem with
 // each rank's tiles back to back in one buffer per end, as fused parameters) and checks
 // every element of its target tiles. It checks too that the message buffers stay within the
-// budget, and that each rank's executor keeps exactly the pieces of its rank. Then
+// budget, and that each rank's executor keeps exactly the pieces of its rank, half the ranks
+// of every problem running the plan of their own rank (reshard_options::of_rank). Then
 // named cases: messages by single copy, and (on 8 ranks) gradients (FSDP and HSDP) whose own
 // all-reduces, reduce-scatters and two-step programs run as fused collectives. Rank 0 prints
 // the totals; the exit status is
@@ -69,7 +70,12 @@ int run(int argc, char** argv) {
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.
         const auto how = static_cast<redist::reshard_messages>(i % 3);
-        redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : *in_place[i / 4 % 3], p, how);
+        // Half the ranks run their own rank's plan (reshard_options::of_rank), the others the
+        // whole plan: they agree on it, and keep the same pieces.
+        redist::reshard_options mine = o;
+        mine.of_rank = mpi.rank();
+        redist::reshard_executor<redist::mpi_backend> ex(i % 4 == 0 ? packed : *in_place[i / 4 % 3],
+                                                         (i + me) % 2 == 0 ? redist::plan_reshard(c.problem, mine) : p, how);
         {  // it keeps the pieces this rank sends, receives or keeps, and no other
           auto mine = [&](const redist::reshard_piece& pc) { return pc.from == mpi.rank() || pc.to == mpi.rank(); };
           std::size_t want = static_cast<std::size_t>(std::count_if(p.local.begin(), p.local.end(), mine)),

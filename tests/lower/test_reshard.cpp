@@ -7,7 +7,8 @@
 // receives exactly the data-movement lower bound, every round keeps every
 // rank's send + receive bytes within the budget, the pieces of a round are in
 // message order, and arrays with pending sums take their own plans (the check,
-// check_reshard_plan, is in tests/support/reshard_problems.hpp). Then named
+// check_reshard_plan, is in tests/support/reshard_problems.hpp); every rank's own plan
+// (reshard_options::of_rank) is the whole plan without the other ranks' pieces. Then named
 // cases (a weight sync from FSDP x TP to TP on the same and on other devices, a
 // budget cutting one piece into rows) and bad input. Execution on real data is
 // tests/runtime/reshard_executor_test.cpp.
@@ -88,6 +89,114 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
   CHECK(boxed > 300);        // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
   CHECK(pipelined > 300);
+}
+
+namespace {
+
+/// "" if `mine` is rank r's plan of the whole plan `whole`: the same routes, rounds (with the
+/// whole rounds' counts), bytes per rank and predictions, and of the pieces exactly those
+/// rank r sends, receives or keeps, in the same order.
+std::string rank_plan_differs(const reshard_plan& whole, const reshard_plan& mine, rank_t r) {
+  auto of_r = [&](const std::vector<reshard_piece>& v) {
+    std::vector<reshard_piece> out;
+    for (const reshard_piece& pc : v)
+      if (pc.from == r || pc.to == r) out.push_back(pc);
+    return out;
+  };
+  auto same = [](const std::vector<reshard_piece>& x, const std::vector<reshard_piece>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const reshard_piece& a, const reshard_piece& b) {
+      return a.array == b.array && a.from == b.from && a.to == b.to && a.b == b.b;
+    });
+  };
+  if (mine.of_rank != std::optional<rank_t>(r) || whole.of_rank) return "of_rank";
+  if (mine.route != whole.route || mine.local_count != whole.local_count || mine.pipelined != whole.pipelined)
+    return "routes, local pieces or pipelining";
+  if (mine.received_bytes != whole.received_bytes || mine.lower_bound_bytes != whole.lower_bound_bytes ||
+      mine.transient_bytes != whole.transient_bytes)
+    return "bytes per rank";
+  if (mine.seconds != whole.seconds || mine.joint_seconds != whole.joint_seconds ||
+      mine.unpipelined_seconds != whole.unpipelined_seconds || mine.reason != whole.reason)
+    return "predictions: " + mine.reason + " against " + whole.reason;
+  if (mine.fused.size() != whole.fused.size()) return "fused sets";
+  for (std::size_t f = 0; f < mine.fused.size(); ++f)
+    if (mine.fused[f].arrays != whole.fused[f].arrays) return "fused sets";
+  if (!same(mine.local, of_r(whole.local))) return "local pieces";
+  if (mine.rounds.size() != whole.rounds.size()) return "rounds";
+  for (std::size_t k = 0; k < mine.rounds.size(); ++k) {
+    const reshard_round &a = mine.rounds[k], &b = whole.rounds[k];
+    if (a.count != b.count || a.messages != b.messages || a.bytes != b.bytes || b.count != b.pieces.size())
+      return "round " + std::to_string(k) + "'s counts";
+    if (!same(a.pieces, of_r(b.pieces))) return "round " + std::to_string(k) + "'s pieces";
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("rank plans: the whole plan with the other ranks' pieces left out", "[reshard]") {
+  // reshard_options::of_rank: what every rank of an MPI or NCCL job plans for itself.
+  std::mt19937 rng(0x72616e6b);
+  testing::reshard_workload w;
+  w.casts = true;
+  int compared = 0, cut = 0, refused = 0;
+  for (int i = 0; i < 600; ++i) {
+    testing::reshard_case c = testing::random_reshard(rng, w);
+    if (i % 2 == 0) {  // arrays laid out as an earlier one (a model's layers): its plan and pieces are theirs too
+      reshard_array again = c.problem.arrays[0];
+      again.name = "again";
+      c.problem.arrays.push_back(again);
+      if (!again.casts() && element_type_floating(again.dtype)) {  // another type: another own plan, the same pieces
+        again.name = "again_in_another_type";
+        again.dtype = again.dtype == element_type::f64 ? element_type::bf16 : element_type::f64;
+        c.problem.arrays.push_back(again);
+      }
+    }
+    INFO(c.text);
+    const reshard_plan p = plan_reshard(c.problem);
+    REQUIRE(testing::check_reshard_plan(p, 0).empty());
+    const std::uint64_t row = testing::largest_row(p), budget = row + rng() % (4 * row + 1);
+    std::vector<reshard_options> options{{}};
+    if (row > 0) {
+      options.push_back({.budget_bytes = budget});
+      options.push_back({.budget_bytes = budget, .pipeline = reshard_pipeline::on});
+    }
+    for (reshard_options o : options) {
+      INFO("budget " << o.budget_bytes);
+      const reshard_plan whole = plan_reshard(c.problem, o);
+      REQUIRE(testing::check_reshard_plan(whole, o.budget_bytes).empty());
+      for (rank_t r = 0; r < whole.world; ++r) {
+        o.of_rank = r;
+        REQUIRE(rank_plan_differs(whole, plan_reshard(c.problem, o), r).empty());
+        ++compared;
+      }
+      std::uint64_t n = 0;
+      for (const reshard_round& k : whole.rounds) n += k.count;
+      cut += !p.rounds.empty() && n > p.rounds[0].count;
+    }
+    if (row > 1) {  // a budget below a row: the same refusal, naming the same piece, on every rank
+      std::string said;
+      try {
+        plan_reshard(c.problem, {.budget_bytes = row - 1});
+      } catch (const redist_error& e) {
+        said = e.what();
+      }
+      REQUIRE(!said.empty());
+      for (rank_t r = 0; r < p.world; ++r) {
+        try {
+          plan_reshard(c.problem, {.budget_bytes = row - 1, .of_rank = r});
+          FAIL("rank " << r << " accepted a budget below one row");
+        } catch (const redist_error& e) {
+          REQUIRE(std::string(e.what()) == said);
+          ++refused;
+        }
+      }
+    }
+  }
+  CHECK(compared > 6000);
+  CHECK(cut > 500);  // rounds of chunks: more pieces than the whole pieces
+  CHECK(refused > 1800);
+  REQUIRE_THROWS_WITH(plan_reshard(testing::random_reshard(rng, w).problem, {.of_rank = 4096}),
+                      Catch::Matchers::Contains("a plan of rank 4096 in a world of"));
 }
 
 TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as pieces come and go", "[reshard]") {

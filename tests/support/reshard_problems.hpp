@@ -107,7 +107,7 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
 /// none) and within transient_bytes, the pieces of a round are in message order, arrays
 /// with pending sums take their own plans (those that cast them, in their program types) and
 /// other arrays that cast are joint (bytes on the way counted in their wire types,
-/// reshard_plan::piece_bytes).
+/// reshard_plan::piece_bytes), and every round's counts are its pieces' (a whole plan).
 inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budget) {
   const std::uint64_t W = p.world;
   const std::size_t A = p.arrays.size();
@@ -119,9 +119,18 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     got[{pc.array, pc.to}].push_back(pc);
   }
   std::vector<std::uint64_t> last(W, 0);  // the previous round's bytes per rank
+  if (p.of_rank) return "a rank's plan (check the whole plan)";
+  if (p.local_count != p.local.size()) return "local_count is not the local pieces";
   for (std::size_t k = 0; k < p.rounds.size(); ++k) {
     const auto& v = p.rounds[k].pieces;
     if (!std::is_sorted(v.begin(), v.end())) return "round " + std::to_string(k) + " is not in message order";
+    std::uint64_t messages = 0, bytes = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      messages += i == 0 || v[i].from != v[i - 1].from || v[i].to != v[i - 1].to;
+      bytes += p.piece_bytes(v[i]);
+    }
+    if (p.rounds[k].count != v.size() || p.rounds[k].messages != messages || p.rounds[k].bytes != bytes)
+      return "round " + std::to_string(k) + "'s counts are not its pieces'";
     std::vector<std::uint64_t> use(W, 0);
     for (const reshard_piece& pc : v) {
       if (pc.from == pc.to) return "round " + std::to_string(k) + " has a piece a rank keeps";

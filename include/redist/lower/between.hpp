@@ -53,6 +53,7 @@ namespace redist {
 struct placed_layout {
   placed_mesh pm;
   dist_type type;
+  bool operator==(const placed_layout&) const = default;
 };
 
 namespace detail {

@@ -44,6 +44,15 @@
 // consecutive rounds stay within B. More rounds pay more latencies; automatic pipelines
 // where that is predicted faster.
 //
+// Large worlds (reshard_options::of_rank). Every rank of an MPI or NCCL job plans the same
+// plan; of its pieces it needs only those it sends, receives or keeps. The planner schedules
+// and prices every piece by its sender, receiver and size alone (detail::flow: no box), and
+// keeps the boxes of the pieces the plan holds: all of them, or a rank's. A rank's plan is
+// the whole plan with the other ranks' pieces left out: the same routes, rounds (each with
+// the whole round's counts), bytes per rank and predictions (tests/lower/test_reshard.cpp).
+// Arrays laid out as an earlier one (a model's layers) take its own plan (where their
+// program types agree) and a copy of its pieces.
+//
 // Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
 // rank sends to or receives from, the most bytes one rank receives or sends (its transfer
 // t_k), and the pass over the bytes it writes (c_k; the pieces it keeps are written in the
@@ -90,11 +99,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -176,6 +185,9 @@ struct reshard_options {
   /// (detail::call_seconds; the header comment): past that, one more array saves less than
   /// 1/16 of the call's time by the model while the buffers outgrow the caches (0: no limit).
   double fuse_set_calls = 16;
+  /// A rank's plan (the header comment, "Large worlds"): keep only the pieces rank of_rank
+  /// sends, receives or keeps; everything else is the whole plan's.
+  std::optional<rank_t> of_rank = std::nullopt;
 };
 
 /// How one array moves.
@@ -197,9 +209,14 @@ struct reshard_piece {
 };
 
 /// The messages of one round: pieces ordered by (from, to, array, box), so that the pieces
-/// from one rank to another are one message, back to back in that order, on both sides.
+/// from one rank to another are one message, back to back in that order, on both sides. In
+/// a rank's plan (reshard_plan::of_rank) the pieces are those the rank sends or receives; the
+/// counts are always the whole round's.
 struct reshard_round {
   std::vector<reshard_piece> pieces;
+  std::uint64_t count = 0;     ///< pieces over every rank
+  std::uint64_t messages = 0;  ///< pairs of ranks with pieces
+  std::uint64_t bytes = 0;     ///< on the way, over every rank
 };
 
 /// Own programs that share their collective calls, one call per step (the header comment).
@@ -216,7 +233,10 @@ struct reshard_plan {
   std::vector<reshard_array> arrays;
   std::vector<reshard_route> route;    ///< per array
   std::vector<plan_choice> own;        ///< per array: its own plan (plan_between), the program run when route is own
+  std::optional<rank_t> of_rank;       ///< a rank's plan: local and rounds hold only the pieces that rank
+                                       ///< sends, receives or keeps (reshard_options::of_rank)
   std::vector<reshard_piece> local;    ///< pieces of joint arrays a rank copies from its own source tile
+  std::uint64_t local_count = 0;       ///< such pieces over every rank
   std::vector<reshard_round> rounds;   ///< pieces between ranks, round by round
   std::vector<reshard_fused> fused;    ///< own programs that share their calls, set by set
   std::vector<std::uint64_t> received_bytes;     ///< per world rank: what the joint exchange brings it
@@ -234,13 +254,8 @@ struct reshard_plan {
   [[nodiscard]] std::size_t count(reshard_route r) const {
     return static_cast<std::size_t>(std::count(route.begin(), route.end(), r));
   }
-  /// Messages of round k (pairs of ranks with pieces).
-  [[nodiscard]] std::uint64_t messages(std::size_t k) const {
-    std::uint64_t n = 0;
-    const auto& v = rounds[k].pieces;
-    for (std::size_t i = 0; i < v.size(); ++i) n += i == 0 || v[i].from != v[i - 1].from || v[i].to != v[i - 1].to;
-    return n;
-  }
+  /// Messages of round k (pairs of ranks with pieces, over every rank).
+  [[nodiscard]] std::uint64_t messages(std::size_t k) const { return rounds[k].messages; }
   /// A piece's bytes on the way (in its array's wire type).
   [[nodiscard]] std::uint64_t piece_bytes(const reshard_piece& p) const { return p.b.size() * arrays[p.array].wire_bytes(); }
 };
@@ -491,11 +506,64 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
   return sets;
 }
 
+/// Pieces per pair of ranks, in an open-addressing table (a plan of a large world counts
+/// millions of pieces over up to W^2 pairs; a pair whose count falls back to 0 keeps its
+/// slot).
+class pair_counts {
+ public:
+  /// One more piece from `from` to `to`: true if it is the pair's first.
+  bool add(rank_t from, rank_t to) {
+    if (count(from, to)++ != 0) return false;
+    ++size_;
+    return true;
+  }
+  /// One piece fewer (one add() counted): true if it was the pair's last.
+  bool remove(rank_t from, rank_t to) {
+    if (--count(from, to) != 0) return false;
+    --size_;
+    return true;
+  }
+  /// Pairs with pieces.
+  [[nodiscard]] std::uint64_t size() const { return size_; }
+
+ private:
+  std::uint64_t& count(rank_t from, rank_t to) {
+    const std::uint64_t key = (std::uint64_t{from} << 32 | to) + 1;  // 0 marks an empty slot
+    if (2 * (used_ + 1) > slots_.size()) grow();
+    std::size_t i = slot(key);
+    if (slots_[i].key == 0) {
+      slots_[i].key = key;
+      ++used_;
+    }
+    return slots_[i].count;
+  }
+  struct entry {
+    std::uint64_t key = 0, count = 0;
+  };
+  [[nodiscard]] std::size_t slot(std::uint64_t key) const {
+    std::uint64_t h = key;  // splitmix64's finalizer
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    std::size_t i = static_cast<std::size_t>(h ^ (h >> 31)) & (slots_.size() - 1);
+    while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
+    return i;
+  }
+  void grow() {
+    std::vector<entry> old(std::max<std::size_t>(64, 2 * slots_.size()));
+    old.swap(slots_);
+    for (const entry& e : old)
+      if (e.key != 0) slots_[slot(e.key)] = e;
+  }
+  std::vector<entry> slots_;
+  std::size_t used_ = 0;   ///< slots taken
+  std::uint64_t size_ = 0;  ///< pairs with pieces
+};
+
 /// Per-rank tallies of a set of pieces between ranks (one round).
 struct round_tally {
   std::vector<std::uint64_t> sent, received, written;
-  std::vector<std::uint64_t> peers_out, peers_in;        ///< ranks each sends to, receives from
-  std::unordered_map<std::uint64_t, std::uint64_t> pairs;  ///< pieces per from * W + to
+  std::vector<std::uint64_t> peers_out, peers_in;  ///< ranks each sends to, receives from
+  pair_counts pairs;                               ///< pieces per pair of ranks
   explicit round_tally(std::uint64_t W)
       : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0) {}
   void add(rank_t from, rank_t to, std::uint64_t bytes) {
@@ -503,7 +571,7 @@ struct round_tally {
     if (from == to) return;
     sent[from] += bytes;
     received[to] += bytes;
-    if (pairs[std::uint64_t{from} * sent.size() + to]++ == 0) {
+    if (pairs.add(from, to)) {
       ++peers_out[from];
       ++peers_in[to];
     }
@@ -514,9 +582,7 @@ struct round_tally {
     if (from == to) return;
     sent[from] -= bytes;
     received[to] -= bytes;
-    const auto it = pairs.find(std::uint64_t{from} * sent.size() + to);
-    if (--it->second == 0) {
-      pairs.erase(it);
+    if (pairs.remove(from, to)) {
       --peers_out[from];
       --peers_in[to];
     }
@@ -577,33 +643,65 @@ inline void sort_pieces(std::vector<reshard_piece>& v) {
   }
 }
 
-/// Cut a piece into chunks of whole rows (dimension 0) of at most `cap` bytes.
-inline void cut_piece(const reshard_piece& p, std::uint64_t e, std::uint64_t cap, const std::string& name,
-                      std::vector<reshard_piece>& out) {
-  const std::uint64_t bytes = p.b.size() * e;
+/// One piece of a joint array's exchange as the planner schedules it, without its box (a
+/// plan of a large world visits millions of pieces; a rank's plan keeps the boxes of its own
+/// alone): its array, sender and receiver, elements, the rows it spans along dimension 0
+/// (1 for a 0-d array) from row `first_row` of the piece (a chunk: cut_flow), and where the
+/// plan keeps its piece (`kept`: an index into the kept pieces between ranks; `none` for
+/// another rank's piece in a rank's plan).
+struct flow {
+  static constexpr std::uint32_t none = UINT32_MAX;
+  std::uint32_t array = 0;
+  rank_t from = 0, to = 0;
+  std::uint32_t kept = none;
+  std::uint64_t elements = 0, rows = 1, first_row = 0;
+};
+
+/// The box of a piece between ranks: the kept one, or found again by the exchange's sender
+/// rule (an array's exchange has at most one piece from one rank to another: a rank holds one
+/// box before it), for naming it in an error.
+inline box flow_box(const reshard_plan& rp, std::span<const reshard_piece> kept, const flow& f) {
+  if (f.kept != flow::none) return kept[f.kept].b;
+  const reshard_array& a = rp.arrays[f.array];
+  box b;
+  exchange_plan x;
+  walk_exchange(layout_boxes(a.source, rp.world), layout_boxes(a.target, rp.world), x,
+                [&](rank_t from, rank_t to, const box& after, const box& held) {
+                  if (from == f.from && to == f.to) b = intersect(after, held);
+                });
+  return b;
+}
+
+/// Cut a piece between ranks into chunks of whole rows (dimension 0) of at most `cap` bytes.
+inline void cut_flow(const reshard_plan& rp, std::span<const reshard_piece> kept, const flow& f, std::uint64_t cap,
+                     std::vector<flow>& out) {
+  const reshard_array& a = rp.arrays[f.array];
+  const std::uint64_t bytes = f.elements * a.wire_bytes();
   if (cap == 0 || bytes <= cap) {
-    out.push_back(p);
+    out.push_back(f);
     return;
   }
-  const std::uint64_t rows = p.b.rank > 0 ? p.b.extent(0) : 1;
-  const std::uint64_t row = bytes / rows;
-  if (row > cap || p.b.rank == 0)
-    throw redist_error(errc::bad_size, "array '" + name + "': one row of the piece " + box_text(p.b) + " from rank " +
-                                           std::to_string(p.from) + " to rank " + std::to_string(p.to) + " is " +
-                                           std::to_string(row) + " bytes, more than the budget of " +
+  const std::uint64_t row = bytes / f.rows;
+  if (row > cap)
+    throw redist_error(errc::bad_size, "array '" + a.name + "': one row of the piece " + box_text(flow_box(rp, kept, f)) +
+                                           " from rank " + std::to_string(f.from) + " to rank " + std::to_string(f.to) +
+                                           " is " + std::to_string(row) + " bytes, more than the budget of " +
                                            std::to_string(cap) + " bytes per rank");
   const std::uint64_t step = cap / row;
-  for (std::uint64_t lo = p.b.lo[0]; lo < p.b.hi[0]; lo += step) {
-    reshard_piece c = p;
-    c.b.lo[0] = lo;
-    c.b.hi[0] = std::min(p.b.hi[0], lo + step);
+  for (std::uint64_t first = 0; first < f.rows; first += step) {
+    flow c = f;
+    c.first_row = first;
+    c.rows = std::min(f.rows - first, step);
+    c.elements = f.elements / f.rows * c.rows;
     out.push_back(c);
   }
 }
 
-/// The rounds of the pieces between ranks within `cap` bytes per rank per round (0: one
-/// round), their transient bytes per rank and their predicted seconds, with the pieces a
-/// rank keeps (`rp.local`) priced in the first round.
+/// The rounds of the pieces between ranks (`between`, their kept pieces `kept`) within `cap`
+/// bytes per rank per round (0: one round, which then takes the kept pieces), their transient
+/// bytes per rank and their predicted seconds, with the pieces ranks keep (`kept_written`:
+/// their bytes per rank) priced in the first round. Every round's counts are the whole
+/// round's; its pieces are the kept ones, cut as their flows are.
 struct round_schedule {
   std::vector<reshard_round> rounds;
   std::vector<std::uint64_t> transient;
@@ -611,55 +709,79 @@ struct round_schedule {
   bool pipelined = false;
 };
 
-inline round_schedule schedule_rounds(const reshard_plan& rp, std::vector<reshard_piece> between, std::uint64_t cap,
-                                      std::uint64_t W, const time_profile& P, bool pipelined) {
+inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const flow> between,
+                                      std::vector<reshard_piece>& kept, std::span<const std::uint64_t> kept_written,
+                                      std::uint64_t cap, std::uint64_t W, const time_profile& P, bool pipelined) {
   round_schedule s;
   s.pipelined = pipelined;
+  auto bytes_of = [&](const flow& f) { return f.elements * rp.arrays[f.array].wire_bytes(); };
   std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
+  std::vector<flow> cut;                        // under a cap: the chunks
+  std::vector<std::uint32_t> round_of;          // per chunk
   if (cap == 0) {  // one round of every piece
     if (!between.empty()) {
       use.emplace_back(W, 0);
-      for (const reshard_piece& p : between) {
-        use[0][p.from] += rp.piece_bytes(p);
-        use[0][p.to] += rp.piece_bytes(p);
+      for (const flow& f : between) {
+        use[0][f.from] += bytes_of(f);
+        use[0][f.to] += bytes_of(f);
       }
-      s.rounds.emplace_back().pieces = std::move(between);
+      round_of.assign(between.size(), 0);
     }
   } else {
-    std::vector<reshard_piece> moving;  // cut to the cap
-    moving.reserve(between.size());
-    for (const reshard_piece& p : between)
-      cut_piece(p, rp.arrays[p.array].wire_bytes(), cap, rp.arrays[p.array].name, moving);
-    std::vector<reshard_piece>().swap(between);
+    cut.reserve(between.size());
+    for (const flow& f : between) cut_flow(rp, kept, f, cap, cut);
     // First fit, largest first (ties in their order).
-    std::vector<std::pair<std::uint64_t, std::size_t>> order(moving.size());
-    for (std::size_t i = 0; i < moving.size(); ++i) order[i] = {rp.piece_bytes(moving[i]), i};
+    std::vector<std::pair<std::uint64_t, std::size_t>> order(cut.size());
+    for (std::size_t i = 0; i < cut.size(); ++i) order[i] = {bytes_of(cut[i]), i};
     std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
       return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
+    round_of.resize(cut.size());
     for (const auto& [b, i] : order) {
-      const reshard_piece& p = moving[i];
+      const flow& f = cut[i];
       std::size_t k = 0;
       for (; k < use.size(); ++k)
-        if (use[k][p.from] <= cap - b && use[k][p.to] <= cap - b) break;
-      if (k == use.size()) {
-        use.emplace_back(W, 0);
-        s.rounds.emplace_back();
-      }
-      use[k][p.from] += b;
-      use[k][p.to] += b;
-      s.rounds[k].pieces.push_back(p);
+        if (use[k][f.from] <= cap - b && use[k][f.to] <= cap - b) break;
+      if (k == use.size()) use.emplace_back(W, 0);
+      use[k][f.from] += b;
+      use[k][f.to] += b;
+      round_of[i] = static_cast<std::uint32_t>(k);
     }
   }
+  const std::span<const flow> chunks = cap == 0 ? between : std::span<const flow>(cut);
+  // The chunks round by round, in their order.
+  std::vector<std::size_t> start(use.size() + 1, 0), at(chunks.size());
+  for (const std::uint32_t k : round_of) ++start[k + std::size_t{1}];
+  for (std::size_t k = 0; k < use.size(); ++k) start[k + 1] += start[k];
+  {
+    std::vector<std::size_t> next(start.begin(), start.end() - 1);
+    for (std::size_t i = 0; i < chunks.size(); ++i) at[next[round_of[i]]++] = i;
+  }
+  s.rounds.resize(use.size());
+  if (cap == 0 && !s.rounds.empty()) s.rounds[0].pieces = std::move(kept);  // one round: every piece whole
   s.transient.assign(W, 0);
   std::vector<double> transfer, pass;
-  for (std::size_t k = 0; k < s.rounds.size() || (k == 0 && !rp.local.empty()); ++k) {
+  for (std::size_t k = 0; k < s.rounds.size() || (k == 0 && rp.local_count > 0); ++k) {
     round_tally t(W);
     if (k == 0)
-      for (const reshard_piece& p : rp.local) t.add(p.from, p.to, rp.piece_bytes(p));
+      for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
     if (k < s.rounds.size()) {
-      sort_pieces(s.rounds[k].pieces);
-      for (const reshard_piece& p : s.rounds[k].pieces) t.add(p.from, p.to, rp.piece_bytes(p));
+      reshard_round& round = s.rounds[k];
+      for (std::size_t j = start[k]; j < start[k + 1]; ++j) {
+        const flow& f = chunks[at[j]];
+        t.add(f.from, f.to, bytes_of(f));
+        round.bytes += bytes_of(f);
+        if (cap == 0 || f.kept == flow::none) continue;
+        reshard_piece pc = kept[f.kept];
+        if (pc.b.rank > 0) {
+          pc.b.lo[0] += f.first_row;
+          pc.b.hi[0] = pc.b.lo[0] + f.rows;
+        }
+        round.pieces.push_back(pc);
+      }
+      round.count = start[k + 1] - start[k];
+      round.messages = t.pairs.size();
+      sort_pieces(round.pieces);
       for (std::uint64_t r = 0; r < W; ++r)
         s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < use.size() ? use[k + 1][r] : 0));
     }
@@ -674,6 +796,20 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::vector<reshar
 }
 
 }  // namespace detail
+
+/// The world problem pr runs in: its own, or the smallest that holds every mesh. Throws
+/// redist_error naming an array whose meshes need more ranks than the problem's world.
+inline std::uint64_t reshard_world(const reshard_problem& pr) {
+  std::uint64_t W = pr.world;
+  for (const reshard_array& a : pr.arrays) {
+    const std::uint64_t need = std::max(layout_world(a.source), layout_world(a.target));
+    if (pr.world != 0 && need > pr.world)
+      throw redist_error(errc::bad_size, "array '" + a.name + "': its meshes need a world of " + std::to_string(need) +
+                                             " ranks, the reshard has " + std::to_string(pr.world));
+    W = std::max(W, need);
+  }
+  return W;
+}
 
 /// The joint plan of problem `pr` (the header comment). Throws redist_error naming the array
 /// for an array that has no plan, and for bad input: no arrays, two arrays of one name,
@@ -693,18 +829,30 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (!names.insert(a.name).second) throw redist_error(errc::syntax, "two arrays are named '" + a.name + "'");
     }
   }
-  std::uint64_t W = pr.world;
-  for (const reshard_array& a : pr.arrays) {
-    const std::uint64_t need = std::max(layout_world(a.source), layout_world(a.target));
-    if (pr.world != 0 && need > pr.world)
-      throw redist_error(errc::bad_size, "array '" + a.name + "': its meshes need a world of " + std::to_string(need) +
-                                             " ranks, the reshard has " + std::to_string(pr.world));
-    W = std::max(W, need);
-  }
+  const std::uint64_t W = reshard_world(pr);
   rp.world = W;
+  rp.of_rank = o.of_rank;
+  if (o.of_rank && *o.of_rank >= W)
+    throw redist_error(errc::bad_size, "a plan of rank " + std::to_string(*o.of_rank) + " in a world of " +
+                                           std::to_string(W) + " ranks");
   auto blame = [](const reshard_array& a, const redist_error& e) {
     return redist_error(e.code(), "array '" + a.name + "': " + e.what());
   };
+  // Arrays laid out as an earlier one (the layers of a model): like[i], the first such, whose
+  // own plan (where their program types agree) and exchange pieces are theirs too.
+  std::vector<std::size_t> like(A);
+  {
+    std::vector<std::size_t> firsts;  // the first array of each distinct pair of layouts
+    for (std::size_t i = 0; i < A; ++i) {
+      const reshard_array& a = pr.arrays[i];
+      const auto j = std::find_if(firsts.begin(), firsts.end(), [&](std::size_t f) {
+        return pr.arrays[f].source == a.source && pr.arrays[f].target == a.target;
+      });
+      like[i] = j == firsts.end() ? i : *j;
+      if (like[i] == i) firsts.push_back(i);
+    }
+  }
+  std::map<std::pair<std::size_t, element_type>, std::size_t> planned;  // (like, program type) -> the array planned
   // Every array's own plan.
   rp.own.resize(A);
   rp.route.assign(A, reshard_route::joint);
@@ -724,10 +872,14 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     }
     synth_options so = o.synth;
     so.element_bytes = element_type_bytes(a.program_type());
-    try {
-      rp.own[i] = plan_between(a.source, a.target, W, {so, false});
-    } catch (const redist_error& e) {
-      throw blame(a, e);
+    if (const auto [at, fresh] = planned.try_emplace({like[i], a.program_type()}, i); !fresh) {
+      rp.own[i] = rp.own[at->second];
+    } else {
+      try {
+        rp.own[i] = plan_between(a.source, a.target, W, {so, false});
+      } catch (const redist_error& e) {
+        throw blame(a, e);
+      }
     }
     rp.separate_seconds += detail::own_seconds(rp, P, i);
     if (a.source_pending() || a.target_pending()) {  // reducing the source's, or creating the target's (lower/partial.hpp)
@@ -745,70 +897,147 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     rp.reason = std::to_string(A) + " arrays, one call each: predicted " + detail::seconds_text(rp.separate_seconds);
     return rp;
   }
-  // Every joint array's pieces (the exchange's sender rule), and its lower bound from the
-  // boxes alone: a rank's target box minus what it held.
-  std::vector<std::vector<reshard_piece>> pieces(A);
-  std::vector<std::vector<std::uint64_t>> bound(A);
+  // Every joint array's pieces (the exchange's sender rule) as flows, array by array, the
+  // pieces the plan keeps (of a rank's plan: those the rank sends, receives or keeps), and
+  // every array's lower bound from the boxes alone: a rank's target box minus what it held.
+  auto keeps = [&](rank_t from, rank_t to) { return !o.of_rank || from == *o.of_rank || to == *o.of_rank; };
+  std::vector<detail::flow> flows;
+  std::vector<std::size_t> flow_at(A + 1, 0);  // array i's flows: [flow_at[i], flow_at[i + 1])
+  std::vector<reshard_piece> kept;            // kept pieces between ranks, in flow order
+  std::vector<std::size_t> local_at(A + 1, 0);  // array i's pieces in rp.local, as flow_at
+  std::vector<std::vector<std::uint64_t>> bound(A);  // elements
+  {  // their number first, so that the plan holds them without slack (millions in a large world)
+    std::vector<std::array<std::size_t, 2>> count(A, {0, 0});  // flows, and pieces kept between ranks
+    std::size_t all = 0, between = 0;
+    for (std::size_t i = 0; i < A; ++i) {
+      if (forced[i]) continue;
+      if (like[i] == i) {
+        exchange_plan x;
+        detail::walk_exchange(layout_boxes(pr.arrays[i].source, W), layout_boxes(pr.arrays[i].target, W), x,
+                              [&](rank_t from, rank_t to, const box&, const box&) {
+                                ++count[i][0];
+                                count[i][1] += from != to && keeps(from, to);
+                              });
+      }
+      all += count[like[i]][0];
+      between += count[like[i]][1];
+    }
+    flows.reserve(all);
+    kept.reserve(between);
+  }
   for (std::size_t i = 0; i < A; ++i) {
+    flow_at[i] = flows.size();
+    local_at[i] = rp.local.size();
     if (forced[i]) continue;
     const reshard_array& a = pr.arrays[i];
-    const exchange_plan x = plan_exchange(layout_boxes(a.source, W), layout_boxes(a.target, W));
+    const auto array = static_cast<std::uint32_t>(i);
+    if (const std::size_t j = like[i]; j != i) {  // the pieces of array j, laid out as it is
+      for (std::size_t k = flow_at[j]; k < flow_at[j + 1]; ++k) {
+        detail::flow f = flows[k];
+        f.array = array;
+        if (f.kept != detail::flow::none) {
+          reshard_piece pc = kept[f.kept];
+          pc.array = array;
+          f.kept = static_cast<std::uint32_t>(kept.size());
+          kept.push_back(pc);
+        }
+        flows.push_back(f);
+      }
+      for (std::size_t k = local_at[j]; k < local_at[j + 1]; ++k) {
+        reshard_piece pc = rp.local[k];
+        pc.array = array;
+        rp.local.push_back(pc);
+      }
+      bound[i] = bound[j];
+      continue;
+    }
+    const std::vector<box> before = layout_boxes(a.source, W), after = layout_boxes(a.target, W);
+    exchange_plan x;
+    detail::walk_exchange(before, after, x, [&](rank_t from, rank_t to, const box& b, const box& held) {
+      detail::flow f{array, from, to, detail::flow::none, 0, 1, 0};
+      box pc = intersect(b, held);
+      f.elements = pc.size();
+      if (pc.rank > 0) f.rows = pc.extent(0);
+      if (keeps(from, to)) {
+        if (from == to) {
+          rp.local.push_back({array, from, to, pc});
+        } else {
+          if (kept.size() >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces");
+          f.kept = static_cast<std::uint32_t>(kept.size());
+          kept.push_back({array, from, to, pc});
+        }
+      }
+      flows.push_back(f);
+    });
     if (!x.error.empty())
       throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
-    pieces[i].reserve(x.pieces.size());
-    for (const exchange_piece& pc : x.pieces) pieces[i].push_back({static_cast<std::uint32_t>(i), pc.from, pc.to, pc.b});
-    for (std::uint64_t r = 0; r < W; ++r)
-      bound[i].push_back((x.after[r].size() - intersect(x.after[r], x.before[r]).size()) * a.wire_bytes());
+    for (std::uint64_t r = 0; r < W; ++r) bound[i].push_back(after[r].size() - intersect(after[r], before[r]).size());
   }
+  flow_at[A] = flows.size();
+  local_at[A] = rp.local.size();
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
     detail::round_tally all(W);
-    for (std::size_t i = 0; i < A; ++i)
-      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
+    auto bytes = [&](const detail::flow& f) { return f.elements * pr.arrays[f.array].wire_bytes(); };
+    for (const detail::flow& f : flows) all.add(f.from, f.to, bytes(f));
+    std::map<std::pair<std::size_t, element_type>, double> adds;  // (like, type) -> what such an array adds
     for (std::size_t i = 0; i < A; ++i) {
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
-      if (forced[i] || c.name == "exchange" || pieces[i].empty() || pr.arrays[i].casts()) continue;
+      const std::span<const detail::flow> mine(flows.data() + flow_at[i], flow_at[i + 1] - flow_at[i]);
+      if (forced[i] || c.name == "exchange" || mine.empty() || pr.arrays[i].casts()) continue;
       const bool holds_nothing = c.prog.steps.size() == 1 && c.prog.steps[0].kind != op::exchange;
       if (o.budget_bytes > 0 && !holds_nothing) continue;
       // What the array adds to the round of every joint array, each against the same round
-      // (so that one array's choice does not depend on which others a budget lets choose).
-      const double with = all.seconds(P);
-      for (const reshard_piece& p : pieces[i]) all.remove(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
-      if (c.seconds + call < with - all.seconds(P)) rp.route[i] = reshard_route::own;
-      for (const reshard_piece& p : pieces[i]) all.add(p.from, p.to, p.b.size() * pr.arrays[i].wire_bytes());
+      // (so that one array's choice does not depend on which others a budget lets choose);
+      // the same for arrays of the same pieces and type.
+      const auto [at, fresh] = adds.try_emplace({like[i], pr.arrays[i].dtype}, 0.0);
+      if (fresh) {
+        const double with = all.seconds(P);
+        for (const detail::flow& f : mine) all.remove(f.from, f.to, bytes(f));
+        at->second = with - all.seconds(P);
+        for (const detail::flow& f : mine) all.add(f.from, f.to, bytes(f));
+      }
+      if (c.seconds + call < at->second) rp.route[i] = reshard_route::own;
     }
   }
-  // Local copies, and the pieces between ranks, of the arrays that stay joint (each array's
-  // freed once copied).
-  std::vector<reshard_piece> between;
+  // The pieces ranks keep, and the pieces between ranks, of the arrays that stay joint
+  // (their kept pieces renumbered in the same order).
+  auto own_piece = [&](const reshard_piece& pc) { return rp.route[pc.array] == reshard_route::own; };
+  std::erase_if(rp.local, own_piece);
+  std::erase_if(kept, own_piece);
+  rp.received_bytes.assign(W, 0);
+  std::vector<std::uint64_t> kept_written(W, 0);
+  std::vector<detail::flow>& between = flows;  // kept in place, in order
   {
-    std::size_t n = 0, kept = 0;
+    std::uint32_t next = 0;
+    std::size_t n = 0;
     for (std::size_t i = 0; i < A; ++i)
-      if (rp.route[i] == reshard_route::joint) {
-        n += pieces[i].size();
-        for (const reshard_piece& p : pieces[i]) kept += p.from == p.to;
-      }
-    between.reserve(n - kept);
-    rp.local.reserve(kept);
-    for (std::size_t i = 0; i < A; ++i) {
       if (rp.route[i] == reshard_route::joint)
-        for (const reshard_piece& p : pieces[i]) (p.from == p.to ? rp.local : between).push_back(p);
-      std::vector<reshard_piece>().swap(pieces[i]);
-    }
+        for (std::size_t j = flow_at[i]; j < flow_at[i + 1]; ++j) {
+          detail::flow f = flows[j];
+          const std::uint64_t b = f.elements * pr.arrays[i].wire_bytes();
+          if (f.from == f.to) {
+            kept_written[f.to] += b;
+            ++rp.local_count;
+            continue;
+          }
+          if (f.kept != detail::flow::none) f.kept = next++;
+          rp.received_bytes[f.to] += b;
+          between[n++] = f;
+        }
+    between.resize(n);
   }
   detail::sort_pieces(rp.local);
   // The rounds within the whole budget, one at a time, and where they may be pipelined,
   // within half of it, two at a time; the faster by prediction (the header comment).
-  detail::round_schedule best = o.budget_bytes == 0  // one round: it may take the pieces
-                                     ? detail::schedule_rounds(rp, std::move(between), 0, W, P, false)
-                                     : detail::schedule_rounds(rp, between, o.budget_bytes, W, P, false);
+  detail::round_schedule best = detail::schedule_rounds(rp, between, kept, kept_written, o.budget_bytes, W, P, false);
   const double one_seconds = best.seconds;
   const bool may_pipeline = o.budget_bytes / 2 > 0 && best.rounds.size() > 1 &&
                             (o.pipeline == reshard_pipeline::on || (o.pipeline == reshard_pipeline::automatic && P.overlap > 0));
   std::string unpipelined;  // why the rounds could not be pipelined
   if (may_pipeline) {
     try {
-      detail::round_schedule two = detail::schedule_rounds(rp, std::move(between), o.budget_bytes / 2, W, P, true);
+      detail::round_schedule two = detail::schedule_rounds(rp, between, kept, kept_written, o.budget_bytes / 2, W, P, true);
       if (o.pipeline == reshard_pipeline::on || two.seconds < one_seconds) best = std::move(two);
     } catch (const redist_error& e) {  // a row of a piece over half the budget
       if (e.code() != errc::bad_size) throw;
@@ -820,13 +1049,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   rp.pipelined = best.pipelined;
   rp.joint_seconds = best.seconds;
   rp.unpipelined_seconds = one_seconds;
-  rp.received_bytes.assign(W, 0);
   rp.lower_bound_bytes.assign(W, 0);
-  for (const reshard_round& r : rp.rounds)
-    for (const reshard_piece& p : r.pieces) rp.received_bytes[p.to] += rp.piece_bytes(p);
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::joint)
-      for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r];
+      for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r] * pr.arrays[i].wire_bytes();
   rp.seconds = rp.count(reshard_route::joint) > 0 ? call + rp.joint_seconds : 0;
   rp.fused = detail::plan_fused(rp, P, o);
   std::vector<char> in_call(A, 0);

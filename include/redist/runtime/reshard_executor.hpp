@@ -36,9 +36,11 @@
 // (host memory given to the NCCL backend) is refused before anything moves.
 //
 // Large worlds. An executor of one rank of several keeps, once built, only the plan's pieces
-// that its rank sends, receives or keeps (plan() then holds those; the agreement's hash
-// covered them all), so that what it holds and visits at every run grows with its rank's
-// pieces, not with the world's (benchmarks/reshard_planning.cpp).
+// that its rank sends, receives or keeps (plan() then holds those), so that what it holds and
+// visits at every run grows with its rank's pieces, not with the world's. It takes a rank's
+// plan (reshard_options::of_rank: planned with those pieces alone, lower/reshard.hpp) for its
+// one rank as well as the whole plan; the agreement's hash covers what both carry
+// (benchmarks/reshard_planning.cpp).
 //
 // Casts. An array whose target holds another floating-point type (reshard_array::target_dtype,
 // lower/reshard.hpp) has target tiles of that type; its pieces are converted
@@ -505,6 +507,11 @@ class reshard_executor {
     }
     index_.assign(W, local_.size());
     for (std::size_t i = 0; i < local_.size(); ++i) index_[local_[i]] = i;
+    if (p_.of_rank && (local_.size() != 1 || local_[0] != *p_.of_rank)) {
+      error_ = "the plan is rank " + std::to_string(*p_.of_rank) + "'s (reshard_options::of_rank), the backend drives " +
+               (local_.size() == 1 ? "rank " + std::to_string(local_[0]) : std::to_string(local_.size()) + " ranks");
+      return;
+    }
     if constexpr (!message_backend<B> && !strided_message_backend<B>) {
       if (local_.size() != W && !p_.rounds.empty()) {
         error_ = "the joint exchange needs a backend driving every rank, or one rank with message_round "
@@ -543,7 +550,7 @@ class reshard_executor {
     // the pieces it sends, receives or keeps (the hash covered them all), so that what it
     // holds and visits at every run grows with its own pieces, not with the world's.
     in_place_ = choose_in_place();
-    has_local_ = !p_.local.empty();
+    has_local_ = p_.local_count > 0;
     if (local_.size() != W) {
       auto mine = [&](const reshard_piece& pc) { return index_[pc.from] < local_.size() || index_[pc.to] < local_.size(); };
       for (reshard_round& r : p_.rounds) {
@@ -853,9 +860,9 @@ class reshard_executor {
         return false;
       if (how_ == reshard_messages::in_place) return true;
       std::uint64_t bytes = 0, messages = 0;
-      for (std::size_t k = 0; k < p_.rounds.size(); ++k) {
-        messages += p_.messages(k);
-        for (const reshard_piece& pc : p_.rounds[k].pieces) bytes += p_.piece_bytes(pc);
+      for (const reshard_round& r : p_.rounds) {
+        messages += r.messages;
+        bytes += r.bytes;
       }
       return messages > 0 && bytes / messages >= reshard_in_place_bytes;
     }
@@ -974,7 +981,9 @@ class reshard_executor {
           [&](std::size_t m) { unpack(k, m); });
   }
 
-  /// FNV-1a over what every rank must agree on: the world, whether rounds are pipelined, the arrays and the pieces.
+  /// FNV-1a over what every rank must agree on: the world, whether rounds are pipelined, the
+  /// arrays, the budget, and every round's counts and bytes (the whole plan's, which a rank's
+  /// plan carries too, so that ranks built from whole plans and from their own agree).
   [[nodiscard]] std::uint64_t plan_hash() const {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](std::uint64_t v) {
@@ -998,10 +1007,14 @@ class reshard_executor {
             mix(b.hi[static_cast<std::size_t>(d)]);
           }
     }
-    for (const reshard_round& r : p_.rounds) {
-      mix(r.pieces.size());
-      for (const reshard_piece& pc : r.pieces) mix((std::uint64_t{pc.from} << 32) | pc.to);
+    mix(p_.budget_bytes);
+    mix(p_.local_count);
+    for (const reshard_round& r : p_.rounds) {  // the whole round's, the same in a rank's plan
+      mix(r.count);
+      mix(r.messages);
+      mix(r.bytes);
     }
+    for (const std::uint64_t n : p_.received_bytes) mix(n);
     mix(p_.fused.size());
     for (const reshard_fused& f : p_.fused) {
       mix(f.arrays.size());
