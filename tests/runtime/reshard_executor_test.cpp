@@ -96,6 +96,10 @@ TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
   reshard_tiles u;
   REQUIRE_THROWS_WITH(wrong.run(u.sources(), u.targets()),
                       "the communicator has 3 ranks but the reshard runs on a world of 4 ranks");
+  // A rank's plan (reshard_options::of_rank) on a backend driving every rank.
+  reshard_executor<host_backend> one(host, plan_reshard(pr, {.of_rank = 3}));
+  REQUIRE_THROWS_WITH(one.run(t.sources(), t.targets()),
+                      "the plan is rank 3's (reshard_options::of_rank), the backend drives 4 ranks");
 }
 
 TEST_CASE("fused parameters: every array's tiles back to back in one buffer per rank", "[reshard]") {
