@@ -922,6 +922,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       all += count[like[i]][0];
       between += count[like[i]][1];
     }
+    if (between >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces between ranks");
     flows.reserve(all);
     kept.reserve(between);
   }
@@ -962,7 +963,6 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         if (from == to) {
           rp.local.push_back({array, from, to, pc});
         } else {
-          if (kept.size() >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces");
           f.kept = static_cast<std::uint32_t>(kept.size());
           kept.push_back({array, from, to, pc});
         }
