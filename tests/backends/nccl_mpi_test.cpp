@@ -257,7 +257,8 @@ void run_reshard(redist::nccl_backend& b, const redist::reshard_plan& p, std::ui
 /// columns in pipelined rounds (the next round packed on the second stream into the half of
 /// the buffer the round before last used; repeated too), gradients whose own collectives run
 /// fused (8 ranks), casts on the way (the converting kernel), and host tiles, which the
-/// device cannot use.
+/// device cannot use. Half the ranks of every random problem run their own rank's plan
+/// (reshard_options::of_rank), the others the whole plan.
 void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   const int me = static_cast<int>(b.rank());
   std::mt19937 rng(2699);
@@ -267,7 +268,10 @@ void reshard_cases(redist::nccl_backend& b, std::size_t n, totals& tot) {
   cast.casts = true;
   for (std::size_t i = 0; i < n; ++i) {  // every fifth casts half its floating arrays on the way
     const auto [c, o, p] = redist::testing::random_planned_reshard(rng, i % 5 == 2 ? cast : w, b.devices(), i);
-    run_reshard(b, p, o.budget_bytes, c.text, tot);
+    redist::reshard_options mine = o;  // half the ranks run their own rank's plan, the others the whole plan
+    mine.of_rank = b.rank();
+    run_reshard(b, (i + static_cast<std::size_t>(me)) % 2 == 0 ? redist::plan_reshard(c.problem, mine) : p,
+                o.budget_bytes, c.text, tot);
   }
   redist::reshard_problem pr;
   pr.world = b.devices();
