@@ -657,6 +657,11 @@ struct flow {
   std::uint64_t elements = 0, rows = 1, first_row = 0;
 };
 
+/// A flow's bytes on the way (in its array's wire type, as reshard_plan::piece_bytes).
+inline std::uint64_t flow_bytes(const reshard_plan& rp, const flow& f) {
+  return f.elements * rp.arrays[f.array].wire_bytes();
+}
+
 /// The box of a piece between ranks: the kept one, or found again by the exchange's sender
 /// rule (an array's exchange has at most one piece from one rank to another: a rank holds one
 /// box before it), for naming it in an error.
@@ -676,7 +681,7 @@ inline box flow_box(const reshard_plan& rp, std::span<const reshard_piece> kept,
 inline void cut_flow(const reshard_plan& rp, std::span<const reshard_piece> kept, const flow& f, std::uint64_t cap,
                      std::vector<flow>& out) {
   const reshard_array& a = rp.arrays[f.array];
-  const std::uint64_t bytes = f.elements * a.wire_bytes();
+  const std::uint64_t bytes = flow_bytes(rp, f);
   if (cap == 0 || bytes <= cap) {
     out.push_back(f);
     return;
@@ -714,7 +719,6 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
                                       std::uint64_t cap, std::uint64_t W, const time_profile& P, bool pipelined) {
   round_schedule s;
   s.pipelined = pipelined;
-  auto bytes_of = [&](const flow& f) { return f.elements * rp.arrays[f.array].wire_bytes(); };
   std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
   std::vector<flow> cut;                        // under a cap: the chunks
   std::vector<std::uint32_t> round_of;          // per chunk
@@ -722,8 +726,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
     if (!between.empty()) {
       use.emplace_back(W, 0);
       for (const flow& f : between) {
-        use[0][f.from] += bytes_of(f);
-        use[0][f.to] += bytes_of(f);
+        use[0][f.from] += flow_bytes(rp, f);
+        use[0][f.to] += flow_bytes(rp, f);
       }
       round_of.assign(between.size(), 0);
     }
@@ -732,7 +736,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
     for (const flow& f : between) cut_flow(rp, kept, f, cap, cut);
     // First fit, largest first (ties in their order).
     std::vector<std::pair<std::uint64_t, std::size_t>> order(cut.size());
-    for (std::size_t i = 0; i < cut.size(); ++i) order[i] = {bytes_of(cut[i]), i};
+    for (std::size_t i = 0; i < cut.size(); ++i) order[i] = {flow_bytes(rp, cut[i]), i};
     std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
       return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
@@ -769,8 +773,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
       reshard_round& round = s.rounds[k];
       for (std::size_t j = start[k]; j < start[k + 1]; ++j) {
         const flow& f = chunks[at[j]];
-        t.add(f.from, f.to, bytes_of(f));
-        round.bytes += bytes_of(f);
+        t.add(f.from, f.to, flow_bytes(rp, f));
+        round.bytes += flow_bytes(rp, f);
         if (cap == 0 || f.kept == flow::none) continue;
         reshard_piece pc = kept[f.kept];
         if (pc.b.rank > 0) {
@@ -900,7 +904,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   // Every joint array's pieces (the exchange's sender rule) as flows, array by array, the
   // pieces the plan keeps (of a rank's plan: those the rank sends, receives or keeps), and
   // every array's lower bound from the boxes alone: a rank's target box minus what it held.
-  auto keeps = [&](rank_t from, rank_t to) { return !o.of_rank || from == *o.of_rank || to == *o.of_rank; };
+  auto keeps = [&](rank_t from, rank_t to) { return detail::keeps_piece(plan_detail::pieces, o.of_rank, from, to); };
   std::vector<detail::flow> flows;
   std::vector<std::size_t> flow_at(A + 1, 0);  // array i's flows: [flow_at[i], flow_at[i + 1])
   std::vector<reshard_piece> kept;            // kept pieces between ranks, in flow order
@@ -978,8 +982,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
     detail::round_tally all(W);
-    auto bytes = [&](const detail::flow& f) { return f.elements * pr.arrays[f.array].wire_bytes(); };
-    for (const detail::flow& f : flows) all.add(f.from, f.to, bytes(f));
+    for (const detail::flow& f : flows) all.add(f.from, f.to, detail::flow_bytes(rp, f));
     std::map<std::pair<std::size_t, element_type>, double> adds;  // (like, type) -> what such an array adds
     for (std::size_t i = 0; i < A; ++i) {
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
@@ -993,9 +996,9 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       const auto [at, fresh] = adds.try_emplace({like[i], pr.arrays[i].dtype}, 0.0);
       if (fresh) {
         const double with = all.seconds(P);
-        for (const detail::flow& f : mine) all.remove(f.from, f.to, bytes(f));
+        for (const detail::flow& f : mine) all.remove(f.from, f.to, detail::flow_bytes(rp, f));
         at->second = with - all.seconds(P);
-        for (const detail::flow& f : mine) all.add(f.from, f.to, bytes(f));
+        for (const detail::flow& f : mine) all.add(f.from, f.to, detail::flow_bytes(rp, f));
       }
       if (c.seconds + call < at->second) rp.route[i] = reshard_route::own;
     }
@@ -1015,7 +1018,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (rp.route[i] == reshard_route::joint)
         for (std::size_t j = flow_at[i]; j < flow_at[i + 1]; ++j) {
           detail::flow f = flows[j];
-          const std::uint64_t b = f.elements * pr.arrays[i].wire_bytes();
+          const std::uint64_t b = detail::flow_bytes(rp, f);
           if (f.from == f.to) {
             kept_written[f.to] += b;
             ++rp.local_count;
