@@ -136,7 +136,7 @@ constexpr result<dist_type> rule_dynslice(const device_mesh& m, const dist_type&
 constexpr result<dist_type> rule_alltoall(const device_mesh& m, const dist_type& t, int i, int j, int count = 1) {
   if (!detail::has_dim(t, i)) return {t, detail::dim_error("alltoall")};
   result<dist_type> r{t, {}};
-  if (j < 0 || j >= t.rank || j == i) {
+  if (!detail::has_dim(t, j) || j == i) {
     r.err = detail::rule_error("alltoall", "the target dimension must be another dimension");
     return r;
   }
