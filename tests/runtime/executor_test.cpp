@@ -149,9 +149,11 @@ TEST_CASE("the program hash identifies a program and an element type", "[executo
   CHECK(redist::program_hash(p) != redist::program_hash(t));
 }
 
-TEST_CASE("element types of one size share one executor core; reductions stay in the element type", "[executor]") {
+TEST_CASE("every element type shares one executor core, those of one size their moves; reductions stay in the element type",
+          "[executor]") {
   using redist::host_backend;
   using redist::detail::executor_core;
+  using redist::detail::storage_ops;
   using redist::detail::storage_t;
   STATIC_REQUIRE(std::is_same_v<storage_t<float, host_backend>, std::uint32_t>);
   STATIC_REQUIRE(std::is_same_v<storage_t<std::int32_t, host_backend>, std::uint32_t>);
@@ -160,9 +162,14 @@ TEST_CASE("element types of one size share one executor core; reductions stay in
   // 8 bytes aligned to 4: not moved as std::uint64_t (aligned to 8), but as itself.
   STATIC_REQUIRE(std::is_same_v<storage_t<std::complex<float>, host_backend>, std::complex<float>>);
   STATIC_REQUIRE(std::is_same_v<storage_t<std::complex<double>, host_backend>, std::complex<double>>);  // 16 bytes
-  using core32 = executor_core<std::uint32_t, host_backend>;
-  STATIC_REQUIRE(std::is_base_of_v<core32, redist::executor<float, host_backend>>);
-  STATIC_REQUIRE(std::is_base_of_v<core32, redist::executor<std::int32_t, host_backend>>);
+  using core = executor_core<host_backend>;
+  STATIC_REQUIRE(std::is_base_of_v<core, redist::executor<float, host_backend>>);
+  STATIC_REQUIRE(std::is_base_of_v<core, redist::executor<double, host_backend>>);
+  STATIC_REQUIRE(std::is_base_of_v<core, redist::executor<std::complex<float>, host_backend>>);
+  using moves32 = storage_ops<std::uint32_t, host_backend>;
+  STATIC_REQUIRE(std::is_base_of_v<moves32, redist::executor<float, host_backend>>);
+  STATIC_REQUIRE(std::is_base_of_v<moves32, redist::executor<std::int32_t, host_backend>>);
+  STATIC_REQUIRE(!std::is_base_of_v<moves32, redist::executor<double, host_backend>>);
 
   // Reductions add and compare as float, not as the bits of a std::uint32_t.
   redist::host_backend host(2);

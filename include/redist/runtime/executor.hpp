@@ -80,12 +80,15 @@
 // returns without waiting for the stream. The run() overloads that return new owned tiles
 // need a host-accessible memory space. Everything else below is the same for every memory.
 //
-// Element types. The executor moves an element type's data as elements of the unsigned
-// integer of its size (detail::storage_t; every backend of this library moves those, and a
-// backend that does not for some T gets T itself), so executor<float, B> and
-// executor<std::int32_t, B> share one detail::executor_core, the bulk of the code a program
-// compiles to. Only the reductions (allreduce, reducescatter, a partial step's identity)
-// are made in T itself (detail::typed_reductions).
+// Element types. The control code, detail::executor_core<B>, the bulk of the code a
+// program compiles to, is one per backend: it learns the element size at run time, holds
+// byte pointers and counts elements. What touches the elements goes through one virtual
+// call each (detail::element_ops): the backend's collectives and the memory space's copies
+// on elements of the unsigned integer of T's size (detail::storage_t; every backend of
+// this library moves those, and a backend that does not for some T gets T itself), so that
+// executor<float, B> and executor<std::int32_t, B> share them (detail::storage_ops), and
+// the reductions (allreduce, reducescatter, a partial step's identity) in T itself
+// (detail::typed_ops).
 //
 // Ranks in parallel. A backend driving several ranks (the host backend) may offer
 // parallel_for (runtime/backend.hpp): the executor then runs the groups of a step, and the
@@ -279,17 +282,21 @@ struct storage_of<T, B> {
 template <class T, class B>
 using storage_t = typename storage_of<T, B>::type;
 
-/// What executor_core needs to know of the element type T beyond its size (sizeof(E)): the
-/// program hash's tag, and what the constructor checks before a program reduces.
+/// What executor_core needs to know of the element type T beyond what element_ops does:
+/// its size, the program hash's tag, and what the constructor checks before a program
+/// reduces or exchanges.
 struct element_info {
+  std::size_t size = 0;     ///< sizeof(T)
   std::uint64_t tag = 0;    ///< element_tag<T>()
   bool reduces = false;     ///< reducing_backend_for<B, T>
+  bool exchanges = false;   ///< exchange_backend_for<B, storage_t<T, B>>: one rank's alltoallv
   unsigned reducible = 0;   ///< bit r: reducible<T>(r)
   unsigned identity = 0;    ///< bit r: has_reduction_identity<T>(r)
 
   template <class T, class B>
   static constexpr element_info of() {
-    element_info e{element_tag<T>(), reducing_backend_for<B, T>, 0, 0};
+    element_info e{sizeof(T), element_tag<T>(), reducing_backend_for<B, T>, exchange_backend_for<B, storage_t<T, B>>,
+                   0, 0};
     for (reduction r : all_reductions) {
       e.reducible |= static_cast<unsigned>(redist::reducible<T>(r)) << static_cast<unsigned>(r);
       e.identity |= static_cast<unsigned>(has_reduction_identity<T>(r)) << static_cast<unsigned>(r);
@@ -298,57 +305,175 @@ struct element_info {
   }
 };
 
-/// The steps of a run that need the element type itself, not only its bytes: the backend's
-/// reductions and a partial step's identity (executor_core moves everything else as E).
-template <class E, class B>
-class element_reductions {
- public:
-  /// The buffers of the next allreduce or reducescatter calls, indexed by rank (block_io).
-  virtual void bind(std::span<E* const> send, std::span<E* const> recv) = 0;
-  virtual void allreduce(B& b, std::span<const rank_t> g, std::size_t count, reduction r) = 0;
-  virtual void reducescatter(B& b, std::span<const rank_t> g, std::size_t count, reduction r) = 0;
-  /// Store the identity of r in n elements from dst (B's memory space).
-  virtual void fill_identity(B& b, E* dst, std::size_t n, reduction r) = 0;
-
- protected:
-  element_reductions() = default;
-  ~element_reductions() = default;
-  element_reductions(const element_reductions&) = default;
-  element_reductions& operator=(const element_reductions&) = default;
+/// A pointer to elements whose size e is known at run time: arithmetic counts elements.
+struct element_ptr {
+  std::byte* p = nullptr;
+  std::size_t e = 0;
+  element_ptr operator+(std::uint64_t k) const { return {p + k * e, e}; }
 };
 
-/// element_reductions in T, whose elements executor_core holds as E (storage_t<T, B>).
-template <class T, class E, class B>
-class typed_reductions : public element_reductions<E, B> {
+/// Everything executor_core does with the elements themselves, behind one virtual call
+/// each, so that the control code (executor_core<B>) is compiled once per backend, not once
+/// per element size: the backend's collectives and its memory space's copies on elements
+/// of the storage type E (storage_ops<E, B>), the reductions and a partial step's identity
+/// in the element type T (typed_ops<T, B>). Pointers are bytes; counts are elements.
+template <class B>
+class element_ops {
  public:
-  void bind(std::span<E* const> send, std::span<E* const> recv) override {
+  using ranks = std::span<const rank_t>;
+  using ext = std::span<const std::uint64_t>;
+  using regions = std::span<const tile_region>;
+  using counts = std::span<const std::uint64_t>;
+
+  /// The buffers of the next collective calls, indexed by world rank (block_io); for the
+  /// reductions (allreduce, reducescatter) bind_reduce.
+  virtual void bind(std::span<std::byte* const> send, std::span<std::byte* const> recv) = 0;
+  virtual void bind_reduce(std::span<std::byte* const> send, std::span<std::byte* const> recv) = 0;
+  virtual void allgather(B& b, ranks g, std::size_t count) = 0;
+  virtual void allgather(B& b, ranks g, const block_layout& rl) = 0;
+  virtual void alltoall(B& b, ranks g, std::size_t count) = 0;
+  virtual void alltoall(B& b, ranks g, const block_layout& sl, const block_layout& rl) = 0;
+  virtual void permute(B& b, ranks dest, std::size_t count) = 0;
+  virtual void exchange(B& b, ext se, regions sr, ext de, regions rr) = 0;
+  virtual void alltoallv(B& b, counts sc, counts sd, counts rc) = 0;
+  virtual void allreduce(B& b, ranks g, std::size_t count, reduction r) = 0;
+  virtual void reducescatter(B& b, ranks g, std::size_t count, reduction r) = 0;
+  /// b.strided_blocks(k) where B moves blocks in place (strided_backend_for), else false.
+  [[nodiscard]] virtual bool strided_blocks(B& b, op k) const = 0;
+
+  /// A buffer of n elements in B's memory space, held as long as this object.
+  virtual std::byte* allocate(B& b, std::size_t n) = 0;
+  virtual void copy(B& b, std::byte* dst, const std::byte* src, std::size_t n) = 0;
+  virtual void strided(B& b, const strided_copy& c, const std::byte* src, std::byte* dst) = 0;
+  virtual void split_copy(B& b, const std::byte* tile, std::size_t tile_n, ext x, int d, std::uint64_t n,
+                          std::uint64_t m, std::byte* chunk, std::size_t chunk_n) = 0;
+  virtual void concat_copy(B& b, const std::byte* chunk, std::size_t chunk_n, ext x, int d, std::uint64_t n,
+                           std::uint64_t m, std::byte* tile, std::size_t tile_n) = 0;
+  /// Store the identity of r in n elements from dst.
+  virtual void fill_identity(B& b, std::byte* dst, std::size_t n, reduction r) = 0;
+
+ protected:
+  element_ops() = default;
+  ~element_ops() = default;
+  element_ops(const element_ops&) = default;
+  element_ops& operator=(const element_ops&) = default;
+};
+
+/// element_ops' moves and copies on elements of E (storage_t<T, B>): compiled once per size.
+template <class E, class B>
+  requires backend_for<B, E> && memory_space_for<memory_space_t<B>, E>
+class storage_ops : public element_ops<B> {
+  using base = element_ops<B>;
+
+ public:
+  using typename base::counts;
+  using typename base::ext;
+  using typename base::ranks;
+  using typename base::regions;
+
+  void bind(std::span<std::byte* const> send, std::span<std::byte* const> recv) final {
+    send_.resize(send.size());
+    recv_.resize(recv.size());
+    for (std::size_t k = 0; k < send.size(); ++k) send_[k] = reinterpret_cast<E*>(send[k]);
+    for (std::size_t k = 0; k < recv.size(); ++k) recv_[k] = reinterpret_cast<E*>(recv[k]);
+  }
+  void allgather(B& b, ranks g, std::size_t count) final { b.allgather(g, io(), count); }
+  void allgather([[maybe_unused]] B& b, [[maybe_unused]] ranks g, [[maybe_unused]] const block_layout& rl) final {
+    if constexpr (strided_backend_for<B, E>) b.allgather(g, io(), rl);
+  }
+  void alltoall(B& b, ranks g, std::size_t count) final { b.alltoall(g, io(), count); }
+  void alltoall([[maybe_unused]] B& b, [[maybe_unused]] ranks g, [[maybe_unused]] const block_layout& sl,
+                [[maybe_unused]] const block_layout& rl) final {
+    if constexpr (strided_backend_for<B, E>) b.alltoall(g, io(), sl, rl);
+  }
+  void permute(B& b, ranks dest, std::size_t count) final { b.permute(dest, io(), count); }
+  void exchange([[maybe_unused]] B& b, [[maybe_unused]] ext se, [[maybe_unused]] regions sr,
+                [[maybe_unused]] ext de, [[maybe_unused]] regions rr) final {
+    if constexpr (strided_exchange_backend_for<B, E>) b.exchange(io(), se, sr, de, rr);
+  }
+  void alltoallv([[maybe_unused]] B& b, [[maybe_unused]] counts sc, [[maybe_unused]] counts sd,
+                 [[maybe_unused]] counts rc) final {
+    if constexpr (exchange_backend_for<B, E>) b.alltoallv(io(), sc, sd, rc);
+  }
+  [[nodiscard]] bool strided_blocks([[maybe_unused]] B& b, [[maybe_unused]] op k) const final {
+    if constexpr (strided_backend_for<B, E>) return b.strided_blocks(k);
+    else return false;
+  }
+
+  std::byte* allocate(B& b, std::size_t n) final {
+    buffers_.push_back(memory_of(b).template allocate<E>(n));
+    return reinterpret_cast<std::byte*>(buffers_.back().data());
+  }
+  void copy(B& b, std::byte* dst, const std::byte* src, std::size_t n) final {
+    memory_of(b).copy(typed(dst), typed(src), n);
+  }
+  void strided(B& b, const strided_copy& c, const std::byte* src, std::byte* dst) final {
+    memory_of(b).strided(c, typed(src), typed(dst));
+  }
+  void split_copy(B& b, const std::byte* tile, std::size_t tile_n, ext x, int d, std::uint64_t n, std::uint64_t m,
+                  std::byte* chunk, std::size_t chunk_n) final {
+    memory_of(b).split_copy(std::span<const E>(typed(tile), tile_n), x, d, n, m, std::span<E>(typed(chunk), chunk_n));
+  }
+  void concat_copy(B& b, const std::byte* chunk, std::size_t chunk_n, ext x, int d, std::uint64_t n, std::uint64_t m,
+                   std::byte* tile, std::size_t tile_n) final {
+    memory_of(b).concat_copy(std::span<const E>(typed(chunk), chunk_n), x, d, n, m, std::span<E>(typed(tile), tile_n));
+  }
+
+ protected:
+  storage_ops() = default;
+  ~storage_ops() = default;
+  storage_ops(const storage_ops&) = delete;
+  storage_ops& operator=(const storage_ops&) = delete;
+
+ private:
+  using buffer_type = decltype(std::declval<memory_space_t<B>&>().template allocate<E>(0));
+  static E* typed(std::byte* p) { return reinterpret_cast<E*>(p); }
+  static const E* typed(const std::byte* p) { return reinterpret_cast<const E*>(p); }
+  block_io<E> io() { return {std::span<E* const>(send_), std::span<E* const>(recv_)}; }
+  std::vector<E*> send_, recv_;
+  std::vector<buffer_type> buffers_;
+};
+
+/// element_ops complete: storage_ops<storage_t<T, B>, B> and the reductions in T.
+template <class T, class B>
+class typed_ops : public storage_ops<storage_t<T, B>, B> {
+  using base = element_ops<B>;
+
+ public:
+  using typename base::ranks;
+
+  void bind_reduce(std::span<std::byte* const> send, std::span<std::byte* const> recv) final {
     send_.resize(send.size());
     recv_.resize(recv.size());
     for (std::size_t k = 0; k < send.size(); ++k) send_[k] = reinterpret_cast<T*>(send[k]);
     for (std::size_t k = 0; k < recv.size(); ++k) recv_[k] = reinterpret_cast<T*>(recv[k]);
   }
-  void allreduce([[maybe_unused]] B& b, [[maybe_unused]] std::span<const rank_t> g, [[maybe_unused]] std::size_t count,
-                 [[maybe_unused]] reduction r) override {
+  void allreduce([[maybe_unused]] B& b, [[maybe_unused]] ranks g, [[maybe_unused]] std::size_t count,
+                 [[maybe_unused]] reduction r) final {
     if constexpr (reducing_backend_for<B, T>) b.allreduce(g, io(), count, r);
   }
-  void reducescatter([[maybe_unused]] B& b, [[maybe_unused]] std::span<const rank_t> g,
-                     [[maybe_unused]] std::size_t count, [[maybe_unused]] reduction r) override {
+  void reducescatter([[maybe_unused]] B& b, [[maybe_unused]] ranks g, [[maybe_unused]] std::size_t count,
+                     [[maybe_unused]] reduction r) final {
     if constexpr (reducing_backend_for<B, T>) b.reducescatter(g, io(), count, r);
   }
-  void fill_identity([[maybe_unused]] B& b, [[maybe_unused]] E* dst, [[maybe_unused]] std::size_t n,
-                     [[maybe_unused]] reduction r) override {
-    if constexpr (reducing_backend_for<B, T>) memory_of(b).fill(reinterpret_cast<T*>(dst), n, reduction_identity<T>(r));
+  void fill_identity([[maybe_unused]] B& b, [[maybe_unused]] std::byte* dst, [[maybe_unused]] std::size_t n,
+                     [[maybe_unused]] reduction r) final {
+    if constexpr (reducing_backend_for<B, T>)
+      memory_of(b).fill(reinterpret_cast<T*>(dst), n, reduction_identity<T>(r));
   }
+
+ protected:
+  typed_ops() = default;
+  ~typed_ops() = default;
 
  private:
   block_io<T> io() { return {std::span<T* const>(send_), std::span<T* const>(recv_)}; }
   std::vector<T*> send_, recv_;
 };
 
-/// The executor (class executor below) on elements of storage type E: everything but the
-/// reductions, which it leaves to an element_reductions in the program's element type.
-template <class E, class B>
-  requires backend_for<B, E> && memory_space_for<memory_space_t<B>, E>
+/// The executor (class executor below) on elements whose size it learns at run time:
+/// everything but what element_ops does with them (the backend's typed calls, the copies).
+template <class B>
 class executor_core {
  public:
   /// The backend's memory space (runtime/memory.hpp).
@@ -375,15 +500,14 @@ class executor_core {
   [[nodiscard]] std::uint64_t peak_bytes_held() const { return peak_held_; }
   /// The most bytes of live data one rank had at once during a run, counting the tile a
   /// step reads and the tile it writes, whether the caller's or the executor's.
-  [[nodiscard]] std::uint64_t peak_bytes_live() const { return peak_live_ * sizeof(E); }
+  [[nodiscard]] std::uint64_t peak_bytes_live() const { return peak_live_ * e_; }
   /// Number of completed runs.
   [[nodiscard]] std::uint64_t runs() const { return runs_; }
 
  protected:
-  executor_core(B& backend, const program& p, executor_options o, const element_info& el,
-                element_reductions<E, B>& red)
+  executor_core(B& backend, const program& p, executor_options o, const element_info& el, element_ops<B>& ops)
       : b_(backend), p_(p), opt_(o), shapes_(detail::check_program(p, one_rank(backend))),
-        hash_(program_hash(p, el.tag)), red_(red) {
+        hash_(program_hash(p, el.tag)), e_(el.size), ops_(ops) {
     const auto local = b_.local_ranks();
     local_.assign(local.begin(), local.end());
     if (shapes_.error.empty()) {
@@ -392,9 +516,9 @@ class executor_core {
                         (p_.placed() ? " runs on a world of " + std::to_string(p_.world_size()) + " ranks"
                                      : "'s mesh " + std::string(mesh_text(p_.m).view()) + " has " +
                                            std::to_string(p_.m.devices) + " devices");
-      else if (p_.element_bytes != sizeof(E))
+      else if (p_.element_bytes != e_)
         shapes_.error = "element type mismatch: the program was planned for " + std::to_string(p_.element_bytes) +
-                        "-byte elements, the array's elements have " + std::to_string(sizeof(E)) + " bytes";
+                        "-byte elements, the array's elements have " + std::to_string(e_) + " bytes";
       else if (shapes_.sums && !el.reduces)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
@@ -404,7 +528,7 @@ class executor_core {
           shapes_.error = "the program reduces partial values by " + std::string(reduction_name(r)) + ", but " +
                           unreducible_text(r);
       if (shapes_.error.empty() && exchanges() > 0 && local_.size() != p_.world_size() &&
-          !(exchange_backend_for<B, E> && local_.size() == 1))
+          !(el.exchanges && local_.size() == 1))
         shapes_.error = "the program has an exchange (or a step on uneven tiles that runs as one), which needs a "
                         "backend driving every rank or one rank with alltoallv (runtime/backend.hpp)";
       for (const step& st : p_.steps)
@@ -422,11 +546,11 @@ class executor_core {
     plan_memory();
     ranks_.resize(local_.size());
     for (auto& rs : ranks_) {
-      rs.scratch = mem().template allocate<E>(scratch_a_ + scratch_b_);
-      rs.pack_send = mem().template allocate<E>(pack_send_);
-      rs.pack_recv = mem().template allocate<E>(pack_recv_);
+      rs.scratch = {ops_.allocate(b_, scratch_a_ + scratch_b_), e_};
+      rs.pack_send = {ops_.allocate(b_, pack_send_), e_};
+      rs.pack_recv = {ops_.allocate(b_, pack_recv_), e_};
     }
-    held_ = (scratch_a_ + scratch_b_ + pack_send_ + pack_recv_) * sizeof(E);
+    held_ = (scratch_a_ + scratch_b_ + pack_send_ + pack_recv_) * e_;
     peak_held_ = held_;
   }
 
@@ -436,10 +560,10 @@ class executor_core {
   /// "" or why the program cannot run here (the constructor's checks).
   [[nodiscard]] const std::string& error() const { return shapes_.error; }
 
-  /// Redistribute the local ranks' tiles (in[i], out[i]: local_ranks()[i]'s, as E), after
+  /// Redistribute the local ranks' tiles (in[i], out[i]: local_ranks()[i]'s data), after
   /// `err`: "" or why this rank refuses (the constructor's checks, then check_tiles). in and
   /// out are read during the call only.
-  void run(const std::string& err, std::span<const E* const> in, std::span<E* const> out) {
+  void run(const std::string& err, std::span<const std::byte* const> in, std::span<std::byte* const> out) {
     const agreement ag = b_.agree(hash_, err.empty());
     if (!err.empty()) throw redist_error(errc::runtime, err);
     if (!ag.all_ok)
@@ -454,8 +578,8 @@ class executor_core {
     live(shapes_.ext.front().size());
     step_now_ = 0;
     if (p_.steps.empty()) {  // source == target: the tile itself
-      each_rank(shapes_.ext.front().size() * sizeof(E),
-                [&](std::size_t i) { mem().copy(out_[i], in_[i], shapes_.ext.front().size()); });
+      each_rank(shapes_.ext.front().size() * e_,
+                [&](std::size_t i) { ops_.copy(b_, out_[i], in_[i], shapes_.ext.front().size()); });
       live(2 * shapes_.ext.front().size());
     }
     for (std::size_t s = 0; s < p_.steps.size(); ++s) {
@@ -466,10 +590,29 @@ class executor_core {
     ++runs_;
   }
 
+  /// What check_tiles needs of a darray of any element type.
+  struct tile_facts {
+    const device_mesh* m = nullptr;
+    const dist_type* t = nullptr;
+    rank_t device = 0;
+    bool holds = false, boxed = false;
+    box held;  ///< of a box layout's tile that holds one
+    std::size_t size = 0;
+    const std::byte* data = nullptr;
+
+    template <class A>
+    static tile_facts of(const A& a) {
+      tile_facts f{&a.mesh(), &a.type(), a.device(), a.holds(), a.of_box_layout(), {}, a.size(),
+                   reinterpret_cast<const std::byte*>(std::as_const(a).data())};
+      if (f.boxed && f.holds) f.held = a.held_box();
+      return f;
+    }
+  };
+
   /// "" unless a tile is wrong for the program: each local rank's input and output tile
-  /// (darrays of the program's element type; in[i] and out[i] belong to local_ranks()[i]).
-  template <class A>
-  std::string check_tiles(std::span<const A> in, std::span<A> out) const {
+  /// (darrays of the program's element type, tile_facts::of; in[i] and out[i] belong to
+  /// local_ranks()[i]).
+  std::string check_tiles(std::span<const tile_facts> in, std::span<const tile_facts> out) const {
     if (in.size() != local_.size())
       return "expected one input tile for each of the " + std::to_string(local_.size()) + " local ranks, got " +
              std::to_string(in.size());
@@ -478,48 +621,48 @@ class executor_core {
              std::to_string(out.size());
     // Rank r's tile of type `want` on mesh m, at mesh position pos (-1: r is not on the
     // mesh, and passes an empty tile, darray::none).
-    auto one = [&](const A& a, rank_t r, const device_mesh& m, const dist_type& want, std::int64_t pos,
+    auto one = [&](const tile_facts& a, rank_t r, const device_mesh& m, const dist_type& want, std::int64_t pos,
                    const char* what) -> std::string {
       const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
       if (pos < 0) {
-        if (a.holds() || a.size() != 0)
+        if (a.holds || a.size != 0)
           return who + " must be empty (darray::none): rank " + std::to_string(r) + " is not on the " +
                  (std::string(what) == "input" ? "source" : "target") + " mesh";
         return {};
       }
-      if (a.device() != static_cast<rank_t>(pos))
-        return who + " belongs to device " + (a.holds() ? std::to_string(a.device()) : std::string("none")) +
+      if (a.device != static_cast<rank_t>(pos))
+        return who + " belongs to device " + (a.holds ? std::to_string(a.device) : std::string("none")) +
                (p_.placed() ? ", rank " + std::to_string(r) + " is device " + std::to_string(pos) + " of its mesh"
                             : std::string());
-      if (!(a.mesh() == m))
-        return who + " lives on mesh " + std::string(mesh_text(a.mesh()).view()) + ", the program's mesh is " +
+      if (!(*a.m == m))
+        return who + " lives on mesh " + std::string(mesh_text(*a.m).view()) + ", the program's mesh is " +
                std::string(mesh_text(m).view());
-      if (!(a.type() == want))
-        return who + " has type " + std::string(type_text(a.mesh(), a.type()).view()) + ", the program expects " +
+      if (!(*a.t == want))
+        return who + " has type " + std::string(type_text(*a.m, *a.t).view()) + ", the program expects " +
                std::string(type_text(m, want).view());
       const std::uint64_t need = local_size(m, want);
-      if (a.size() != need || a.data() == nullptr)
-        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, its type needs " +
+      if (a.size != need || a.data == nullptr)
+        return "wrong buffer size: " + who + " holds " + std::to_string(a.size) + " elements, its type needs " +
                std::to_string(need);
-      if (std::string e = mem().check_pointer(std::as_const(a).data()); !e.empty()) return who + " " + e;
+      if (std::string e = mem().check_pointer(a.data); !e.empty()) return who + " " + e;
       return {};
     };
     // Rank r's tile of box layout l (darray::of_layout): its box in the padded tile, or none.
-    auto boxed = [&](const A& a, rank_t r, const box_layout& l, const char* what) -> std::string {
+    auto boxed = [&](const tile_facts& a, rank_t r, const box_layout& l, const char* what) -> std::string {
       const std::string who = std::string(what) + " tile of rank " + std::to_string(r);
       const std::optional<box>& want = l.boxes[r];
-      if (!a.of_box_layout()) return who + " must be a tile of the box layout (darray::of_layout)";
+      if (!a.boxed) return who + " must be a tile of the box layout (darray::of_layout)";
       if (!want) {
-        if (a.holds() || a.size() != 0) return who + " must be empty: rank " + std::to_string(r) + " has no box";
+        if (a.holds || a.size != 0) return who + " must be empty: rank " + std::to_string(r) + " has no box";
         return {};
       }
-      if (!a.holds() || !(a.held_box() == *want))
-        return who + " holds " + (a.holds() ? box_text(a.held_box()) : std::string("nothing")) + ", its box is " +
+      if (!a.holds || !(a.held == *want))
+        return who + " holds " + (a.holds ? box_text(a.held) : std::string("nothing")) + ", its box is " +
                box_text(*want);
-      if (a.size() != l.padded_size() || a.data() == nullptr)
-        return "wrong buffer size: " + who + " holds " + std::to_string(a.size()) + " elements, the layout's padded tile " +
+      if (a.size != l.padded_size() || a.data == nullptr)
+        return "wrong buffer size: " + who + " holds " + std::to_string(a.size) + " elements, the layout's padded tile " +
                std::to_string(l.padded_size());
-      if (std::string e = mem().check_pointer(std::as_const(a).data()); !e.empty()) return who + " " + e;
+      if (std::string e = mem().check_pointer(a.data); !e.empty()) return who + " " + e;
       return {};
     };
     for (std::size_t i = 0; i < local_.size(); ++i) {
@@ -538,8 +681,7 @@ class executor_core {
 
   /// "" unless an output tile overlaps an input tile or another output tile (inputs may
   /// share memory: they are only read).
-  template <class A>
-  std::string check_overlaps(std::span<const A> in, std::span<A> out) const {
+  std::string check_overlaps(std::span<const tile_facts> in, std::span<const tile_facts> out) const {
     struct range {
       std::uintptr_t lo, hi;
       bool output;
@@ -549,11 +691,11 @@ class executor_core {
     auto add = [&](const void* p, std::size_t n, bool output, rank_t r) {
       if (n == 0) return;
       const auto lo = reinterpret_cast<std::uintptr_t>(p);
-      rs.push_back({lo, lo + n * sizeof(E), output, r});
+      rs.push_back({lo, lo + n * e_, output, r});
     };
     for (std::size_t i = 0; i < local_.size(); ++i) {
-      add(in[i].data(), in[i].size(), false, local_[i]);
-      add(out[i].data(), out[i].size(), true, local_[i]);
+      add(in[i].data, in[i].size, false, local_[i]);
+      add(out[i].data, out[i].size, true, local_[i]);
     }
     std::sort(rs.begin(), rs.end(), [](const range& a, const range& b) { return a.lo < b.lo; });
     auto name = [](const range& x) {
@@ -575,9 +717,8 @@ class executor_core {
 
 
  private:
-  using buffer_type = decltype(std::declval<memory_type&>().template allocate<E>(0));
-  struct rank_state {
-    buffer_type scratch, pack_send, pack_recv;
+  struct rank_state {  // buffers held by ops_
+    element_ptr scratch, pack_send, pack_recv;
   };
   enum where : std::uint8_t { in_tile, out_tile, scratch_a, scratch_b };
 
@@ -712,7 +853,7 @@ class executor_core {
   /// buffer, else buffer -> tile): the blocks that lie whole in the tile, then the part of
   /// the one that reaches past its end; nothing of the rest (in the buffer: padding).
   void clipped_copy(const extents& x, int d, std::uint64_t n, std::uint64_t w, std::uint64_t a, std::uint64_t b,
-                    bool pack, const E* from, E* to) {
+                    bool pack, element_ptr from, element_ptr to) {
     std::uint64_t outer = 1, inner = 1;
     for (int k = 0; k < x.rank; ++k) {
       if (k < d) outer *= x[k];
@@ -723,7 +864,7 @@ class executor_core {
     auto copy = [&](const block_layout& l, std::uint64_t keep, std::uint64_t tile_at, std::uint64_t buffer_at) {
       const piece_copies pc = block_piece_copies(l, a, b, pack, keep);
       for (int k = 0; k < pc.count; ++k)
-        mem().strided(pc.copy[k], from + (pack ? tile_at : buffer_at), to + (pack ? buffer_at : tile_at));
+        strided(pc.copy[k], from + (pack ? tile_at : buffer_at), to + (pack ? buffer_at : tile_at));
     };
     if (whole > 0) copy(block_layout{whole, outer, run, row, run}, run, 0, 0);
     if (whole < n && x[d] > whole * w)
@@ -739,10 +880,7 @@ class executor_core {
            shapes_.ext[s][st.split_dim] % st.parts != 0;
   }
 
-  bool in_place(op k) const {
-    if constexpr (strided_backend_for<B, E>) return b_.strided_blocks(k);
-    else return false;
-  }
+  bool in_place(op k) const { return ops_.strided_blocks(b_, k); }
   /// The blocks step s sends (split of its input tile) and receives (split of its output).
   block_layout send_layout(std::size_t s) const {
     return split_layout(shapes_.ext[s].span(), p_.steps[s].split_dim, p_.steps[s].parts);
@@ -758,24 +896,25 @@ class executor_core {
     const step& st = p_.steps[s];
     const std::uint64_t in_out = std::max(shapes_.ext.front().size(), shapes_.ext.back().size());
     const bool whole = st.fused() && st.kind == op::allgather && !packs_sends_;
-    return pack_piece_elements(st.parts, block, pack_budget_bytes(in_out, sizeof(E), whole, opt_.pack_chunk_bytes),
-                               sizeof(E));
+    return pack_piece_elements(st.parts, block, pack_budget_bytes(in_out, e_, whole, opt_.pack_chunk_bytes), e_);
   }
 
   /// Local rank i's buffer at location w.
-  E* buffer(std::size_t i, where w) {
+  element_ptr buffer(std::size_t i, where w) {
     switch (w) {
-      case in_tile: return const_cast<E*>(in_[i]);  // only ever read: backends never write sends
-      case out_tile: return out_[i];
-      case scratch_a: return ranks_[i].scratch.data();
-      case scratch_b: return ranks_[i].scratch.data() + scratch_a_;
+      case in_tile: return {const_cast<std::byte*>(in_[i]), e_};  // only ever read: backends never write sends
+      case out_tile: return {out_[i], e_};
+      case scratch_a: return ranks_[i].scratch;
+      case scratch_b: return ranks_[i].scratch + scratch_a_;
     }
-    return nullptr;
+    return {};
   }
 
 
   /// The backend's memory space, asked for afresh at every use (a small handle).
   decltype(memory_of(std::declval<B&>())) mem() const { return memory_of(b_); }
+  /// The strided copy c (in elements) from `from` to `to`.
+  void strided(const detail::strided_copy& c, element_ptr from, element_ptr to) { ops_.strided(b_, c, from.p, to.p); }
 
   /// Let the backend build its groups (communicators) once, in program order.
   void prepare() {
@@ -786,8 +925,6 @@ class executor_core {
   }
 
   void live(std::uint64_t elements) { peak_live_ = std::max(peak_live_, elements); }
-
-  block_io<E> io() { return {std::span<E* const>(send_), std::span<E* const>(recv_)}; }
 
   /// fn(i) for every local rank i that holds a tile in step step_now_ (every rank, but
   /// on programs on device sets), in parallel where the backend offers it.
@@ -828,16 +965,17 @@ class executor_core {
   void bind(S&& send, R&& recv) {
     for (std::size_t i = 0; i < local_.size(); ++i) {
       const bool h = holding(i);
-      send_[local_[i]] = h ? send(i) : nullptr;
-      recv_[local_[i]] = h ? recv(i) : nullptr;
+      send_[local_[i]] = h ? element_ptr(send(i)).p : nullptr;
+      recv_[local_[i]] = h ? element_ptr(recv(i)).p : nullptr;
     }
+    ops_.bind(send_, recv_);
   }
 
   /// bind(), and hand the buffers to the reductions (allreduce, reducescatter) too.
   template <class S, class R>
   void bind_reduce(S&& send, R&& recv) {
     bind(send, recv);
-    red_.bind(send_, recv_);
+    ops_.bind_reduce(send_, recv_);
   }
 
   /// Step statistics: one local rank received b bytes; every local rank did.
@@ -854,7 +992,7 @@ class executor_core {
     const step& s = p_.steps[si];
     const extents &before = shapes_.ext[si], &after = shapes_.ext[si + 1];
     const std::uint64_t L = before.size(), n = s.parts;
-    const std::uint64_t bytes = L * sizeof(E) * local_.size();
+    const std::uint64_t bytes = L * e_ * local_.size();
     step_stats& st = stats_[si];
     st.bytes_moved = st.max_rank_bytes = 0;
     send_.assign(p_.world_size(), nullptr);
@@ -864,8 +1002,8 @@ class executor_core {
     auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
     auto account_rank = [&](std::uint64_t b) { account_one(st, b); };
     auto account = [&](std::uint64_t b) { account_all(st, b); };
-    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
-    auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv.data(); };
+    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send; };
+    auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv; };
     // Packed steps: pieces [a, b) of every block of `block` elements.
     auto pieces = [&](std::uint64_t block, auto&& fn) {
       const std::uint64_t c = piece_elements(si, block);
@@ -873,9 +1011,8 @@ class executor_core {
     };
     auto piece_copy = [&](const block_layout& l, std::uint64_t a, std::uint64_t b, bool pack, std::size_t i) {
       const piece_copies pc = block_piece_copies(l, a, b, pack);
-      const E* from = pack ? src(i) : pack_recv(i);
-      E* to = pack ? pack_send(i) : dst(i);
-      for (int k = 0; k < pc.count; ++k) mem().strided(pc.copy[k], from, to);
+      const element_ptr from = pack ? src(i) : pack_recv(i), to = pack ? pack_send(i) : dst(i);
+      for (int k = 0; k < pc.count; ++k) strided(pc.copy[k], from, to);
     };
 
     if (moves_as_exchange(p_, si, shapes_.boxes)) {
@@ -889,8 +1026,7 @@ class executor_core {
     switch (s.kind) {
       case op::dynslice: {
         each_rank(bytes / n, [&](std::size_t i) {
-          mem().split_copy(std::span<const E>(src(i), L), before.span(), s.split_dim, n, s.index[local_[i]],
-                           std::span<E>(dst(i), L / n));
+          ops_.split_copy(b_, src(i).p, L, before.span(), s.split_dim, n, s.index[local_[i]], dst(i).p, L / n);
         });
         live(L + L / n);
         break;
@@ -899,10 +1035,10 @@ class executor_core {
         // send: the tile; recv: n blocks along concat_dim of the new tile.
         switch (path_[si]) {
           case block_path::in_place:
-            if constexpr (strided_backend_for<B, E>) {
+            {  // a backend moving strided blocks (in_place)
               const block_layout rl = recv_layout(si);
               bind(src, dst);
-              for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allgather(g, io(), rl); });
+              for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { ops_.allgather(b_, g, rl); });
             }
             break;
           case block_path::packed: {
@@ -910,9 +1046,9 @@ class executor_core {
             const block_layout rl = clip ? block_layout{} : recv_layout(si);
             pieces(L, [&](std::uint64_t a, std::uint64_t b) {
               bind([&](std::size_t i) { return src(i) + a; }, pack_recv);
-              for_local_groups(s, (b - a) * n * sizeof(E) * local_.size(),
-                               [&](std::span<const rank_t> g) { b_.allgather(g, io(), b - a); });
-              each_rank((b - a) * n * sizeof(E) * local_.size(), [&](std::size_t i) {
+              for_local_groups(s, (b - a) * n * e_ * local_.size(),
+                               [&](std::span<const rank_t> g) { ops_.allgather(b_, g, b - a); });
+              each_rank((b - a) * n * e_ * local_.size(), [&](std::size_t i) {
                 if (clip) clipped_copy(after, s.concat_dim, n, before[s.concat_dim], a, b, false, pack_recv(i), dst(i));
                 else piece_copy(rl, a, b, false, i);
               });
@@ -921,10 +1057,10 @@ class executor_core {
           }
           default:
             bind(src, dst);
-            for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { b_.allgather(g, io(), L); });
+            for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { ops_.allgather(b_, g, L); });
             break;
         }
-        account((n - 1) * L * sizeof(E));
+        account((n - 1) * L * e_);
         live(L + L * n);
         break;
       }
@@ -932,10 +1068,10 @@ class executor_core {
         // send: n chunks along split_dim; recv: n chunks along concat_dim of the new tile.
         switch (path_[si]) {
           case block_path::in_place:
-            if constexpr (strided_backend_for<B, E>) {
+            {  // a backend moving strided blocks (in_place)
               const block_layout sl = send_layout(si), rl = recv_layout(si);
               bind(src, dst);
-              for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), sl, rl); });
+              for_local_groups(s, bytes, [&](std::span<const rank_t> g) { ops_.alltoall(b_, g, sl, rl); });
             }
             break;
           case block_path::packed: {
@@ -943,13 +1079,13 @@ class executor_core {
             const block_layout sl = clip ? block_layout{} : send_layout(si), rl = clip ? block_layout{} : recv_layout(si);
             const std::uint64_t w = ceil_div(before[s.split_dim], n);  // rows of a chunk: ceil(t / n)
             pieces(step_block(si), [&](std::uint64_t a, std::uint64_t b) {
-              const std::uint64_t piece_bytes = (b - a) * n * sizeof(E) * local_.size();
+              const std::uint64_t piece_bytes = (b - a) * n * e_ * local_.size();
               each_rank(piece_bytes, [&](std::size_t i) {
                 if (clip) clipped_copy(before, s.split_dim, n, w, a, b, true, src(i), pack_send(i));
                 else piece_copy(sl, a, b, true, i);
               });
               bind(pack_send, pack_recv);
-              for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), b - a); });
+              for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { ops_.alltoall(b_, g, b - a); });
               each_rank(piece_bytes, [&](std::size_t i) {
                 if (clip) clipped_copy(after, s.concat_dim, n, before[s.concat_dim], a, b, false, pack_recv(i), dst(i));
                 else piece_copy(rl, a, b, false, i);
@@ -959,25 +1095,25 @@ class executor_core {
           }
           default:
             bind(src, dst);
-            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), L / n); });
+            for_local_groups(s, bytes, [&](std::span<const rank_t> g) { ops_.alltoall(b_, g, L / n); });
             break;
         }
-        account((n - 1) * (L / n) * sizeof(E));
+        account((n - 1) * (L / n) * e_);
         live(2 * L);
         break;
       }
       case op::allpermute: {
         bind(src, dst);
-        b_.permute(s.dest, io(), L);
+        ops_.permute(b_, s.dest, L);
         for (std::size_t i = 0; i < local_.size(); ++i)  // a block from another rank unless a fixed point
-          if (s.dest[local_[i]] != local_[i]) account_rank(L * sizeof(E));
+          if (s.dest[local_[i]] != local_[i]) account_rank(L * e_);
         live(2 * L);
         break;
       }
       case op::allreduce: {
         bind_reduce(src, dst);
-        for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { red_.allreduce(b_, g, L, s.reduce); });
-        account(2 * (n - 1) * L * sizeof(E) / n);  // what a ring all-reduce receives
+        for_local_groups(s, bytes * n, [&](std::span<const rank_t> g) { ops_.allreduce(b_, g, L, s.reduce); });
+        account(2 * (n - 1) * L * e_ / n);  // what a ring all-reduce receives
         live(2 * L);
         break;
       }
@@ -990,17 +1126,17 @@ class executor_core {
         if (path_[si] == block_path::packed) {
           const block_layout sl = send_layout(si);
           pieces(L / n, [&](std::uint64_t a, std::uint64_t b) {
-            const std::uint64_t piece_bytes = (b - a) * n * sizeof(E) * local_.size();
+            const std::uint64_t piece_bytes = (b - a) * n * e_ * local_.size();
             each_rank(piece_bytes, [&](std::size_t i) { piece_copy(sl, a, b, true, i); });
             bind_reduce(pack_send, [&](std::size_t i) { return dst(i) + a; });
             for_local_groups(s, piece_bytes,
-                             [&](std::span<const rank_t> g) { red_.reducescatter(b_, g, b - a, s.reduce); });
+                             [&](std::span<const rank_t> g) { ops_.reducescatter(b_, g, b - a, s.reduce); });
           });
         } else {
           bind_reduce(src, dst);
-          for_local_groups(s, bytes, [&](std::span<const rank_t> g) { red_.reducescatter(b_, g, L / n, s.reduce); });
+          for_local_groups(s, bytes, [&](std::span<const rank_t> g) { ops_.reducescatter(b_, g, L / n, s.reduce); });
         }
-        account((n - 1) * (L / n) * sizeof(E));
+        account((n - 1) * (L / n) * e_);
         live(2 * L);
         break;
       }
@@ -1016,16 +1152,15 @@ class executor_core {
           for (std::size_t k = 0; k < n; ++k) at[s.group(g)[k]] = static_cast<std::uint32_t>(k);
         if (s.concat_dim >= 0) {  // padded: the tile at its block of the larger tile, the identity around it
           each_rank(bytes * n, [&](std::size_t i) {
-            red_.fill_identity(b_, dst(i), L * n, s.reduce);
-            mem().concat_copy(std::span<const E>(src(i), L), before.span(), s.concat_dim, n, at[local_[i]],
-                              std::span<E>(dst(i), L * n));
+            ops_.fill_identity(b_, dst(i).p, L * n, s.reduce);
+            ops_.concat_copy(b_, src(i).p, L, before.span(), s.concat_dim, n, at[local_[i]], dst(i).p, L * n);
           });
           live(L + L * n);
         } else {  // the first member keeps its tile; under sum and prod the others write the identity
           const bool keep_all = s.reduce != reduction::sum && s.reduce != reduction::prod;
           each_rank(bytes, [&](std::size_t i) {
-            if (keep_all || at[local_[i]] == 0) mem().copy(dst(i), src(i), L);
-            else red_.fill_identity(b_, dst(i), L, s.reduce);
+            if (keep_all || at[local_[i]] == 0) ops_.copy(b_, dst(i).p, src(i).p, L);
+            else ops_.fill_identity(b_, dst(i).p, L, s.reduce);
           });
           live(2 * L);
         }
@@ -1051,10 +1186,10 @@ class executor_core {
     const std::uint64_t n = s.parts, e = before[s.split_dim], c = after[s.split_dim], blk = after.size();
     auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
     auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
-    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
+    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send; };
     // Rows [lo, hi) of region r of block m (rows of the chunk) from tile rows from_row..,
     // into the piece `p` of extents r.size.
-    auto rows = [&](std::size_t i, const tile_region& r, E* p, std::uint64_t lo, std::uint64_t hi,
+    auto rows = [&](std::size_t i, const tile_region& r, element_ptr p, std::uint64_t lo, std::uint64_t hi,
                     std::uint64_t from_row) {
       if (lo >= hi) return;
       tile_region from = r, to;
@@ -1062,16 +1197,16 @@ class executor_core {
       from.start[k] = from_row;
       from.size[k] = to.size[k] = hi - lo;
       to.start[k] = lo - r.start[k];
-      for_region_copies(before.span(), from, extent_span(r, R), to, [&](const detail::strided_copy& x) { mem().strided(x, src(i), p); });
+      for_region_copies(before.span(), from, extent_span(r, R), to, [&](const detail::strided_copy& x) { strided(x, src(i), p); });
     };
     const std::uint64_t piece = piece_elements(si, blk);
     for (std::uint64_t a = 0; a < blk; a += piece) {
-      const std::uint64_t b = std::min(blk, a + piece), piece_bytes = (b - a) * n * sizeof(E) * local_.size();
+      const std::uint64_t b = std::min(blk, a + piece), piece_bytes = (b - a) * n * e_ * local_.size();
       each_rank(piece_bytes, [&](std::size_t i) {
         for (std::uint64_t m = 0; m < n; ++m) {
           const std::uint64_t v = m * c < e ? std::min(c, e - m * c) : 0;  // rows of the tile in chunk m
           for_range_regions(after.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
-            E* p = pack_send(i) + m * (b - a) + (first - a);
+            const element_ptr p = pack_send(i) + m * (b - a) + (first - a);
             const std::uint64_t lo = r.start[k], hi = lo + r.size[k];
             rows(i, r, p, lo, std::min(hi, v), m * c + lo);                  // the tile's rows
             rows(i, r, p, std::max(lo, v), hi, std::max(lo, v) - v);         // padding: its first rows (c <= e)
@@ -1079,9 +1214,9 @@ class executor_core {
         }
       });
       bind_reduce(pack_send, [&](std::size_t i) { return dst(i) + a; });
-      for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { red_.reducescatter(b_, g, b - a, s.reduce); });
+      for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { ops_.reducescatter(b_, g, b - a, s.reduce); });
     }
-    account_all(stats_[si], (n - 1) * blk * sizeof(E));
+    account_all(stats_[si], (n - 1) * blk * e_);
     live(before.size() + blk);
   }
 
@@ -1105,16 +1240,16 @@ class executor_core {
     const std::uint64_t C = chunk.size();
     auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
     auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
-    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send.data(); };
-    auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv.data(); };
+    auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send; };
+    auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv; };
     auto corner = [&](const step_grid& g, std::uint64_t m) {  // where block m starts
       std::array<std::uint64_t, max_dims> c{};
       for (int q = 0; q < g.n; ++q) c[static_cast<std::size_t>(g.dim[q])] = g.digit(m, q) * chunk[g.dim[q]];
       return c;
     };
     // Copy the elements [a, b) of a block between a tile (the block at `at`) and a piece.
-    auto move = [&](E* tile, std::span<const std::uint64_t> te, const std::array<std::uint64_t, max_dims>& at,
-                    E* piece, std::uint64_t a, std::uint64_t b, bool pack) {
+    auto move = [&](element_ptr tile, std::span<const std::uint64_t> te, const std::array<std::uint64_t, max_dims>& at,
+                    element_ptr piece, std::uint64_t a, std::uint64_t b, bool pack) {
       for_range_regions(chunk.span(), a, b, [&](const tile_region& r, std::uint64_t first) {
         tile_region in_tile = r, in_piece;
         for (int d = 0; d < before.rank; ++d) {
@@ -1123,31 +1258,31 @@ class executor_core {
           in_piece.size[k] = r.size[k];
         }
         const std::span<const std::uint64_t> pe = extent_span(r, before.rank);
-        E* p = piece + (first - a);
+        const element_ptr p = piece + (first - a);
         for_region_copies(pack ? te : pe, pack ? in_tile : in_piece, pack ? pe : te, pack ? in_piece : in_tile,
-                          [&](const detail::strided_copy& c) { mem().strided(c, pack ? tile : p, pack ? p : tile); });
+                          [&](const detail::strided_copy& c) { strided(c, pack ? tile : p, pack ? p : tile); });
       });
     };
     const std::uint64_t c = piece_elements(si, C);
     for (std::uint64_t a = 0; a < C; a += c) {
-      const std::uint64_t b = std::min(C, a + c), piece_bytes = (b - a) * n * sizeof(E) * local_.size();
+      const std::uint64_t b = std::min(C, a + c), piece_bytes = (b - a) * n * e_ * local_.size();
       if (alltoall) {
         each_rank(piece_bytes, [&](std::size_t i) {
           for (std::uint64_t m = 0; m < n; ++m)
             move(src(i), before.span(), corner(s.split_grid, m), pack_send(i) + m * (b - a), a, b, true);
         });
         bind(pack_send, pack_recv);
-        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.alltoall(g, io(), b - a); });
+        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { ops_.alltoall(b_, g, b - a); });
       } else {  // the tile is the block: its elements [a, b) lie contiguous
         bind([&](std::size_t i) { return src(i) + a; }, pack_recv);
-        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { b_.allgather(g, io(), b - a); });
+        for_local_groups(s, piece_bytes, [&](std::span<const rank_t> g) { ops_.allgather(b_, g, b - a); });
       }
       each_rank(piece_bytes, [&](std::size_t i) {
         for (std::uint64_t k = 0; k < n; ++k)
           move(dst(i), after.span(), corner(s.concat_grid, k), pack_recv(i) + k * (b - a), a, b, false);
       });
     }
-    account_all(stats_[si], (n - 1) * C * sizeof(E));
+    account_all(stats_[si], (n - 1) * C * e_);
     live(alltoall ? 2 * L : L + L * n);
   }
 
@@ -1172,9 +1307,9 @@ class executor_core {
       }
       return t;
     };
-    auto copy = [&](const E* from, std::span<const std::uint64_t> fe, const tile_region& fr, E* to,
+    auto copy = [&](element_ptr from, std::span<const std::uint64_t> fe, const tile_region& fr, element_ptr to,
                     std::span<const std::uint64_t> te, const tile_region& tr) {
-      for_region_copies(fe, fr, te, tr, [&](const detail::strided_copy& c) { mem().strided(c, from, to); });
+      for_region_copies(fe, fr, te, tr, [&](const detail::strided_copy& c) { strided(c, from, to); });
     };
     // The piece a rank keeps from its own tile, when every other piece goes through the backend.
     auto own = [&](std::size_t i, const exchange_piece& pc) {
@@ -1182,7 +1317,7 @@ class executor_core {
     };
     switch (path_[si]) {
       case block_path::direct:
-        each_rank(after.size() * sizeof(E) * local_.size(), [&](std::size_t i) {
+        each_rank(after.size() * e_ * local_.size(), [&](std::size_t i) {
           for (const exchange_piece& pc : x.into(local_[i])) {
             const std::size_t k = index_[pc.from];
             copy(buffer(k, static_cast<where>(loc_[si])), before.span(), region(pc.b, x.before[pc.from]), dst(i),
@@ -1191,7 +1326,7 @@ class executor_core {
         });
         break;
       case block_path::in_place:
-        if constexpr (strided_exchange_backend_for<B, E>) {
+        {  // a backend with exchange (strided_exchange_backend_for): in_place(op::exchange)
           const rank_t me = local_[0];
           std::vector<tile_region> sr(p_.world_size()), rr(p_.world_size());
           for (const exchange_piece& pc : x.pieces)
@@ -1202,12 +1337,12 @@ class executor_core {
           }
           bind(src, dst);
           if (x.max_received > 0)  // the same on every rank: a dynslice moves nothing
-            b_.exchange(io(), before.span(), std::span<const tile_region>(sr), after.span(),
+            ops_.exchange(b_, before.span(), std::span<const tile_region>(sr), after.span(),
                         std::span<const tile_region>(rr));
         }
         break;
       case block_path::packed:
-        if constexpr (exchange_backend_for<B, E>) {
+        {  // a backend with alltoallv (exchange_backend_for; the constructor checked)
           const rank_t me = local_[0];
           const std::uint64_t D = p_.world_size();
           const std::map<box, std::uint64_t>& packed = packed_[si];
@@ -1228,8 +1363,7 @@ class executor_core {
             }
           }
           for (std::uint64_t k = 0; k < D; ++k) ro[k + 1] = ro[k] + rc[k];
-          E* ps = ranks_[0].pack_send.data();
-          E* pr = ranks_[0].pack_recv.data();
+          const element_ptr ps = ranks_[0].pack_send, pr = ranks_[0].pack_recv;
           auto pack = [&](const box& b) {
             const tile_region whole = region(b, b);
             copy(src(0), before.span(), region(b, x.before[me]), ps + packed.at(b), extent_span(whole, R), whole);
@@ -1248,20 +1382,20 @@ class executor_core {
             std::vector<message> sends, recvs;
             std::vector<const box*> sent;  // per send: the piece to pack, nullptr when sent from the tile
             std::vector<char> unpacks;     // per receive: unpack it (0: received in place)
-            E* in_tile = const_cast<E*>(src(0));
+            const element_ptr in_tile = src(0);
             for (const exchange_piece& pc : x.pieces)
               if (pc.from == me && pc.to != me) {
                 const std::uint64_t at = detail::run_offset(before.span(), region(pc.b, x.before[me]));
                 const bool run = at != detail::no_run;
-                sends.push_back({pc.to, reinterpret_cast<std::byte*>(run ? in_tile + at : ps + sd[pc.to]), sc[pc.to] * sizeof(E)});
+                sends.push_back({pc.to, (run ? in_tile + at : ps + sd[pc.to]).p, sc[pc.to] * e_});
                 sent.push_back(run ? nullptr : &pc.b);
               }
             for (std::uint64_t k = 0; k < D; ++k)
               if (in[k] != nullptr) {
                 const std::uint64_t at = detail::run_offset(after.span(), region(in[k]->b, x.after[me]));
                 const bool run = at != detail::no_run;
-                recvs.push_back({static_cast<rank_t>(k), reinterpret_cast<std::byte*>(run ? dst(0) + at : pr + ro[k]),
-                                 rc[k] * sizeof(E)});
+                recvs.push_back({static_cast<rank_t>(k), (run ? dst(0) + at : pr + ro[k]).p,
+                                 rc[k] * e_});
                 unpacks.push_back(!run);
               }
             std::set<const box*> done;  // pieces packed (one piece may go to several ranks)
@@ -1281,7 +1415,7 @@ class executor_core {
             for (const auto& [b, at] : packed) pack(b);
             bind([&](std::size_t) { return ps; }, [&](std::size_t) { return pr; });
             if (x.max_received > 0)
-              b_.alltoallv(io(), std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
+              ops_.alltoallv(b_, std::span<const std::uint64_t>(sc), std::span<const std::uint64_t>(sd),
                            std::span<const std::uint64_t>(rc));
             for (std::uint64_t k = 0; k < D; ++k)
               if (in[k] != nullptr) unpack(k);
@@ -1290,7 +1424,7 @@ class executor_core {
         break;
       default: break;
     }
-    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, x.received[local_[i]] * sizeof(E));
+    for (std::size_t i = 0; i < local_.size(); ++i) account_one(st, x.received[local_[i]] * e_);
     live(before.size() + after.size());
   }
 
@@ -1299,7 +1433,8 @@ class executor_core {
   executor_options opt_;
   detail::program_shapes shapes_;
   std::uint64_t hash_ = 0;
-  element_reductions<E, B>& red_;
+  std::size_t e_ = 0;  ///< bytes of an element
+  element_ops<B>& ops_;
   std::vector<rank_t> local_;
   std::vector<std::size_t> index_;  ///< local index of each rank (local_.size() if not local)
   std::vector<rank_state> ranks_;
@@ -1309,9 +1444,9 @@ class executor_core {
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
   std::uint64_t scratch_a_ = 0, scratch_b_ = 0, pack_send_ = 0, pack_recv_ = 0;
   bool packs_sends_ = false;  ///< some step packs sends (on every rank: its path, not its bytes)
-  std::span<const E* const> in_;  ///< the tiles of the run in progress
-  std::span<E* const> out_;
-  std::vector<E*> send_, recv_;
+  std::span<const std::byte* const> in_;  ///< the tiles of the run in progress
+  std::span<std::byte* const> out_;
+  std::vector<std::byte*> send_, recv_;
   std::vector<std::size_t> groups_;
   std::vector<step_stats> stats_;
   std::uint64_t held_ = 0, peak_held_ = 0, peak_live_ = 0, runs_ = 0;
@@ -1322,16 +1457,15 @@ class executor_core {
 
 }  // namespace detail
 
-/// Runs one program, any number of times, on the ranks a backend drives. The data moves as
-/// elements of an unsigned integer of T's size (detail::storage_t), so that every element
-/// type of one size shares one detail::executor_core, the bulk of the code; only the
-/// reductions are T's own (detail::typed_reductions).
+/// Runs one program, any number of times, on the ranks a backend drives. The control code
+/// (detail::executor_core) is one per backend; the data moves as elements of an unsigned
+/// integer of T's size (detail::storage_ops), shared by every element type of one size;
+/// only the reductions are T's own (detail::typed_ops).
 template <class T, class B>
   requires backend_for<B, T> && memory_space_for<memory_space_t<B>, T>
-class executor : detail::typed_reductions<T, detail::storage_t<T, B>, B>,
-                 public detail::executor_core<detail::storage_t<T, B>, B> {
-  using E = detail::storage_t<T, B>;
-  using core = detail::executor_core<E, B>;
+class executor : detail::typed_ops<T, B>, public detail::executor_core<B> {
+  using core = detail::executor_core<B>;
+  using facts = typename core::tile_facts;
 
  public:
   using typename core::memory_type;
@@ -1344,13 +1478,19 @@ class executor : detail::typed_reductions<T, detail::storage_t<T, B>, B>,
   /// inputs are not modified; no output may overlap an input or another output.
   void run(std::span<const darray<T>> in, std::span<darray<T>> out) {
     std::string err = core::error();
-    if (err.empty()) err = core::check_tiles(in, out);
+    if (err.empty()) {
+      facts_in_.clear();
+      facts_out_.clear();
+      for (const darray<T>& a : in) facts_in_.push_back(facts::of(a));
+      for (const darray<T>& a : out) facts_out_.push_back(facts::of(a));
+      err = core::check_tiles(facts_in_, facts_out_);
+    }
     tiles_in_.clear();
     tiles_out_.clear();
     if (err.empty())
       for (std::size_t i = 0; i < in.size(); ++i) {
-        tiles_in_.push_back(reinterpret_cast<const E*>(in[i].data()));
-        tiles_out_.push_back(reinterpret_cast<E*>(out[i].data()));
+        tiles_in_.push_back(reinterpret_cast<const std::byte*>(in[i].data()));
+        tiles_out_.push_back(reinterpret_cast<std::byte*>(out[i].data()));
       }
     core::run(err, tiles_in_, tiles_out_);
   }
@@ -1379,8 +1519,9 @@ class executor : detail::typed_reductions<T, detail::storage_t<T, B>, B>,
   }
 
  private:
-  std::vector<const E*> tiles_in_;
-  std::vector<E*> tiles_out_;
+  std::vector<facts> facts_in_, facts_out_;
+  std::vector<const std::byte*> tiles_in_;
+  std::vector<std::byte*> tiles_out_;
 };
 
 /// Run `p` once on the tiles of all local ranks (in[i] belongs to local_ranks()[i]).
