@@ -288,15 +288,19 @@ struct fused_call {
   std::vector<std::size_t> arrays;  ///< the arrays it moves, ascending
 };
 
-template <class T, class B>
-struct typed_fused_call final : fused_call {
+/// A fused_call on elements of e bytes (element type t), compiled once per backend: all
+/// but the collective calls, which typed_fused_call<T, B> makes in T.
+template <class B>
+struct fused_call_core : fused_call {
   using buffer_type = decltype(memory_of(std::declval<B&>()).template allocate<std::byte>(0));
 
-  /// The arrays `which` with their own programs `progs`, run on T (element type t); types[k]:
-  /// array k's source and target element types, converted from and to t as the caller's
-  /// tiles are packed and copied out where they differ (reshard_array::program_type).
-  typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
-                   std::span<const rank_t> local, element_type t, std::span<const std::array<element_type, 2>> types)
+  /// The arrays `which` with their own programs `progs`, run on elements of type t (e
+  /// bytes); types[k]: array k's source and target element types, converted from and to t
+  /// as the caller's tiles are packed and copied out where they differ
+  /// (reshard_array::program_type).
+  fused_call_core(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
+                  std::span<const rank_t> local, element_type t, std::span<const std::array<element_type, 2>> types,
+                  std::size_t e)
       : b_(b), steps_(progs.front()->steps), local_(local.begin(), local.end()) {
     arrays = std::move(which);
     actions_ = schedule_fused(steps_);
@@ -364,15 +368,15 @@ struct typed_fused_call final : fused_call {
           }
         }
         const element_type from_type = x.from < 0 ? types[i][0] : t, to_type = x.to < 0 ? types[i][1] : t;
-        v.push_back({from_type == to_type ? in_bytes(c, sizeof(T)) : c, from_type, to_type});
+        v.push_back({from_type == to_type ? in_bytes(c, e) : c, from_type, to_type});
       }
       copies_.push_back(std::move(v));
     }
     const std::array<std::uint64_t, 2> n = fused_buffers(actions_, sums_);
     const auto mem = memory_of(b_);
     for (std::size_t q = 0; q < 2; ++q)
-      for (std::size_t i = 0; i < local_.size(); ++i) buf_[q].push_back(mem.template allocate<std::byte>(n[q] * sizeof(T)));
-    held_ = (n[0] + n[1]) * sizeof(T);
+      for (std::size_t i = 0; i < local_.size(); ++i) buf_[q].push_back(mem.template allocate<std::byte>(n[q] * e));
+    held_ = (n[0] + n[1]) * e;
   }
 
   std::uint64_t bytes_held() const override { return held_; }
@@ -405,27 +409,27 @@ struct typed_fused_call final : fused_call {
         continue;
       }
       const step& s = steps_[x.state];
-      std::vector<T*> sp(b_.devices(), nullptr), rp(b_.devices(), nullptr);
+      std::vector<std::byte*> sp(b_.devices(), nullptr), rp(b_.devices(), nullptr);
       for (std::size_t i = 0; i < local_.size(); ++i) {
-        sp[local_[i]] = reinterpret_cast<T*>(buf_[static_cast<std::size_t>(x.from)][i].data());
-        rp[local_[i]] = reinterpret_cast<T*>(buf_[static_cast<std::size_t>(x.to)][i].data());
+        sp[local_[i]] = buf_[static_cast<std::size_t>(x.from)][i].data();
+        rp[local_[i]] = buf_[static_cast<std::size_t>(x.to)][i].data();
       }
-      const block_io<T> io{std::span<T* const>(sp), std::span<T* const>(rp)};
       for (std::size_t g = 0; g < s.group_count(); ++g) {
         const std::span<const rank_t> grp = s.group(g);
         if (std::none_of(grp.begin(), grp.end(), [&](rank_t r) { return sp[r] != nullptr; })) continue;
-        if (s.kind == op::allgather) {
-          b_.allgather(grp, io, sums_[x.state]);
-        } else if constexpr (reducing_backend_for<B, T>) {
-          if (s.kind == op::allreduce) b_.allreduce(grp, io, sums_[x.state], s.reduce);
-          else b_.reducescatter(grp, io, sums_[x.state + 1], s.reduce);
-        }
+        collective(s, grp, sp, rp, s.kind == op::reducescatter ? sums_[x.state + 1] : sums_[x.state]);
       }
     }
   }
 
- private:
+ protected:
+  /// Step s's collective (allgather, allreduce or reducescatter) of `count` elements on group
+  /// g, from send[r] into recv[r] (indexed by rank).
+  virtual void collective(const step& s, std::span<const rank_t> g, std::span<std::byte* const> send,
+                          std::span<std::byte* const> recv, std::uint64_t count) = 0;
   B& b_;
+
+ private:
   std::vector<step> steps_;
   std::vector<rank_t> local_;
   std::vector<fused_action> actions_;
@@ -440,6 +444,32 @@ struct typed_fused_call final : fused_call {
   std::array<std::vector<buffer_type>, 2> buf_;    ///< per local rank
   std::uint64_t held_ = 0;
   bool prepared_ = false;
+};
+
+/// fused_call_core's collectives in T.
+template <class T, class B>
+struct typed_fused_call final : fused_call_core<B> {
+  typed_fused_call(B& b, std::vector<std::size_t> which, std::span<const program* const> progs,
+                   std::span<const rank_t> local, element_type t, std::span<const std::array<element_type, 2>> types)
+      : fused_call_core<B>(b, std::move(which), progs, local, t, types, sizeof(T)) {}
+
+ private:
+  void collective(const step& s, std::span<const rank_t> g, std::span<std::byte* const> send,
+                  std::span<std::byte* const> recv, std::uint64_t count) override {
+    sp_.resize(send.size());
+    rp_.resize(recv.size());
+    for (std::size_t r = 0; r < send.size(); ++r) sp_[r] = reinterpret_cast<T*>(send[r]);
+    for (std::size_t r = 0; r < recv.size(); ++r) rp_[r] = reinterpret_cast<T*>(recv[r]);
+    const block_io<T> io{std::span<T* const>(sp_), std::span<T* const>(rp_)};
+    B& b = this->b_;
+    if (s.kind == op::allgather) {
+      b.allgather(g, io, count);
+    } else if constexpr (reducing_backend_for<B, T>) {
+      if (s.kind == op::allreduce) b.allreduce(g, io, count, s.reduce);
+      else b.reducescatter(g, io, count, s.reduce);
+    }
+  }
+  std::vector<T*> sp_, rp_;
 };
 
 /// The C++ type of an element type: its arithmetic type where `reduces` (f64 double, f32
