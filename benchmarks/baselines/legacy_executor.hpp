@@ -40,6 +40,8 @@ class legacy_executor {
       else if (shapes_.sums && !reducing_backend_for<B, T>)
         shapes_.error = "the program adds partial sums, which needs an element type with + and a backend with "
                         "allreduce and reducescatter";
+      else if (std::any_of(p_.steps.begin(), p_.steps.end(), [](const step& s) { return s.fused(); }))
+        shapes_.error = "the executor before #13 does not run fused steps (they came after it)";
     }
     if (shapes_.error.empty()) {
       ranks_.resize(local_.size());
