@@ -24,6 +24,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -230,23 +231,27 @@ inline void fill_reshard_sources(const reshard_plan& p, std::span<const rank_t> 
       const std::uint64_t off = a * reshard_array_offset;
       detail::with_tile(x.dtype, !x.casts(), x.source, p.world, local[i], in[i * A + a], [&](auto& d) {
         if (!x.casts()) return fill_global_index(d, off);
-        auto store = [&](auto& v, double value) {  // v: an unsigned integer of the element's size
-          std::byte e[8];
-          detail::store_element(e, x.dtype, value);
-          std::memcpy(&v, e, sizeof v);
-        };
-        if (!x.casts_pending())
-          return for_each_global(d, [&](std::uint64_t g, auto& v) {
-            store(v, detail::cast_index_value(g + off, x.dtype, x.target_type()));
+        // A cast array's tiles hold unsigned integers of its element's size (with_tile): the
+        // encodings below are compiled for those alone.
+        if constexpr (std::is_unsigned_v<typename std::remove_cvref_t<decltype(d)>::value_type>) {
+          auto store = [&](auto& v, double value) {
+            std::byte e[8];
+            detail::store_element(e, x.dtype, value);
+            std::memcpy(&v, e, sizeof v);
+          };
+          if (!x.casts_pending())
+            return for_each_global(d, [&](std::uint64_t g, auto& v) {
+              store(v, detail::cast_index_value(g + off, x.dtype, x.target_type()));
+            });
+          const bool pending = x.source_pending();
+          const std::uint64_t s = pending ? sum_index(d.mesh(), d.type(), d.device()) : 0;
+          const std::uint64_t P = pending ? sum_parts(d.mesh(), d.type()) : 1;
+          const reduction r = pending ? d.type().reduce : reduction::sum;
+          detail::with_cast_pending_encoding(x, [&](auto e) {
+            using E = decltype(e);
+            for_each_global(d, [&](std::uint64_t g, auto& v) { store(v, static_cast<double>(partial_value<E>(g + off, s, P, r))); });
           });
-        const bool pending = x.source_pending();
-        const std::uint64_t s = pending ? sum_index(d.mesh(), d.type(), d.device()) : 0;
-        const std::uint64_t P = pending ? sum_parts(d.mesh(), d.type()) : 1;
-        const reduction r = pending ? d.type().reduce : reduction::sum;
-        detail::with_cast_pending_encoding(x, [&](auto e) {
-          using E = decltype(e);
-          for_each_global(d, [&](std::uint64_t g, auto& v) { store(v, static_cast<double>(partial_value<E>(g + off, s, P, r))); });
-        });
+        }
       });
     }
 }
@@ -284,7 +289,7 @@ inline reshard_check check_reshard_targets(const reshard_plan& p, std::span<cons
         tile_check k;
         if (!x.casts()) {
           k = check_global_index(d, off);
-        } else {
+        } else if constexpr (std::is_unsigned_v<typename std::remove_cvref_t<decltype(d)>::value_type>) {  // as above
           auto check = [&](std::uint64_t g, const auto& v, double value) {  // bit for bit
             std::byte want[8];
             detail::store_element(want, x.target_type(), value);
