@@ -305,6 +305,13 @@ struct element_info {
   }
 };
 
+/// to[k] = from[k] as a pointer to X (buffers of X's elements held as bytes).
+template <class X>
+void typed_pointers(std::span<std::byte* const> from, std::vector<X*>& to) {
+  to.resize(from.size());
+  for (std::size_t k = 0; k < from.size(); ++k) to[k] = reinterpret_cast<X*>(from[k]);
+}
+
 /// A pointer to elements whose size e is known at run time: arithmetic counts elements.
 struct element_ptr {
   std::byte* p = nullptr;
@@ -372,10 +379,8 @@ class storage_ops : public element_ops<B> {
   using typename base::regions;
 
   void bind(std::span<std::byte* const> send, std::span<std::byte* const> recv) final {
-    send_.resize(send.size());
-    recv_.resize(recv.size());
-    for (std::size_t k = 0; k < send.size(); ++k) send_[k] = reinterpret_cast<E*>(send[k]);
-    for (std::size_t k = 0; k < recv.size(); ++k) recv_[k] = reinterpret_cast<E*>(recv[k]);
+    typed_pointers(send, send_);
+    typed_pointers(recv, recv_);
   }
   void allgather(B& b, ranks g, std::size_t count) final { b.allgather(g, io(), count); }
   void allgather([[maybe_unused]] B& b, [[maybe_unused]] ranks g, [[maybe_unused]] const block_layout& rl) final {
@@ -443,10 +448,8 @@ class typed_ops : public storage_ops<storage_t<T, B>, B> {
   using typename base::ranks;
 
   void bind_reduce(std::span<std::byte* const> send, std::span<std::byte* const> recv) final {
-    send_.resize(send.size());
-    recv_.resize(recv.size());
-    for (std::size_t k = 0; k < send.size(); ++k) send_[k] = reinterpret_cast<T*>(send[k]);
-    for (std::size_t k = 0; k < recv.size(); ++k) recv_[k] = reinterpret_cast<T*>(recv[k]);
+    typed_pointers(send, send_);
+    typed_pointers(recv, recv_);
   }
   void allreduce([[maybe_unused]] B& b, [[maybe_unused]] ranks g, [[maybe_unused]] std::size_t count,
                  [[maybe_unused]] reduction r) final {

@@ -456,10 +456,8 @@ struct typed_fused_call final : fused_call_core<B> {
  private:
   void collective(const step& s, std::span<const rank_t> g, std::span<std::byte* const> send,
                   std::span<std::byte* const> recv, std::uint64_t count) override {
-    sp_.resize(send.size());
-    rp_.resize(recv.size());
-    for (std::size_t r = 0; r < send.size(); ++r) sp_[r] = reinterpret_cast<T*>(send[r]);
-    for (std::size_t r = 0; r < recv.size(); ++r) rp_[r] = reinterpret_cast<T*>(recv[r]);
+    typed_pointers(send, sp_);
+    typed_pointers(recv, rp_);
     const block_io<T> io{std::span<T* const>(sp_), std::span<T* const>(rp_)};
     B& b = this->b_;
     if (s.kind == op::allgather) {
