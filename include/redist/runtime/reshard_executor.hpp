@@ -414,19 +414,21 @@ struct fused_call_core : fused_call {
         sp[local_[i]] = buf_[static_cast<std::size_t>(x.from)][i].data();
         rp[local_[i]] = buf_[static_cast<std::size_t>(x.to)][i].data();
       }
+      bind(sp, rp);
       for (std::size_t g = 0; g < s.group_count(); ++g) {
         const std::span<const rank_t> grp = s.group(g);
         if (std::none_of(grp.begin(), grp.end(), [&](rank_t r) { return sp[r] != nullptr; })) continue;
-        collective(s, grp, sp, rp, s.kind == op::reducescatter ? sums_[x.state + 1] : sums_[x.state]);
+        collective(s, grp, s.kind == op::reducescatter ? sums_[x.state + 1] : sums_[x.state]);
       }
     }
   }
 
  protected:
-  /// Step s's collective (allgather, allreduce or reducescatter) of `count` elements on group
-  /// g, from send[r] into recv[r] (indexed by rank).
-  virtual void collective(const step& s, std::span<const rank_t> g, std::span<std::byte* const> send,
-                          std::span<std::byte* const> recv, std::uint64_t count) = 0;
+  /// The buffers of the next collectives: rank r's send[r] and recv[r].
+  virtual void bind(std::span<std::byte* const> send, std::span<std::byte* const> recv) = 0;
+  /// Step s's collective (allgather, allreduce or reducescatter) of `count` elements on
+  /// group g, between the bound buffers.
+  virtual void collective(const step& s, std::span<const rank_t> g, std::uint64_t count) = 0;
   B& b_;
 
  private:
@@ -454,10 +456,11 @@ struct typed_fused_call final : fused_call_core<B> {
       : fused_call_core<B>(b, std::move(which), progs, local, t, types, sizeof(T)) {}
 
  private:
-  void collective(const step& s, std::span<const rank_t> g, std::span<std::byte* const> send,
-                  std::span<std::byte* const> recv, std::uint64_t count) override {
+  void bind(std::span<std::byte* const> send, std::span<std::byte* const> recv) override {
     typed_pointers(send, sp_);
     typed_pointers(recv, rp_);
+  }
+  void collective(const step& s, std::span<const rank_t> g, std::uint64_t count) override {
     const block_io<T> io{std::span<T* const>(sp_), std::span<T* const>(rp_)};
     B& b = this->b_;
     if (s.kind == op::allgather) {
