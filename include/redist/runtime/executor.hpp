@@ -965,19 +965,25 @@ class executor_core {
   /// Point every local rank's send at send(i) and receive at recv(i); null for a rank
   /// that holds no tile in the step (programs on device sets).
   template <class S, class R>
-  void bind(S&& send, R&& recv) {
+  void point(S&& send, R&& recv) {
     for (std::size_t i = 0; i < local_.size(); ++i) {
       const bool h = holding(i);
       send_[local_[i]] = h ? element_ptr(send(i)).p : nullptr;
       recv_[local_[i]] = h ? element_ptr(recv(i)).p : nullptr;
     }
+  }
+
+  /// point(), and hand the buffers to the moves (allgather, alltoall, permute, exchange).
+  template <class S, class R>
+  void bind(S&& send, R&& recv) {
+    point(send, recv);
     ops_.bind(send_, recv_);
   }
 
-  /// bind(), and hand the buffers to the reductions (allreduce, reducescatter) too.
+  /// point(), and hand the buffers to the reductions (allreduce, reducescatter).
   template <class S, class R>
   void bind_reduce(S&& send, R&& recv) {
-    bind(send, recv);
+    point(send, recv);
     ops_.bind_reduce(send_, recv_);
   }
 
@@ -1466,7 +1472,7 @@ class executor_core {
 /// only the reductions are T's own (detail::typed_ops).
 template <class T, class B>
   requires backend_for<B, T> && memory_space_for<memory_space_t<B>, T>
-class executor : detail::typed_ops<T, B>, public detail::executor_core<B> {
+class executor final : detail::typed_ops<T, B>, public detail::executor_core<B> {
   using core = detail::executor_core<B>;
   using facts = typename core::tile_facts;
 
