@@ -11,7 +11,14 @@
 // Seconds per step, per peer (a collective's round: ceil(log2 n) of them) and per byte
 // received, and per byte of a tile written (the pass; core/time_model.hpp has the formula);
 // "overlap", the share of a message round's transfer a rank can spend copying (0 to 1,
-// time_profile::overlap; missing: 0, as in profiles written before it).
+// time_profile::overlap; missing: 0, as in profiles written before it); "nodes", where the
+// ranks run on several nodes (time_profile::node_ranks, node_per_byte: the link term of
+// core/time_model.hpp; calibration runs on one node and writes none, so it is added by hand):
+//
+//   "nodes": {"ranks": 8, "per_byte_s": 4e-11}
+//
+// "ranks" world ranks per node, consecutive (an unsigned integer >= 1), "per_byte_s" the
+// seconds per byte one node's link carries each way (finite, >= 0).
 // Format /1 priced a collective per peer (n - 1); its files are refused with a line that
 // says to recalibrate.
 //
@@ -30,8 +37,8 @@
 // found -1`): the format tag, "name" a string of at most 31 bytes, "devices" an unsigned
 // integer, "ops" an object with every kind of step and no unknown one, each with the three
 // terms finite and non-negative; "pass_per_byte_s" the same, or missing (0: profiles written
-// before it); "overlap" from 0 to 1, or missing (0); "mpi", where present (below), as it
-// says. Other fields are ignored. Text nested deeper than max_profile_json_depth, malformed
+// before it); "overlap" from 0 to 1, or missing (0); "nodes" as above, or missing (one node);
+// "mpi", where present (below), as it says. Other fields are ignored. Text nested deeper than max_profile_json_depth, malformed
 // JSON and numbers JSON cannot hold (1e400) are redist_errors too.
 #pragma once
 
@@ -101,6 +108,7 @@ inline nlohmann::ordered_json profile_to_json(const time_profile& p, const std::
   j["devices"] = p.devices;
   j["pass_per_byte_s"] = p.pass_per_byte;
   j["overlap"] = p.overlap;
+  if (p.node_ranks > 0 || p.node_per_byte > 0) j["nodes"] = {{"ranks", p.node_ranks}, {"per_byte_s", p.node_per_byte}};
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (op o : all_ops) {
     nlohmann::ordered_json t;
@@ -132,6 +140,7 @@ inline std::string profile_json_text(const time_profile& p, const std::optional<
   out += "  \"devices\": " + j["devices"].dump() + ",\n";
   out += "  \"pass_per_byte_s\": " + j["pass_per_byte_s"].dump() + ",\n";
   out += "  \"overlap\": " + j["overlap"].dump() + ",\n";
+  if (j.contains("nodes")) out += "  \"nodes\": " + j["nodes"].dump() + ",\n";
   out += "  \"ops\": {\n";
   bool first = true;
   for (const auto& [name, t] : j["ops"].items()) {
@@ -205,6 +214,15 @@ inline time_profile profile_from_json(const nlohmann::json& j) {
     if (!v.is_number() || !(d >= 0 && d <= 1))
       profile_fail(errc::syntax, "overlap", "expected a number from 0 to 1, found " + json_excerpt(v));
     p.overlap = d;
+  }
+  if (j.contains("nodes")) {
+    const nlohmann::json& v = j["nodes"];
+    if (!v.is_object()) profile_fail(errc::syntax, "nodes", "expected an object, found " + json_excerpt(v));
+    const nlohmann::json& r = profile_field(v, "ranks", "nodes");
+    if (!(r.is_number_unsigned() ? r.get<std::uint64_t>() >= 1 : r.is_number_integer() && r.get<std::int64_t>() >= 1))
+      profile_fail(errc::syntax, "nodes.ranks", "expected an integer >= 1 (world ranks per node), found " + json_excerpt(r));
+    p.node_ranks = r.get<std::uint64_t>();
+    p.node_per_byte = profile_seconds(v, "per_byte_s", "nodes");
   }
   const nlohmann::json& ops = profile_field(j, "ops", "");
   if (!ops.is_object()) profile_fail(errc::syntax, "ops", "expected an object, found " + json_excerpt(ops));

@@ -227,7 +227,7 @@ TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as p
       REQUIRE(!(v[i].b < want[i].b));
       REQUIRE(!(want[i].b < v[i].b));
     }
-    detail::round_tally tally(W);
+    detail::round_tally tally(W, builtin_profile);
     std::vector<reshard_piece> in;
     for (const reshard_piece& p : v) {
       if (!in.empty() && rng() % 3 == 0) {  // take one back
@@ -301,6 +301,37 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
   REQUIRE(q.rounds.size() > 1);
   REQUIRE(q.received_bytes == p.received_bytes);
   REQUIRE(*std::max_element(q.transient_bytes.begin(), q.transient_bytes.end()) <= budget);
+}
+
+TEST_CASE("ranks on two nodes: an array replicated on the other node crosses the link once", "[reshard]") {
+  // Ranks 0-3 and 4-7 on two nodes joined by a link of 1 GB/s. A weight replicated on every
+  // rank of node 1: the joint exchange sends each of the 4 replicas over the link, the
+  // array's own two-phase plan sends it once, then all-gathers inside node 1. A sharded
+  // weight crosses once either way and stays joint.
+  reshard_problem pr;
+  pr.world = 8;
+  pr.arrays.push_back(array_of("replicated", element_type::f32, "{fsdp: 4}", "[{fsdp}1024, 512]",
+                               "{tp: 4} @ [4, 5, 6, 7]", "[1024, 512]"));
+  pr.arrays.push_back(array_of("sharded", element_type::f32, "{fsdp: 4}", "[{fsdp}1024, 512]",
+                               "{tp: 4} @ [4, 5, 6, 7]", "[1024, {tp}512]"));
+  const reshard_plan flat = plan_reshard(pr);
+  REQUIRE(testing::check_reshard_plan(flat, 0).empty());
+  CHECK(flat.route[0] == reshard_route::joint);
+  CHECK(flat.route[1] == reshard_route::joint);
+  time_profile two = builtin_profile;
+  two.node_ranks = 4;
+  two.node_per_byte = 1e-9;
+  const reshard_plan p = plan_reshard(pr, {.synth = {.time_model = &two}});
+  INFO(p.reason);
+  REQUIRE(testing::check_reshard_plan(p, 0).empty());
+  CHECK(p.route[0] == reshard_route::own);
+  CHECK(p.own[0].candidates[p.own[0].chosen].name == "two-phase");
+  CHECK(p.route[1] == reshard_route::joint);
+  // The joint round pays the link for the sharded weight: 1024 x 512 floats over it once.
+  const double bytes = 1024.0 * 512 * 4;
+  CHECK(p.seconds > bytes * 1e-9 + p.own[0].candidates[p.own[0].chosen].seconds);
+  // Both joint, the link would carry 4 + 1 copies: the plan is predicted below that alone.
+  CHECK(p.seconds < 5 * bytes * 1e-9);
 }
 
 TEST_CASE("every call pays one agreement: an array whose own program moves nothing stays joint", "[reshard]") {

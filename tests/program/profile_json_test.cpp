@@ -70,6 +70,18 @@ TEST_CASE("time profiles round-trip through JSON", "[profile_json]") {
   CHECK(old.pass_per_byte == 0);
   CHECK(redist::profile_from_json_text(edited([](nlohmann::json& x) { x.erase("overlap"); })) == b);
   CHECK(old[redist::op::alltoall] == b[redist::op::alltoall]);
+  // Ranks on several nodes: "nodes", written only where set.
+  CHECK(text.find("\"nodes\"") == std::string::npos);
+  CHECK(j.find("nodes") == j.end());
+  redist::time_profile two = b;
+  two.node_ranks = 4;
+  two.node_per_byte = 1.0 / 3e9;
+  const std::string two_text = redist::profile_json_text(two);
+  CHECK(two_text.find(",\n  \"nodes\": {\"per_byte_s\":") == std::string::npos);
+  CHECK(two_text.find(",\n  \"nodes\": {\"ranks\":4,\"per_byte_s\":") != std::string::npos);
+  CHECK(redist::profile_from_json_text(two_text) == two);
+  CHECK(redist::profile_from_json_text(edited([](nlohmann::json& x) { x["nodes"] = {{"ranks", 8}, {"per_byte_s", 2e-11}}; }))
+            .node_ranks == 8);
   // Fields it does not know are ignored.
   CHECK_NOTHROW(redist::profile_from_json_text(edited([](nlohmann::json& x) { x["measured_on"] = "today"; })));
 }
@@ -100,6 +112,16 @@ TEST_CASE("malformed time profiles are one clear line naming the JSON path", "[p
         "time profile JSON: overlap: expected a number from 0 to 1, found 1.5");
   CHECK(error_of(edited([](nlohmann::json& j) { j["overlap"] = "some"; })) ==
         "time profile JSON: overlap: expected a number from 0 to 1, found \"some\"");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["nodes"] = 4; })) ==
+        "time profile JSON: nodes: expected an object, found 4");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["nodes"] = {{"ranks", 0}, {"per_byte_s", 1e-9}}; })) ==
+        "time profile JSON: nodes.ranks: expected an integer >= 1 (world ranks per node), found 0");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["nodes"] = {{"ranks", 2.5}, {"per_byte_s", 1e-9}}; })) ==
+        "time profile JSON: nodes.ranks: expected an integer >= 1 (world ranks per node), found 2.5");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["nodes"] = {{"per_byte_s", 1e-9}}; })) ==
+        "time profile JSON: nodes: missing field 'ranks'");
+  CHECK(error_of(edited([](nlohmann::json& j) { j["nodes"] = {{"ranks", 8}, {"per_byte_s", -1}}; })) ==
+        "time profile JSON: nodes.per_byte_s: expected a finite number >= 0 (seconds), found -1");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["allreduce"]["latency_s"] = "fast"; })) ==
         "time profile JSON: ops.allreduce.latency_s: expected a finite number >= 0 (seconds), found \"fast\"");
   CHECK(error_of(edited([](nlohmann::json& j) { j["ops"]["exchange"].erase("per_peer_s"); })) ==

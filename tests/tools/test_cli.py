@@ -493,6 +493,22 @@ def check_time_model(redist, checks):
             r = run(redist, ["plan"] + GOOD + ["--profile", bad])
             expect(one_error_line(r) and r.stderr.startswith(want), "bad profile %r: rc %d, stderr %r" %
                    (text[:60], r.returncode, r.stderr))
+        # Ranks on two nodes ("nodes": the link term): to a target replicated on the other node,
+        # the two-phase plan (each byte over the link once) instead of the single exchange.
+        between = ["plan", "--mesh", "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "--from", "[{dp}8, 512, {tp}512]",
+                   "--to-mesh", "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "--to", "[8, 512, 512]", "--world", "8", "--explain"]
+        nodes = os.path.join(tmp, "nodes.json")
+        with open(nodes, "w") as f:
+            f.write(json.dumps(dict(prof or {}, nodes={"ranks": 4, "per_byte_s": 1e-9})))
+        for extra, want in (([], "reason: exchange: predicted"), (["--profile", nodes], "reason: two-phase: predicted")):
+            r = run(redist, between + extra)
+            expect(r.returncode == 0 and want in r.stdout, "plan between nodes %r: rc %d, stdout %r, stderr %r" %
+                   (extra, r.returncode, r.stdout[-400:], r.stderr))
+        with open(bad, "w") as f:
+            f.write(json.dumps(dict(prof or {}, nodes={"ranks": 0, "per_byte_s": 1e-9})))
+        r = run(redist, between + ["--profile", bad])
+        expect(one_error_line(r) and r.stderr == "redist: error: --profile: time profile JSON: nodes.ranks: expected an "
+               "integer >= 1 (world ranks per node), found 0\n", "bad nodes: rc %d, stderr %r" % (r.returncode, r.stderr))
         r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--out", os.path.join(missing, "x")])
         expect(one_error_line(r) and "--out: cannot write the file" in r.stderr,
                "calibrate --out into a missing folder: rc %d, stderr %r" % (r.returncode, r.stderr))

@@ -34,6 +34,19 @@
 // Shardy and DTensor emit; priced per round it pays one more latency and one more pass and
 // loses. Profiles priced per peer (format redist-time-profile/1) are refused; recalibrate.
 //
+// Ranks on several nodes (node_ranks, node_per_byte; 0: one node, no term): a step also pays
+// for what crosses the busiest node's network link,
+//
+//   t += P.node_per_byte * (the most bytes one node sends to, or receives from, other nodes)
+//
+// counted from the step's ranks (lower/node_links.hpp): an exchange's pieces, a ring for the
+// all-gather, reduce-scatter and all-reduce groups (each edge between two nodes carries what
+// a ring's link carries), every pair of an all-to-all group, a permute's tiles. The per-rank
+// terms above stay what a rank copies or receives; the link term is what the network adds,
+// so a plan that sends each byte over the link once (the two-phase plan between meshes,
+// lower/between.hpp) wins where the link is slow. Predicted times (synthesize's choice, the
+// candidates between meshes, relabelling) count it; the search's step weights do not.
+//
 // A program's predicted time is the sum over its steps. Profiles come from measurement
 // (`redist calibrate --backend host|mpi`, runtime/calibrate.hpp; JSON in
 // redist/profile_json.hpp) or are the built-in one below. It is the search's objective by
@@ -73,6 +86,17 @@ struct time_profile {
   /// MPI on an oversubscribed node, the built-in profile); towards 1 where a network or
   /// copy engines move the bytes. Calibration measures it on message backends.
   double overlap = 0;
+  /// World ranks per node, consecutive (ranks r and s share a node iff r / node_ranks ==
+  /// s / node_ranks), and seconds per byte one node's link to the others carries in each
+  /// direction. 0 (either): every rank on one node, no link term. Set by hand or in the
+  /// profile's "nodes" (calibration runs on one node).
+  std::uint64_t node_ranks = 0;
+  double node_per_byte = 0;
+
+  /// Whether the link term applies in a world of `world` ranks (more than one node).
+  [[nodiscard]] constexpr bool spans_nodes(std::uint64_t world) const {
+    return node_ranks > 0 && node_per_byte > 0 && world > node_ranks;
+  }
 
   constexpr void set_name(std::string_view s) {
     std::size_t i = 0;

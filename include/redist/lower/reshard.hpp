@@ -56,8 +56,13 @@
 // Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
 // rank sends to or receives from, the most bytes one rank receives or sends (its transfer
 // t_k), and the pass over the bytes it writes (c_k; the pieces it keeps are written in the
-// first round); an own program by its own prediction. Pipelined rounds hide up to
-// P.overlap * t_k of round k+1's pass behind round k's transfer:
+// first round); an own program by its own prediction. On ranks of several nodes (the
+// profile's node_ranks and node_per_byte) t_k also counts the most bytes one node's link
+// carries in the round (lower/node_links.hpp), and own programs count their links: without
+// a budget, an array whose target replicates on another node takes its own two-phase plan
+// (each byte over the link once) where the joint exchange would send a copy to every
+// replica. Pipelined rounds hide up to P.overlap * t_k of round k+1's pass behind round k's
+// transfer:
 //   sum_k (t_k + c_k) - P.overlap * sum_{k < n-1} min(t_k, c_{k+1}).
 // Every call starts with one agreement (runtime/backend.hpp agree: an all-reduce of three
 // 64-bit words over the world, before anything moves; detail::call_seconds): the joint
@@ -111,6 +116,7 @@
 #include "redist/core/error.hpp"
 #include "redist/exchange.hpp"
 #include "redist/lower/between.hpp"
+#include "redist/lower/node_links.hpp"
 
 namespace redist {
 
@@ -559,18 +565,23 @@ class pair_counts {
   std::uint64_t size_ = 0;  ///< pairs with pieces
 };
 
-/// Per-rank tallies of a set of pieces between ranks (one round).
+/// Per-rank tallies of a set of pieces between ranks (one round), and per node where the
+/// profile's ranks span several (core/time_model.hpp, the link term).
 struct round_tally {
   std::vector<std::uint64_t> sent, received, written;
   std::vector<std::uint64_t> peers_out, peers_in;  ///< ranks each sends to, receives from
   pair_counts pairs;                               ///< pieces per pair of ranks
-  explicit round_tally(std::uint64_t W)
-      : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0) {}
+  std::optional<node_tally> nodes;                 ///< bytes over each node's link
+  round_tally(std::uint64_t W, const time_profile& P)
+      : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0) {
+    if (P.spans_nodes(W)) nodes.emplace(W, P.node_ranks);
+  }
   void add(rank_t from, rank_t to, std::uint64_t bytes) {
     written[to] += bytes;
     if (from == to) return;
     sent[from] += bytes;
     received[to] += bytes;
+    if (nodes) nodes->add(from, to, bytes);
     if (pairs.add(from, to)) {
       ++peers_out[from];
       ++peers_in[to];
@@ -582,6 +593,7 @@ struct round_tally {
     if (from == to) return;
     sent[from] -= bytes;
     received[to] -= bytes;
+    if (nodes) nodes->remove(from, to, bytes);
     if (pairs.remove(from, to)) {
       --peers_out[from];
       --peers_in[to];
@@ -599,7 +611,8 @@ struct round_tally {
     if (bytes == 0) return {0.0, pass};  // local copies only, or nothing
     std::uint64_t peers = 0;
     for (std::size_t r = 0; r < sent.size(); ++r) peers = std::max({peers, peers_out[r], peers_in[r]});
-    return {P.seconds(op::exchange, peers, bytes, 0), pass};
+    const double link = nodes ? P.node_per_byte * static_cast<double>(nodes->most()) : 0.0;
+    return {P.seconds(op::exchange, peers, bytes, 0) + link, pass};
   }
   [[nodiscard]] double seconds(const time_profile& P) const {
     const auto [transfer, pass] = parts(P);
@@ -766,7 +779,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
   s.transient.assign(W, 0);
   std::vector<double> transfer, pass;
   for (std::size_t k = 0; k < s.rounds.size() || (k == 0 && rp.local_count > 0); ++k) {
-    round_tally t(W);
+    round_tally t(W, P);
     if (k == 0)
       for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
     if (k < s.rounds.size()) {
@@ -981,7 +994,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   local_at[A] = rp.local.size();
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
-    detail::round_tally all(W);
+    detail::round_tally all(W, P);
     for (const detail::flow& f : flows) all.add(f.from, f.to, detail::flow_bytes(rp, f));
     std::map<std::pair<std::size_t, element_type>, double> adds;  // (like, type) -> what such an array adds
     for (std::size_t i = 0; i < A; ++i) {

@@ -24,6 +24,7 @@
 #include "redist/exchange.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/lower.hpp"
+#include "redist/lower/node_links.hpp"
 #include "redist/program.hpp"
 #include "redist/search/bgl_search.hpp"
 #include "redist/search/weak_graph.hpp"
@@ -67,11 +68,16 @@ inline double predicted_seconds(const program& p, const time_profile& P, const e
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
   box_states states;  // followed once, where a step may run as an exchange
+  const bool nodes = P.spans_nodes(p.world ? p.world : p.m.devices);  // the link term (core/time_model.hpp)
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     const bool known = sizes && s.kind == op::exchange && s.cost == sizes->max_received;
-    if (states.states.empty() && ((s.kind == op::exchange && !known) || p.uneven())) states = trace_states(p);
-    if (s.kind != op::dynslice && moves_as_exchange(p, i, states)) {
+    if (states.states.empty() && ((s.kind == op::exchange && (!known || nodes)) || p.uneven())) states = trace_states(p);
+    const bool as_exchange = s.kind != op::dynslice && moves_as_exchange(p, i, states);
+    if (nodes)
+      t += P.node_per_byte * static_cast<double>(e) *
+           static_cast<double>(node_link_elements(p, i, states, local, P.node_ranks, as_exchange));
+    if (as_exchange) {
       exchange_plan planned;
       if (!known) planned = plan_exchange(p, i, states, plan_detail::sizes);
       const exchange_plan& x = known ? *sizes : planned;
