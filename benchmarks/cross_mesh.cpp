@@ -24,7 +24,12 @@
 // replicated targets, 3. a weight sync between replicated meshes, 4. a checkpoint from 8 ranks
 // to 6, 5. the 2-D grid set between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}, without and with
 // relabelling (docs/benchmarks.md, "Meshes on device sets (issue 25)").
-// Usage: mpirun --oversubscribe -np 8 cross_mesh [runs]   (default 10)
+// Usage: mpirun --oversubscribe -np 8 cross_mesh [runs] [--nodes R --link-gbps G]   (runs: default 10)
+// With --nodes, the world is read as nodes of R consecutive ranks joined by links of G Gbit/s
+// each way: plans are chosen with the built-in profile plus that link term
+// (time_profile::node_ranks, node_per_byte) and the MPI backend copies by cross-memory attach
+// only inside a node (mpi_options::node_size). benchmarks/emulated_nodes.sh runs it on one
+// machine with the links emulated (TCP over loopback addresses, one per node, rate-limited).
 #include <mpi.h>
 
 #include <algorithm>
@@ -345,6 +350,7 @@ struct context {
   redist::mpi_backend& mpi;
   std::uint64_t me;
   int runs;
+  const redist::time_profile* profile;  // the planning profile (the built-in one, with --nodes its link term)
   bool all_ok = true;
 };
 
@@ -457,6 +463,7 @@ sys make_executor_system(context& cx, const std::string& name, const redist::pla
 void run_scenario(context& cx, const scenario& sc, bool replicated_target, summary& sum) {
   redist::between_options o;
   o.synth.element_bytes = 4;
+  o.synth.time_model = cx.profile;
   const redist::plan_choice c = redist::plan_between(sc.a, sc.b, W, o);
   darray<float> in = tile_of(sc.a, cx.me);
   redist::fill_global_index(in);
@@ -521,6 +528,7 @@ void table_head(const char* title, const context& cx) {
 void run_grid_pair(context& cx, const placed_layout& a, const placed_layout& b, bool grid_to_grid, summary& sum) {
   redist::between_options o;
   o.synth.element_bytes = 4;
+  o.synth.time_model = cx.profile;
   const redist::plan_choice c = redist::plan_between(a, b, W, o);
   o.relabel = true;
   const redist::plan_choice r = redist::plan_between(a, b, W, o);
@@ -605,19 +613,41 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rc = 0;
   {
-    redist::mpi_backend mpi(MPI_COMM_WORLD);
+    int runs = 10;
+    std::uint64_t node_ranks = 0;
+    double gbps = 0;
+    bool usage = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--nodes" && i + 1 < argc) node_ranks = std::strtoull(argv[++i], nullptr, 10);
+      else if (a == "--link-gbps" && i + 1 < argc) gbps = std::atof(argv[++i]);
+      else if (i == 1 && std::atoi(argv[i]) > 0) runs = std::atoi(argv[i]);
+      else usage = true;
+    }
     int world = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    context cx{mpi, mpi.rank(), argc > 1 ? std::max(1, std::atoi(argv[1])) : 10};
-    if (world != static_cast<int>(W)) {
-      if (cx.me == 0) std::fprintf(stderr, "cross_mesh: run on 8 ranks (mpirun -np 8), not %d\n", world);
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (usage || world != static_cast<int>(W) || (node_ranks > 0) != (gbps > 0) || node_ranks >= W) {
+      if (me == 0)
+        std::fprintf(stderr, "usage: mpirun -np 8 cross_mesh [runs] [--nodes R --link-gbps G] (R from 1 to 7; %d ranks given)\n",
+                     world);
       MPI_Finalize();
       return 2;
     }
+    redist::time_profile profile = redist::builtin_profile;
+    profile.node_ranks = node_ranks;
+    profile.node_per_byte = gbps > 0 ? 8 / (gbps * 1e9) : 0;
+    redist::mpi_backend mpi(MPI_COMM_WORLD, {.node_size = node_ranks});
+    context cx{mpi, mpi.rank(), runs, &profile};
+    char nodes[96] = "";
+    if (node_ranks > 0)
+      std::snprintf(nodes, sizeof nodes, " with nodes of %llu ranks joined by links of %.2f Gbit/s",
+                    static_cast<unsigned long long>(node_ranks), gbps);
     if (cx.me == 0)
       std::printf("cross_mesh: 8 ranks, float32, medians of %d runs, the systems interleaved in a new order every run (slowest rank per run), every output "
-                  "checked; predicted: built-in profile; vs X = X's median / this one's (> 1: this one is faster)\n",
-                  cx.runs);
+                  "checked; predicted: built-in profile%s; vs X = X's median / this one's (> 1: this one is faster)\n",
+                  cx.runs, nodes);
     auto load = [] {
       char b[128] = "?";
       if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
