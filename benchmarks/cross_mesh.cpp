@@ -29,7 +29,7 @@
 // each way: plans are chosen with the built-in profile plus that link term
 // (time_profile::node_ranks, node_per_byte) and the MPI backend copies by cross-memory attach
 // only inside a node (mpi_options::node_size). benchmarks/emulated_nodes.sh runs it on one
-// machine with the links emulated (TCP over loopback addresses, one per node, rate-limited).
+// machine with the links emulated (TCP between two local addresses, one per node, rate-limited).
 #include <mpi.h>
 
 #include <algorithm>

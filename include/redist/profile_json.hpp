@@ -38,8 +38,9 @@
 // integer, "ops" an object with every kind of step and no unknown one, each with the three
 // terms finite and non-negative; "pass_per_byte_s" the same, or missing (0: profiles written
 // before it); "overlap" from 0 to 1, or missing (0); "nodes" as above, or missing (one node);
-// "mpi", where present (below), as it says. Other fields are ignored. Text nested deeper than max_profile_json_depth, malformed
-// JSON and numbers JSON cannot hold (1e400) are redist_errors too.
+// "mpi", where present (below), as it says. Other fields are ignored. Text nested deeper
+// than max_profile_json_depth, malformed JSON and numbers JSON cannot hold (1e400) are
+// redist_errors too.
 #pragma once
 
 #include <algorithm>

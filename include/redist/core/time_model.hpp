@@ -39,13 +39,14 @@
 //
 //   t += P.node_per_byte * (the most bytes one node sends to, or receives from, other nodes)
 //
-// counted from the step's ranks (lower/node_links.hpp): an exchange's pieces, a ring for the
-// all-gather, reduce-scatter and all-reduce groups (each edge between two nodes carries what
-// a ring's link carries), every pair of an all-to-all group, a permute's tiles. The per-rank
-// terms above stay what a rank copies or receives; the link term is what the network adds,
-// so a plan that sends each byte over the link once (the two-phase plan between meshes,
-// lower/between.hpp) wins where the link is slow. Predicted times (synthesize's choice, the
-// candidates between meshes, relabelling) count it; the search's step weights do not.
+// counted from the step's ranks (lower/node_links.hpp): an exchange's pieces; an all-gather,
+// reduce-scatter or all-reduce as a ring that visits each node's members together (each node
+// a group spans sends and receives what one member receives); every pair of an all-to-all
+// group; the tiles a permute moves to another node. The per-rank terms above stay what a
+// rank copies or receives; the link term is what the network adds, so a plan that sends each
+// byte over the link once (the two-phase plan between meshes, lower/between.hpp) wins where
+// the link is slow. Predicted times (synthesize's choice, the candidates between meshes,
+// relabelling, the joint plan's rounds) count it; the search's step weights do not.
 //
 // A program's predicted time is the sum over its steps. Profiles come from measurement
 // (`redist calibrate --backend host|mpi`, runtime/calibrate.hpp; JSON in

@@ -87,8 +87,7 @@ class node_tally {
 inline std::uint64_t node_link_elements(const program& p, std::size_t i, const box_states& t, std::uint64_t local,
                                         std::uint64_t node_ranks, bool as_exchange) {
   const step& s = p.steps[i];
-  const std::uint64_t world = p.world ? p.world : p.m.devices;
-  node_tally nodes(world, node_ranks);
+  node_tally nodes(p.world_size(), node_ranks);
   if (as_exchange) {
     const exchange_plan x = plan_exchange(p, i, t, plan_detail::pieces);
     for (const exchange_piece& pc : x.pieces)

@@ -68,7 +68,7 @@ inline double predicted_seconds(const program& p, const time_profile& P, const e
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
   box_states states;  // followed once, where a step may run as an exchange
-  const bool nodes = P.spans_nodes(p.world ? p.world : p.m.devices);  // the link term (core/time_model.hpp)
+  const bool nodes = P.spans_nodes(p.world_size());  // the link term (core/time_model.hpp)
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     const bool known = sizes && s.kind == op::exchange && s.cost == sizes->max_received;
