@@ -55,7 +55,11 @@
 // issue's goals; asserts nothing about time, exits 1 on wrong data.
 // Usage: mpirun --oversubscribe -np 8 reshard_bench [runs] [layers] [dim] [vocab] [parts]
 //        (default 7 13 512 50257 123456; parts 1, 3, 4, 5 and 6 run where layers > 0, part 2 where
-//        dim >= 512; `parts` lists the parts to run)
+//        dim >= 512; `parts` lists the parts to run) [--nodes R --link-gbps G]
+// With --nodes, part 1 reads the world as nodes of R consecutive ranks joined by links of G
+// Gbit/s each way: its plans count the link (time_profile::node_ranks, node_per_byte) and
+// single copy stays inside a node (mpi_options::node_size); benchmarks/emulated_nodes.sh runs
+// it with the links emulated.
 #include <mpi.h>
 
 #include <algorithm>
@@ -90,6 +94,7 @@ using namespace redist;
 
 int me = 0;
 bool wrong = false;
+redist::time_profile planning = redist::builtin_profile;  // part 1's plans (--nodes: with the link term)
 
 /// Seconds of f() on the slowest rank.
 double timed(const std::function<void()>& f) {
@@ -284,10 +289,12 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
       largest = std::max(largest, a.bytes());
       bytes += a.bytes();
     }
-    const reshard_plan joint = plan_reshard(pr);
-    const reshard_plan budget = plan_reshard(pr, {.budget_bytes = largest / 8});
-    const reshard_plan pipelined = plan_reshard(pr, {.budget_bytes = largest / 8, .pipeline = reshard_pipeline::on});
-    const reshard_plan separate = plan_reshard(pr, {.joint = false});
+    const synth_options so{.time_model = &planning};
+    const reshard_plan joint = plan_reshard(pr, {.synth = so});
+    const reshard_plan budget = plan_reshard(pr, {.budget_bytes = largest / 8, .synth = so});
+    const reshard_plan pipelined =
+        plan_reshard(pr, {.budget_bytes = largest / 8, .synth = so, .pipeline = reshard_pipeline::on});
+    const reshard_plan separate = plan_reshard(pr, {.synth = so, .joint = false});
     reshard_executor<mpi_backend> ej(mpi, joint, reshard_messages::packed), ei(mpi, joint, reshard_messages::in_place),
         eb(mpi, budget, reshard_messages::packed), es(mpi, separate), pi(plain, joint, reshard_messages::in_place),
         ps(plain, separate), ep(mpi, pipelined, reshard_messages::packed);
@@ -685,18 +692,31 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   {
-    const int runs = argc > 1 ? std::atoi(argv[1]) : 7;
-    const std::uint64_t layers = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 13;
-    const std::uint64_t dim = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 512;
-    const std::uint64_t vocab = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 50257;
-    const std::string parts = argc > 5 ? argv[5] : "123456";
+    std::vector<std::string> args;  // the positional ones
+    double gbps = 0;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--nodes" && i + 1 < argc) planning.node_ranks = std::strtoull(argv[++i], nullptr, 10);
+      else if (a == "--link-gbps" && i + 1 < argc) gbps = std::atof(argv[++i]);
+      else args.push_back(a);
+    }
+    planning.node_per_byte = gbps > 0 ? 8 / (gbps * 1e9) : 0;
+    const int runs = args.size() > 0 ? std::atoi(args[0].c_str()) : 7;
+    const std::uint64_t layers = args.size() > 1 ? std::strtoull(args[1].c_str(), nullptr, 10) : 13;
+    const std::uint64_t dim = args.size() > 2 ? std::strtoull(args[2].c_str(), nullptr, 10) : 512;
+    const std::uint64_t vocab = args.size() > 3 ? std::strtoull(args[3].c_str(), nullptr, 10) : 50257;
+    const std::string parts = args.size() > 4 ? args[4] : "123456";
     auto part = [&](char c) { return parts.find(c) != std::string::npos; };
-    mpi_backend mpi(MPI_COMM_WORLD);
-    if (mpi.devices() != 8) {
-      if (me == 0) std::fprintf(stderr, "reshard: run on 8 ranks (mpirun -np 8)\n");
+    mpi_backend mpi(MPI_COMM_WORLD, {.node_size = planning.node_ranks});
+    if (mpi.devices() != 8 || (planning.node_ranks > 0) != (gbps > 0) || planning.node_ranks >= 8) {
+      if (me == 0)
+        std::fprintf(stderr, "reshard: run on 8 ranks (mpirun -np 8), --nodes R (1 to 7) with --link-gbps G\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    mpi_backend plain(MPI_COMM_WORLD, {.exchange_single_copy = false});
+    if (me == 0 && planning.node_ranks > 0)
+      std::printf("Part 1 planned for nodes of %llu ranks joined by links of %.2f Gbit/s\n\n",
+                  static_cast<unsigned long long>(planning.node_ranks), gbps);
+    mpi_backend plain(MPI_COMM_WORLD, {.exchange_single_copy = false, .node_size = planning.node_ranks});
     if (layers > 0 && part('1')) model_state(mpi, plain, runs, layers, dim, vocab);
     if (dim >= 512 && part('2')) grid(mpi, plain, runs);
     if (layers > 0 && part('3'))
