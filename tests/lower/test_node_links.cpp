@@ -49,7 +49,8 @@ std::vector<std::uint64_t> links(const program& p, std::uint64_t node_ranks) {
   std::uint64_t local = redist::local_size(p.m, p.source);
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const bool x = p.steps[i].kind != op::dynslice && redist::moves_as_exchange(p, i, t);
-    out.push_back(redist::detail::node_link_elements(p, i, t, local, node_ranks, x));
+    out.push_back(x ? redist::detail::node_link_elements(redist::plan_exchange(p, i, t), p.world_size(), node_ranks)
+                    : redist::detail::node_link_elements(p, i, local, node_ranks));
     local = p.steps[i].local_after;
   }
   return out;
@@ -151,12 +152,18 @@ TEST_CASE("node links: a node's link is the busiest rank's with one rank per nod
         const redist::step& s = p.steps[i];
         INFO("step " << i << " " << redist::op_name(s.kind));
         const bool x = s.kind != op::dynslice && redist::moves_as_exchange(p, i, st);
-        const std::uint64_t got = redist::detail::node_link_elements(p, i, st, local, 1, x);
         if (x) {
+          // The pieces' count against the walk's sizes alone (plan_detail::sizes).
+          const std::uint64_t got =
+              redist::detail::node_link_elements(redist::plan_exchange(p, i, st), p.world_size(), 1);
           const redist::exchange_plan e = redist::plan_exchange(p, i, st, redist::plan_detail::sizes);
           CHECK(got == std::max(e.max_received, e.max_sent));
           ++exchanges;
-        } else if (s.kind == op::allpermute) {
+          local = s.local_after;
+          continue;
+        }
+        const std::uint64_t got = redist::detail::node_link_elements(p, i, local, 1);
+        if (s.kind == op::allpermute) {
           bool moves = false;
           for (std::size_t r = 0; r < s.dest.size(); ++r) moves = moves || s.dest[r] != r;
           CHECK(got == (moves ? local : 0));

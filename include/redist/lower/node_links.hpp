@@ -80,20 +80,21 @@ class node_tally {
   std::vector<std::uint64_t> seen_;  // ring: the group's nodes
 };
 
-/// The most elements one node sends to or receives from other nodes in step i of p, on
-/// ranks that hold `local` elements before it, with nodes of `node_ranks` world ranks
-/// (node_ranks > 0). `as_exchange`: the step moves as an exchange (redist/exchange.hpp
-/// moves_as_exchange), whose pieces `t` (the boxes through step i) gives.
-inline std::uint64_t node_link_elements(const program& p, std::size_t i, const box_states& t, std::uint64_t local,
-                                        std::uint64_t node_ranks, bool as_exchange) {
+/// The most elements one node sends to or receives from other nodes in exchange x (its
+/// pieces: plan_detail::pieces) among `world` ranks, with nodes of `node_ranks` (> 0).
+inline std::uint64_t node_link_elements(const exchange_plan& x, std::uint64_t world, std::uint64_t node_ranks) {
+  node_tally nodes(world, node_ranks);
+  for (const exchange_piece& pc : x.pieces)
+    if (pc.from != pc.to) nodes.add(pc.from, pc.to, pc.b.size());
+  return nodes.most();
+}
+
+/// The same for step i of p, a collective that does not move as an exchange
+/// (redist/exchange.hpp moves_as_exchange), on ranks that hold `local` elements before it.
+inline std::uint64_t node_link_elements(const program& p, std::size_t i, std::uint64_t local,
+                                        std::uint64_t node_ranks) {
   const step& s = p.steps[i];
   node_tally nodes(p.world_size(), node_ranks);
-  if (as_exchange) {
-    const exchange_plan x = plan_exchange(p, i, t, plan_detail::pieces);
-    for (const exchange_piece& pc : x.pieces)
-      if (pc.from != pc.to) nodes.add(pc.from, pc.to, pc.b.size());
-    return nodes.most();
-  }
   switch (s.kind) {
     case op::allgather:
     case op::reducescatter:

@@ -68,20 +68,25 @@ inline double predicted_seconds(const program& p, const time_profile& P, const e
   std::uint64_t local = local_size(p.m, p.source);
   const std::uint64_t e = p.element_bytes;
   box_states states;  // followed once, where a step may run as an exchange
-  const bool nodes = P.spans_nodes(p.world_size());  // the link term (core/time_model.hpp)
+  // The link term (core/time_model.hpp): bytes over the busiest node's link, from an
+  // exchange's pieces or a collective's groups.
+  const bool nodes = P.spans_nodes(p.world_size());
+  auto link = [&](std::uint64_t elements) {
+    return P.node_per_byte * static_cast<double>(e) * static_cast<double>(elements);
+  };
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const step& s = p.steps[i];
     const bool known = sizes && s.kind == op::exchange && s.cost == sizes->max_received;
     if (states.states.empty() && ((s.kind == op::exchange && (!known || nodes)) || p.uneven())) states = trace_states(p);
     const bool as_exchange = s.kind != op::dynslice && moves_as_exchange(p, i, states);
-    if (nodes)
-      t += P.node_per_byte * static_cast<double>(e) *
-           static_cast<double>(node_link_elements(p, i, states, local, P.node_ranks, as_exchange));
+    if (nodes && !as_exchange) t += link(node_link_elements(p, i, local, P.node_ranks));
     if (as_exchange) {
+      // Its sizes, and with the link term its pieces (the same walk gives both).
       exchange_plan planned;
-      if (!known) planned = plan_exchange(p, i, states, plan_detail::sizes);
-      const exchange_plan& x = known ? *sizes : planned;
+      if (!known || nodes) planned = plan_exchange(p, i, states, nodes ? plan_detail::pieces : plan_detail::sizes);
+      const exchange_plan& x = known && !nodes ? *sizes : planned;
       if (known) sizes = nullptr;
+      if (nodes) t += link(node_link_elements(x, p.world_size(), P.node_ranks));
       // The busiest rank's link: what it receives, or what it sends (a source rank feeding
       // many receivers, as between meshes, is bound by its sends).
       t += P.seconds(op::exchange, x.messages, std::max(x.max_received, x.max_sent) * e, s.local_after * e);
