@@ -22,8 +22,10 @@
 // issue 25 and a few geomeans; asserts nothing about time, exits 1 on wrong data.
 // Scenarios: 1. a pipeline boundary (activations from stage ranks 0-3 to 4-7), 2. the same to
 // replicated targets, 3. a weight sync between replicated meshes, 4. a checkpoint from 8 ranks
-// to 6, 5. the 2-D grid set between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}, without and with
-// relabelling (docs/benchmarks.md, "Meshes on device sets (issue 25)").
+// to 6, 6. weights replicated over dp (HSDP) to TP 8 on the same ranks (with --nodes the
+// chosen exchange's senders are by node: a row "exchange, replicas in turn" runs it without), 5. the
+// 2-D grid set between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}, without and with relabelling
+// (docs/benchmarks.md, "Meshes on device sets (issue 25)").
 // Usage: mpirun --oversubscribe -np 8 cross_mesh [runs] [--nodes R --link-gbps G]   (runs: default 10)
 // With --nodes, the world is read as nodes of R consecutive ranks joined by links of G Gbit/s
 // each way: plans are chosen with the built-in profile plus that link term
@@ -42,6 +44,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -162,7 +165,10 @@ struct pull_baseline {
   redist::extents se{}, te{};
   std::uint64_t max_received = 0;
 
-  pull_baseline(const placed_layout& a, const placed_layout& b, std::uint64_t me, bool sender_rule = false) {
+  /// `sender_rule`: the exchange's pieces (with `node_ranks`, its senders by node) instead
+  /// of the first holders'.
+  pull_baseline(const placed_layout& a, const placed_layout& b, std::uint64_t me, bool sender_rule = false,
+                std::uint64_t node_ranks = 0) {
     const std::vector<box> S = boxes_of(a), T = boxes_of(b);
     sb = S[me];
     tb = T[me];
@@ -170,7 +176,7 @@ struct pull_baseline {
     te = redist::tile_extents(b.pm.mesh, b.type);
     std::vector<redist::exchange_piece> pieces;
     if (sender_rule) {
-      const redist::exchange_plan x = redist::plan_exchange(S, T);
+      const redist::exchange_plan x = redist::plan_exchange(S, T, redist::plan_detail::pieces, std::nullopt, node_ranks);
       if (!x.error.empty()) throw std::runtime_error("plan_exchange: " + x.error);
       pieces = x.pieces;
     } else {
@@ -315,7 +321,8 @@ std::string steps_text(const redist::program& p) {
 }
 
 /// True where p and q move the same data the same way (the same steps with the same groups,
-/// indices, destinations and boxes, between the same layouts): two names for one program.
+/// indices, destinations, boxes and senders by node, between the same layouts): two names for
+/// one program.
 bool same_program(const redist::program& p, const redist::program& q) {
   if (p.steps.size() != q.steps.size() || redist::source_boxes(p) != redist::source_boxes(q) ||
       redist::target_boxes(p) != redist::target_boxes(q))
@@ -323,7 +330,8 @@ bool same_program(const redist::program& p, const redist::program& q) {
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const redist::step &a = p.steps[i], &b = q.steps[i];
     if (a.kind != b.kind || a.concat_dim != b.concat_dim || a.split_dim != b.split_dim || a.parts != b.parts ||
-        a.members != b.members || a.index != b.index || a.dest != b.dest || a.boxes != b.boxes)
+        a.members != b.members || a.index != b.index || a.dest != b.dest || a.boxes != b.boxes ||
+        a.node_ranks != b.node_ranks)
       return false;
   }
   return true;
@@ -470,10 +478,26 @@ void run_scenario(context& cx, const scenario& sc, bool replicated_target, summa
   std::vector<sys> v;
   for (std::size_t i = 0; i < c.candidates.size(); ++i)
     v.push_back(make_executor_system(cx, c.candidates[i].name, c.candidates[i], i == c.chosen, in));
+  // Where the chosen plan's exchanges take senders by node (step::node_ranks), the same
+  // program with the replicas taking turns whatever the node.
+  redist::plan_candidate turns{"exchange, replicas in turn", c.candidates[c.chosen].prog, 0};
+  bool by_node = false;
+  for (redist::step& st : turns.prog.steps) {
+    by_node = by_node || st.node_ranks > 0;
+    st.node_ranks = 0;
+  }
+  std::vector<const redist::program*> progs;  // of the executor systems
+  for (const redist::plan_candidate& k : c.candidates) progs.push_back(&k.prog);
+  if (by_node) {
+    turns.seconds = redist::predicted_seconds(turns.prog, *cx.profile);
+    v.push_back(make_executor_system(cx, turns.name, turns, false, in));
+    progs.push_back(&turns.prog);
+  }
   const std::size_t nexec = v.size();
   add_baselines(cx, v, sc.a, sc.b);
   {
-    auto bare = std::make_shared<pull_baseline>(sc.a, sc.b, cx.me, true);
+    const std::uint64_t nodes = cx.profile->spans_nodes(W) ? cx.profile->node_ranks : 0;
+    auto bare = std::make_shared<pull_baseline>(sc.a, sc.b, cx.me, true, nodes);
     sys x;
     x.name = "exchange pieces, bare MPI";
     x.steps = "Isend/Irecv (no executor)";
@@ -497,10 +521,9 @@ void run_scenario(context& cx, const scenario& sc, bool replicated_target, summa
     sum.replicated_ratios.push_back(x + ")");
   }
   for (std::size_t i = 0; i < nexec; ++i)
-    if (same_program(c.candidates[i].prog, c.candidates[c.chosen].prog) && i != c.chosen) v[i].steps += " (the same program)";
+    if (same_program(*progs[i], c.candidates[c.chosen].prog) && i != c.chosen) v[i].steps += " (the same program)";
   for (std::size_t i = 0; i < nexec; ++i)
-    if (i != c.chosen && v[i].median() < 0.9 * chosen.median() &&
-        !same_program(c.candidates[i].prog, c.candidates[c.chosen].prog))
+    if (i != c.chosen && v[i].median() < 0.9 * chosen.median() && !same_program(*progs[i], c.candidates[c.chosen].prog))
       sum.chooser_notes.push_back(sc.name + ": chose " + chosen.name + " (predicted " + ms(chosen.predicted) +
                                   " ms, measured " + ms(chosen.median()) + " ms), but " + v[i].name + " (predicted " +
                                   ms(v[i].predicted) + " ms) measured " + ms(v[i].median()) + " ms");
@@ -676,6 +699,10 @@ int main(int argc, char** argv) {
     table_head("4. Checkpoint 8 -> 6: [1920, 1024] (7.5 MiB)", cx);
     run_scenario(cx, {"4 checkpoint 8 -> 6", layout("{x: 8}", "[{x}1920, 1024]"),
                       layout("{y: 6} @ [0, 1, 2, 3, 4, 5]", "[{y}1920, 1024]")},
+                 false, sum);
+    table_head("6. Weights replicated over dp (HSDP, dp = ranks 0-3 and 4-7) to TP 8: [2048, 1024] (8 MiB)", cx);
+    run_scenario(cx, {"6 HSDP -> TP 8", layout("{dp: 2, fsdp: 4}", "[{fsdp}2048, 1024]"),
+                      layout("{tp: 8}", "[2048, {tp}1024]")},
                  false, sum);
 
     // 5. The 2-D grid set: 2048 x 1024 (8 MiB) between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}.

@@ -18,6 +18,15 @@
 // receives |A_r| minus what it held, exactly the data-movement lower bound when the step
 // starts from the source tiles (core/offsets.hpp movement_lower_bound).
 //
+// Ranks on several nodes (step::node_ranks = N > 0, an exchange planned with a time profile
+// whose ranks span nodes, core/time_model.hpp; JSON "node_ranks"): node n holds the world
+// ranks [nN, (n + 1)N). Where some but not all holders of B_j lie on r's node, the piece comes
+// from those holders alone: from L_j[(k + j) mod |L_j|], L_j the holders of B_j on r's node
+// in rank order and r the k-th rank of its node that takes a piece of B_j from them; so a
+// replica on the receiver's node sends and the piece does not cross a link. Otherwise (all
+// holders on r's node, or none) the rule above, counting only those receivers. With every
+// rank on one node the pieces are the rule's above.
+//
 // Requirements (plan_exchange's errors): along every dimension the ranges of the boxes
 // before the step are equal or disjoint (true of every tiling by a distributed type, so of
 // every program made of the paper's collectives and exchanges to tiles), or else the
@@ -484,8 +493,10 @@ namespace detail {
 /// the step and the distinct box before it that it meets), with the sizes (received,
 /// max_received, max_sent, messages, max_senders) and any error in x. Visiting a piece costs
 /// no allocation; what to keep of it is the caller's (plan_exchange, lower/reshard.hpp).
+/// `node_ranks`: the world ranks per node (0: one node; the header comment).
 template <class Piece>
-void walk_exchange(std::span<const box> before, std::span<const box> after, exchange_plan& x, Piece&& piece) {
+void walk_exchange(std::span<const box> before, std::span<const box> after, exchange_plan& x, Piece&& piece,
+                   std::uint64_t node_ranks = 0) {
   const std::size_t D = before.size();
   const int R = D ? before[0].rank : 0;
   x.received.assign(D, 0);
@@ -563,6 +574,7 @@ void walk_exchange(std::span<const box> before, std::span<const box> after, exch
     else at.emplace(c, j);
   }
   std::vector<std::uint64_t> served(distinct.size(), 0);  // receivers of each box so far
+  std::map<std::pair<std::size_t, std::uint64_t>, std::uint64_t> served_near;  // ... per (box, node)
   std::vector<std::uint64_t> sent(D, 0);                  // pieces each rank sends
   std::vector<std::uint64_t> sent_elements(D, 0);
   std::array<std::uint32_t, max_dims> lo_i{}, hi_i{};
@@ -587,9 +599,19 @@ void walk_exchange(std::span<const box> before, std::span<const box> after, exch
     auto take = [&](std::size_t j, std::uint64_t n) {
       rank_t from = static_cast<rank_t>(r);
       if (own[r] != j) {
-        const auto& h = holders[j];
-        from = h.size() == 1 ? h[0] : h[(served[j] + j) % h.size()];
-        ++served[j];
+        std::span<const rank_t> h = holders[j];
+        std::uint64_t* count = &served[j];
+        if (node_ranks > 0 && h.size() > 1) {  // the holders on r's node, where some are elsewhere
+          const std::uint64_t node = r / node_ranks;
+          const auto lo = std::partition_point(h.begin(), h.end(), [&](rank_t q) { return q / node_ranks < node; });
+          const auto hi = std::partition_point(lo, h.end(), [&](rank_t q) { return q / node_ranks == node; });
+          if (lo != hi && hi - lo != std::ssize(h)) {
+            h = std::span<const rank_t>(lo, hi);
+            count = &served_near[{j, node}];
+          }
+        }
+        from = h.size() == 1 ? h[0] : h[(*count + j) % h.size()];
+        ++*count;
         ++sent[from];
         sent_elements[from] += n;
         got += n;
@@ -664,14 +686,19 @@ void walk_exchange(std::span<const box> before, std::span<const box> after, exch
 }  // namespace detail
 
 /// The pieces of an exchange from boxes `before` to boxes `after` (one of each per rank),
-/// with the sender rule at the top of this file (`level`, `of_rank`: plan_detail above).
+/// with the sender rule at the top of this file (`level`, `of_rank`: plan_detail above;
+/// `node_ranks`: world ranks per node, 0 for one node).
 inline exchange_plan plan_exchange(std::span<const box> before, std::span<const box> after,
-                                   plan_detail level = plan_detail::pieces, std::optional<rank_t> of_rank = {}) {
+                                   plan_detail level = plan_detail::pieces, std::optional<rank_t> of_rank = {},
+                                   std::uint64_t node_ranks = 0) {
   exchange_plan x;
   const bool keep = level == plan_detail::pieces;
-  detail::walk_exchange(before, after, x, [&](rank_t from, rank_t to, const box& a, const box& held) {
-    if (detail::keeps_piece(level, of_rank, from, to)) x.pieces.push_back({from, to, intersect(a, held)});
-  });
+  detail::walk_exchange(
+      before, after, x,
+      [&](rank_t from, rank_t to, const box& a, const box& held) {
+        if (detail::keeps_piece(level, of_rank, from, to)) x.pieces.push_back({from, to, intersect(a, held)});
+      },
+      node_ranks);
   if (keep) {  // the pieces lie by receiver, in rank order
     const std::size_t D = before.size();
     x.first.assign(D + 1, 0);
@@ -757,7 +784,7 @@ inline exchange_plan plan_exchange(const program& p, std::size_t s, const box_st
   }
   if (p.steps[s].kind != op::exchange)
     return plan_collective_pieces(p, s, t.states[s], t.states[s + 1], level, of_rank);
-  return plan_exchange(t.states[s], t.states[s + 1], level, of_rank);
+  return plan_exchange(t.states[s], t.states[s + 1], level, of_rank, p.steps[s].node_ranks);
 }
 /// The same, following the boxes up to step s.
 inline exchange_plan plan_exchange(const program& p, std::size_t s, plan_detail level = plan_detail::pieces) {

@@ -166,8 +166,10 @@ inline std::string exchange_note(const program& p, std::size_t i) {
   if (!moves_as_exchange(p, i, t)) return {};  // a collective on padded tiles
   const exchange_plan x = plan_exchange(p, i, t, plan_detail::sizes);
   if (!x.error.empty()) return {};
-  return fmt::format("  (receives at most {} elements from up to {} rank{})", x.max_received, x.max_senders,
-                     x.max_senders == 1 ? "" : "s");
+  const std::uint64_t n = p.steps[i].kind == op::exchange ? p.steps[i].node_ranks : 0;
+  return fmt::format("  (receives at most {} elements from up to {} rank{}{})", x.max_received, x.max_senders,
+                     x.max_senders == 1 ? "" : "s",
+                     n > 0 ? fmt::format("; senders on its node first, nodes of {} ranks", n) : std::string());
 }
 
 /// The plan table: one row of cells per step, columns aligned to their widest cell.

@@ -101,6 +101,9 @@ struct step {
   std::vector<std::uint8_t> holds;   ///< exchange of a format-2 program: 1 for the world ranks that
                                      ///< hold a tile after it (JSON: a box), 0 for the others (null,
                                      ///< their range entries are 0); empty: every rank holds one
+  std::uint64_t node_ranks = 0;      ///< exchange: world ranks per node, a receiver's piece sent from
+                                     ///< a holder on its node where one is (redist/exchange.hpp);
+                                     ///< 0: one node (JSON "node_ranks", written when > 0)
   step_grid concat_grid{};           ///< fused allgather/alltoall: the concat dimensions (then
   step_grid split_grid{};            ///< concat_dim = split_dim = -1); fused alltoall: the split ones
   reduction reduce = reduction::sum;  ///< allreduce, reducescatter: how the partial values combine

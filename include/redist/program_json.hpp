@@ -13,7 +13,9 @@
 //                                                   with "reduce": "max" | "min" | "prod" | "avg"
 //                                                   where not "sum", the default),
 //              {"op": "exchange", "boxes": [[[0, 64], [0, 128]], ...]}  (an extension: per rank
-//                                                   in rank order, one [lo, hi) per dimension),
+//                                                   in rank order, one [lo, hi) per dimension;
+//                                                   "node_ranks": N, optional, world ranks per
+//                                                   node: which replica sends, redist/exchange.hpp),
 //              {"op": "allgather", "concat_dims": [1, 0], "concat_parts": [2, 4], "groups": [...]}
 //                  (fused, an extension, program.hpp; a fused alltoall adds "split_dims" and
 //                  "split_parts")],
@@ -208,6 +210,7 @@ Json program_to_json(const program& p) {
           boxes.push_back(std::move(b));
         }
         js["boxes"] = std::move(boxes);
+        if (s.node_ranks > 0) js["node_ranks"] = s.node_ranks;  // written only when set
         break;
       }
     }
@@ -312,6 +315,16 @@ inline std::string json_string(const nlohmann::json& v, const std::string& where
 inline const nlohmann::json& json_array(const nlohmann::json& v, const std::string& where) {
   if (!v.is_array()) json_fail(errc::syntax, where, "expected an array, found " + json_excerpt(v));
   return v;
+}
+
+/// An exchange step's optional "node_ranks" (step::node_ranks): 0 when absent.
+inline std::uint64_t json_node_ranks(const nlohmann::json& js, const std::string& where) {
+  const auto it = js.find("node_ranks");
+  if (it == js.end()) return 0;
+  const std::string w = json_join(where, "node_ranks");
+  const std::uint64_t n = json_uint(*it, w);
+  if (n == 0) json_fail(errc::bad_size, w, "expected an integer >= 1 (world ranks per node), found 0");
+  return n;
 }
 
 /// A required unsigned field of an object.
@@ -530,6 +543,7 @@ inline program boxed_program_from_json(const nlohmann::json& j, program p) {
     step s;
     s.kind = op::exchange;
     const std::vector<std::optional<box>> bs = json_boxes(json_field(js, "boxes", where), where + ".boxes", R, W);
+    s.node_ranks = json_node_ranks(js, where);
     s.holds.assign(W, 0);
     for (std::uint64_t r = 0; r < W; ++r) {
       box b;
@@ -853,6 +867,7 @@ inline program program_from_json(const nlohmann::json& j) {
         // dimension is the tile ceil(n / k) of some k.
         const std::string wb = where + ".boxes";
         const auto& jb = json_array(json_field(js, "boxes", where), wb);
+        s.node_ranks = json_node_ranks(js, where);
         if (jb.size() != W)
           json_fail(errc::bad_size, wb,
                     "has " + std::to_string(jb.size()) + " boxes, expected one per rank (" + std::to_string(W) + ")");

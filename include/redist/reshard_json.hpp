@@ -262,6 +262,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   json j;
   j["format"] = reshard_plan_json_format;
   j["world"] = p.world;
+  if (p.node_ranks > 0) j["node_ranks"] = p.node_ranks;  // the joint exchange's senders by node
   j["budget_bytes"] = p.budget_bytes;
   json arrays = json::array();
   for (std::size_t a = 0; a < p.arrays.size(); ++a) {

@@ -93,6 +93,9 @@ void run_problem(redist::mpi_backend& mpi, const redist::testing::problem_text& 
     p = redist::exchange_program(m, a, b, sizeof(T));
     if (p.cost_elements != redist::movement_lower_bound(m, a, b))
       fail(me, pt.mesh + " " + pt.from + " -> " + pt.to + ": the exchange receives more than the lower bound");
+    // Senders by node (step::node_ranks) on some problems, the same on every rank: 0 (one
+    // node) to D ranks per node, by the problem's text.
+    if (!p.steps.empty()) p.steps[0].node_ranks = (pt.from.size() + 3 * pt.to.size()) % (p.devices() + 1);
   } else if (fuse) {  // the paper's program with every fusable pair fused (lower/fuse.hpp)
     p = redist::synthesize(pt.mesh, pt.from, pt.to, {.element_bytes = sizeof(T), .goal = redist::objective::bytes});
     const redist::time_profile latency = redist::testing::fuse_all_profile();

@@ -109,6 +109,33 @@ TEST_CASE("node links: a pipeline boundary to a replicated target on the next no
     CHECK(same.candidates[i].seconds == flat.candidates[i].seconds);
 }
 
+TEST_CASE("node links: weights replicated on both nodes are sent from the receiver's node", "[nodes][named]") {
+  // HSDP: rows sharded over fsdp inside a node, replicated over dp (the node); to TP 8 over
+  // the same ranks. Every row block a rank lacks has a holder on its own node.
+  const auto a = at("{dp: 2, fsdp: 4}", "[{fsdp}1024, 512]");
+  const auto b = at("{tp: 8}", "[1024, {tp}512]");
+  const redist::time_profile slow = with_nodes(4, 1e-9);
+  const redist::plan_choice c = redist::plan_between(a, b, 8, {{.element_bytes = 4, .time_model = &slow}, false});
+  const program& ex = candidate(c, "exchange");
+  REQUIRE(ex.steps.size() == 1);
+  CHECK(ex.steps[0].node_ranks == 4);
+  CHECK(links(ex, 4) == std::vector<std::uint64_t>{0});
+  // The collective candidate is the same exchange on a's mesh (predicted alike): chosen.
+  CHECK(c.chosen_program().steps.size() == 1);
+  CHECK(c.chosen_program().steps[0].node_ranks == 4);
+  CHECK(links(c.chosen_program(), 4) == std::vector<std::uint64_t>{0});
+  // The same exchange with the replicas taking turns whatever the node: half of a node's 12
+  // pieces (3 a rank) of 256 x 64 cross.
+  program turns = ex;
+  turns.steps[0].node_ranks = 0;
+  CHECK(links(turns, 4) == std::vector<std::uint64_t>{12 * 256 * 64 / 2});
+  CHECK(redist::predicted_seconds(ex, slow) < redist::predicted_seconds(turns, slow));
+  // Received = the lower bound either way; without nodes in the profile the step has none.
+  CHECK(redist::plan_exchange(ex, 0).received == redist::plan_exchange(turns, 0).received);
+  const redist::plan_choice flat = redist::plan_between(a, b, 8, {{.element_bytes = 4}, false});
+  CHECK(candidate(flat, "exchange").steps[0].node_ranks == 0);
+}
+
 TEST_CASE("node links: collectives over two nodes of 4 ranks, counted as a ring or pairwise", "[nodes][named]") {
   // All-gather of [{x}64] on {x: 8}: the ring through node 0, then node 1, crosses from
   // one to the other and back, each edge carrying 7 tiles of 8.

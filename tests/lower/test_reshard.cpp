@@ -334,6 +334,39 @@ TEST_CASE("ranks on two nodes: an array replicated on the other node crosses the
   CHECK(p.seconds < 5 * bytes * 1e-9);
 }
 
+TEST_CASE("ranks on two nodes: weights replicated on both nodes travel inside each node", "[reshard]") {
+  // HSDP (rows sharded over fsdp inside a node, replicated over dp, the node) to TP 8 on the
+  // same ranks: every row block a rank lacks has a holder on its node, which sends it.
+  reshard_problem pr;
+  pr.world = 8;
+  for (const char* name : {"wq", "wk"})
+    pr.arrays.push_back(array_of(name, element_type::f32, "{dp: 2, fsdp: 4}", "[{fsdp}1024, 512]", "{tp: 8}",
+                                 "[1024, {tp}512]"));
+  auto crossing = [](const reshard_plan& p) {
+    std::uint64_t n = 0;
+    for (const reshard_round& r : p.rounds)
+      for (const reshard_piece& pc : r.pieces) n += pc.from / 4 != pc.to / 4 ? p.piece_bytes(pc) : 0;
+    return n;
+  };
+  const reshard_plan flat = plan_reshard(pr);
+  REQUIRE(testing::check_reshard_plan(flat, 0).empty());
+  CHECK(flat.node_ranks == 0);
+  CHECK(crossing(flat) == 2 * 2 * 12 * 256 * 64 * 4 / 2);  // 2 arrays, 2 nodes, half of a node's 12 pieces
+  time_profile two = builtin_profile;
+  two.node_ranks = 4;
+  two.node_per_byte = 1e-9;
+  for (std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{1024 * 512 * 4 / 8}}) {
+    const reshard_plan p = plan_reshard(pr, {.budget_bytes = budget, .synth = {.time_model = &two}});
+    INFO(p.reason);
+    REQUIRE(testing::check_reshard_plan(p, budget).empty());
+    CHECK(p.node_ranks == 4);
+    CHECK(p.route == std::vector<reshard_route>{reshard_route::joint, reshard_route::joint});
+    CHECK(crossing(p) == 0);
+    CHECK(p.received_bytes == flat.received_bytes);  // the lower bound, whoever sends
+    CHECK(p.received_bytes == p.lower_bound_bytes);
+  }
+}
+
 TEST_CASE("every call pays one agreement: an array whose own program moves nothing stays joint", "[reshard]") {
   // The column-parallel bias of the weight sync: block index tp + 2 fsdp on {fsdp: 4, tp: 2}
   // is the world rank, as on {tp: 8}, so its own program has no step (each rank copies its

@@ -1,5 +1,5 @@
-// The exchange (redist/exchange.hpp, lower/exchange.hpp): the sender rule on named cases,
-// the plan's refusals, its sizes alone and each rank's pieces against the whole plan on
+// The exchange (redist/exchange.hpp, lower/exchange.hpp): the sender rule on named cases
+// (senders on the receiver's node too), the plan's refusals, its sizes alone and each rank's pieces against the whole plan on
 // random problems, and thousands of random problems run on the host backend with every
 // element checked: each rank receives exactly the data-movement lower bound, the peak local
 // size is max(in, out), the input tiles are untouched.
@@ -129,9 +129,20 @@ int check_plans(const std::vector<box>& before, const std::vector<box>& after, P
   return 1;
 }
 
-/// check_plans of the exchange from boxes `before` to `after`.
-int check_sizes(const std::vector<box>& before, const std::vector<box>& after) {
-  return check_plans(before, after, [&](plan_detail d, std::optional<rank_t> r) { return plan_exchange(before, after, d, r); });
+/// check_plans of the exchange from boxes `before` to `after` (`node_ranks`: world ranks per
+/// node, 0 for one node).
+int check_sizes(const std::vector<box>& before, const std::vector<box>& after, std::uint64_t node_ranks = 0) {
+  return check_plans(before, after, [&](plan_detail d, std::optional<rank_t> r) {
+    return plan_exchange(before, after, d, r, node_ranks);
+  });
+}
+
+/// Elements an exchange's pieces carry between nodes of `node_ranks` ranks.
+std::uint64_t crossing(const exchange_plan& x, std::uint64_t node_ranks) {
+  std::uint64_t n = 0;
+  for (const exchange_piece& pc : x.pieces)
+    if (pc.from / node_ranks != pc.to / node_ranks) n += pc.b.size();
+  return n;
 }
 
 }  // namespace
@@ -252,6 +263,91 @@ TEST_CASE("exchange: replicas share the sending evenly", "[exchange]") {
   CHECK(p.cost_elements == movement_lower_bound(m, p.source, p.target));
 }
 
+TEST_CASE("exchange: senders on the receiver's node (step::node_ranks)", "[exchange]") {
+  // [{y}64, 96] on {x: 2, y: 4}: rows block y on ranks y and 4 + y, one replica on each node
+  // of 4 ranks. To [64, {y}96], every rank needs the 3 row blocks it does not hold.
+  const device_mesh m = parse_mesh("{x: 2, y: 4}");
+  program p = exchange_program(m, parse_type(m, "[{y}64, 96]"), parse_type(m, "[64, {y}96]"));
+  REQUIRE(p.steps.size() == 1);
+  const exchange_plan plain = plan_exchange(p, 0);
+  REQUIRE(plain.error.empty());
+  CHECK(crossing(plain, 4) == 8 * 3 * 16 * 24 / 2);  // the replicas take turns: half the pieces cross
+  p.steps[0].node_ranks = 4;
+  const exchange_plan near = plan_exchange(p, 0);
+  REQUIRE(near.error.empty());
+  CHECK(crossing(near, 4) == 0);
+  CHECK(near.received == plain.received);
+  CHECK(near.max_received == 3 * 16 * 24);
+  CHECK(near.pieces.size() == plain.pieces.size());
+  // Rank 5 (node 1) takes row block 0 from rank 4, block 2 from 6, block 3 from 7.
+  const auto into5 = near.into(5);
+  REQUIRE(into5.size() == 4);
+  CHECK(into5[0].from == 4);
+  CHECK(into5[0].b == make_box({{0, 16}, {24, 48}}));
+  CHECK(into5[1].from == 5);  // its own block
+  CHECK(into5[2].from == 6);
+  CHECK(into5[3].from == 7);
+  // Every replica on one node, or one rank per node with one holder each: the plain rule.
+  for (std::uint64_t n : {std::uint64_t{8}, std::uint64_t{100}}) {
+    p.steps[0].node_ranks = n;
+    const exchange_plan x = plan_exchange(p, 0);
+    REQUIRE(x.pieces.size() == plain.pieces.size());
+    for (std::size_t k = 0; k < x.pieces.size(); ++k) CHECK(x.pieces[k].from == plain.pieces[k].from);
+  }
+  // Nodes of 2: ranks {4, 5} hold blocks 0 and 1; rank 6 needs blocks 0, 1, 3: none of their
+  // holders on its node {6, 7} but block 3's (rank 7).
+  p.steps[0].node_ranks = 2;
+  const exchange_plan two = plan_exchange(p, 0);
+  for (const exchange_piece& pc : two.into(6))
+    if (pc.b.lo[0] == 48) CHECK(pc.from == 7);
+  CHECK(crossing(two, 2) < crossing(plain, 2));
+  // Hosts run it: every element checked.
+  p.steps[0].node_ranks = 4;
+  CHECK(run_on_host<std::int32_t>(p) == 0);
+}
+
+TEST_CASE("exchange: senders on the receiver's node, on random problems between meshes and box layouts",
+          "[exchange][property]") {
+  std::mt19937 rng(0x6e6f6465);
+  const testing::between_workload w;
+  int planned = 0, fewer = 0;
+  for (int i = 0; i < 1500; ++i) {
+    testing::between_problem bp;
+    if (!testing::parse_between(testing::random_between(rng, w), bp)) continue;
+    const std::uint64_t W = bp.world;
+    std::vector<box> before = placed_boxes(bp.a.pm.mesh, bp.a.type, bp.a.pm.devices, W);
+    const std::vector<box> after = placed_boxes(bp.b.pm.mesh, bp.b.type, bp.b.pm.devices, W);
+    if (i % 4 == 3) {
+      std::vector<std::uint64_t> shape;
+      for (int d = 0; d < bp.a.type.rank; ++d) shape.push_back(bp.a.type.dims[static_cast<std::size_t>(d)].global);
+      before = testing::random_box_layout(rng, shape, W).all_boxes();
+    }
+    const std::uint64_t n = 1 + rng() % W;
+    INFO(bp.text.from_mesh << " " << bp.text.from << " -> " << bp.text.to_mesh << " " << bp.text.to << ", world " << W
+                           << ", nodes of " << n << " ranks, problem " << i);
+    if (check_sizes(before, after, n) == 0) continue;
+    const exchange_plan plain = plan_exchange(before, after);
+    const exchange_plan near = plan_exchange(before, after, plan_detail::pieces, std::nullopt, n);
+    CHECK(near.received == plain.received);  // the lower bound, whoever sends
+    // A piece crosses a link exactly where no holder of its box is on the receiver's node.
+    for (const exchange_piece& pc : near.pieces) {
+      bool here = false;
+      for (std::uint64_t q = pc.to / n * n; q < std::min(W, (pc.to / n + 1) * n) && !here; ++q)
+        here = before[q] == before[pc.from];
+      CHECK((pc.from / n != pc.to / n) == !here);
+    }
+    CHECK(crossing(near, n) <= crossing(plain, n));
+    fewer += crossing(near, n) < crossing(plain, n);
+    if (n >= W) {
+      REQUIRE(near.pieces.size() == plain.pieces.size());
+      for (std::size_t k = 0; k < near.pieces.size(); ++k) CHECK(near.pieces[k].from == plain.pieces[k].from);
+    }
+    ++planned;
+  }
+  CHECK(planned > 1000);
+  CHECK(fewer > 100);
+}
+
 TEST_CASE("exchange: refusals", "[exchange]") {
   SECTION("boxes that overlap partly") {
     const std::vector<box> before = {make_box({{0, 6}}), make_box({{4, 10}})};
@@ -309,7 +405,8 @@ TEST_CASE("exchange: random problems on the host backend, every element checked"
     INFO(pt.mesh << "  " << pt.from << " -> " << pt.to);
     const device_mesh m = parse_mesh(pt.mesh);
     const dist_type a = parse_type(m, pt.from), b = parse_type(m, pt.to);
-    const program p = exchange_program(m, a, b, 4);
+    program p = exchange_program(m, a, b, 4);
+    if (i % 3 == 1 && !p.steps.empty()) p.steps[0].node_ranks = 1 + i % p.devices();  // senders by node
     REQUIRE(detail::check_program(p).error.empty());
     CHECK(p.cost_elements == movement_lower_bound(m, a, b));
     CHECK(p.received_elements() == movement_lower_bound(m, a, b));

@@ -16,6 +16,7 @@
 #include "redist/program_json.hpp"
 #include "redist/runtime/program_check.hpp"
 #include "support/random_problems.hpp"
+#include "support/test_boxes.hpp"
 
 // A namespace of its own: the folder's tests compile as one unit (tests/CMakeLists.txt).
 namespace program_json_test {
@@ -643,6 +644,34 @@ TEST_CASE("programs on device sets round-trip as redist-program/2", "[placed]") 
       CHECK(back.steps[i].on_target == p.steps[i].on_target);
     }
     CHECK(program_json_text(back) == program_json_text(p));
+  }
+}
+
+TEST_CASE("an exchange's senders by node (\"node_ranks\") round-trip, written only when set", "[exchange]") {
+  const device_mesh m = parse_mesh("{x: 2, y: 4}");
+  program one = exchange_program(m, parse_type(m, "[{y}64, 96]"), parse_type(m, "[64, {y}96]"));
+  CHECK_FALSE(to_json(one)["steps"][0].contains("node_ranks"));
+  program two = between("{x: 2, y: 2} @ [0, 4, 1, 5]", "[{y}8, 8]", "{t: 4} @ [2, 3, 6, 7]", "[8, {t}8]", 8);
+  box_layout rows{{8, 8}, {}};
+  for (std::uint64_t r = 0; r < 8; ++r) rows.boxes.push_back(testing::make_box({{r, r + 1}, {0, 8}}));
+  const placed_mesh pm = parse_placed_mesh("{x: 2}");
+  program boxed = exchange_between(array_layout{rows}, array_layout{placed_layout{pm, parse_type(pm.mesh, "[8, {x}8]")}},
+                                   8, 4);
+  for (program* p : {&one, &two, &boxed}) {
+    REQUIRE(p->steps.size() == 1);
+    REQUIRE(p->steps[0].kind == op::exchange);
+    p->steps[0].node_ranks = 4;
+    const json j = to_json(*p);
+    INFO(j.dump());
+    CHECK(j["steps"][0]["node_ranks"] == 4);
+    const program back = program_from_json(j);
+    CHECK(back.steps[0].node_ranks == 4);
+    CHECK(program_json_text(back) == program_json_text(*p));
+    json bad = j;
+    bad["steps"][0]["node_ranks"] = 0;
+    CHECK(read_error(bad) == "program JSON: steps[0].node_ranks: expected an integer >= 1 (world ranks per node), found 0");
+    bad["steps"][0]["node_ranks"] = "four";
+    CHECK(read_error(bad) == "program JSON: steps[0].node_ranks: expected an unsigned integer, found \"four\"");
   }
 }
 

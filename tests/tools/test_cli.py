@@ -504,6 +504,18 @@ def check_time_model(redist, checks):
             r = run(redist, between + extra)
             expect(r.returncode == 0 and want in r.stdout, "plan between nodes %r: rc %d, stdout %r, stderr %r" %
                    (extra, r.returncode, r.stdout[-400:], r.stderr))
+        # Weights replicated on both nodes (HSDP) to TP 8: the exchange's senders on the
+        # receiver's node ("node_ranks"), shown, written, and run with every element checked.
+        hsdp = ["--mesh", "{dp: 2, fsdp: 4}", "--from", "[{fsdp}64, 32]", "--to-mesh", "{tp: 8}", "--to",
+                "[64, {tp}32]", "--profile", nodes]
+        r = run(redist, ["plan"] + hsdp)
+        expect(r.returncode == 0 and "senders on its node first, nodes of 4 ranks" in r.stdout,
+               "plan hsdp by node: rc %d, stdout %r, stderr %r" % (r.returncode, r.stdout[-400:], r.stderr))
+        r = run(redist, ["plan", "--json"] + hsdp)
+        expect(r.returncode == 0 and [s.get("node_ranks") for s in json.loads(r.stdout)["steps"]] == [4],
+               "plan --json hsdp by node: rc %d, stdout %r" % (r.returncode, r.stdout[-400:]))
+        r = run(redist, ["run", "--backend", "host", "--verify"] + hsdp)
+        expect(r.returncode == 0, "run hsdp by node: rc %d, stdout %r, stderr %r" % (r.returncode, r.stdout[-400:], r.stderr))
         with open(bad, "w") as f:
             f.write(json.dumps(dict(prof or {}, nodes={"ranks": 0, "per_byte_s": 1e-9})))
         r = run(redist, between + ["--profile", bad])

@@ -535,6 +535,7 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
       if (placed_mesh{{}, *d}.identity()) d->clear();
     // The first exchange of these two as they were built (the head that reduces has none).
     const std::string_view n = k.name;
+    detail::senders_by_node(k.prog, P);
     k.seconds = detail::predicted_seconds(k.prog, P, n == "exchange" ? &direct : n == "two-phase" ? &spread_sizes : nullptr);
   }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
@@ -664,6 +665,7 @@ inline plan_choice plan_between(const array_layout& a, const array_layout& b, st
   const time_profile& P = o.synth.time_model ? *o.synth.time_model : builtin_profile;
   plan_choice c;
   c.candidates.push_back({"exchange", exchange_between(a, b, W, o.synth.element_bytes), 0});
+  detail::senders_by_node(c.candidates[0].prog, P);
   c.candidates[0].seconds = predicted_seconds(c.candidates[0].prog, P);
   c.reason = "exchange: predicted " + detail::seconds_text(c.candidates[0].seconds) + " (a box layout is planned by "
              "the exchange alone; profile " + std::string(P.name_view()) + ")";

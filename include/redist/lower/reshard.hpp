@@ -235,6 +235,7 @@ struct reshard_fused {
 /// The joint plan.
 struct reshard_plan {
   std::uint64_t world = 0;
+  std::uint64_t node_ranks = 0;  ///< the joint exchange's senders by node (redist/exchange.hpp); 0: one node
   std::uint64_t budget_bytes = 0;
   std::vector<reshard_array> arrays;
   std::vector<reshard_route> route;    ///< per array
@@ -683,10 +684,12 @@ inline box flow_box(const reshard_plan& rp, std::span<const reshard_piece> kept,
   const reshard_array& a = rp.arrays[f.array];
   box b;
   exchange_plan x;
-  walk_exchange(layout_boxes(a.source, rp.world), layout_boxes(a.target, rp.world), x,
-                [&](rank_t from, rank_t to, const box& after, const box& held) {
-                  if (from == f.from && to == f.to) b = intersect(after, held);
-                });
+  walk_exchange(
+      layout_boxes(a.source, rp.world), layout_boxes(a.target, rp.world), x,
+      [&](rank_t from, rank_t to, const box& after, const box& held) {
+        if (from == f.from && to == f.to) b = intersect(after, held);
+      },
+      rp.node_ranks);
   return b;
 }
 
@@ -848,6 +851,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   }
   const std::uint64_t W = reshard_world(pr);
   rp.world = W;
+  rp.node_ranks = P.spans_nodes(W) ? P.node_ranks : 0;
   rp.of_rank = o.of_rank;
   if (o.of_rank && *o.of_rank >= W)
     throw redist_error(errc::bad_size, "a plan of rank " + std::to_string(*o.of_rank) + " in a world of " +
@@ -930,11 +934,13 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (forced[i]) continue;
       if (like[i] == i) {
         exchange_plan x;
-        detail::walk_exchange(layout_boxes(pr.arrays[i].source, W), layout_boxes(pr.arrays[i].target, W), x,
-                              [&](rank_t from, rank_t to, const box&, const box&) {
-                                ++count[i][0];
-                                count[i][1] += from != to && keeps(from, to);
-                              });
+        detail::walk_exchange(
+            layout_boxes(pr.arrays[i].source, W), layout_boxes(pr.arrays[i].target, W), x,
+            [&](rank_t from, rank_t to, const box&, const box&) {
+              ++count[i][0];
+              count[i][1] += from != to && keeps(from, to);
+            },
+            rp.node_ranks);
       }
       all += count[like[i]][0];
       between += count[like[i]][1];
@@ -985,7 +991,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         }
       }
       flows.push_back(f);
-    });
+    }, rp.node_ranks);
     if (!x.error.empty())
       throw redist_error(x.too_large ? errc::capacity : errc::runtime, "array '" + a.name + "': exchange: " + x.error);
     for (std::uint64_t r = 0; r < W; ++r) bound[i].push_back(after[r].size() - intersect(after[r], before[r]).size());

@@ -60,6 +60,15 @@ inline double clipped_step_seconds(const program& p, std::size_t i, const box_st
 }
 
 namespace detail {
+/// Where P's ranks span nodes of p's world (core/time_model.hpp), p's exchanges take each
+/// piece from a holder on the receiver's node where one is (step::node_ranks,
+/// redist/exchange.hpp): what the link term then prices, and what the executors run.
+inline void senders_by_node(program& p, const time_profile& P) {
+  if (!P.spans_nodes(p.world_size())) return;
+  for (step& s : p.steps)
+    if (s.kind == op::exchange) s.node_ranks = P.node_ranks;
+}
+
 /// predicted_seconds, where `sizes` (if given) are those of p's first exchange step, planned
 /// by the caller (the candidates of choose_plan and plan_between: exchange_program and
 /// exchange_between had them).
@@ -285,8 +294,10 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
       no_exchange = e.what();
     }
   }
-  for (plan_candidate& k : c.candidates)  // the exchange's sizes as its candidate was built
+  for (plan_candidate& k : c.candidates) {  // the exchange's sizes as its candidate was built
+    detail::senders_by_node(k.prog, P);
     k.seconds = detail::predicted_seconds(k.prog, P, k.name == "exchange" ? &sizes : nullptr);
+  }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
   if (!explain) return c;
