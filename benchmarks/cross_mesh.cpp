@@ -26,9 +26,10 @@
 // chosen exchange's senders are by node: a row "exchange, replicas in turn" runs it without), 5. the
 // 2-D grid set between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}, without and with relabelling
 // (docs/benchmarks.md, "Meshes on device sets (issue 25)").
-// Usage: mpirun --oversubscribe -np 8 cross_mesh [runs] [--nodes R --link-gbps G]   (runs: default 10)
-// With --nodes, the world is read as nodes of R consecutive ranks joined by links of G Gbit/s
-// each way: plans are chosen with the built-in profile plus that link term
+// Usage: mpirun --oversubscribe -np 8 cross_mesh [runs] [--nodes R --link-gbps G | --profile FILE]
+// (runs: default 10). --profile plans with a profile of `redist calibrate` (its link where it
+// has one, "nodes"). With --nodes, the world is read as nodes of R consecutive ranks joined by
+// links of G Gbit/s each way: plans are chosen with the built-in profile plus that link term
 // (time_profile::node_ranks, node_per_byte) and the MPI backend copies by cross-memory attach
 // only inside a node (mpi_options::node_size). benchmarks/emulated_nodes.sh runs it on one
 // machine with the links emulated (TCP between two local addresses, one per node, rate-limited).
@@ -54,6 +55,7 @@
 #include "redist/core/placement.hpp"
 #include "redist/exchange.hpp"
 #include "redist/lower/between.hpp"
+#include "redist/profile_json.hpp"
 #include "redist/runtime/executor.hpp"
 #include "redist/runtime/verify.hpp"
 #include "stats.hpp"
@@ -478,13 +480,20 @@ void run_scenario(context& cx, const scenario& sc, bool replicated_target, summa
   std::vector<sys> v;
   for (std::size_t i = 0; i < c.candidates.size(); ++i)
     v.push_back(make_executor_system(cx, c.candidates[i].name, c.candidates[i], i == c.chosen, in));
-  // Where the chosen plan's exchanges take senders by node (step::node_ranks), the same
-  // program with the replicas taking turns whatever the node.
+  // Where the chosen plan's exchanges take other senders by node (step::node_ranks), the
+  // same program with the replicas taking turns whatever the node.
   redist::plan_candidate turns{"exchange, replicas in turn", c.candidates[c.chosen].prog, 0};
   bool by_node = false;
-  for (redist::step& st : turns.prog.steps) {
-    by_node = by_node || st.node_ranks > 0;
-    st.node_ranks = 0;
+  {
+    const redist::box_states t = redist::trace_states(turns.prog);
+    for (std::size_t i = 0; i < turns.prog.steps.size(); ++i) {
+      redist::step& st = turns.prog.steps[i];
+      if (st.kind != redist::op::exchange || st.node_ranks == 0) continue;
+      const redist::exchange_plan near = redist::plan_exchange(turns.prog, i, t);
+      st.node_ranks = 0;
+      const redist::exchange_plan plain = redist::plan_exchange(turns.prog, i, t);
+      for (std::size_t k = 0; k < near.pieces.size() && !by_node; ++k) by_node = near.pieces[k].from != plain.pieces[k].from;
+    }
   }
   std::vector<const redist::program*> progs;  // of the executor systems
   for (const redist::plan_candidate& k : c.candidates) progs.push_back(&k.prog);
@@ -639,11 +648,13 @@ int main(int argc, char** argv) {
     int runs = 10;
     std::uint64_t node_ranks = 0;
     double gbps = 0;
+    std::string profile_file;
     bool usage = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--nodes" && i + 1 < argc) node_ranks = std::strtoull(argv[++i], nullptr, 10);
       else if (a == "--link-gbps" && i + 1 < argc) gbps = std::atof(argv[++i]);
+      else if (a == "--profile" && i + 1 < argc) profile_file = argv[++i];
       else if (i == 1 && std::atoi(argv[i]) > 0) runs = std::atoi(argv[i]);
       else usage = true;
     }
@@ -651,9 +662,11 @@ int main(int argc, char** argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     int me = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    if (usage || world != static_cast<int>(W) || (node_ranks > 0) != (gbps > 0) || node_ranks >= W) {
+    if (usage || world != static_cast<int>(W) || (node_ranks > 0) != (gbps > 0) || node_ranks >= W ||
+        (!profile_file.empty() && node_ranks > 0)) {
       if (me == 0)
-        std::fprintf(stderr, "usage: mpirun -np 8 cross_mesh [runs] [--nodes R --link-gbps G] (R from 1 to 7; %d ranks given)\n",
+        std::fprintf(stderr, "usage: mpirun -np 8 cross_mesh [runs] [--nodes R --link-gbps G | --profile FILE] (R from 1 "
+                             "to 7; %d ranks given)\n",
                      world);
       MPI_Finalize();
       return 2;
@@ -661,16 +674,22 @@ int main(int argc, char** argv) {
     redist::time_profile profile = redist::builtin_profile;
     profile.node_ranks = node_ranks;
     profile.node_per_byte = gbps > 0 ? 8 / (gbps * 1e9) : 0;
+    if (!profile_file.empty()) {  // a calibrated profile, with its link where it has one
+      profile = redist::profile_from_file(profile_file);
+      node_ranks = profile.spans_nodes(W) ? profile.node_ranks : 0;
+      gbps = node_ranks > 0 ? 8e-9 / profile.node_per_byte : 0;
+    }
     redist::mpi_backend mpi(MPI_COMM_WORLD, {.node_size = node_ranks});
     context cx{mpi, mpi.rank(), runs, &profile};
     char nodes[96] = "";
     if (node_ranks > 0)
       std::snprintf(nodes, sizeof nodes, " with nodes of %llu ranks joined by links of %.2f Gbit/s",
                     static_cast<unsigned long long>(node_ranks), gbps);
+    const std::string source = profile_file.empty() ? "built-in profile" : "profile " + profile_file;
     if (cx.me == 0)
       std::printf("cross_mesh: 8 ranks, float32, medians of %d runs, the systems interleaved in a new order every run (slowest rank per run), every output "
-                  "checked; predicted: built-in profile%s; vs X = X's median / this one's (> 1: this one is faster)\n",
-                  cx.runs, nodes);
+                  "checked; predicted: %s%s; vs X = X's median / this one's (> 1: this one is faster)\n",
+                  cx.runs, source.c_str(), nodes);
     auto load = [] {
       char b[128] = "?";
       if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {

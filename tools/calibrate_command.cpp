@@ -2,7 +2,7 @@
 // (runtime/calibrate.hpp) for `redist plan --profile FILE`.
 //
 //   redist calibrate --backend host [--devices 8] [--out FILE]
-//   mpirun -np 8 redist calibrate --backend mpi [--out FILE]
+//   mpirun -np 8 redist calibrate --backend mpi [--node-ranks N] [--out FILE]
 //
 // Output: without --out, the profile's JSON (redist/profile_json.hpp) on stdout, so that
 // `redist calibrate > profile.json` works, and the readable table on stderr; with --out,
@@ -10,7 +10,9 @@
 // collective, times are maxed over ranks) and only rank 0 prints and writes. Under MPI it
 // first times the exchange programs in each way the MPI backend can move them
 // (backends/mpi_exchange.hpp; runtime/calibrate.hpp time_exchanges), records the fastest
-// in the profile's "mpi" object (profile_json.hpp) and measures the profile with it.
+// in the profile's "mpi" object (profile_json.hpp) and measures the profile with it. Where
+// the ranks lie on several nodes (consecutive blocks of equal size that share memory, or
+// --node-ranks N), it also measures the link between them (the profile's "nodes").
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -46,7 +48,9 @@ struct calibrate_cli_options {
   std::uint64_t devices = 8;
   std::string out;
   std::vector<std::uint64_t> sizes_kib;  ///< empty: calibrate_options' default sizes
+  std::uint64_t node_ranks = 0;          ///< --node-ranks (0: found from the ranks that share memory)
   CLI::Option* devices_opt = nullptr;
+  CLI::Option* node_ranks_opt = nullptr;
 };
 
 /// The calibrate_options of the command line.
@@ -83,6 +87,11 @@ std::string profile_table(const calibration& c, double seconds) {
   else
     t += fmt::format("  overlap: {:.2f} of a message round's transfer hides a copy (pipelined reshard rounds{})\n",
                      p.overlap, p.overlap > 0 ? "" : ": not taken");
+  if (p.node_ranks > 0)
+    t += fmt::format("  link: {:.4f} ns per byte the busiest node's link carries ({:.2f} Gbit/s), nodes of {} ranks, "
+                     "{} samples\n",
+                     p.node_per_byte * 1e9, p.node_per_byte > 0 ? 8e-9 / p.node_per_byte : 0.0, p.node_ranks,
+                     c.link_samples.size());
   return t;
 }
 
@@ -112,6 +121,8 @@ void emit(const calibrate_cli_options& o, const calibration& c, double seconds,
 
 void run_host(const calibrate_cli_options& o) {
   if (o.devices == 0 || o.devices > 64) throw input_error("--devices", "expected 1 to 64 simulated devices");
+  if (o.node_ranks_opt->count() > 0)
+    throw input_error("--node-ranks", "only for --backend mpi (the host backend's devices share one memory)");
   if (!o.out.empty()) write_file("--out", o.out, "");  // a bad path fails before measuring
   const calibrate_options co = options_of(o, "host");
   host_backend host(o.devices);
@@ -121,6 +132,26 @@ void run_host(const calibrate_cli_options& o) {
 }
 
 #if defined(REDIST_WITH_MPI)
+/// The world ranks per node where the ranks that share memory (MPI_COMM_TYPE_SHARED) form
+/// consecutive blocks of one size (rank r on node r / n), and there are two or more; else 0.
+std::uint64_t shared_memory_node_ranks() {
+  int me = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+  int n = 1, first = me;
+  MPI_Comm_size(node, &n);
+  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_free(&node);
+  int blocks = first == me / n * n ? 1 : 0, all = 0, most = 0;
+  MPI_Allreduce(&blocks, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  MPI_Allreduce(&n, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int same = most == n ? 1 : 0, every = 0;
+  MPI_Allreduce(&same, &every, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all && every && n < world ? static_cast<std::uint64_t>(n) : 0;
+}
+
 void run_mpi(const calibrate_cli_options& o) {
   ensure_mpi();
   int rank = 0;
@@ -128,8 +159,14 @@ void run_mpi(const calibrate_cli_options& o) {
   try {
     if (o.devices_opt->count() > 0)
       throw input_error("--devices", "only for --backend host; under MPI the ranks are mpirun's (-np)");
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (o.node_ranks_opt->count() > 0 && (o.node_ranks == 0 || o.node_ranks >= static_cast<std::uint64_t>(world)))
+      throw input_error("--node-ranks", fmt::format("expected 1 to {} ranks per node (two nodes or more of the {} ranks)",
+                                                    world - 1, world));
     if (rank == 0 && !o.out.empty()) write_file("--out", o.out, "");
     calibrate_options co = options_of(o, "mpi");
+    co.node_ranks = o.node_ranks_opt->count() > 0 ? o.node_ranks : shared_memory_node_ranks();
     co.max_over_ranks = [](double t) {
       double m = t;
       MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -141,7 +178,9 @@ void run_mpi(const calibrate_cli_options& o) {
     std::vector<std::unique_ptr<mpi_backend>> ways;
     std::vector<mpi_backend*> candidates;
     for (mpi_exchange m : all_mpi_exchanges) {
-      ways.push_back(std::make_unique<mpi_backend>(MPI_COMM_WORLD, mpi_options{}.set_exchange(m)));
+      mpi_options mo = mpi_options{}.set_exchange(m);
+      mo.node_size = co.node_ranks;  // single copies inside a node only
+      ways.push_back(std::make_unique<mpi_backend>(MPI_COMM_WORLD, mo));
       candidates.push_back(ways.back().get());
     }
     const exchange_timing t = time_exchanges(std::span<mpi_backend* const>(candidates), co);
@@ -181,6 +220,11 @@ void add_calibrate_command(CLI::App& app) {
                      "): the sizes you redistribute")
       ->delimiter(',')
       ->type_name("KIB,...");
+  opts->node_ranks_opt =
+      cmd->add_option("--node-ranks", opts->node_ranks,
+                      "mpi: world ranks per node, consecutive, to measure the link between nodes (default: the ranks "
+                      "that share memory, where they form such blocks; one node: no link)")
+          ->type_name("N");
   cmd->add_option("--out", opts->out, "write the profile's JSON into this file (the table goes to stdout)")
       ->type_name("FILE");
   cmd->callback([opts] {

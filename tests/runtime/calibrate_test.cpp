@@ -149,6 +149,40 @@ TEST_CASE("calibrate on the host backend produces a profile for every kind", "[c
   CHECK(capped == p);
 }
 
+TEST_CASE("calibrate measures the link between nodes: every tile to the next node", "[calibrate]") {
+  // The fit: seconds over what the offset explains, against the link's bytes, through 0;
+  // absolute residuals (the large sample decides), never below 0.
+  const std::vector<redist::time_sample> exact = {{0, 0, 1000, 3e-6, 1e-6}, {0, 0, 4000, 9e-6, 1e-6}};
+  CHECK(redist::detail::fit_link(exact) == Approx(2e-9));
+  const std::vector<redist::time_sample> burst = {{0, 0, 1000, 1e-6, 1e-6}, {0, 0, 1000000, 2.001e-3, 1e-6}};
+  CHECK(redist::detail::fit_link(burst) == Approx(2e-9).epsilon(1e-3));
+  CHECK(redist::detail::fit_link(std::vector<redist::time_sample>{{0, 0, 1000, 1e-6, 2e-6}}) == 0);
+  CHECK(redist::detail::fit_link(std::vector<redist::time_sample>{}) == 0);
+  // On 4 host devices as two nodes of 2: the exchange sends node 0's two tiles to node 1,
+  // 2 x 64 KiB over its link, one way.
+  redist::host_backend host(4);
+  redist::calibrate_options o;
+  o.sizes = {64u << 10};
+  o.repetitions = 1;
+  o.node_ranks = 2;
+  const redist::calibration c = redist::calibrate_samples(host, o);
+  REQUIRE(c.link_samples.size() == 1);
+  CHECK(c.link_samples[0].bytes == 2 * (64 << 10));
+  CHECK(c.link_samples[0].seconds > 0);
+  CHECK(c.link_samples[0].offset > 0);  // the exchange as the profile predicts it without a link
+  CHECK(c.profile.node_ranks == 2);
+  CHECK(std::isfinite(c.profile.node_per_byte));
+  CHECK(c.profile.node_per_byte >= 0);
+  // One node (or none given): no link.
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{4}}) {
+    o.node_ranks = n;
+    const redist::calibration one = redist::calibrate_samples(host, o);
+    CHECK(one.link_samples.empty());
+    CHECK(one.profile.node_ranks == 0);
+    CHECK(one.profile.node_per_byte == 0);
+  }
+}
+
 TEST_CASE("cap_allreduce prices an all-reduce at most as its reduce-scatter then all-gather", "[calibrate]") {
   redist::time_profile p;
   p[op::reducescatter] = {2e-6, 10e-6, 1e-9};

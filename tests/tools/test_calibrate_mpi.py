@@ -59,8 +59,25 @@ def main():
             # the second, one exchange is no move and the grid needs two axes), 2 sizes.
             expect(m is not None and m.group(1) == "12" and m.group(2) == chosen,
                    "calibrate's table: %r" % r.stdout[-600:])
+            # One node (every rank shares memory): no link measured, no "nodes".
+            expect("nodes" not in prof and "link:" not in r.stdout, "calibrate on one node: %r" % prof.get("nodes"))
         except (OSError, ValueError, KeyError, TypeError) as e:
             expect(False, "calibrate: no profile with an \"mpi\" object (%s)" % e)
+        # Two nodes of 2 ranks named on the command line: the link measured, one sample a size.
+        two = os.path.join(d, "two.json")
+        r = run(["calibrate", "--backend", "mpi", "--sizes", "16", "--node-ranks", "2", "--out", two])
+        try:
+            with open(two) as f:
+                nodes = json.load(f)["nodes"]
+            expect(r.returncode == 0 and nodes["ranks"] == 2 and isinstance(nodes["per_byte_s"], (int, float)) and
+                   nodes["per_byte_s"] >= 0, "calibrate --node-ranks 2: rc %d, nodes %r" % (r.returncode, nodes))
+            expect(re.search(r"link: [0-9.]+ ns per byte the busiest node's link carries \([0-9.]+ Gbit/s\), nodes of 2 "
+                             r"ranks, 1 samples", r.stdout) is not None, "calibrate --node-ranks 2: %r" % r.stdout[-600:])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            expect(False, "calibrate --node-ranks 2: no \"nodes\" (%s); rc %d, stderr %r" % (e, r.returncode, r.stderr[-600:]))
+        r = run(["calibrate", "--backend", "mpi", "--node-ranks", "4"])
+        expect(r.returncode != 0 and "redist: error: --node-ranks: expected 1 to 3 ranks per node (two nodes or more of "
+               "the 4 ranks)" in r.stderr, "calibrate --node-ranks 4 on 4 ranks: rc %d, stderr %r" % (r.returncode, r.stderr))
         if chosen is None:
             return 1
 

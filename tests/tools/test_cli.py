@@ -524,6 +524,9 @@ def check_time_model(redist, checks):
         r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--out", os.path.join(missing, "x")])
         expect(one_error_line(r) and "--out: cannot write the file" in r.stderr,
                "calibrate --out into a missing folder: rc %d, stderr %r" % (r.returncode, r.stderr))
+    r = run(redist, ["calibrate", "--backend", "host", "--node-ranks", "2"])
+    expect(one_error_line(r) and "--node-ranks: only for --backend mpi" in r.stderr,
+           "calibrate --backend host --node-ranks 2: %r" % r.stderr)
     r = run(redist, ["calibrate", "--backend", "host", "--devices", "0"])
     expect(one_error_line(r) and "--devices: expected 1 to 64" in r.stderr, "calibrate --devices 0: %r" % r.stderr)
     r = run(redist, ["calibrate", "--backend", "host", "--devices", "2", "--sizes", "64,0"])

@@ -6,7 +6,8 @@
 // plan_between: the exchange, a collective program, ...). The joint plan moves most arrays
 // together:
 //   joint   the array's exchange pieces (redist/exchange.hpp plan_exchange: the sender rule,
-//           every rank receives exactly the lower bound) join one exchange of every such
+//           by node where the profile's ranks span nodes, reshard_plan::node_ranks; every
+//           rank receives exactly the lower bound) join one exchange of every such
 //           array: the pieces going from one rank to another in the same round travel as
 //           one message, so a round pays one latency and one message per pair of ranks,
 //           whatever the number of arrays. Pieces a rank keeps are copied from its source

@@ -46,6 +46,10 @@
 //     kind gets the tile copy's latency, per_peer and per_byte 0 (the pass is the copy).
 //   - a kind without samples (allpermute when D is prime: no mesh has two axes to swap)
 //     takes the exchange's terms (a one-peer message is what both are).
+//   - ranks on several nodes (calibrate_options::node_ranks = N, 0 < N < D): the programs
+//     above run on meshes of N ranks placed on the first node (ranks 0..N-1 of the world;
+//     the others hold nothing), so that the per-rank terms are a node's; N = 1 as D = 1.
+//     Then the link (below).
 //
 // Ways of exchanging (time_exchanges below): the three exchanges of the table and the 2-D
 // grid [{x}N, {y}M] -> [{y}N, {x}M], on arrays about as wide as tall (the table's arrays have
@@ -54,6 +58,21 @@
 // moving exchanges, backends/mpi_exchange.hpp), one program at a time on all of them in
 // turn; the least geometric mean over the programs wins. `redist calibrate --backend
 // mpi` records it in the profile (profile_json.hpp, "mpi") and measures the profile with it.
+//
+// The link between nodes (time_profile::node_ranks, node_per_byte; measure_link below), where
+// calibrate_options::node_ranks = N puts the D ranks on nodes of N consecutive ranks (0 < N <
+// D; `redist calibrate --backend mpi` finds N from the ranks that share memory, or takes
+// --node-ranks): at each size, the exchange that sends the tiles [{x}EM] of that size on the
+// first M = min(N, D - N) ranks to the ranks N..N+M-1 of the next node (a program between
+// {x: M} and {x: M} @ [N, ...]), one way: the link as the model counts it, the bytes one
+// node sends (a transfer both ways measured up to 1.3x slower over TCP on emulated nodes,
+// where each way's acknowledgements queue behind the other's data). Each size is one
+// sample: its bytes the most one node's link carries (lower/node_links.hpp, as
+// predicted_seconds counts them), its seconds as above, its offset what the profile fitted
+// so far predicts of it without a link. The link's per byte (fit_link) is the least squares
+// slope of seconds - offset against the bytes, with absolute residuals (the large sizes
+// decide; at small ones latencies and a network's burst allowance dominate), at least 0:
+// what the network adds to the per-rank terms.
 //
 // The overlap (time_profile::overlap; measure_overlap below), on a backend driving one rank
 // of several in host memory through message rounds (MPI): at the largest size S, a message
@@ -87,7 +106,9 @@
 #include "redist/core/error.hpp"
 #include "redist/core/mesh.hpp"
 #include "redist/core/time_model.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/lower/exchange.hpp"
+#include "redist/lower/node_links.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/program.hpp"
 #include "redist/runtime/darray.hpp"
@@ -270,6 +291,10 @@ struct calibrate_options {
   /// The larger tile per rank (source or target) of every measured program, in bytes.
   std::vector<std::uint64_t> sizes = {4u << 10, 64u << 10, 1u << 20, 8u << 20};
   int repetitions = 5;  ///< timed runs per program (after one warm-up run); the median counts (the pass: the fastest)
+  /// World ranks per node (consecutive): with ranks on two or more nodes (0 < node_ranks <
+  /// D), calibrate also measures the link between them (time_profile::node_ranks and
+  /// node_per_byte; detail::measure_link). 0: one node, no link.
+  std::uint64_t node_ranks = 0;
   /// Combines one rank's time with the other ranks': the max over ranks. Identity for a
   /// backend that drives every rank; under MPI, an MPI_Allreduce with MPI_MAX (every rank
   /// calls it equally often, in the same order).
@@ -280,6 +305,9 @@ struct calibrate_options {
 struct calibration {
   time_profile profile;
   std::vector<time_sample> samples[op_count];
+  /// The link's samples (calibrate_options::node_ranks): bytes the busiest node's link
+  /// carries, measured seconds, and as offset the seconds the profile without the link predicts.
+  std::vector<time_sample> link_samples;
   std::size_t programs = 0;  ///< programs run
 };
 
@@ -300,8 +328,8 @@ std::vector<double> time_program(B& b, const program& p, const calibrate_options
   executor<float, B> ex(b, p);
   std::vector<darray<float>> in, out;
   for (rank_t r : b.local_ranks()) {
-    in.emplace_back(p.m, p.source, r);
-    out.emplace_back(p.m, p.target, r);
+    in.push_back(source_tile<float>(p, r));
+    out.push_back(target_tile<float>(p, r));
   }
   ex.run(in, out);  // warm-up: first touch of the pages, groups set up
   const std::size_t S = whole ? 1 : p.steps.size();
@@ -458,6 +486,44 @@ inline void check_sizes(const calibrate_options& o) {
 
 }  // namespace detail
 
+namespace detail {
+/// The link's seconds per byte from its samples (measure_link): the least squares slope of
+/// seconds - offset against bytes, through 0, absolute residuals (unlike fit_op_time's
+/// relative ones: the link's term matters where the bytes are many, and at small sizes the
+/// latencies, already in the per-rank terms, and a network's burst allowance dominate);
+/// at least 0.
+inline double fit_link(std::span<const time_sample> samples) {
+  double num = 0, den = 0;
+  for (const time_sample& x : samples) {
+    num += x.bytes * (x.seconds - x.offset);
+    den += x.bytes * x.bytes;
+  }
+  return den > 0 ? std::max(0.0, num / den) : 0.0;
+}
+
+/// The link between nodes of o.node_ranks ranks (the header comment), under profile P (the
+/// per-rank terms, fitted): at each size, the exchange that moves the tiles of the first
+/// node's ranks to the second node's, one way; the link's seconds per byte fit (fit_link)
+/// what P does not predict of those times against the bytes the busiest node's link carries
+/// (lower/node_links.hpp).
+template <class B>
+double measure_link(B& b, const calibrate_options& o, const time_profile& P, std::vector<time_sample>& samples) {
+  const std::uint64_t D = b.devices(), N = o.node_ranks, M = std::min(N, D - N);
+  const device_mesh m = parse_mesh("{x: " + std::to_string(M) + "}");
+  std::vector<rank_t> next(M);
+  for (std::uint64_t q = 0; q < M; ++q) next[q] = static_cast<rank_t>(N + q);
+  const placed_mesh from{m, {}}, to{m, next};
+  for (std::uint64_t size : o.sizes) {
+    const std::uint64_t E = std::max<std::uint64_t>(1, size / sizeof(float));
+    const dist_type t = parse_type(m, "[{x}" + std::to_string(E * M) + "]");
+    const program p = exchange_between(placed_layout{from, t}, placed_layout{to, t}, D, sizeof(float));
+    const std::uint64_t link = node_link_elements(plan_exchange(p, 0), D, N) * sizeof(float);
+    samples.push_back({0, 0, static_cast<double>(link), time_program(b, p, o).front(), predicted_seconds(p, P)});
+  }
+  return fit_link(samples);
+}
+}  // namespace detail
+
 /// Measure the samples and fit the profile (see the header comment). Every rank of the
 /// backend calls it (collective under MPI); every rank gets the same profile when
 /// max_over_ranks combines the ranks. Throws redist_error if the backend has no ranks or
@@ -487,18 +553,31 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
   c.profile.pass_per_byte = copy.per_byte;
   c.profile.overlap = detail::measure_overlap(b, o);
 
-  if (D == 1) {  // nothing moves between ranks: every kind is the tile copy
+  // Ranks on several nodes: the per-rank terms are measured inside the first node (its
+  // ranks run the programs, the others hold nothing), so that the link's term, measured
+  // after them, is what the network adds.
+  const bool nodes = o.node_ranks > 0 && o.node_ranks < D;
+  const std::uint64_t Dn = nodes ? o.node_ranks : D;
+  auto link = [&] {
+    if (!nodes) return;
+    c.profile.node_per_byte = detail::measure_link(b, o, c.profile, c.link_samples);
+    c.profile.node_ranks = o.node_ranks;
+    c.programs += o.sizes.size();
+  };
+  if (Dn == 1) {  // nothing moves between a node's ranks: every kind is the tile copy
     for (op k : all_ops) {
       c.profile[k] = {copy.latency, 0, 0};
       c.samples[static_cast<int>(k)] = copies;
     }
+    link();
     return c;
   }
 
   for (const detail::calibration_program& cp :
-       detail::calibration_programs(D, o.sizes, detail::calibration_set::profile)) {
-    const std::vector<step_features> f = program_step_features(cp.prog);
-    const std::vector<double> sec = detail::time_program(b, cp.prog, o);
+       detail::calibration_programs(Dn, o.sizes, detail::calibration_set::profile)) {
+    const program prog = nodes ? place_program(cp.prog, {}, D) : cp.prog;
+    const std::vector<step_features> f = program_step_features(prog);
+    const std::vector<double> sec = detail::time_program(b, prog, o);
     ++c.programs;
     for (std::size_t s = 0; s < f.size(); ++s) {
       if (f[s].steps == 0 && f[s].peers == 0 && f[s].bytes == 0) continue;  // e.g. an identity permute
@@ -507,9 +586,10 @@ calibration calibrate_samples(B& b, const calibrate_options& o = {}) {
     }
   }
   for (op k : all_ops) c.profile[k] = fit_op_time(c.samples[static_cast<int>(k)]);
-  for (op k : all_ops)  // a kind no mesh of D ranks exercises: the exchange's terms
+  for (op k : all_ops)  // a kind no mesh of Dn ranks exercises: the exchange's terms
     if (c.samples[static_cast<int>(k)].empty()) c.profile[k] = c.profile[op::exchange];
   cap_allreduce(c.profile);
+  link();
   return c;
 }
 
