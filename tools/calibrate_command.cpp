@@ -88,10 +88,11 @@ std::string profile_table(const calibration& c, double seconds) {
     t += fmt::format("  overlap: {:.2f} of a message round's transfer hides a copy (pipelined reshard rounds{})\n",
                      p.overlap, p.overlap > 0 ? "" : ": not taken");
   if (p.node_ranks > 0)
-    t += fmt::format("  link: {:.4f} ns per byte the busiest node's link carries ({:.2f} Gbit/s), nodes of {} ranks, "
-                     "{} samples\n",
-                     p.node_per_byte * 1e9, p.node_per_byte > 0 ? 8e-9 / p.node_per_byte : 0.0, p.node_ranks,
-                     c.link_samples.size());
+    t += fmt::format("  link: {:.4f} ns per byte the busiest node's link carries ({}), nodes of {} ranks, {} samples\n",
+                     p.node_per_byte * 1e9,
+                     p.node_per_byte > 0 ? fmt::format("{:.2f} Gbit/s", 8e-9 / p.node_per_byte)
+                                         : std::string("no cost beyond a node's own"),
+                     p.node_ranks, c.link_samples.size());
   return t;
 }
 

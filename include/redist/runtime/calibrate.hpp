@@ -484,9 +484,6 @@ inline void check_sizes(const calibrate_options& o) {
       throw redist_error(errc::bad_size, "calibrate: sizes must lie in 1 byte .. 4 GiB per rank");
 }
 
-}  // namespace detail
-
-namespace detail {
 /// The link's seconds per byte from its samples (measure_link): the least squares slope of
 /// seconds - offset against bytes, through 0, absolute residuals (unlike fit_op_time's
 /// relative ones: the link's term matters where the bytes are many, and at small sizes the
