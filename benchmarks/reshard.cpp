@@ -2,7 +2,10 @@
 //
 // Part 1, a model's state: the weight-sync example's GPT-style state (examples/gpt_state.hpp)
 // scaled to L layers of width D (default 13 x 512: 160 arrays, about 256 MiB of f32), from
-// FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on the other half. Systems:
+// FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on the other half; with --nodes, also
+// from HSDP {dp: 2, fsdp: 2, tp: 2} (each node a replica) to TP 8, where a last system runs
+// the joint plan with the replicas taking turns whatever the node (planned without the link,
+// as before senders by node, redist/exchange.hpp). Systems:
 //   joint           plan_reshard's joint plan, no budget (lower/reshard.hpp), its messages
 //                   packed and in place (struct datatypes)
 //   joint/budget    the same, packed, within a budget of 1/8 of the largest array per rank
@@ -275,6 +278,14 @@ struct scalapack_per_array {
 
 std::string mib(std::uint64_t b) { return std::to_string(b / (1024 * 1024)) + "." + std::to_string(b % (1024 * 1024) * 10 / (1024 * 1024)); }
 
+/// Bytes a joint plan's pieces carry between the two nodes of 4 ranks.
+std::uint64_t link_bytes(const reshard_plan& p) {
+  std::uint64_t n = 0;
+  for (const reshard_round& r : p.rounds)
+    for (const reshard_piece& pc : r.pieces) n += pc.from / 4 != pc.to / 4 ? p.piece_bytes(pc) : 0;
+  return n;
+}
+
 void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t layers, std::uint64_t dim, std::uint64_t vocab) {
   if (me == 0)
     std::printf("## A model's state: %llu layers of width %llu, vocabulary %llu (gpt_state), 8 ranks\n\n"
@@ -282,8 +293,19 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
                 "|---|---|---|---|---|---|---|---|---|---|---|\n",
                 static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim),
                 static_cast<unsigned long long>(vocab));
-  for (const char* target : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]"}) {
-    const reshard_problem pr = example::gpt_state(layers, dim, target, element_type::f32, vocab);
+  // FSDP 4 x TP 2 to TP 8 and to TP 4 on the other half; with ranks on two nodes, also HSDP
+  // (dp over the nodes: each node a full replica, sharded over fsdp x tp) to TP 8.
+  struct state_case {
+    const char* train;
+    const char* target;
+  };
+  std::vector<state_case> cases = {{"{fsdp: 4, tp: 2}", "{tp: 8}"}, {"{fsdp: 4, tp: 2}", "{tp: 4} @ [4, 5, 6, 7]"}};
+  if (planning.spans_nodes(8)) cases.push_back({"{dp: 2, fsdp: 2, tp: 2}", "{tp: 8}"});
+  for (const state_case& sc : cases) {
+    const bool fsdp = std::string(sc.train) == cases.front().train;
+    const std::string label = fsdp ? sc.target : "HSDP " + std::string(sc.train) + " -> " + sc.target;
+    const char* target = label.c_str();
+    const reshard_problem pr = example::gpt_state(layers, dim, sc.target, element_type::f32, vocab, 1024, sc.train);
     std::uint64_t largest = 0, bytes = 0;
     for (const reshard_array& a : pr.arrays) {
       largest = std::max(largest, a.bytes());
@@ -344,6 +366,20 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
     plans.push_back(nullptr);
     buffers.push_back(sl.rest ? sl.rest->bytes_held() : 0);
 #endif
+    // HSDP over two nodes: the joint plan with the replicas taking turns whatever the node
+    // (planned without the link, as before senders by node), in place.
+    const std::size_t turns_at = s.size();
+    reshard_plan turns;
+    std::unique_ptr<reshard_executor<mpi_backend>> et;
+    if (!fsdp) {
+      turns = plan_reshard(pr, {});
+      et = std::make_unique<reshard_executor<mpi_backend>>(mpi, turns, reshard_messages::in_place);
+      s.push_back({"joint (in place), replicas in turn", {}});
+      run.push_back([&] { et->run(in, out); });
+      checks.push_back(check);
+      plans.push_back(&turns);
+      buffers.push_back(et->message_bytes());
+    }
     interleave(s, run, std::vector<std::function<void()>>(s.size(), clear), checks, runs);
     std::uint64_t buf = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -379,9 +415,13 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
                   s[6].median() / s[3].median(), s[6].median() / s[5].median(), s[7].median() / s[2].median(),
                   pipelined.joint_seconds / budget.joint_seconds, s[1].median() / s[8].median(),
                   s[3].median() / s[8].median());
-    if (me == 0 && s.size() > 9)
+    if (me == 0 && turns_at > 9)
       std::printf("pdgemr2d per array / joint (packed) %.2fx, / joint (in place) %.2fx, / per array %.2fx\n",
                   s[9].median() / s[0].median(), s[9].median() / s[1].median(), s[9].median() / s[3].median());
+    if (me == 0 && s.size() > turns_at)
+      std::printf("replicas in turn / senders by node, joint in place: %.2fx (pieces over the link: %s MiB against %s "
+                  "MiB)\n",
+                  s[turns_at].median() / s[1].median(), mib(link_bytes(turns)).c_str(), mib(link_bytes(joint)).c_str());
     if (me == 0) std::printf("\n");
   }
 }
