@@ -278,11 +278,12 @@ struct scalapack_per_array {
 
 std::string mib(std::uint64_t b) { return std::to_string(b / (1024 * 1024)) + "." + std::to_string(b % (1024 * 1024) * 10 / (1024 * 1024)); }
 
-/// Bytes a joint plan's pieces carry between the two nodes of 4 ranks.
+/// Bytes a joint plan's pieces carry between nodes (of planning.node_ranks ranks).
 std::uint64_t link_bytes(const reshard_plan& p) {
+  const std::uint64_t N = planning.node_ranks;
   std::uint64_t n = 0;
   for (const reshard_round& r : p.rounds)
-    for (const reshard_piece& pc : r.pieces) n += pc.from / 4 != pc.to / 4 ? p.piece_bytes(pc) : 0;
+    for (const reshard_piece& pc : r.pieces) n += pc.from / N != pc.to / N ? p.piece_bytes(pc) : 0;
   return n;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "redist/backends/host.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/lower/exchange.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/runtime/executor.hpp"
@@ -159,9 +160,7 @@ TEST_CASE("exchange: the sizes alone and each rank's pieces agree with the whole
     std::vector<box> before = placed_boxes(bp.a.pm.mesh, bp.a.type, bp.a.pm.devices, W);
     std::vector<box> after = placed_boxes(bp.b.pm.mesh, bp.b.type, bp.b.pm.devices, W);
     if (i % 3 != 0) {  // a box layout at one end: boxes that need not form a grid
-      std::vector<std::uint64_t> shape;
-      for (int d = 0; d < bp.a.type.rank; ++d) shape.push_back(bp.a.type.dims[static_cast<std::size_t>(d)].global);
-      (i % 3 == 1 ? before : after) = testing::random_box_layout(rng, shape, W).all_boxes();
+      (i % 3 == 1 ? before : after) = testing::random_box_layout(rng, layout_shape(bp.a), W).all_boxes();
       ++layouts;
     }
     INFO(bp.text.from_mesh << " " << bp.text.from << " -> " << bp.text.to_mesh << " " << bp.text.to << ", world " << W
@@ -318,9 +317,7 @@ TEST_CASE("exchange: senders on the receiver's node, on random problems between 
     std::vector<box> before = placed_boxes(bp.a.pm.mesh, bp.a.type, bp.a.pm.devices, W);
     const std::vector<box> after = placed_boxes(bp.b.pm.mesh, bp.b.type, bp.b.pm.devices, W);
     if (i % 4 == 3) {
-      std::vector<std::uint64_t> shape;
-      for (int d = 0; d < bp.a.type.rank; ++d) shape.push_back(bp.a.type.dims[static_cast<std::size_t>(d)].global);
-      before = testing::random_box_layout(rng, shape, W).all_boxes();
+      before = testing::random_box_layout(rng, layout_shape(bp.a), W).all_boxes();
     }
     const std::uint64_t n = 1 + rng() % W;
     INFO(bp.text.from_mesh << " " << bp.text.from << " -> " << bp.text.to_mesh << " " << bp.text.to << ", world " << W
