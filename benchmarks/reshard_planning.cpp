@@ -8,8 +8,9 @@
 // (runtime/reshard_executor.hpp). Prints, per world: the planning time of both (best of the
 // runs, one thread), the plan's pieces and their bytes, and the most pieces (and bytes) one
 // rank keeps. `plans`: whole, rank (rank 0's) or both; run one at a time under
-// /usr/bin/time for the peak memory of each.
-// Usage: reshard_planning [runs = 3] [layers = 12] [dim = 768] [worlds = 8,32,128,512] [plans = both]
+// /usr/bin/time for the peak memory of each. `budget`: a per-rank budget in MiB (0: none;
+// its rounds then cut pieces into chunks, lower/reshard.hpp).
+// Usage: reshard_planning [runs = 3] [layers = 12] [dim = 768] [worlds = 8,32,128,512] [plans = both] [budget = 0]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -45,10 +46,12 @@ int main(int argc, char** argv) {
   }
   const std::string plans = argc > 5 ? argv[5] : "both";
   const bool whole = plans != "rank", one = plans != "whole";
+  const std::uint64_t budget = (argc > 6 ? std::strtoull(argv[6], nullptr, 10) : 0) << 20;
   try {
     std::printf("# planning a GPT-style state (%llu layers of width %llu) from FSDP W/8 x TP 8 to replicas of TP 8, "
-                "best of %d\n\n",
-                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), runs);
+                "best of %d%s\n\n",
+                static_cast<unsigned long long>(layers), static_cast<unsigned long long>(dim), runs,
+                budget ? (", a budget of " + std::to_string(budget >> 20) + " MiB per rank").c_str() : "");
     std::printf("| W | arrays | MiB of f32 | whole plan s | rank 0's plan s | whole / rank | pieces | plan MiB of pieces | "
                 "most pieces a rank keeps | its MiB | rounds | received / bound |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -68,8 +71,8 @@ int main(int argc, char** argv) {
         }
         return b;
       };
-      if (one) best_rank = time(mine, {.of_rank = 0});
-      if (whole) best = time(p, {});
+      if (one) best_rank = time(mine, {.budget_bytes = budget, .of_rank = 0});
+      if (whole) best = time(p, {.budget_bytes = budget});
       if (!whole) p = std::move(mine);  // the counts below are the whole plan's; the pieces rank 0's
       std::uint64_t pieces = p.local_count, bytes = 0, received = 0, bound = 0;
       std::vector<std::uint64_t> per_rank(W, 0);

@@ -199,6 +199,63 @@ TEST_CASE("rank plans: the whole plan with the other ranks' pieces left out", "[
                       Catch::Matchers::Contains("a plan of rank 4096 in a world of"));
 }
 
+TEST_CASE("arrays laid out alike share their flows: one round as under a budget it all fits in", "[reshard]") {
+  // Without a budget the planner visits the pieces of each layout once, weighted by the arrays
+  // laid out so (detail::flow_weights); under a budget every array has its own. A budget of the
+  // most bytes a rank moves holds the one round whole: the same round, piece for piece.
+  std::mt19937 rng(0x6c696b65);
+  testing::reshard_workload w;
+  w.casts = true;
+  time_profile nodes = builtin_profile;
+  nodes.node_ranks = 2;
+  nodes.node_per_byte = 4e-10;
+  int compared = 0, shared = 0;
+  for (int i = 0; i < 400; ++i) {
+    testing::reshard_case c = testing::random_reshard(rng, w);
+    const std::size_t first = c.problem.arrays.size();
+    for (std::size_t k = 0; k < first; ++k)  // layers: copies of some arrays, some in another type
+      for (std::size_t m = rng() % 3; m > 0; --m) {
+        reshard_array again = c.problem.arrays[k];
+        again.name += "_" + std::to_string(m);
+        if (!again.casts() && element_type_floating(again.dtype) && rng() % 2 == 0)
+          again.dtype = again.dtype == element_type::f64 ? element_type::bf16 : element_type::f64;
+        c.problem.arrays.push_back(again);
+        ++shared;
+      }
+    INFO(c.text);
+    reshard_options o;
+    if (i % 2 == 1) o.synth.time_model = &nodes;
+    if (i % 3 == 1) o.of_rank = static_cast<rank_t>(rng() % c.problem.world);
+    const reshard_plan p = plan_reshard(c.problem, o);
+    const std::uint64_t most = p.transient_bytes.empty() ? 0 : *std::max_element(p.transient_bytes.begin(),
+                                                                                  p.transient_bytes.end());
+    if (most == 0) continue;
+    o.budget_bytes = most;
+    const reshard_plan q = plan_reshard(c.problem, o);
+    if (q.route != p.route) continue;  // a budget keeps own programs that hold more than the tiles joint
+    REQUIRE(p.rounds.size() == 1);
+    REQUIRE(q.rounds.size() == 1);
+    const reshard_round &a = p.rounds[0], &b = q.rounds[0];
+    REQUIRE(a.count == b.count);
+    REQUIRE(a.messages == b.messages);
+    REQUIRE(a.bytes == b.bytes);
+    REQUIRE(a.pieces.size() == b.pieces.size());
+    for (std::size_t k = 0; k < a.pieces.size(); ++k) {
+      REQUIRE(a.pieces[k].array == b.pieces[k].array);
+      REQUIRE(a.pieces[k].from == b.pieces[k].from);
+      REQUIRE(a.pieces[k].to == b.pieces[k].to);
+      REQUIRE(a.pieces[k].b == b.pieces[k].b);
+    }
+    REQUIRE(p.local_count == q.local_count);
+    REQUIRE(p.received_bytes == q.received_bytes);
+    REQUIRE(p.transient_bytes == q.transient_bytes);
+    REQUIRE(p.joint_seconds == q.joint_seconds);
+    ++compared;
+  }
+  CHECK(compared > 250);
+  CHECK(shared > 300);
+}
+
 TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as pieces come and go", "[reshard]") {
   // sort_pieces (small keys, then each piece moved once) orders as reshard_piece::operator<;
   // round_tally counts each rank's peers incrementally, as a recount over the pieces does.
@@ -230,24 +287,36 @@ TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as p
     detail::round_tally tally(W, builtin_profile);
     std::vector<reshard_piece> in;
     for (const reshard_piece& p : v) {
-      if (!in.empty() && rng() % 3 == 0) {  // take one back
-        const std::size_t k = rng() % in.size();
-        tally.remove(in[k].from, in[k].to, 4);
-        in.erase(in.begin() + static_cast<std::ptrdiff_t>(k));
+      if (!in.empty() && rng() % 3 == 0) {  // take back one, or some of one pair's at once
+        const reshard_piece back = in[rng() % in.size()];
+        const auto of_pair = [&](const reshard_piece& q) { return q.from == back.from && q.to == back.to; };
+        const auto n = static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), of_pair));
+        const std::uint64_t m = rng() % 2 == 0 ? 1 : 1 + rng() % n;
+        tally.remove(back.from, back.to, 4 * m, m);
+        for (std::uint64_t j = 0; j < m; ++j) in.erase(std::find_if(in.begin(), in.end(), of_pair));
       }
-      tally.add(p.from, p.to, 4);
-      in.push_back(p);
+      const std::uint64_t m = rng() % 4 == 0 ? 1 + rng() % 3 : 1;  // pieces of arrays laid out alike
+      tally.add(p.from, p.to, 4 * m, m);
+      in.insert(in.end(), m, p);
     }
     std::vector<std::set<rank_t>> out_peers(W), in_peers(W);
+    std::vector<std::uint64_t> sent(W, 0), received(W, 0);
+    std::set<std::pair<rank_t, rank_t>> pairs;
     for (const reshard_piece& p : in)
       if (p.from != p.to) {
         out_peers[p.from].insert(p.to);
         in_peers[p.to].insert(p.from);
+        sent[p.from] += 4;
+        received[p.to] += 4;
+        pairs.insert({p.from, p.to});
       }
     for (std::uint32_t r = 0; r < W; ++r) {
       REQUIRE(tally.peers_out[r] == out_peers[r].size());
       REQUIRE(tally.peers_in[r] == in_peers[r].size());
     }
+    REQUIRE(tally.sent == sent);
+    REQUIRE(tally.received == received);
+    REQUIRE(tally.pairs.size() == pairs.size());
   }
 }
 

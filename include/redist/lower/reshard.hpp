@@ -52,7 +52,9 @@
 // the whole plan with the other ranks' pieces left out: the same routes, rounds (each with
 // the whole round's counts), bytes per rank and predictions (tests/lower/test_reshard.cpp).
 // Arrays laid out as an earlier one (a model's layers) take its own plan (where their
-// program types agree) and a copy of its pieces.
+// program types agree) and a copy of the pieces the plan keeps; without a budget, their pieces
+// are scheduled and priced as the earlier one's, each weighted by the arrays it stands for
+// (detail::flow_weights: a plan visits each layout's pieces once, not once per layer).
 //
 // Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
 // rank sends to or receives from, the most bytes one rank receives or sends (its transfer
@@ -519,15 +521,17 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
 /// slot).
 class pair_counts {
  public:
-  /// One more piece from `from` to `to`: true if it is the pair's first.
-  bool add(rank_t from, rank_t to) {
-    if (count(from, to)++ != 0) return false;
+  /// `n` more pieces from `from` to `to`: true if they are the pair's first.
+  bool add(rank_t from, rank_t to, std::uint64_t n = 1) {
+    std::uint64_t& c = count(from, to);
+    c += n;
+    if (c != n) return false;
     ++size_;
     return true;
   }
-  /// One piece fewer (one add() counted): true if it was the pair's last.
-  bool remove(rank_t from, rank_t to) {
-    if (--count(from, to) != 0) return false;
+  /// `n` pieces fewer (add() counted them): true if they were the pair's last.
+  bool remove(rank_t from, rank_t to, std::uint64_t n = 1) {
+    if ((count(from, to) -= n) != 0) return false;
     --size_;
     return true;
   }
@@ -578,25 +582,26 @@ struct round_tally {
       : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0) {
     if (P.spans_nodes(W)) nodes.emplace(W, P.node_ranks);
   }
-  void add(rank_t from, rank_t to, std::uint64_t bytes) {
+  /// `pieces` pieces from `from` to `to` of `bytes` in all.
+  void add(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
     written[to] += bytes;
     if (from == to) return;
     sent[from] += bytes;
     received[to] += bytes;
     if (nodes) nodes->add(from, to, bytes);
-    if (pairs.add(from, to)) {
+    if (pairs.add(from, to, pieces)) {
       ++peers_out[from];
       ++peers_in[to];
     }
   }
-  /// Take back a piece add() counted.
-  void remove(rank_t from, rank_t to, std::uint64_t bytes) {
+  /// Take back pieces add() counted.
+  void remove(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
     written[to] -= bytes;
     if (from == to) return;
     sent[from] -= bytes;
     received[to] -= bytes;
     if (nodes) nodes->remove(from, to, bytes);
-    if (pairs.remove(from, to)) {
+    if (pairs.remove(from, to, pieces)) {
       --peers_out[from];
       --peers_in[to];
     }
@@ -719,11 +724,23 @@ inline void cut_flow(const reshard_plan& rp, std::span<const reshard_piece> kept
   }
 }
 
-/// The rounds of the pieces between ranks (`between`, their kept pieces `kept`) within `cap`
-/// bytes per rank per round (0: one round, which then takes the kept pieces), their transient
-/// bytes per rank and their predicted seconds, with the pieces ranks keep (`kept_written`:
-/// their bytes per rank) priced in the first round. Every round's counts are the whole
-/// round's; its pieces are the kept ones, cut as their flows are.
+/// What the flows given to schedule_rounds stand for, by their `array`: `copies` pieces of
+/// `elements * wire` bytes in all. Without a budget, arrays laid out alike (a model's layers)
+/// share their first one's flows, each standing for one piece of each such array in the one
+/// round (the sum of their wire bytes, their number: a large world's plan visits each piece
+/// of a layout once, not once per layer); under a budget every array has flows of its own,
+/// cut into chunks of its own (its wire bytes, 1).
+struct flow_weights {
+  std::vector<std::uint64_t> wire, copies;  // per array
+  [[nodiscard]] std::uint64_t bytes(const flow& f) const { return f.elements * wire[f.array]; }
+};
+
+/// The rounds of the pieces between ranks (`between` weighted by `w`, their kept pieces
+/// `kept`) within `cap` bytes per rank per round (0: one round, which then takes the kept
+/// pieces; otherwise every flow is one piece), their transient bytes per rank and their
+/// predicted seconds, with the pieces ranks keep (`kept_written`: their bytes per rank) priced
+/// in the first round. Every round's counts are the whole round's; its pieces are the kept
+/// ones, cut as their flows are.
 struct round_schedule {
   std::vector<reshard_round> rounds;
   std::vector<std::uint64_t> transient;
@@ -731,7 +748,7 @@ struct round_schedule {
   bool pipelined = false;
 };
 
-inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const flow> between,
+inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const flow> between, const flow_weights& w,
                                       std::vector<reshard_piece>& kept, std::span<const std::uint64_t> kept_written,
                                       std::uint64_t cap, std::uint64_t W, const time_profile& P, bool pipelined) {
   round_schedule s;
@@ -743,8 +760,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
     if (!between.empty()) {
       use.emplace_back(W, 0);
       for (const flow& f : between) {
-        use[0][f.from] += flow_bytes(rp, f);
-        use[0][f.to] += flow_bytes(rp, f);
+        use[0][f.from] += w.bytes(f);
+        use[0][f.to] += w.bytes(f);
       }
       round_of.assign(between.size(), 0);
     }
@@ -753,7 +770,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
     for (const flow& f : between) cut_flow(rp, kept, f, cap, cut);
     // First fit, largest first (ties in their order).
     std::vector<std::pair<std::uint64_t, std::size_t>> order(cut.size());
-    for (std::size_t i = 0; i < cut.size(); ++i) order[i] = {flow_bytes(rp, cut[i]), i};
+    for (std::size_t i = 0; i < cut.size(); ++i) order[i] = {w.bytes(cut[i]), i};
     std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
       return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
@@ -790,8 +807,9 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
       reshard_round& round = s.rounds[k];
       for (std::size_t j = start[k]; j < start[k + 1]; ++j) {
         const flow& f = chunks[at[j]];
-        t.add(f.from, f.to, flow_bytes(rp, f));
-        round.bytes += flow_bytes(rp, f);
+        t.add(f.from, f.to, w.bytes(f), w.copies[f.array]);
+        round.bytes += w.bytes(f);
+        round.count += w.copies[f.array];
         if (cap == 0 || f.kept == flow::none) continue;
         reshard_piece pc = kept[f.kept];
         if (pc.b.rank > 0) {
@@ -800,7 +818,6 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const fl
         }
         round.pieces.push_back(pc);
       }
-      round.count = start[k + 1] - start[k];
       round.messages = t.pairs.size();
       sort_pieces(round.pieces);
       for (std::uint64_t r = 0; r < W; ++r)
@@ -919,18 +936,24 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     rp.reason = std::to_string(A) + " arrays, one call each: predicted " + detail::seconds_text(rp.separate_seconds);
     return rp;
   }
-  // Every joint array's pieces (the exchange's sender rule) as flows, array by array, the
-  // pieces the plan keeps (of a rank's plan: those the rank sends, receives or keeps), and
+  // The pieces (the exchange's sender rule) of every joint array that is the first of its
+  // layouts as flows, which the arrays laid out as it share (flows_of); the pieces the plan
+  // keeps (of a rank's plan: those the rank sends, receives or keeps), array by array; and
   // every array's lower bound from the boxes alone: a rank's target box minus what it held.
   auto keeps = [&](rank_t from, rank_t to) { return detail::keeps_piece(plan_detail::pieces, o.of_rank, from, to); };
   std::vector<detail::flow> flows;
-  std::vector<std::size_t> flow_at(A + 1, 0);  // array i's flows: [flow_at[i], flow_at[i + 1])
-  std::vector<reshard_piece> kept;            // kept pieces between ranks, in flow order
+  std::vector<std::size_t> flow_at(A + 1, 0);  // the flows of array i = like[i]: [flow_at[i], flow_at[i + 1])
+  auto flows_of = [&](std::size_t i) {
+    const std::size_t j = like[i];
+    return std::span<const detail::flow>(flows.data() + flow_at[j], flow_at[j + 1] - flow_at[j]);
+  };
+  std::vector<reshard_piece> kept;              // kept pieces between ranks, array by array, in flow order
+  std::vector<std::size_t> kept_at(A + 1, 0);   // array i's pieces in kept, as flow_at
   std::vector<std::size_t> local_at(A + 1, 0);  // array i's pieces in rp.local, as flow_at
   std::vector<std::vector<std::uint64_t>> bound(A);  // elements
   {  // their number first, so that the plan holds them without slack (millions in a large world)
-    std::vector<std::array<std::size_t, 2>> count(A, {0, 0});  // flows, and pieces kept between ranks
-    std::size_t all = 0, between = 0;
+    std::vector<std::size_t> between(A, 0);  // pieces kept between ranks
+    std::size_t all = 0, every = 0;
     for (std::size_t i = 0; i < A; ++i) {
       if (forced[i]) continue;
       if (like[i] == i) {
@@ -938,35 +961,29 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         detail::walk_exchange(
             layout_boxes(pr.arrays[i].source, W), layout_boxes(pr.arrays[i].target, W), x,
             [&](rank_t from, rank_t to, const box&, const box&) {
-              ++count[i][0];
-              count[i][1] += from != to && keeps(from, to);
+              ++all;
+              between[i] += from != to && keeps(from, to);
             },
             rp.node_ranks);
       }
-      all += count[like[i]][0];
-      between += count[like[i]][1];
+      every += between[like[i]];
     }
-    if (between >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces between ranks");
+    if (every >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces between ranks");
     flows.reserve(all);
-    kept.reserve(between);
+    kept.reserve(every);
   }
   for (std::size_t i = 0; i < A; ++i) {
     flow_at[i] = flows.size();
+    kept_at[i] = kept.size();
     local_at[i] = rp.local.size();
     if (forced[i]) continue;
     const reshard_array& a = pr.arrays[i];
     const auto array = static_cast<std::uint32_t>(i);
     if (const std::size_t j = like[i]; j != i) {  // the pieces of array j, laid out as it is
-      for (std::size_t k = flow_at[j]; k < flow_at[j + 1]; ++k) {
-        detail::flow f = flows[k];
-        f.array = array;
-        if (f.kept != detail::flow::none) {
-          reshard_piece pc = kept[f.kept];
-          pc.array = array;
-          f.kept = static_cast<std::uint32_t>(kept.size());
-          kept.push_back(pc);
-        }
-        flows.push_back(f);
+      for (std::size_t k = kept_at[j]; k < kept_at[j + 1]; ++k) {
+        reshard_piece pc = kept[k];
+        pc.array = array;
+        kept.push_back(pc);
       }
       for (std::size_t k = local_at[j]; k < local_at[j + 1]; ++k) {
         reshard_piece pc = rp.local[k];
@@ -998,15 +1015,29 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     for (std::uint64_t r = 0; r < W; ++r) bound[i].push_back(after[r].size() - intersect(after[r], before[r]).size());
   }
   flow_at[A] = flows.size();
+  kept_at[A] = kept.size();
   local_at[A] = rp.local.size();
+  // The flows of the arrays in `in` weighted for the one round without a budget (flow_weights).
+  auto shared_weights = [&](auto&& in) {
+    detail::flow_weights w{std::vector<std::uint64_t>(A, 0), std::vector<std::uint64_t>(A, 0)};
+    for (std::size_t i = 0; i < A; ++i)
+      if (in(i)) {
+        w.wire[like[i]] += pr.arrays[i].wire_bytes();
+        ++w.copies[like[i]];
+      }
+    return w;
+  };
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
     detail::round_tally all(W, P);
-    for (const detail::flow& f : flows) all.add(f.from, f.to, detail::flow_bytes(rp, f));
+    {
+      const detail::flow_weights w = shared_weights([&](std::size_t i) { return !forced[i]; });
+      for (const detail::flow& f : flows) all.add(f.from, f.to, w.bytes(f), w.copies[f.array]);
+    }
     std::map<std::pair<std::size_t, element_type>, double> adds;  // (like, type) -> what such an array adds
     for (std::size_t i = 0; i < A; ++i) {
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
-      const std::span<const detail::flow> mine(flows.data() + flow_at[i], flow_at[i + 1] - flow_at[i]);
+      const std::span<const detail::flow> mine = flows_of(i);
       if (forced[i] || c.name == "exchange" || mine.empty() || pr.arrays[i].casts()) continue;
       const bool holds_nothing = c.prog.steps.size() == 1 && c.prog.steps[0].kind != op::exchange;
       if (o.budget_bytes > 0 && !holds_nothing) continue;
@@ -1015,52 +1046,65 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       // the same for arrays of the same pieces and type.
       const auto [at, fresh] = adds.try_emplace({like[i], pr.arrays[i].dtype}, 0.0);
       if (fresh) {
+        const std::uint64_t wire = pr.arrays[i].wire_bytes();
         const double with = all.seconds(P);
-        for (const detail::flow& f : mine) all.remove(f.from, f.to, detail::flow_bytes(rp, f));
+        for (const detail::flow& f : mine) all.remove(f.from, f.to, f.elements * wire);
         at->second = with - all.seconds(P);
-        for (const detail::flow& f : mine) all.add(f.from, f.to, detail::flow_bytes(rp, f));
+        for (const detail::flow& f : mine) all.add(f.from, f.to, f.elements * wire);
       }
       if (c.seconds + call < at->second) rp.route[i] = reshard_route::own;
     }
   }
   // The pieces ranks keep, and the pieces between ranks, of the arrays that stay joint
-  // (their kept pieces renumbered in the same order).
-  auto own_piece = [&](const reshard_piece& pc) { return rp.route[pc.array] == reshard_route::own; };
+  // (their kept pieces renumbered in the same order): without a budget, weighted by the
+  // arrays that share them; under one, every array's own.
+  auto joint = [&](std::size_t i) { return rp.route[i] == reshard_route::joint; };
+  auto own_piece = [&](const reshard_piece& pc) { return !joint(pc.array); };
   std::erase_if(rp.local, own_piece);
   std::erase_if(kept, own_piece);
   rp.received_bytes.assign(W, 0);
   std::vector<std::uint64_t> kept_written(W, 0);
-  std::vector<detail::flow>& between = flows;  // kept in place, in order
-  {
+  const detail::flow_weights shared = shared_weights(joint);
+  for (const detail::flow& f : flows) {
+    const std::uint64_t b = shared.bytes(f);
+    if (f.from == f.to) {
+      kept_written[f.to] += b;
+      rp.local_count += shared.copies[f.array];
+    } else {
+      rp.received_bytes[f.to] += b;
+    }
+  }
+  std::vector<detail::flow> between;
+  detail::flow_weights weights;
+  if (o.budget_bytes == 0) {
+    std::erase_if(flows, [&](const detail::flow& f) { return f.from == f.to || shared.copies[f.array] == 0; });
+    between = std::move(flows);
+    weights = shared;
+  } else {
+    weights.copies.assign(A, 1);
+    for (const reshard_array& a : pr.arrays) weights.wire.push_back(a.wire_bytes());
     std::uint32_t next = 0;
-    std::size_t n = 0;
     for (std::size_t i = 0; i < A; ++i)
-      if (rp.route[i] == reshard_route::joint)
-        for (std::size_t j = flow_at[i]; j < flow_at[i + 1]; ++j) {
-          detail::flow f = flows[j];
-          const std::uint64_t b = detail::flow_bytes(rp, f);
-          if (f.from == f.to) {
-            kept_written[f.to] += b;
-            ++rp.local_count;
-            continue;
-          }
+      if (joint(i))
+        for (detail::flow f : flows_of(i)) {
+          if (f.from == f.to) continue;
+          f.array = static_cast<std::uint32_t>(i);
           if (f.kept != detail::flow::none) f.kept = next++;
-          rp.received_bytes[f.to] += b;
-          between[n++] = f;
+          between.push_back(f);
         }
-    between.resize(n);
+    std::vector<detail::flow>().swap(flows);
   }
   detail::sort_pieces(rp.local);
   // The rounds within the whole budget, one at a time, and where they may be pipelined,
   // within half of it, two at a time; the faster by prediction (the header comment).
-  detail::round_schedule best = detail::schedule_rounds(rp, between, kept, kept_written, o.budget_bytes, W, P, false);
+  detail::round_schedule best = detail::schedule_rounds(rp, between, weights, kept, kept_written, o.budget_bytes, W, P, false);
   const double one_seconds = best.seconds;
   const bool may_pipeline = o.budget_bytes / 2 > 0 && best.rounds.size() > 1 &&
                             (o.pipeline == reshard_pipeline::on || (o.pipeline == reshard_pipeline::automatic && P.overlap > 0));
   std::string unpipelined;  // why the rounds could not be pipelined
   if (may_pipeline) {
     try {
-      detail::round_schedule two = detail::schedule_rounds(rp, between, kept, kept_written, o.budget_bytes / 2, W, P, true);
+      detail::round_schedule two = detail::schedule_rounds(rp, between, weights, kept, kept_written, o.budget_bytes / 2, W, P, true);
       if (o.pipeline == reshard_pipeline::on || two.seconds < one_seconds) best = std::move(two);
     } catch (const redist_error& e) {  // a row of a piece over half the budget
       if (e.code() != errc::bad_size) throw;
