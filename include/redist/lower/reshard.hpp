@@ -35,8 +35,9 @@
 // Rounds and the budget. A rank's transient bytes in a round are the messages it packs to
 // send plus the messages it receives; with a budget of B bytes every round keeps them at
 // most B on every rank. Pieces larger than B are cut into chunks of whole rows (indices of
-// dimension 0); the chunks are placed first-fit, largest first, into the first round where
-// both the sender and the receiver have room. A row of a piece larger than B is refused.
+// dimension 0); the chunks are placed first-fit, largest first (ties in array order, then
+// piece and chunk order), into the first round where both the sender and the receiver have
+// room. A row of a piece larger than B is refused.
 // Without a budget there is one round.
 // Pipelined rounds (reshard_options::pipeline). Rounds may run two at a time: round k+1's
 // receives posted and its messages packed and sent before round k is waited for
@@ -52,9 +53,11 @@
 // the whole plan with the other ranks' pieces left out: the same routes, rounds (each with
 // the whole round's counts), bytes per rank and predictions (tests/lower/test_reshard.cpp).
 // Arrays laid out as an earlier one (a model's layers) take its own plan (where their
-// program types agree) and a copy of the pieces the plan keeps; without a budget, their pieces
-// are scheduled and priced as the earlier one's, each weighted by the arrays it stands for
-// (detail::flow_weights: a plan visits each layout's pieces once, not once per layer).
+// program types agree) and a copy of the pieces the plan keeps; the planner holds each
+// layout's pieces between ranks once (detail::layout_flows): without a budget each is priced
+// for every joint array laid out so at once (detail::flow_weights), under one each (layout,
+// wire type) is cut into chunks once, and first fit places every array's chunks in the order
+// above ("Rounds and the budget").
 //
 // Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
 // rank sends to or receives from, the most bytes one rank receives or sends (its transfer
@@ -666,21 +669,15 @@ inline void sort_pieces(std::vector<reshard_piece>& v) {
 /// One piece of a joint array's exchange as the planner schedules it, without its box (a
 /// plan of a large world visits millions of pieces; a rank's plan keeps the boxes of its own
 /// alone): its array, sender and receiver, elements, the rows it spans along dimension 0
-/// (1 for a 0-d array) from row `first_row` of the piece (a chunk: cut_flow), and where the
-/// plan keeps its piece (`kept`: an index into the kept pieces between ranks; `none` for
-/// another rank's piece in a rank's plan).
+/// (1 for a 0-d array), and where the plan keeps its piece (`kept`: an index into the kept
+/// pieces between ranks; `none` for another rank's piece in a rank's plan).
 struct flow {
   static constexpr std::uint32_t none = UINT32_MAX;
   std::uint32_t array = 0;
   rank_t from = 0, to = 0;
   std::uint32_t kept = none;
-  std::uint64_t elements = 0, rows = 1, first_row = 0;
+  std::uint64_t elements = 0, rows = 1;
 };
-
-/// A flow's bytes on the way (in its array's wire type, as reshard_plan::piece_bytes).
-inline std::uint64_t flow_bytes(const reshard_plan& rp, const flow& f) {
-  return f.elements * rp.arrays[f.array].wire_bytes();
-}
 
 /// The box of a piece between ranks: the kept one, or found again by the exchange's sender
 /// rule (an array's exchange has at most one piece from one rank to another: a rank holds one
@@ -699,48 +696,40 @@ inline box flow_box(const reshard_plan& rp, std::span<const reshard_piece> kept,
   return b;
 }
 
-/// Cut a piece between ranks into chunks of whole rows (dimension 0) of at most `cap` bytes.
-inline void cut_flow(const reshard_plan& rp, std::span<const reshard_piece> kept, const flow& f, std::uint64_t cap,
-                     std::vector<flow>& out) {
-  const reshard_array& a = rp.arrays[f.array];
-  const std::uint64_t bytes = flow_bytes(rp, f);
-  if (cap == 0 || bytes <= cap) {
-    out.push_back(f);
-    return;
-  }
-  const std::uint64_t row = bytes / f.rows;
-  if (row > cap)
-    throw redist_error(errc::bad_size, "array '" + a.name + "': one row of the piece " + box_text(flow_box(rp, kept, f)) +
-                                           " from rank " + std::to_string(f.from) + " to rank " + std::to_string(f.to) +
-                                           " is " + std::to_string(row) + " bytes, more than the budget of " +
-                                           std::to_string(cap) + " bytes per rank");
-  const std::uint64_t step = cap / row;
-  for (std::uint64_t first = 0; first < f.rows; first += step) {
-    flow c = f;
-    c.first_row = first;
-    c.rows = std::min(f.rows - first, step);
-    c.elements = f.elements / f.rows * c.rows;
-    out.push_back(c);
-  }
-}
-
-/// What the flows given to schedule_rounds stand for, by their `array`: `copies` pieces of
-/// `elements * wire` bytes in all. Without a budget, arrays laid out alike (a model's layers)
-/// share their first one's flows, each standing for one piece of each such array in the one
-/// round (the sum of their wire bytes, their number: a large world's plan visits each piece
-/// of a layout once, not once per layer); under a budget every array has flows of its own,
-/// cut into chunks of its own (its wire bytes, 1).
+/// Flows of arrays laid out alike weighted by the arrays they stand for, by their `array`
+/// (the first array of a layout): `copies` pieces of `elements * wire` bytes in all (the sum
+/// of those arrays' wire bytes, their number), so that a round's tally visits each layout's
+/// pieces once, not once per layer.
 struct flow_weights {
   std::vector<std::uint64_t> wire, copies;  // per array
   [[nodiscard]] std::uint64_t bytes(const flow& f) const { return f.elements * wire[f.array]; }
 };
 
-/// The rounds of the pieces between ranks (`between` weighted by `w`, their kept pieces
-/// `kept`) within `cap` bytes per rank per round (0: one round, which then takes the kept
-/// pieces; otherwise every flow is one piece), their transient bytes per rank and their
-/// predicted seconds, with the pieces ranks keep (`kept_written`: their bytes per rank) priced
-/// in the first round. Every round's counts are the whole round's; its pieces are the kept
-/// ones, cut as their flows are.
+/// The pieces between ranks of the joint arrays, as schedule_rounds takes them. Arrays laid
+/// out as an earlier one (a model's layers) have its pieces between the same ranks, so each
+/// layout's pieces are held once, as its first array's flows (`flows`, layout by layout:
+/// array j's in [at[j], at[j + 1]), empty unless j is the first of a layout that a joint
+/// array has), each flow's `kept` its place among that array's kept pieces. A joint array
+/// `i` carries the flows of `layout[i]` in its wire type (`wire[i]` bytes per element) and
+/// keeps its pieces from `kept_at[i]` on, in the same order.
+struct layout_flows {
+  std::vector<flow> flows;
+  std::vector<std::size_t> at;          // per array, A + 1
+  std::vector<std::uint32_t> arrays;    // the joint arrays, ascending
+  std::vector<std::size_t> layout;      // per array
+  std::vector<std::uint64_t> wire;      // per array
+  std::vector<std::size_t> kept_at;     // per joint array
+};
+
+/// The rounds of the joint arrays' pieces between ranks (`lf`, their kept pieces `kept`)
+/// within `cap` bytes per rank per round (the header comment; 0: one round, which then takes
+/// the kept pieces), their transient bytes per rank and their predicted seconds, with the
+/// pieces ranks keep (`kept_written`: their bytes per rank) priced in the first round. Every
+/// round's counts are the whole round's; its pieces are the kept ones, cut as their pieces
+/// are. The one round without a budget visits each layout's flows once, each standing for
+/// the piece of every joint array laid out so (their bytes, their number); under a budget
+/// each array's pieces are cut into chunks (the same for arrays of one layout and wire type)
+/// and placed one by one, largest first, ties in array order, then flow and chunk order.
 struct round_schedule {
   std::vector<reshard_round> rounds;
   std::vector<std::uint64_t> transient;
@@ -748,80 +737,129 @@ struct round_schedule {
   bool pipelined = false;
 };
 
-inline round_schedule schedule_rounds(const reshard_plan& rp, std::span<const flow> between, const flow_weights& w,
-                                      std::vector<reshard_piece>& kept, std::span<const std::uint64_t> kept_written,
-                                      std::uint64_t cap, std::uint64_t W, const time_profile& P, bool pipelined) {
+inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows& lf, std::vector<reshard_piece>& kept,
+                                      std::span<const std::uint64_t> kept_written, std::uint64_t cap, std::uint64_t W,
+                                      const time_profile& P, bool pipelined) {
   round_schedule s;
   s.pipelined = pipelined;
   std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
-  std::vector<flow> cut;                        // under a cap: the chunks
-  std::vector<std::uint32_t> round_of;          // per chunk
-  if (cap == 0) {  // one round of every piece
-    if (!between.empty()) {
+  std::vector<round_tally> tally;               // per round
+  auto place = [&](std::size_t k, const flow& f, std::uint64_t bytes, std::uint64_t pieces) {
+    if (k == use.size()) {
       use.emplace_back(W, 0);
-      for (const flow& f : between) {
-        use[0][f.from] += w.bytes(f);
-        use[0][f.to] += w.bytes(f);
-      }
-      round_of.assign(between.size(), 0);
+      tally.emplace_back(W, P);
+      s.rounds.emplace_back();
     }
+    use[k][f.from] += bytes;
+    use[k][f.to] += bytes;
+    tally[k].add(f.from, f.to, bytes, pieces);
+    s.rounds[k].bytes += bytes;
+    s.rounds[k].count += pieces;
+  };
+  const std::size_t A = lf.layout.size();
+  if (cap == 0) {  // one round of every piece, each layout's weighted by its joint arrays
+    flow_weights w{std::vector<std::uint64_t>(A, 0), std::vector<std::uint64_t>(A, 0)};
+    for (const std::uint32_t i : lf.arrays) {
+      w.wire[lf.layout[i]] += lf.wire[i];
+      ++w.copies[lf.layout[i]];
+    }
+    for (const flow& f : lf.flows) place(0, f, w.bytes(f), w.copies[f.array]);
+    if (!s.rounds.empty()) s.rounds[0].pieces = std::move(kept);
   } else {
-    cut.reserve(between.size());
-    for (const flow& f : between) cut_flow(rp, kept, f, cap, cut);
-    // First fit, largest first (ties in their order).
-    std::vector<std::pair<std::uint64_t, std::size_t>> order(cut.size());
-    for (std::size_t i = 0; i < cut.size(); ++i) order[i] = {w.bytes(cut[i]), i};
-    std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    // The chunks of whole rows of each (layout, wire type), in flow order.
+    struct chunk {
+      std::size_t flow;  // in lf.flows
+      std::uint64_t first_row, rows, bytes;
+    };
+    std::vector<std::vector<chunk>> groups;
+    std::vector<std::vector<std::uint32_t>> members;  // each group's arrays, ascending
+    std::map<std::pair<std::size_t, std::uint64_t>, std::size_t> group_of;
+    for (const std::uint32_t i : lf.arrays) {
+      const std::size_t j = lf.layout[i];
+      const auto [at, fresh] = group_of.try_emplace({j, lf.wire[i]}, groups.size());
+      if (!fresh) {
+        members[at->second].push_back(i);
+        continue;
+      }
+      members.push_back({i});
+      std::vector<chunk>& g = groups.emplace_back();
+      for (std::size_t t = lf.at[j]; t < lf.at[j + 1]; ++t) {
+        const flow& f = lf.flows[t];
+        const std::uint64_t bytes = f.elements * lf.wire[i];
+        if (bytes <= cap) {
+          g.push_back({t, 0, f.rows, bytes});
+          continue;
+        }
+        if (const std::uint64_t row = bytes / f.rows; row > cap) {  // the first such of the first array so laid out
+          flow named = f;
+          named.array = i;
+          if (f.kept != flow::none) named.kept = static_cast<std::uint32_t>(lf.kept_at[i] + f.kept);
+          throw redist_error(errc::bad_size, "array '" + rp.arrays[i].name + "': one row of the piece " +
+                                                 box_text(flow_box(rp, kept, named)) + " from rank " +
+                                                 std::to_string(f.from) + " to rank " + std::to_string(f.to) + " is " +
+                                                 std::to_string(row) + " bytes, more than the budget of " +
+                                                 std::to_string(cap) + " bytes per rank");
+        }
+        const std::uint64_t step = cap / (bytes / f.rows);
+        for (std::uint64_t first = 0; first < f.rows; first += step) {
+          const std::uint64_t rows = std::min(f.rows - first, step);
+          g.push_back({t, first, rows, f.elements / f.rows * rows * lf.wire[i]});
+        }
+      }
+    }
+    // Each group's chunks largest first (ties in flow and chunk order), and the sizes each has.
+    std::vector<std::pair<std::uint64_t, std::size_t>> sized;  // (bytes, group)
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      std::stable_sort(groups[g].begin(), groups[g].end(), [](const chunk& x, const chunk& y) { return x.bytes > y.bytes; });
+      for (std::size_t c = 0; c < groups[g].size(); ++c)
+        if (c == 0 || groups[g][c].bytes != groups[g][c - 1].bytes) sized.push_back({groups[g][c].bytes, g});
+    }
+    std::sort(sized.begin(), sized.end(), [](const auto& x, const auto& y) {
       return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
-    round_of.resize(cut.size());
-    for (const auto& [b, i] : order) {
-      const flow& f = cut[i];
-      std::size_t k = 0;
-      for (; k < use.size(); ++k)
-        if (use[k][f.from] <= cap - b && use[k][f.to] <= cap - b) break;
-      if (k == use.size()) use.emplace_back(W, 0);
-      use[k][f.from] += b;
-      use[k][f.to] += b;
-      round_of[i] = static_cast<std::uint32_t>(k);
+    // First fit, largest first: the chunks of one size, array by array.
+    std::vector<std::size_t> next(groups.size(), 0);         // each group's first chunk not placed
+    std::vector<std::pair<std::uint32_t, std::size_t>> who;  // (array, group) with chunks of the size
+    for (std::size_t lo = 0, hi = 0; lo < sized.size(); lo = hi) {
+      const std::uint64_t b = sized[lo].first;
+      who.clear();
+      for (hi = lo; hi < sized.size() && sized[hi].first == b; ++hi)
+        for (const std::uint32_t i : members[sized[hi].second]) who.push_back({i, sized[hi].second});
+      std::sort(who.begin(), who.end());
+      for (const auto& [i, g] : who)
+        for (std::size_t c = next[g]; c < groups[g].size() && groups[g][c].bytes == b; ++c) {
+          const chunk& ch = groups[g][c];
+          const flow& f = lf.flows[ch.flow];
+          std::size_t k = 0;
+          while (k < use.size() && (use[k][f.from] > cap - b || use[k][f.to] > cap - b)) ++k;
+          place(k, f, b, 1);
+          if (f.kept == flow::none) continue;
+          reshard_piece pc = kept[lf.kept_at[i] + f.kept];
+          if (pc.b.rank > 0) {
+            pc.b.lo[0] += ch.first_row;
+            pc.b.hi[0] = pc.b.lo[0] + ch.rows;
+          }
+          s.rounds[k].pieces.push_back(pc);
+        }
+      for (std::size_t q = lo; q < hi; ++q) {
+        const std::size_t g = sized[q].second;
+        while (next[g] < groups[g].size() && groups[g][next[g]].bytes == b) ++next[g];
+      }
     }
   }
-  const std::span<const flow> chunks = cap == 0 ? between : std::span<const flow>(cut);
-  // The chunks round by round, in their order.
-  std::vector<std::size_t> start(use.size() + 1, 0), at(chunks.size());
-  for (const std::uint32_t k : round_of) ++start[k + std::size_t{1}];
-  for (std::size_t k = 0; k < use.size(); ++k) start[k + 1] += start[k];
-  {
-    std::vector<std::size_t> next(start.begin(), start.end() - 1);
-    for (std::size_t i = 0; i < chunks.size(); ++i) at[next[round_of[i]]++] = i;
-  }
-  s.rounds.resize(use.size());
-  if (cap == 0 && !s.rounds.empty()) s.rounds[0].pieces = std::move(kept);  // one round: every piece whole
+  const std::size_t n = s.rounds.size();
+  if (n == 0 && rp.local_count > 0) tally.emplace_back(W, P);  // the pieces ranks keep, alone
   s.transient.assign(W, 0);
   std::vector<double> transfer, pass;
-  for (std::size_t k = 0; k < s.rounds.size() || (k == 0 && rp.local_count > 0); ++k) {
-    round_tally t(W, P);
+  for (std::size_t k = 0; k < tally.size(); ++k) {
+    round_tally& t = tally[k];
     if (k == 0)
       for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
-    if (k < s.rounds.size()) {
-      reshard_round& round = s.rounds[k];
-      for (std::size_t j = start[k]; j < start[k + 1]; ++j) {
-        const flow& f = chunks[at[j]];
-        t.add(f.from, f.to, w.bytes(f), w.copies[f.array]);
-        round.bytes += w.bytes(f);
-        round.count += w.copies[f.array];
-        if (cap == 0 || f.kept == flow::none) continue;
-        reshard_piece pc = kept[f.kept];
-        if (pc.b.rank > 0) {
-          pc.b.lo[0] += f.first_row;
-          pc.b.hi[0] = pc.b.lo[0] + f.rows;
-        }
-        round.pieces.push_back(pc);
-      }
-      round.messages = t.pairs.size();
-      sort_pieces(round.pieces);
+    if (k < n) {
+      s.rounds[k].messages = t.pairs.size();
+      sort_pieces(s.rounds[k].pieces);
       for (std::uint64_t r = 0; r < W; ++r)
-        s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < use.size() ? use[k + 1][r] : 0));
+        s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < n ? use[k + 1][r] : 0));
     }
     const auto [tk, ck] = t.parts(P);
     transfer.push_back(tk);
@@ -996,7 +1034,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     const std::vector<box> before = layout_boxes(a.source, W), after = layout_boxes(a.target, W);
     exchange_plan x;
     detail::walk_exchange(before, after, x, [&](rank_t from, rank_t to, const box& b, const box& held) {
-      detail::flow f{array, from, to, detail::flow::none, 0, 1, 0};
+      detail::flow f{array, from, to, detail::flow::none, 0, 1};
       box pc = intersect(b, held);
       f.elements = pc.size();
       if (pc.rank > 0) f.rows = pc.extent(0);
@@ -1055,9 +1093,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (c.seconds + call < at->second) rp.route[i] = reshard_route::own;
     }
   }
-  // The pieces ranks keep, and the pieces between ranks, of the arrays that stay joint
-  // (their kept pieces renumbered in the same order): without a budget, weighted by the
-  // arrays that share them; under one, every array's own.
+  // The pieces ranks keep, and the pieces between ranks, of the arrays that stay joint.
   auto joint = [&](std::size_t i) { return rp.route[i] == reshard_route::joint; };
   auto own_piece = [&](const reshard_piece& pc) { return !joint(pc.array); };
   std::erase_if(rp.local, own_piece);
@@ -1074,37 +1110,47 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       rp.received_bytes[f.to] += b;
     }
   }
-  std::vector<detail::flow> between;
-  detail::flow_weights weights;
-  if (o.budget_bytes == 0) {
-    std::erase_if(flows, [&](const detail::flow& f) { return f.from == f.to || shared.copies[f.array] == 0; });
-    between = std::move(flows);
-    weights = shared;
-  } else {
-    weights.copies.assign(A, 1);
-    for (const reshard_array& a : pr.arrays) weights.wire.push_back(a.wire_bytes());
-    std::uint32_t next = 0;
+  // The pieces between ranks of the layouts that joint arrays have (compacted in place),
+  // each kept one's place among its array's kept pieces, and where each joint array's start.
+  detail::layout_flows lf;
+  lf.at.assign(A + 1, 0);
+  lf.layout = like;
+  lf.kept_at.assign(A, 0);
+  for (const reshard_array& a : pr.arrays) lf.wire.push_back(a.wire_bytes());
+  {
+    std::size_t n = 0;
+    for (std::size_t j = 0; j < A; ++j) {
+      lf.at[j] = n;
+      if (like[j] != j || shared.copies[j] == 0) continue;
+      for (std::size_t k = flow_at[j]; k < flow_at[j + 1]; ++k) {
+        detail::flow f = flows[k];
+        if (f.from == f.to) continue;
+        if (f.kept != detail::flow::none) f.kept -= static_cast<std::uint32_t>(kept_at[j]);
+        flows[n++] = f;
+      }
+    }
+    lf.at[A] = n;
+    flows.resize(n);
+    lf.flows = std::move(flows);
+    std::size_t next = 0;
     for (std::size_t i = 0; i < A; ++i)
-      if (joint(i))
-        for (detail::flow f : flows_of(i)) {
-          if (f.from == f.to) continue;
-          f.array = static_cast<std::uint32_t>(i);
-          if (f.kept != detail::flow::none) f.kept = next++;
-          between.push_back(f);
-        }
-    std::vector<detail::flow>().swap(flows);
+      if (joint(i)) {
+        lf.arrays.push_back(static_cast<std::uint32_t>(i));
+        lf.kept_at[i] = next;
+        next += kept_at[i + 1] - kept_at[i];
+      }
   }
   detail::sort_pieces(rp.local);
   // The rounds within the whole budget, one at a time, and where they may be pipelined,
   // within half of it, two at a time; the faster by prediction (the header comment).
-  detail::round_schedule best = detail::schedule_rounds(rp, between, weights, kept, kept_written, o.budget_bytes, W, P, false);
+  detail::round_schedule best = detail::schedule_rounds(rp, lf, kept, kept_written, o.budget_bytes, W, P, false);
   const double one_seconds = best.seconds;
   const bool may_pipeline = o.budget_bytes / 2 > 0 && best.rounds.size() > 1 &&
                             (o.pipeline == reshard_pipeline::on || (o.pipeline == reshard_pipeline::automatic && P.overlap > 0));
   std::string unpipelined;  // why the rounds could not be pipelined
   if (may_pipeline) {
     try {
-      detail::round_schedule two = detail::schedule_rounds(rp, between, weights, kept, kept_written, o.budget_bytes / 2, W, P, true);
+      detail::round_schedule two = detail::schedule_rounds(rp, lf, kept, kept_written, o.budget_bytes / 2, W, P, true);
       if (o.pipeline == reshard_pipeline::on || two.seconds < one_seconds) best = std::move(two);
     } catch (const redist_error& e) {  // a row of a piece over half the budget
       if (e.code() != errc::bad_size) throw;
