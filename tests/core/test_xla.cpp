@@ -25,6 +25,23 @@ std::map<std::uint64_t, redist::box> held(const redist::placed_type& p) { return
 
 std::string box_of(const redist::placed_type& p, std::uint64_t rank) { return redist::box_text(held(p).at(rank)); }
 
+/// The ranks whose partial values sum with each rank's (the rank alone without pending sums):
+/// the mesh's devices that differ from it only along the sum sub-axes.
+std::map<std::uint64_t, std::vector<std::uint64_t>> sum_groups(const redist::placed_type& p) {
+  const redist::device_mesh& m = p.pm.mesh;
+  std::uint64_t summed = 0;
+  for (int i = 0; i < p.type.nsum; ++i) summed |= std::uint64_t{1} << p.type.sum[i];
+  std::map<std::uint64_t, std::vector<std::uint64_t>> g;
+  for (std::uint64_t a = 0; a < m.devices; ++a)
+    for (std::uint64_t b = 0; b < m.devices; ++b) {
+      bool same = true;
+      for (int k = 0; k < m.nsub; ++k) same = same && (((summed >> k) & 1) || m.coord(k, a) == m.coord(k, b));
+      if (same) g[p.pm.at(a)].push_back(p.pm.at(b));
+    }
+  for (auto& [r, v] : g) std::sort(v.begin(), v.end());
+  return g;
+}
+
 /// Shardings as XLA's own tests write them, the array shape they apply to, and whether
 /// to_xla gives the same text back (XLA prints an explicit list where it was built from one;
 /// to_xla prints the (transposed) iota whenever the list is one).
@@ -71,6 +88,11 @@ const std::vector<case_t> xla_cases = {
     {"{devices=[2,4]0,4,1,5,2,6,3,7}", {8, 8}, false},
     {"{devices=[1,4,2]0,4,2,6,1,5,3,7 last_tile_dim_replicate}", {8, 8}, false},
     {"{devices=[4,1,2]0,2,1,3,4,6,5,7 last_tile_dim_replicate}", {8, 8}, false},
+    // xla/hlo/ir/hlo_sharding_test.cc (V3ToV2Sharding, Unreduced: a named sharding with
+    // unreduced axes as subgroups; HloSharding::Unreduced), partial sums of a tile, of it all
+    {"{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}", {8, 8}, true},
+    {"{devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dims={unreduced, replicated}}", {8, 8}, true},
+    {"{unreduced}", {4, 6}, true},
 };
 }  // namespace
 
@@ -149,6 +171,7 @@ TEST_CASE("XLA's own shardings round-trip: parse, print, parse gives the same bo
     INFO(printed);
     const auto q = redist::from_xla(printed, c.global, p.pm.mesh.devices);
     CHECK(held(p) == held(q));
+    CHECK(sum_groups(p) == sum_groups(q));
     CHECK(redist::to_xla(q.pm, q.type) == printed);  // printing is canonical
     if (c.same_text) CHECK(printed == c.text);
   }
@@ -175,8 +198,51 @@ TEST_CASE("to_xla writes types on any placed mesh, sub-axes and axis orders incl
   const redist::placed_mesh q = redist::parse_placed_mesh("{x: 2, y: 2} @ [3, 1, 0, 2]");
   const redist::dist_type t = redist::parse_type(q.mesh, "[{x}8, {y}6]");
   CHECK(redist::to_xla(q, t) == "{devices=[2,2]3,1,0,2}");
-  CHECK_THROWS_WITH(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{x}8, 6] sum{y}")),
-                    Catch::Contains("pending values (sum{...}) has no HloSharding"));
+  CHECK_THROWS_WITH(redist::to_xla(pm, redist::parse_type(pm.mesh, "[{x}8, 6] max{y}")),
+                    "pending max values have no HloSharding (XLA's unreduced values are sums)");
+}
+
+TEST_CASE("unreduced subgroups are pending sums; sharding groups are set aside", "[core][xla]") {
+  const shape g{8, 6};
+  // Partial sums of each tile over a trailing subgroup dimension: the axis `u`, summed.
+  const auto p = redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}", g);
+  CHECK(redist::placed_mesh_text(p.pm) == "{d0: 2, u: 2}");
+  CHECK(redist::type_text(p.pm.mesh, p.type).str() == "[4{d0}8, 6] sum{u}");
+  const auto both = redist::from_xla("{devices=[2,1,2,2]<=[8] last_tile_dims={unreduced, replicated}}", g);
+  CHECK(redist::placed_mesh_text(both.pm) == "{d0: 2, u: 2, r: 2}");
+  CHECK(redist::type_text(both.pm.mesh, both.type).str() == "[4{d0}8, 6] sum{u}");
+  const auto twice = redist::from_xla("{devices=[1,1,2,2]<=[4] last_tile_dims={unreduced, unreduced}}", g);
+  CHECK(redist::placed_mesh_text(twice.pm) == "{u0: 2, u1: 2}");
+  CHECK(twice.type.nsum == 2);
+  const auto all = redist::from_xla("{unreduced}", g, 4);
+  CHECK(redist::placed_mesh_text(all.pm) == "{u: 4}");
+  CHECK(redist::type_text(all.pm.mesh, all.type).str() == "[8, 6] sum{u}");
+  CHECK(redist::from_xla("{unreduced}", g).type.nsum == 0);  // one device holds the whole value
+  // to_xla writes sums so, in XLA's order of subgroups (unreduced, then replicated).
+  const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 4, y: 2}");
+  auto xla = [&](const char* t) { return redist::to_xla(pm, redist::parse_type(pm.mesh, t)); };
+  CHECK(xla("[{x}8, 6] sum{y}") == "{devices=[4,1,2]<=[8] last_tile_dims={unreduced}}");
+  CHECK(xla("[{y}8, 6] sum{x:(1)2}") == "{devices=[2,1,2,2]<=[4,2]T(1,0) last_tile_dims={unreduced, replicated}}");
+  CHECK(xla("[8, 6] sum{x, y}") == "{unreduced}");
+  CHECK(xla("[8, 6] sum{y}") == "{devices=[1,1,2,4]<=[4,2]T(1,0) last_tile_dims={unreduced, replicated}}");
+  CHECK(redist::to_xla(redist::parse_placed_mesh("{x: 2} @ [5, 4]"), redist::parse_type(redist::parse_mesh("{x: 2}"),
+                                                                                         "[8] sum{x}")) ==
+        "{devices=[1,2]5,4 last_tile_dims={unreduced}}");
+  // Sharding groups (a hint to XLA's propagation) change no layout; one per sharding.
+  for (const char* s : {"{devices=[2,2]<=[4] shard_as 1}", "{devices=[2,2]<=[4] shard_like 0 metadata={op_name=\"a\"}}",
+                        "{devices=[2,1,2]<=[4] last_tile_dim_replicate shard_as 7}"}) {
+    INFO(s);
+    const std::string plain = std::string(s).substr(0, std::string(s).find(" shard_")) + "}";
+    CHECK(held(redist::from_xla(s, g)) == held(redist::from_xla(plain, g)));
+  }
+  const auto replicated = redist::from_xla("{replicated shard_as 2}", g, 2);
+  CHECK(redist::type_text(replicated.pm.mesh, replicated.type).str() == "[8, 6]");
+  CHECK(redist::placed_mesh_text(replicated.pm) == "{r: 2}");
+  CHECK(redist::from_xla("{maximal device=3 shard_like 1}", g).pm.at(0) == 3);
+  CHECK(redist::from_xla("{unreduced shard_as 0}", g, 2).type.nsum == 1);
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_as 1 shard_like 2}", g),
+                    "a second sharding group (at column 32 of '{devices=[2,2]<=[4] shard_as 1 shard_like 2}')");
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_as x}", g), Catch::StartsWith("expected a number"));
 }
 
 TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
@@ -214,7 +280,7 @@ TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
                     Catch::StartsWith("the iota [8] has 8 devices but the tile assignment [2,2] has 4 (at column 17"));
   CHECK_THROWS_WITH(
       redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", shape{8, 6, 2}),
-      Catch::StartsWith("the tile assignment [2,1,2] has 3 dimensions but an array of rank 3 with 1 replication "
+      Catch::StartsWith("the tile assignment [2,1,2] has 3 dimensions but an array of rank 3 with 1 subgroup "
                         "dimension(s) needs 4 (at column 10"));
   CHECK(column_of("{devices=[2,2]<=[4]}", shape{4}) == 9);
   CHECK(column_of("{devices=[0,2]<=[4]}", g2) == 10);
@@ -224,10 +290,12 @@ TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
   const char* sub = "{devices=[1,1,4,4]<=[16] last_tile_dims={manual, replicated}}";
   CHECK_THROWS_WITH(redist::from_xla(sub, g2), Catch::StartsWith("a manual subgroup (last_tile_dims={manual}) is not read"));
   CHECK(column_of(sub, g2) == static_cast<int>(std::string(sub).find("manual")));
-  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}", g2),
-                    Catch::StartsWith("an unreduced subgroup (last_tile_dims={unreduced}) is not read"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dims={other}}", g2),
+                    Catch::StartsWith("unknown subgroup type 'other' (expected replicated or unreduced) (at column 39"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,1,2]<=[4] last_tile_dim_replicate last_tile_dims={unreduced}}", g2),
+                    Catch::StartsWith("the subgroup dimensions are given twice (at column 47"));
   CHECK_THROWS_WITH(redist::from_xla("{{replicated}, {maximal device=0}}", g2), Catch::StartsWith("a tuple sharding"));
-  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_as 1}", g2), Catch::StartsWith("unknown attribute 'shard_as'"));
+  CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4] shard_with 1}", g2), Catch::StartsWith("unknown attribute 'shard_with'"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[4]", g2), Catch::Contains("but the text ended"));
   CHECK_THROWS_WITH(redist::from_xla("{maximal device=x}", g2), Catch::StartsWith("expected a number"));
 }
@@ -300,7 +368,7 @@ TEST_CASE("XLA's named shardings read as the Shardy shardings they are", "[core]
 
 TEST_CASE("ours -> XLA named -> ours round-trips on random types and device orders", "[core][xla]") {
   std::mt19937_64 rng(43);
-  std::size_t n = 0, placed = 0;
+  std::size_t n = 0, placed = 0, sums = 0;
   for (auto w : redist::testing::mixed_workloads()) {
     w.partial_sums = true;
     for (const auto& pt : redist::testing::random_problems(w, 100, 47)) {
@@ -320,9 +388,14 @@ TEST_CASE("ours -> XLA named -> ours round-trips on random types and device orde
         const redist::placed_type back = redist::from_xla(text, gl);
         CHECK(back.pm == pm);
         CHECK(back.type == t);
-        if (t.nsum == 0) {  // the same boxes as the HloSharding XLA converts it to
-          const redist::placed_type v2 = redist::from_xla(redist::to_xla(pm, t), gl, pm.mesh.devices);
+        if (t.nsum == 0 || t.reduce == redist::reduction::sum) {  // the same as the HloSharding XLA converts it to
+          const std::string v2_text = redist::to_xla(pm, t);
+          INFO(v2_text);
+          const redist::placed_type v2 = redist::from_xla(v2_text, gl, pm.mesh.devices);
           CHECK(held(v2) == held(back));
+          CHECK(sum_groups(v2) == sum_groups(back));
+          CHECK(redist::to_xla(v2.pm, v2.type) == v2_text);
+          sums += t.nsum > 0;
         }
         ++n;
       }
@@ -330,6 +403,7 @@ TEST_CASE("ours -> XLA named -> ours round-trips on random types and device orde
   }
   CHECK(n == 1400);
   CHECK(placed > 300);
+  CHECK(sums > 100);
   // What XLA prints: the canonical transposed iota, `[]` with pending sums only, quoted names.
   const redist::placed_mesh pm{redist::parse_mesh("{x: 2, y: 4}"), {0, 4, 1, 5, 2, 6, 3, 7}};
   CHECK(redist::to_xla_named(pm, redist::parse_type(pm.mesh, "[{x}8, {y}8]")) ==

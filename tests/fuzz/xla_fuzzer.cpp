@@ -1,9 +1,11 @@
 // tests/fuzz/xla_fuzzer.cpp -- from_xla / to_xla / to_xla_named on arbitrary text. Input: a
 // global shape on the first line (`[8, 6]`; a fixed one when it does not parse), the
 // HloSharding (tiled or named) on the rest. A sharding that parses gives a well-formed type;
-// written back, it reads back to the same box on every world rank, and writing is canonical
-// (the same text again); written as a named sharding, it reads back to the same placed type.
+// written back, it reads back to the same box (and partial sums with the same ranks) on every
+// world rank, and writing is canonical (the same text again); written as a named sharding, it
+// reads back to the same placed type.
 // xla_type_says agrees with from_xla, and where it says no, xla_layout gives a valid layout.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -15,15 +17,31 @@
 #include "redist/core/xla.hpp"
 
 namespace {
-/// lo, hi of every dimension of every world rank's box, by rank.
+/// lo, hi of every dimension of every world rank's box, and the lowest world rank whose
+/// partial values sum with the rank's (itself without pending sums), by rank.
 std::map<std::uint64_t, std::vector<std::uint64_t>> boxes(const redist::placed_type& p) {
+  const redist::device_mesh& m = p.pm.mesh;
+  std::uint64_t summed = 0;
+  for (int i = 0; i < p.type.nsum; ++i) summed |= std::uint64_t{1} << p.type.sum[i];
+  auto group = [&](std::uint64_t pos) {  // the device's coordinates off the sum sub-axes
+    std::vector<std::uint64_t> g;
+    for (int k = 0; k < m.nsub; ++k)
+      if (!((summed >> k) & 1)) g.push_back(m.coord(k, pos));
+    return g;
+  };
+  std::map<std::vector<std::uint64_t>, std::uint64_t> lowest;
+  for (std::uint64_t pos = 0; pos < m.devices; ++pos) {
+    auto [at, fresh] = lowest.try_emplace(group(pos), p.pm.at(pos));
+    if (!fresh) at->second = std::min<std::uint64_t>(at->second, p.pm.at(pos));
+  }
   std::map<std::uint64_t, std::vector<std::uint64_t>> out;
-  for (std::uint64_t pos = 0; pos < p.pm.mesh.devices; ++pos) {
+  for (std::uint64_t pos = 0; pos < m.devices; ++pos) {
     auto& b = out[p.pm.at(pos)];
     for (int d = 0; d < p.type.rank; ++d) {
-      b.push_back(redist::range_lo(p.pm.mesh, p.type.dims[d], pos));
-      b.push_back(redist::range_hi(p.pm.mesh, p.type.dims[d], pos));
+      b.push_back(redist::range_lo(m, p.type.dims[d], pos));
+      b.push_back(redist::range_hi(m, p.type.dims[d], pos));
     }
+    b.push_back(lowest.at(group(pos)));
   }
   return out;
 }

@@ -424,6 +424,14 @@ def main():
                      "--to-xla", "{mesh['x'=2,'y'=2], [{}, {'y', 'x'}]}"])
     expect(r.returncode == 0 and "[4{x}8, 8] sum{y} on {x: 2, y: 2} @ [0, 2, 1, 3] -> [8, 2{x, y}8]" in r.stdout and
            "verify: OK" in r.stdout, "run XLA named unreduced --verify:\n%s%s" % (r.stdout, r.stderr))
+    # Partial sums as an HloSharding: an unreduced subgroup, a sharding group set aside.
+    r = run(redist, ["run", "--backend", "host", "--verify", "--shape", "[8, 8]", "--from-xla",
+                     "{devices=[2,1,2]<=[4] last_tile_dims={unreduced} shard_as 0}", "--to-xla", "{devices=[4,1]<=[4]}"])
+    expect(r.returncode == 0 and "[4{d0}8, 8] sum{u} on {d0: 2, u: 2} -> [2{d0}8, 8] on {d0: 4}" in r.stdout and
+           "verify: OK" in r.stdout, "run XLA unreduced subgroup --verify:\n%s%s" % (r.stdout, r.stderr))
+    r = run(redist, ["convert", "--mesh", "{x: 2, y: 4}", "--type", "[{x}8, 8] sum{y}", "--to", "xla"])
+    expect(r.returncode == 0 and r.stdout == "{devices=[2,1,4]<=[8] last_tile_dims={unreduced}}\n",
+           "convert sums --to xla: %r %r" % (r.stdout, r.stderr))
     r = run(redist, ["convert", "--mesh", "{x: 2, y: 4} @ [0, 4, 1, 5, 2, 6, 3, 7]", "--type", "[{x}8, 8] sum{y}",
                      "--to", "xla-named"])
     expect(r.returncode == 0 and r.stdout == "{mesh['x'=2,'y'=4], device_ids=([2,4]T(1,0)), [{'x'}, {}], unreduced={'y'}}\n",

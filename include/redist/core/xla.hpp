@@ -7,18 +7,22 @@
 // row-major). The first rank(array) dimensions of the assignment tile the array: dimension i
 // of n in k tiles of ceil(n / k), the last ones short or empty (redist's uneven tiles).
 // `last_tile_dim_replicate`, or `last_tile_dims={replicated}`, adds a trailing dimension
-// whose devices hold the same tile.
+// whose devices hold the same tile; `last_tile_dims={unreduced}` one whose devices hold
+// partial sums of it (`last_tile_dims={unreduced, replicated}` both, as XLA orders them), and
+// `{unreduced}` partial sums of the whole array on every device. `shard_as N` and
+// `shard_like N` (sharding groups, a hint to XLA's propagation) are read and set aside.
 //
 // from_xla builds the mesh of the assignment, one axis per dimension of size > 1: `d<i>` for
-// the dimension that tiles array dimension i, `r` for the replication dimension (`r0`, `r1`,
-// ... when there are several); the mesh is placed on the flattened ids (no list when they are
-// 0..D-1), and the type splits dimension i by `d<i>`. `{replicated}` names no device count:
-// the caller gives it (`{r: N}`; one device: `{}`). `{maximal device=3}` is the mesh `{}` on
-// [3]. XLA has no axis names, so to_xla writes any type on any placed mesh (sub-axes, any
-// axis order: it is all one tile assignment), in the form XLA prints: the iota, a transposed
-// iota (reshape dimensions and permutation found from the ids, canonical as XLA's), else the
-// explicit list. Refused with a message: manual and unreduced subgroups, `{manual}`,
-// `{unknown}`, tuple shardings; pending sums (to_xla).
+// the dimension that tiles array dimension i, `r` for the replication dimension and `u` for
+// the unreduced one (`r0`, `r1`, ... when there are several of a kind); the mesh is placed on
+// the flattened ids (no list when they are 0..D-1), and the type splits dimension i by `d<i>`
+// and holds pending sums over `u` (`sum{u}`). `{replicated}` and `{unreduced}` name no device
+// count: the caller gives it (`{r: N}`, `{u: N}`; one device: `{}`). `{maximal device=3}` is
+// the mesh `{}` on [3]. XLA has no axis names, so to_xla writes any type on any placed mesh
+// (sub-axes, any axis order: it is all one tile assignment), in the form XLA prints: the iota,
+// a transposed iota (reshape dimensions and permutation found from the ids, canonical as
+// XLA's), else the explicit list. Refused with a message: manual subgroups, `{manual}`,
+// `{unknown}`, tuple shardings; pending values other than sums (to_xla).
 //
 // XLA's named sharding (xla/hlo/ir/named_sharding.h) is Shardy's sharding in HLO text:
 // `{mesh['x'=2,'y'=4], device_ids=([2,4]T(1,0)), [{'x'}, {'y':(1)2, ?}], replicated={...},
@@ -452,9 +456,9 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
   std::vector<std::uint64_t> dims, ids;  // the tile assignment
   int dims_col = -1;
   bool replicate = false;
-  int subgroups = 0;  // replicated subgroup dimensions (last_tile_dim_replicate counts one)
+  std::vector<char> unreduced;  // per subgroup dimension: pending sums (else replicated)
   std::uint64_t maximal = 0;
-  if (kind == "replicated") {
+  if (kind == "replicated" || kind == "unreduced") {
   } else if (kind == "maximal") {
     std::string_view w;
     sc.skip();
@@ -494,10 +498,13 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
     }
   } else {
     fail_at(errc::syntax,
-            "unknown sharding '" + std::string(kind) + "' (expected replicated, maximal, devices=[...] or mesh[...])", kcol);
+            "unknown sharding '" + std::string(kind) +
+                "' (expected replicated, unreduced, maximal, devices=[...] or mesh[...])",
+            kcol);
   }
 
   // Trailing attributes.
+  bool grouped = false;
   while (detail::is_ident_start(sc.peek())) {
     const int col = sc.pos;
     std::string_view w;
@@ -507,30 +514,35 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
       detail::skip_braced(sc, "metadata={...}");
       continue;
     }
+    if (w == "shard_as" || w == "shard_like") {  // a sharding group: a hint to XLA's propagation, no layout
+      if (grouped) fail_at(errc::syntax, "a second sharding group", col);
+      grouped = true;
+      std::uint64_t id = 0;
+      integer(id);
+      continue;
+    }
     if (kind != "devices") fail_at(errc::syntax, "'" + std::string(w) + "' after '" + std::string(kind) + "'", col);
     if (w == "last_tile_dim_replicate") {
-      if (replicate || subgroups > 0) fail_at(errc::syntax, "the replication dimension is given twice", col);
+      if (replicate || !unreduced.empty()) fail_at(errc::syntax, "the subgroup dimensions are given twice", col);
       replicate = true;
-      subgroups = 1;
+      unreduced = {0};
     } else if (w == "last_tile_dims") {
-      if (replicate || subgroups > 0) fail_at(errc::syntax, "the replication dimension is given twice", col);
+      if (replicate || !unreduced.empty()) fail_at(errc::syntax, "the subgroup dimensions are given twice", col);
       if (!sc.expect('=', "'=' after 'last_tile_dims'") || !sc.expect('{', "'{' after 'last_tile_dims='")) fail();
       do {
         sc.skip();
         const int tcol = sc.pos;
         std::string_view type;
         if (!sc.name(type)) fail();
-        if (type == "manual" || type == "unreduced")
+        if (type == "manual")
           fail_at(errc::rule,
-                  type == "manual"
-                      ? "a manual subgroup (last_tile_dims={manual}) is not read: a redist type lays out a global "
-                        "array, not per-device values"
-                      : "an unreduced subgroup (last_tile_dims={unreduced}) is not read: give pending sums as "
-                        "Shardy's unreduced={...} or redist's sum{...}",
+                  "a manual subgroup (last_tile_dims={manual}) is not read: a redist type lays out a global "
+                  "array, not per-device values",
                   tcol);
-        if (type != "replicated")
-          fail_at(errc::syntax, "unknown subgroup type '" + std::string(type) + "' (expected replicated)", tcol);
-        ++subgroups;
+        if (type != "replicated" && type != "unreduced")
+          fail_at(errc::syntax, "unknown subgroup type '" + std::string(type) + "' (expected replicated or unreduced)",
+                  tcol);
+        unreduced.push_back(type == "unreduced");
       } while (sc.accept(','));
       if (!sc.expect('}', "',' or '}' in last_tile_dims")) fail();
     } else {
@@ -545,33 +557,44 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
 
   device_mesh& m = out.pm.mesh;
   std::vector<std::vector<int>> axes;
-  if (kind == "replicated") {
-    if (devices == 0) throw redist_error(errc::bad_size, "a replicated sharding needs at least one device");
-    if (devices > 1)
-      if (error e = mesh_add_axis(m, "r", devices); !e.ok()) throw redist_error(e);
+  std::vector<int> pending;  // the axes of unreduced subgroups
+  if (kind == "replicated" || kind == "unreduced") {
+    if (devices == 0) throw redist_error(errc::bad_size, "a " + std::string(kind) + " sharding needs at least one device");
+    if (devices > 1) {
+      if (error e = mesh_add_axis(m, kind == "replicated" ? "r" : "u", devices); !e.ok()) throw redist_error(e);
+      if (kind == "unreduced") pending.push_back(0);
+    }
   } else if (kind == "maximal") {
     out.pm.devices = {static_cast<std::uint32_t>(maximal)};
   } else {
-    const std::size_t rank = global.size();
-    if (dims.size() != rank + static_cast<std::size_t>(subgroups))
+    const std::size_t rank = global.size(), subgroups = unreduced.size();
+    if (dims.size() != rank + subgroups)
       fail_at(errc::syntax,
               "the tile assignment [" + detail::number_list(dims, ",") + "] has " + std::to_string(dims.size()) +
                   " dimensions but an array of rank " + std::to_string(rank) +
-                  (subgroups ? " with " + std::to_string(subgroups) + " replication dimension(s)" : std::string()) +
-                  " needs " + std::to_string(rank + static_cast<std::size_t>(subgroups)),
+                  (subgroups ? " with " + std::to_string(subgroups) + " subgroup dimension(s)" : std::string()) +
+                  " needs " + std::to_string(rank + subgroups),
               dims_col);
     axes.resize(rank);
     for (std::size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] == 1) continue;
-      const std::string name = i < rank         ? "d" + std::to_string(i)
-                               : subgroups == 1 ? std::string("r")
-                                                : "r" + std::to_string(i - rank);
+      std::string name = "d" + std::to_string(i);
+      if (i >= rank) {  // `r`, `u`; `r0`, `r1`, ... where several subgroups are of one type
+        const char u = unreduced[i - rank];
+        name = u ? "u" : "r";
+        if (std::count(unreduced.begin(), unreduced.end(), u) > 1) name += std::to_string(i - rank);
+      }
       if (error e = mesh_add_axis(m, name, dims[i], dims_col); !e.ok()) throw redist_error(e, s);
       if (i < rank) axes[i].push_back(m.naxes - 1);
+      else if (unreduced[i - rank]) pending.push_back(m.naxes - 1);
     }
     out.pm.place_on(ids);
   }
   out.type = detail::type_from_axes(m, global, axes, "HloSharding");
+  if (!pending.empty()) {  // XLA's unreduced values are partial sums
+    detail::add_pending_axes(m, pending, out.type);
+    out.type.reduce = reduction::sum;
+  }
   return out;
 }
 }  // namespace detail
@@ -609,14 +632,16 @@ inline box_layout xla_layout(std::string_view s, std::span<const std::uint64_t> 
 }
 
 /// Write a type on a placed mesh as an HloSharding: `{replicated}` (nothing split, ranks
-/// 0..D-1), `{maximal device=N}` (one device), else the tile assignment in XLA's compact
-/// form, with `last_tile_dim_replicate` when some devices hold the same tile. Throws
-/// redist_error for pending sums.
+/// 0..D-1), `{unreduced}` (nothing split, partial sums over every axis, ranks 0..D-1),
+/// `{maximal device=N}` (one device), else the tile assignment in XLA's compact form, with
+/// `last_tile_dim_replicate` when some devices hold the same tile, `last_tile_dims={unreduced}`
+/// when some hold partial sums of it, and `last_tile_dims={unreduced, replicated}` for both.
+/// Throws redist_error for pending values other than sums.
 inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
   const device_mesh& m = pm.mesh;
-  if (t.nsum > 0)
-    throw redist_error(errc::rule, "a type with pending values (" + std::string(reduction_name(t.reduce)) +
-                                       "{...}) has no HloSharding: an XLA sharding holds whole values");
+  if (t.nsum > 0 && t.reduce != reduction::sum)
+    throw redist_error(errc::rule, "pending " + std::string(reduction_name(t.reduce)) +
+                                       " values have no HloSharding (XLA's unreduced values are sums)");
   if (error e = check(m, t); !e.ok()) throw redist_error(e);
   if (!pm.devices.empty() && pm.devices.size() != m.devices)
     throw redist_error(errc::bad_size, "the device list has " + std::to_string(pm.devices.size()) +
@@ -625,7 +650,12 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
   if (D == 1) return "{maximal device=" + std::to_string(pm.at(0)) + "}";
   bool split = false;
   for (int d = 0; d < t.rank; ++d) split = split || t.dims[d].n > 0;
-  if (!split && pm.identity()) return "{replicated}";
+  std::uint64_t U = 1, summed = 0;  // devices per tile holding partial sums of it: the sum sub-axes
+  for (int i = 0; i < t.nsum; ++i) {
+    U *= m.sub[t.sum[i]].size;
+    summed |= std::uint64_t{1} << t.sum[i];
+  }
+  if (!split && pm.identity() && (U == 1 || U == D)) return U == 1 ? "{replicated}" : "{unreduced}";
   if (D > detail::max_sharding_devices)
     throw redist_error(errc::capacity, "the mesh has " + std::to_string(D) +
                                            " devices, more than the 2^20 an HloSharding is written for");
@@ -635,13 +665,22 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
     shape.push_back(parts(m, t.dims[d]));
     tiles *= shape.back();
   }
-  const std::uint64_t R = D / tiles;  // devices per tile: the unused sub-axes, in device order
+  // Subgroup dimensions in XLA's order: the unreduced, then the replicated (the unused
+  // sub-axes), each in device order.
+  const std::uint64_t R = D / tiles / U;
+  if (U > 1) shape.push_back(U);
   if (R > 1) shape.push_back(R);
   const std::uint64_t used = used_mask(t);
   std::vector<std::uint64_t> ids(D);
   for (std::uint64_t p = 0; p < D; ++p) {
     std::uint64_t q = 0;
     for (int d = 0; d < t.rank; ++d) q = q * shape[static_cast<std::size_t>(d)] + block_index(m, t.dims[d], p);
+    if (U > 1) {
+      std::uint64_t part = 0;
+      for (int k = 0; k < m.nsub; ++k)
+        if ((summed >> k) & 1) part = part * m.sub[k].size + m.coord(k, p);
+      q = q * U + part;
+    }
     if (R > 1) {
       std::uint64_t replica = 0;
       for (int k = 0; k < m.nsub; ++k)
@@ -661,7 +700,8 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
   } else {
     s += detail::number_list(ids, ",");
   }
-  if (R > 1) s += " last_tile_dim_replicate";
+  if (U > 1) s += R > 1 ? " last_tile_dims={unreduced, replicated}" : " last_tile_dims={unreduced}";
+  else if (R > 1) s += " last_tile_dim_replicate";
   return s + "}";
 }
 
