@@ -96,17 +96,19 @@ namespace {
 /// "" if `mine` is rank r's plan of the whole plan `whole`: the same routes, rounds (with the
 /// whole rounds' counts), bytes per rank and predictions, and of the pieces exactly those
 /// rank r sends, receives or keeps, in the same order.
+/// The same pieces in the same order: arrays, ranks and boxes.
+bool same_pieces(const std::vector<reshard_piece>& x, const std::vector<reshard_piece>& y) {
+  return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const reshard_piece& a, const reshard_piece& b) {
+    return a.array == b.array && a.from == b.from && a.to == b.to && a.b == b.b;
+  });
+}
+
 std::string rank_plan_differs(const reshard_plan& whole, const reshard_plan& mine, rank_t r) {
   auto of_r = [&](const std::vector<reshard_piece>& v) {
     std::vector<reshard_piece> out;
     for (const reshard_piece& pc : v)
       if (pc.from == r || pc.to == r) out.push_back(pc);
     return out;
-  };
-  auto same = [](const std::vector<reshard_piece>& x, const std::vector<reshard_piece>& y) {
-    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const reshard_piece& a, const reshard_piece& b) {
-      return a.array == b.array && a.from == b.from && a.to == b.to && a.b == b.b;
-    });
   };
   if (mine.of_rank != std::optional<rank_t>(r) || whole.of_rank) return "of_rank";
   if (mine.route != whole.route || mine.local_count != whole.local_count || mine.pipelined != whole.pipelined)
@@ -120,13 +122,13 @@ std::string rank_plan_differs(const reshard_plan& whole, const reshard_plan& min
   if (mine.fused.size() != whole.fused.size()) return "fused sets";
   for (std::size_t f = 0; f < mine.fused.size(); ++f)
     if (mine.fused[f].arrays != whole.fused[f].arrays) return "fused sets";
-  if (!same(mine.local, of_r(whole.local))) return "local pieces";
+  if (!same_pieces(mine.local, of_r(whole.local))) return "local pieces";
   if (mine.rounds.size() != whole.rounds.size()) return "rounds";
   for (std::size_t k = 0; k < mine.rounds.size(); ++k) {
     const reshard_round &a = mine.rounds[k], &b = whole.rounds[k];
     if (a.count != b.count || a.messages != b.messages || a.bytes != b.bytes || b.count != b.pieces.size())
       return "round " + std::to_string(k) + "'s counts";
-    if (!same(a.pieces, of_r(b.pieces))) return "round " + std::to_string(k) + "'s pieces";
+    if (!same_pieces(a.pieces, of_r(b.pieces))) return "round " + std::to_string(k) + "'s pieces";
   }
   return {};
 }
@@ -239,13 +241,7 @@ TEST_CASE("arrays laid out alike share their flows: one round as under a budget 
     REQUIRE(a.count == b.count);
     REQUIRE(a.messages == b.messages);
     REQUIRE(a.bytes == b.bytes);
-    REQUIRE(a.pieces.size() == b.pieces.size());
-    for (std::size_t k = 0; k < a.pieces.size(); ++k) {
-      REQUIRE(a.pieces[k].array == b.pieces[k].array);
-      REQUIRE(a.pieces[k].from == b.pieces[k].from);
-      REQUIRE(a.pieces[k].to == b.pieces[k].to);
-      REQUIRE(a.pieces[k].b == b.pieces[k].b);
-    }
+    REQUIRE(same_pieces(a.pieces, b.pieces));
     REQUIRE(p.local_count == q.local_count);
     REQUIRE(p.received_bytes == q.received_bytes);
     REQUIRE(p.transient_bytes == q.transient_bytes);
