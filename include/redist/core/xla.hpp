@@ -455,7 +455,6 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
   placed_type out;
   std::vector<std::uint64_t> dims, ids;  // the tile assignment
   int dims_col = -1;
-  bool replicate = false;
   std::vector<char> unreduced;  // per subgroup dimension: pending sums (else replicated)
   std::uint64_t maximal = 0;
   if (kind == "replicated" || kind == "unreduced") {
@@ -523,11 +522,10 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
     }
     if (kind != "devices") fail_at(errc::syntax, "'" + std::string(w) + "' after '" + std::string(kind) + "'", col);
     if (w == "last_tile_dim_replicate") {
-      if (replicate || !unreduced.empty()) fail_at(errc::syntax, "the subgroup dimensions are given twice", col);
-      replicate = true;
+      if (!unreduced.empty()) fail_at(errc::syntax, "the subgroup dimensions are given twice", col);
       unreduced = {0};
     } else if (w == "last_tile_dims") {
-      if (replicate || !unreduced.empty()) fail_at(errc::syntax, "the subgroup dimensions are given twice", col);
+      if (!unreduced.empty()) fail_at(errc::syntax, "the subgroup dimensions are given twice", col);
       if (!sc.expect('=', "'=' after 'last_tile_dims'") || !sc.expect('{', "'{' after 'last_tile_dims='")) fail();
       do {
         sc.skip();
