@@ -25,6 +25,7 @@
 #include "redist/core/element_type.hpp"
 #include "redist/core/placement.hpp"
 #include "redist/lower/reshard.hpp"
+#include "support/random_problems.hpp"
 #include "support/reshard_problems.hpp"
 
 namespace {
@@ -47,15 +48,16 @@ reshard_array array_of(const std::string& name, element_type t, const std::strin
 TEST_CASE("random reshards: pieces tile every target, the lower bound, the budget", "[reshard]") {
   std::mt19937 rng(2611);
   testing::reshard_workload w;
-  int planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0, pipelined = 0;
-  for (int i = 0; i < 1500; ++i) {
+  std::size_t planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0, pipelined = 0;
+  const std::size_t n = testing::scaled(1500);
+  for (std::size_t i = 0; i < n; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, w);
     INFO(c.text);
     for (const reshard_array& a : c.problem.arrays) boxed += !layout_type(a.source) || !layout_type(a.target);
     const reshard_plan p = plan_reshard(c.problem);
     REQUIRE(testing::check_reshard_plan(p, 0).empty());
     ++planned;
-    owned += static_cast<int>(p.count(reshard_route::own));
+    owned += p.count(reshard_route::own);
     const std::uint64_t row = testing::largest_row(p);
     if (row == 0) continue;
     // A budget between one row and the most any rank moves.
@@ -66,7 +68,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
     REQUIRE(q.received_bytes == p.received_bytes);
     REQUIRE(!q.pipelined);  // the built-in profile has no overlap
     ++budgeted;
-    rounds += static_cast<int>(q.rounds.size());
+    rounds += q.rounds.size();
     // Two rounds at a time: any two consecutive rounds within the budget.
     const reshard_plan r = plan_reshard(c.problem, {.budget_bytes = budget, .pipeline = reshard_pipeline::on});
     REQUIRE(testing::check_reshard_plan(r, budget).empty());
@@ -83,12 +85,12 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
       }
     }
   }
-  CHECK(planned == 1500);
-  CHECK(budgeted > 1000);
-  CHECK(owned > 300);        // pending sums
-  CHECK(boxed > 300);        // box layouts at one end
+  CHECK(planned == n);
+  CHECK(budgeted * 3 > 2 * n);
+  CHECK(owned * 5 > n);      // pending sums
+  CHECK(boxed * 5 > n);      // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
-  CHECK(pipelined > 300);
+  CHECK(pipelined * 5 > n);
 }
 
 namespace {
@@ -140,8 +142,9 @@ TEST_CASE("rank plans: the whole plan with the other ranks' pieces left out", "[
   std::mt19937 rng(0x72616e6b);
   testing::reshard_workload w;
   w.casts = true;
-  int compared = 0, cut = 0, refused = 0;
-  for (int i = 0; i < 600; ++i) {
+  std::size_t compared = 0, cut = 0, refused = 0;
+  const std::size_t n = testing::scaled(600);
+  for (std::size_t i = 0; i < n; ++i) {
     testing::reshard_case c = testing::random_reshard(rng, w);
     if (i % 2 == 0) {  // arrays laid out as an earlier one (a model's layers): its plan and pieces are theirs too
       reshard_array again = c.problem.arrays[0];
@@ -194,9 +197,9 @@ TEST_CASE("rank plans: the whole plan with the other ranks' pieces left out", "[
       }
     }
   }
-  CHECK(compared > 6000);
-  CHECK(cut > 500);  // rounds of chunks: more pieces than the whole pieces
-  CHECK(refused > 1800);
+  CHECK(compared > 10 * n);
+  CHECK(cut * 6 > 5 * n);  // rounds of chunks: more pieces than the whole pieces
+  CHECK(refused > 3 * n);
   REQUIRE_THROWS_WITH(plan_reshard(testing::random_reshard(rng, w).problem, {.of_rank = 4096}),
                       Catch::Matchers::Contains("a plan of rank 4096 in a world of"));
 }
