@@ -498,8 +498,9 @@ def check_time_model(redist, checks):
         between = ["plan", "--mesh", "{dp: 2, tp: 2} @ [0, 1, 2, 3]", "--from", "[{dp}8, 512, {tp}512]",
                    "--to-mesh", "{dp: 2, tp: 2} @ [4, 5, 6, 7]", "--to", "[8, 512, 512]", "--world", "8", "--explain"]
         nodes = os.path.join(tmp, "nodes.json")
+        two_nodes = {"ranks": 4, "per_byte_s": 1e-9}
         with open(nodes, "w") as f:
-            f.write(json.dumps(dict(prof or {}, nodes={"ranks": 4, "per_byte_s": 1e-9})))
+            f.write(json.dumps(dict(prof or {}, nodes=two_nodes)))
         for extra, want in (([], "reason: exchange: predicted"), (["--profile", nodes], "reason: two-phase: predicted")):
             r = run(redist, between + extra)
             expect(r.returncode == 0 and want in r.stdout, "plan between nodes %r: rc %d, stdout %r, stderr %r" %
@@ -511,7 +512,7 @@ def check_time_model(redist, checks):
         exchange_first = os.path.join(tmp, "exchange_first.json")
         with open(exchange_first, "w") as f:
             ops = dict((prof or {}).get("ops", {}), exchange={"latency_s": 0, "per_peer_s": 0, "per_byte_s": 1e-12})
-            f.write(json.dumps(dict(prof or {}, ops=ops, nodes={"ranks": 4, "per_byte_s": 1e-9})))
+            f.write(json.dumps(dict(prof or {}, ops=ops, nodes=two_nodes)))
         hsdp = ["--mesh", "{dp: 2, fsdp: 4}", "--from", "[{fsdp}64, 32]", "--to-mesh", "{tp: 8}", "--to",
                 "[64, {tp}32]", "--profile", exchange_first]
         r = run(redist, ["plan"] + hsdp)
