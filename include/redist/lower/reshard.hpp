@@ -817,11 +817,20 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     std::sort(sized.begin(), sized.end(), [](const auto& x, const auto& y) {
       return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
-    // First fit, largest first: the chunks of one size, array by array.
+    // First fit, largest first: the chunks of one size, array by array. While the size holds,
+    // a round without room for it on a rank stays so (a rank's use only grows): `room[r]` is
+    // the first round that may have room on rank r, so the search for a chunk starts at the
+    // later of its ranks' and each round is passed over once per rank and size.
     std::vector<std::size_t> next(groups.size(), 0);         // each group's first chunk not placed
     std::vector<std::pair<std::uint32_t, std::size_t>> who;  // (array, group) with chunks of the size
+    std::vector<std::size_t> room(W, 0);
     for (std::size_t lo = 0, hi = 0; lo < sized.size(); lo = hi) {
       const std::uint64_t b = sized[lo].first;
+      std::fill(room.begin(), room.end(), std::size_t{0});
+      auto first_room = [&](rank_t r) {
+        while (room[r] < use.size() && use[room[r]][r] > cap - b) ++room[r];
+        return room[r];
+      };
       who.clear();
       for (hi = lo; hi < sized.size() && sized[hi].first == b; ++hi)
         for (const std::uint32_t i : members[sized[hi].second]) who.push_back({i, sized[hi].second});
@@ -830,7 +839,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
         for (std::size_t c = next[g]; c < groups[g].size() && groups[g][c].bytes == b; ++c) {
           const chunk& ch = groups[g][c];
           const flow& f = lf.flows[ch.flow];
-          std::size_t k = 0;
+          std::size_t k = std::max(first_room(f.from), first_room(f.to));
           while (k < use.size() && (use[k][f.from] > cap - b || use[k][f.to] > cap - b)) ++k;
           place(k, f, b, 1);
           if (f.kept == flow::none) continue;
