@@ -25,17 +25,18 @@ std::map<std::uint64_t, redist::box> held(const redist::placed_type& p) { return
 
 std::string box_of(const redist::placed_type& p, std::uint64_t rank) { return redist::box_text(held(p).at(rank)); }
 
-/// The ranks whose partial values sum with each rank's (the rank alone without pending sums):
-/// the mesh's devices that differ from it only along the sum sub-axes.
-std::map<std::uint64_t, std::vector<std::uint64_t>> sum_groups(const redist::placed_type& p) {
+/// The ranks that hold the same value as each rank: the mesh's devices that differ from it
+/// only along the sub-axes the type leaves unused (not split, not summed). With the boxes this
+/// is the whole layout: a pending sum adds one value of each such class of a tile, whichever
+/// replicas (XLA sorts each group of replicas, which pairs them up differently).
+std::map<std::uint64_t, std::vector<std::uint64_t>> same_value(const redist::placed_type& p) {
   const redist::device_mesh& m = p.pm.mesh;
-  std::uint64_t summed = 0;
-  for (int i = 0; i < p.type.nsum; ++i) summed |= std::uint64_t{1} << p.type.sum[i];
+  const std::uint64_t used = redist::used_mask(p.type);
   std::map<std::uint64_t, std::vector<std::uint64_t>> g;
   for (std::uint64_t a = 0; a < m.devices; ++a)
     for (std::uint64_t b = 0; b < m.devices; ++b) {
       bool same = true;
-      for (int k = 0; k < m.nsub; ++k) same = same && (((summed >> k) & 1) || m.coord(k, a) == m.coord(k, b));
+      for (int k = 0; k < m.nsub; ++k) same = same && (!((used >> k) & 1) || m.coord(k, a) == m.coord(k, b));
       if (same) g[p.pm.at(a)].push_back(p.pm.at(b));
     }
   for (auto& [r, v] : g) std::sort(v.begin(), v.end());
@@ -141,8 +142,31 @@ TEST_CASE("replicated and maximal shardings", "[core][xla]") {
   // Replicated on ranks other than 0..D-1 keeps its ranks.
   const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 2} @ [5, 4]");
   const redist::dist_type t = redist::parse_type(pm.mesh, "[6]");
-  CHECK(redist::to_xla(pm, t) == "{devices=[1,2]5,4 last_tile_dim_replicate}");
+  CHECK(redist::to_xla(pm, t) == "{devices=[1,2]4,5 last_tile_dim_replicate}");  // replicas in device order
   CHECK(held(redist::from_xla(redist::to_xla(pm, t), shape{6})) == held(pm, t));
+}
+
+TEST_CASE("to_xla writes each replication group in device order, as XLA's PartialTile does", "[core][xla]") {
+  // XLA prints {devices=[2,1,2]2,0,3,1 last_tile_dim_replicate} with each group sorted:
+  // 0,2,1,3, a transposed iota.
+  const auto p = redist::from_xla("{devices=[2,1,2]2,0,3,1 last_tile_dim_replicate}", shape{4, 6});
+  const std::string printed = redist::to_xla(p.pm, p.type);
+  CHECK(printed == "{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}");
+  CHECK(held(redist::from_xla(printed, shape{4, 6})) == held(p));
+  // Sorted groups that make no iota stay a list; the tiles' order is kept.
+  const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 2, y: 2} @ [7, 5, 4, 6]");
+  const redist::dist_type t = redist::parse_type(pm.mesh, "[{x}4, 6]");
+  CHECK(redist::to_xla(pm, t) == "{devices=[2,1,2]5,7,4,6 last_tile_dim_replicate}");
+  CHECK(held(redist::from_xla(redist::to_xla(pm, t), shape{4, 6})) == held(pm, t));
+  // With pending sums only the replicated (last) dimension is sorted: XLA keeps the
+  // unreduced subgroup's order. Rank 2y + x on {y: 2, x: 2}: tile y, partial sums over x.
+  const redist::placed_mesh q = redist::parse_placed_mesh("{y: 2, x: 2, r: 2} @ [3, 2, 1, 0, 7, 6, 5, 4]");
+  const redist::dist_type s = redist::parse_type(q.mesh, "[{y}4] sum{x}");
+  const std::string text = redist::to_xla(q, s);
+  CHECK(text == "{devices=[2,2,2]2,3,0,1,6,7,4,5 last_tile_dims={unreduced, replicated}}");
+  const auto back = redist::from_xla(text, shape{4});
+  CHECK(held(back) == held(q, s));
+  CHECK(same_value(back) == same_value(redist::placed_type{q, s}));
 }
 
 TEST_CASE("iota, transposed iota and explicit lists of the same devices agree", "[core][xla]") {
@@ -171,7 +195,7 @@ TEST_CASE("XLA's own shardings round-trip: parse, print, parse gives the same bo
     INFO(printed);
     const auto q = redist::from_xla(printed, c.global, p.pm.mesh.devices);
     CHECK(held(p) == held(q));
-    CHECK(sum_groups(p) == sum_groups(q));
+    CHECK(same_value(p) == same_value(q));
     CHECK(redist::to_xla(q.pm, q.type) == printed);  // printing is canonical
     if (c.same_text) CHECK(printed == c.text);
   }
@@ -393,7 +417,7 @@ TEST_CASE("ours -> XLA named -> ours round-trips on random types and device orde
           INFO(v2_text);
           const redist::placed_type v2 = redist::from_xla(v2_text, gl, pm.mesh.devices);
           CHECK(held(v2) == held(back));
-          CHECK(sum_groups(v2) == sum_groups(back));
+          CHECK(same_value(v2) == same_value(back));
           CHECK(redist::to_xla(v2.pm, v2.type) == v2_text);
           sums += t.nsum > 0;
         }

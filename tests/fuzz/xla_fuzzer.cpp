@@ -1,7 +1,7 @@
 // tests/fuzz/xla_fuzzer.cpp -- from_xla / to_xla / to_xla_named on arbitrary text. Input: a
 // global shape on the first line (`[8, 6]`; a fixed one when it does not parse), the
 // HloSharding (tiled or named) on the rest. A sharding that parses gives a well-formed type;
-// written back, it reads back to the same box (and partial sums with the same ranks) on every
+// written back, it reads back to the same box (held by the same ranks as the same value) on every
 // world rank, and writing is canonical (the same text again); written as a named sharding, it
 // reads back to the same placed type.
 // xla_type_says agrees with from_xla, and where it says no, xla_layout gives a valid layout.
@@ -17,16 +17,16 @@
 #include "redist/core/xla.hpp"
 
 namespace {
-/// lo, hi of every dimension of every world rank's box, and the lowest world rank whose
-/// partial values sum with the rank's (itself without pending sums), by rank.
+/// lo, hi of every dimension of every world rank's box, and the lowest world rank that holds
+/// the same value (the same tile and, with pending sums, the same partial value; which replicas
+/// pair up in a sum is not part of the layout: XLA sorts each group of replicas), by rank.
 std::map<std::uint64_t, std::vector<std::uint64_t>> boxes(const redist::placed_type& p) {
   const redist::device_mesh& m = p.pm.mesh;
-  std::uint64_t summed = 0;
-  for (int i = 0; i < p.type.nsum; ++i) summed |= std::uint64_t{1} << p.type.sum[i];
-  auto group = [&](std::uint64_t pos) {  // the device's coordinates off the sum sub-axes
+  const std::uint64_t used = redist::used_mask(p.type);
+  auto group = [&](std::uint64_t pos) {  // the device's coordinates on the split and sum sub-axes
     std::vector<std::uint64_t> g;
     for (int k = 0; k < m.nsub; ++k)
-      if (!((summed >> k) & 1)) g.push_back(m.coord(k, pos));
+      if ((used >> k) & 1) g.push_back(m.coord(k, pos));
     return g;
   };
   std::map<std::vector<std::uint64_t>, std::uint64_t> lowest;

@@ -630,11 +630,12 @@ inline box_layout xla_layout(std::string_view s, std::span<const std::uint64_t> 
 }
 
 /// Write a type on a placed mesh as an HloSharding: `{replicated}` (nothing split, ranks
-/// 0..D-1), `{unreduced}` (nothing split, partial sums over every axis, ranks 0..D-1),
+/// 0..D-1 in any order), `{unreduced}` (nothing split, partial sums over every axis, the same),
 /// `{maximal device=N}` (one device), else the tile assignment in XLA's compact form, with
 /// `last_tile_dim_replicate` when some devices hold the same tile, `last_tile_dims={unreduced}`
-/// when some hold partial sums of it, and `last_tile_dims={unreduced, replicated}` for both.
-/// Throws redist_error for pending values other than sums.
+/// when some hold partial sums of it, and `last_tile_dims={unreduced, replicated}` for both;
+/// the devices of each replication group in ascending order, as XLA prints them. Throws
+/// redist_error for pending values other than sums.
 inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
   const device_mesh& m = pm.mesh;
   if (t.nsum > 0 && t.reduce != reduction::sum)
@@ -653,7 +654,9 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
     U *= m.sub[t.sum[i]].size;
     summed |= std::uint64_t{1} << t.sum[i];
   }
-  if (!split && pm.identity() && (U == 1 || U == D)) return U == 1 ? "{replicated}" : "{unreduced}";
+  // Nothing split and every device alike (all replicas, or all partial sums): only the set of
+  // devices counts, and XLA's shorthand says 0..D-1.
+  if (!split && pm.min_world() == D && (U == 1 || U == D)) return U == 1 ? "{replicated}" : "{unreduced}";
   if (D > detail::max_sharding_devices)
     throw redist_error(errc::capacity, "the mesh has " + std::to_string(D) +
                                            " devices, more than the 2^20 an HloSharding is written for");
@@ -687,6 +690,11 @@ inline std::string to_xla(const placed_mesh& pm, const dist_type& t) {
     }
     ids[q] = pm.at(p);
   }
+  // XLA's canonical partial replication (HloSharding::PartialTile) holds each group of
+  // replicas in ascending device order: the order of replicas says nothing of the layout.
+  if (R > 1)
+    for (auto g = ids.begin(); g != ids.end(); g += static_cast<std::ptrdiff_t>(R))
+      std::sort(g, g + static_cast<std::ptrdiff_t>(R));
   std::string s = "{devices=[" + detail::number_list(shape, ",") + "]";
   std::vector<std::uint64_t> reshape;
   std::vector<int> perm;
