@@ -587,15 +587,20 @@ struct round_tally {
   }
   /// `pieces` pieces from `from` to `to` of `bytes` in all.
   void add(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
+    add_bytes(from, to, bytes);
+    if (from != to && pairs.add(from, to, pieces)) {
+      ++peers_out[from];
+      ++peers_in[to];
+    }
+  }
+  /// `bytes` more from `from` to `to`, a pair add() has counted in this round, without the
+  /// pair table (its piece count stays; remove() takes back only what add() counted).
+  void add_bytes(rank_t from, rank_t to, std::uint64_t bytes) {
     written[to] += bytes;
     if (from == to) return;
     sent[from] += bytes;
     received[to] += bytes;
     if (nodes) nodes->add(from, to, bytes);
-    if (pairs.add(from, to, pieces)) {
-      ++peers_out[from];
-      ++peers_in[to];
-    }
   }
   /// Take back pieces add() counted.
   void remove(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
@@ -744,7 +749,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   s.pipelined = pipelined;
   std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
   std::vector<round_tally> tally;               // per round
-  auto place = [&](std::size_t k, const flow& f, std::uint64_t bytes, std::uint64_t pieces) {
+  // `counted`: the flow's pair already has pieces in round k.
+  auto place = [&](std::size_t k, const flow& f, std::uint64_t bytes, std::uint64_t pieces, bool counted) {
     if (k == use.size()) {
       use.emplace_back(W, 0);
       tally.emplace_back(W, P);
@@ -752,7 +758,10 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     }
     use[k][f.from] += bytes;
     use[k][f.to] += bytes;
-    tally[k].add(f.from, f.to, bytes, pieces);
+    if (counted)
+      tally[k].add_bytes(f.from, f.to, bytes);
+    else
+      tally[k].add(f.from, f.to, bytes, pieces);
     s.rounds[k].bytes += bytes;
     s.rounds[k].count += pieces;
   };
@@ -763,7 +772,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
       w.wire[lf.layout[i]] += lf.wire[i];
       ++w.copies[lf.layout[i]];
     }
-    for (const flow& f : lf.flows) place(0, f, w.bytes(f), w.copies[f.array]);
+    for (const flow& f : lf.flows) place(0, f, w.bytes(f), w.copies[f.array], false);
     if (!s.rounds.empty()) s.rounds[0].pieces = std::move(kept);
   } else {
     // The chunks of whole rows of each (layout, wire type), in flow order.
@@ -824,6 +833,10 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     std::vector<std::size_t> next(groups.size(), 0);         // each group's first chunk not placed
     std::vector<std::pair<std::uint32_t, std::size_t>> who;  // (array, group) with chunks of the size
     std::vector<std::size_t> room(W, 0);
+    // 1 + the round each flow's pair was last counted in (0: none). The chunks of a flow, of
+    // every array laid out so, mostly land in one round: most placements (70% on the
+    // weight-sync state) then skip the pair table.
+    std::vector<std::size_t> counted(lf.flows.size(), 0);
     for (std::size_t lo = 0, hi = 0; lo < sized.size(); lo = hi) {
       const std::uint64_t b = sized[lo].first;
       std::fill(room.begin(), room.end(), std::size_t{0});
@@ -841,7 +854,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
           const flow& f = lf.flows[ch.flow];
           std::size_t k = std::max(first_room(f.from), first_room(f.to));
           while (k < use.size() && (use[k][f.from] > cap - b || use[k][f.to] > cap - b)) ++k;
-          place(k, f, b, 1);
+          place(k, f, b, 1, counted[ch.flow] == k + 1);
+          counted[ch.flow] = k + 1;
           if (f.kept == flow::none) continue;
           reshard_piece pc = kept[lf.kept_at[i] + f.kept];
           if (pc.b.rank > 0) {
