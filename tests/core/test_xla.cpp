@@ -153,6 +153,11 @@ TEST_CASE("to_xla writes each replication group in device order, as XLA's Partia
   const std::string printed = redist::to_xla(p.pm, p.type);
   CHECK(printed == "{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}");
   CHECK(held(redist::from_xla(printed, shape{4, 6})) == held(p));
+  // A transposed iota whose groups are out of order: XLA sorts its group dimensions
+  // (GroupMinorIotaDimsSorted), here 0,2,1,3 and 4,6,5,7 into the plain iota.
+  const auto g = redist::from_xla("{devices=[2,1,4]<=[2,2,2]T(0,2,1) last_tile_dim_replicate}", shape{4, 6});
+  CHECK(redist::to_xla(g.pm, g.type) == "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+  CHECK(held(redist::from_xla(redist::to_xla(g.pm, g.type), shape{4, 6})) == held(g));
   // Sorted groups that make no iota stay a list; the tiles' order is kept.
   const redist::placed_mesh pm = redist::parse_placed_mesh("{x: 2, y: 2} @ [7, 5, 4, 6]");
   const redist::dist_type t = redist::parse_type(pm.mesh, "[{x}4, 6]");
