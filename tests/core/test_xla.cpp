@@ -164,7 +164,7 @@ TEST_CASE("to_xla writes each replication group in device order, as XLA's Partia
   CHECK(redist::to_xla(pm, t) == "{devices=[2,1,2]5,7,4,6 last_tile_dim_replicate}");
   CHECK(held(redist::from_xla(redist::to_xla(pm, t), shape{4, 6})) == held(pm, t));
   // With pending sums only the replicated (last) dimension is sorted: XLA keeps the
-  // unreduced subgroup's order. Rank 2y + x on {y: 2, x: 2}: tile y, partial sums over x.
+  // unreduced subgroup's order. Position 4y + 2x + r: tile y, partial sums over x, replicas r.
   const redist::placed_mesh q = redist::parse_placed_mesh("{y: 2, x: 2, r: 2} @ [3, 2, 1, 0, 7, 6, 5, 4]");
   const redist::dist_type s = redist::parse_type(q.mesh, "[{y}4] sum{x}");
   const std::string text = redist::to_xla(q, s);
