@@ -593,14 +593,20 @@ struct round_tally {
       ++peers_in[to];
     }
   }
-  /// `bytes` more from `from` to `to`, a pair add() has counted in this round, without the
-  /// pair table (its piece count stays; remove() takes back only what add() counted).
+  /// `bytes` more from `from` to `to`, without the pair table (add() counts the pair; a
+  /// caller that counts pairs itself adds each new one with add_pair).
   void add_bytes(rank_t from, rank_t to, std::uint64_t bytes) {
     written[to] += bytes;
     if (from == to) return;
     sent[from] += bytes;
     received[to] += bytes;
     if (nodes) nodes->add(from, to, bytes);
+  }
+  /// A pair of ranks with pieces in this round, counted by the caller (their bytes added by
+  /// add_bytes): one more peer for each.
+  void add_pair(rank_t from, rank_t to) {
+    ++peers_out[from];
+    ++peers_in[to];
   }
   /// Take back pieces add() counted.
   void remove(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
@@ -726,6 +732,41 @@ struct layout_flows {
   std::vector<std::size_t> kept_at;     // per joint array
 };
 
+/// The pairs of ranks that flows run between, numbered densely: `of[t]` is flow t's pair
+/// (flow::none for a flow within a rank), `ranks[p]` pair p's sender and receiver. Flows are
+/// bucketed by sender, then each sender's receivers numbered once: linear, no hashing.
+struct flow_pairs {
+  std::vector<std::uint32_t> of;
+  std::vector<std::pair<rank_t, rank_t>> ranks;
+};
+
+inline flow_pairs number_pairs(std::span<const flow> flows, std::uint64_t W) {
+  flow_pairs p;
+  p.of.assign(flows.size(), flow::none);
+  std::vector<std::size_t> at(W + 1, 0);  // each sender's flows in `by`: [at[r], at[r + 1])
+  for (const flow& f : flows) ++at[f.from + 1];
+  for (std::uint64_t r = 0; r < W; ++r) at[r + 1] += at[r];
+  std::vector<std::uint32_t> by(flows.size());
+  {
+    std::vector<std::size_t> next(at.begin(), at.end() - 1);
+    for (std::size_t t = 0; t < flows.size(); ++t) by[next[flows[t].from]++] = static_cast<std::uint32_t>(t);
+  }
+  std::vector<std::uint32_t> id(W, flow::none);  // per receiver, its pair with `sender`
+  std::vector<rank_t> sender(W, 0);
+  for (std::uint64_t r = 0; r < W; ++r)
+    for (std::size_t q = at[r]; q < at[r + 1]; ++q) {
+      const flow& f = flows[by[q]];
+      if (f.to == f.from) continue;
+      if (id[f.to] == flow::none || sender[f.to] != f.from) {
+        id[f.to] = static_cast<std::uint32_t>(p.ranks.size());
+        sender[f.to] = f.from;
+        p.ranks.emplace_back(f.from, f.to);
+      }
+      p.of[by[q]] = id[f.to];
+    }
+  return p;
+}
+
 /// The rounds of the joint arrays' pieces between ranks (`lf`, their kept pieces `kept`)
 /// within `cap` bytes per rank per round (the header comment; 0: one round, which then takes
 /// the kept pieces), their transient bytes per rank and their predicted seconds, with the
@@ -749,19 +790,30 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   s.pipelined = pipelined;
   std::vector<std::vector<std::uint64_t>> use;  // per round, per rank
   std::vector<round_tally> tally;               // per round
-  // `counted`: the flow's pair already has pieces in round k.
-  auto place = [&](std::size_t k, const flow& f, std::uint64_t bytes, std::uint64_t pieces, bool counted) {
+  // A round's pairs of ranks (its messages, each rank's peers) are counted after every piece
+  // is placed: each round lists its pairs (`fresh`), a pair again only when a piece placed in
+  // another round came between (`last`: 1 + the round that took the pair last; the chunks of
+  // a flow, of every array laid out so, mostly land in one round), and each list is
+  // deduplicated at the end. A pair table per round, looked up piece by piece, took a third
+  // of the time of a large world's plan and half its memory.
+  const flow_pairs pairs = number_pairs(lf.flows, W);
+  std::vector<std::uint32_t> last(pairs.ranks.size(), 0);
+  std::vector<std::vector<std::uint32_t>> fresh;  // per round
+  auto place = [&](std::size_t k, std::size_t t, std::uint64_t bytes, std::uint64_t pieces) {
+    const flow& f = lf.flows[t];
     if (k == use.size()) {
       use.emplace_back(W, 0);
       tally.emplace_back(W, P);
+      fresh.emplace_back();
       s.rounds.emplace_back();
     }
     use[k][f.from] += bytes;
     use[k][f.to] += bytes;
-    if (counted)
-      tally[k].add_bytes(f.from, f.to, bytes);
-    else
-      tally[k].add(f.from, f.to, bytes, pieces);
+    tally[k].add_bytes(f.from, f.to, bytes);
+    if (const std::uint32_t p = pairs.of[t]; p != flow::none && last[p] != k + 1) {
+      last[p] = static_cast<std::uint32_t>(k + 1);
+      fresh[k].push_back(p);
+    }
     s.rounds[k].bytes += bytes;
     s.rounds[k].count += pieces;
   };
@@ -772,7 +824,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
       w.wire[lf.layout[i]] += lf.wire[i];
       ++w.copies[lf.layout[i]];
     }
-    for (const flow& f : lf.flows) place(0, f, w.bytes(f), w.copies[f.array], false);
+    for (std::size_t t = 0; t < lf.flows.size(); ++t) place(0, t, w.bytes(lf.flows[t]), w.copies[lf.flows[t].array]);
     if (!s.rounds.empty()) s.rounds[0].pieces = std::move(kept);
   } else {
     // The chunks of whole rows of each (layout, wire type), in flow order.
@@ -833,10 +885,6 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     std::vector<std::size_t> next(groups.size(), 0);         // each group's first chunk not placed
     std::vector<std::pair<std::uint32_t, std::size_t>> who;  // (array, group) with chunks of the size
     std::vector<std::size_t> room(W, 0);
-    // 1 + the round each flow's pair was last counted in (0: none). The chunks of a flow, of
-    // every array laid out so, mostly land in one round: most placements (70% on the
-    // weight-sync state) then skip the pair table.
-    std::vector<std::size_t> counted(lf.flows.size(), 0);
     for (std::size_t lo = 0, hi = 0; lo < sized.size(); lo = hi) {
       const std::uint64_t b = sized[lo].first;
       std::fill(room.begin(), room.end(), std::size_t{0});
@@ -854,8 +902,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
           const flow& f = lf.flows[ch.flow];
           std::size_t k = std::max(first_room(f.from), first_room(f.to));
           while (k < use.size() && (use[k][f.from] > cap - b || use[k][f.to] > cap - b)) ++k;
-          place(k, f, b, 1, counted[ch.flow] == k + 1);
-          counted[ch.flow] = k + 1;
+          place(k, ch.flow, b, 1);
           if (f.kept == flow::none) continue;
           reshard_piece pc = kept[lf.kept_at[i] + f.kept];
           if (pc.b.rank > 0) {
@@ -871,6 +918,16 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     }
   }
   const std::size_t n = s.rounds.size();
+  std::fill(last.begin(), last.end(), 0u);  // now: 1 + the round each pair was counted in last
+  for (std::size_t k = 0; k < n; ++k) {
+    for (const std::uint32_t p : fresh[k])
+      if (last[p] != k + 1) {
+        last[p] = static_cast<std::uint32_t>(k + 1);
+        tally[k].add_pair(pairs.ranks[p].first, pairs.ranks[p].second);
+        ++s.rounds[k].messages;
+      }
+    std::vector<std::uint32_t>().swap(fresh[k]);
+  }
   if (n == 0 && rp.local_count > 0) tally.emplace_back(W, P);  // the pieces ranks keep, alone
   s.transient.assign(W, 0);
   std::vector<double> transfer, pass;
@@ -879,7 +936,6 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     if (k == 0)
       for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
     if (k < n) {
-      s.rounds[k].messages = t.pairs.size();
       sort_pieces(s.rounds[k].pieces);
       for (std::uint64_t r = 0; r < W; ++r)
         s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < n ? use[k + 1][r] : 0));
