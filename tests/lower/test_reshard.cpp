@@ -255,9 +255,12 @@ TEST_CASE("arrays laid out alike share their flows: one round as under a budget 
   CHECK(shared > 300);
 }
 
-TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as pieces come and go", "[reshard]") {
+TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's peers kept as pieces come and go",
+          "[reshard]") {
   // sort_pieces (small keys, then each piece moved once) orders as reshard_piece::operator<;
-  // round_tally counts each rank's peers incrementally, as a recount over the pieces does.
+  // number_pairs gives flows between the same two ranks one id, ids 0.. in the order of
+  // senders, and flows within a rank none; round_tally counts each rank's peers
+  // incrementally, as a recount over the pieces does.
   std::mt19937 rng(0x6c617267);
   for (int t = 0; t < 200; ++t) {
     const std::uint32_t W = 1 + rng() % 12;
@@ -271,6 +274,24 @@ TEST_CASE("large plans: pieces sorted by their keys, the tally's peers kept as p
         p.b.lo[d] = rng() % 4;  // duplicates of (from, to, array) with other boxes
         p.b.hi[d] = p.b.lo[d] + 1 + rng() % 3;
       }
+    }
+    {
+      std::vector<detail::flow> flows(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) flows[i] = {.array = v[i].array, .from = v[i].from, .to = v[i].to};
+      const detail::flow_pairs fp = detail::number_pairs(flows, W);
+      REQUIRE(fp.of.size() == flows.size());
+      std::map<std::pair<rank_t, rank_t>, std::uint32_t> id;
+      for (std::size_t i = 0; i < flows.size(); ++i) {
+        if (flows[i].from == flows[i].to) {
+          REQUIRE(fp.of[i] == detail::flow::none);
+          continue;
+        }
+        REQUIRE(fp.of[i] < fp.ranks.size());
+        REQUIRE(fp.ranks[fp.of[i]] == std::pair{flows[i].from, flows[i].to});
+        REQUIRE(id.try_emplace({flows[i].from, flows[i].to}, fp.of[i]).first->second == fp.of[i]);
+      }
+      REQUIRE(id.size() == fp.ranks.size());
+      REQUIRE(std::is_sorted(fp.ranks.begin(), fp.ranks.end(), [](const auto& x, const auto& y) { return x.first < y.first; }));
     }
     std::vector<reshard_piece> want = v;
     std::sort(want.begin(), want.end());
