@@ -275,24 +275,6 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
         p.b.hi[d] = p.b.lo[d] + 1 + rng() % 3;
       }
     }
-    {
-      std::vector<detail::flow> flows(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) flows[i] = {.array = v[i].array, .from = v[i].from, .to = v[i].to};
-      const detail::flow_pairs fp = detail::number_pairs(flows, W);
-      REQUIRE(fp.of.size() == flows.size());
-      std::map<std::pair<rank_t, rank_t>, std::uint32_t> id;
-      for (std::size_t i = 0; i < flows.size(); ++i) {
-        if (flows[i].from == flows[i].to) {
-          REQUIRE(fp.of[i] == detail::flow::none);
-          continue;
-        }
-        REQUIRE(fp.of[i] < fp.ranks.size());
-        REQUIRE(fp.ranks[fp.of[i]] == std::pair{flows[i].from, flows[i].to});
-        REQUIRE(id.try_emplace({flows[i].from, flows[i].to}, fp.of[i]).first->second == fp.of[i]);
-      }
-      REQUIRE(id.size() == fp.ranks.size());
-      REQUIRE(std::is_sorted(fp.ranks.begin(), fp.ranks.end(), [](const auto& x, const auto& y) { return x.first < y.first; }));
-    }
     std::vector<reshard_piece> want = v;
     std::sort(want.begin(), want.end());
     detail::sort_pieces(v);
@@ -304,7 +286,24 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
       REQUIRE(!(v[i].b < want[i].b));
       REQUIRE(!(want[i].b < v[i].b));
     }
-    detail::round_tally tally(W, builtin_profile);
+    std::vector<detail::flow> flows(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) flows[i] = {.array = v[i].array, .from = v[i].from, .to = v[i].to};
+    const detail::flow_pairs fp = detail::number_pairs(flows, W);
+    REQUIRE(fp.of.size() == flows.size());
+    std::map<std::pair<rank_t, rank_t>, std::uint32_t> id;
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      if (flows[i].from == flows[i].to) {
+        REQUIRE(fp.of[i] == detail::flow::none);
+        continue;
+      }
+      REQUIRE(fp.of[i] < fp.ranks.size());
+      REQUIRE(fp.ranks[fp.of[i]] == std::pair{flows[i].from, flows[i].to});
+      REQUIRE(id.try_emplace({flows[i].from, flows[i].to}, fp.of[i]).first->second == fp.of[i]);
+    }
+    REQUIRE(id.size() == fp.ranks.size());
+    REQUIRE(std::is_sorted(fp.ranks.begin(), fp.ranks.end(), [](const auto& x, const auto& y) { return x.first < y.first; }));
+    auto pair_of = [&](const reshard_piece& p) { return p.from == p.to ? detail::flow::none : id.at({p.from, p.to}); };
+    detail::round_tally tally(W, builtin_profile, fp.ranks.size());
     std::vector<reshard_piece> in;
     for (const reshard_piece& p : v) {
       if (!in.empty() && rng() % 3 == 0) {  // take back one, or some of one pair's at once
@@ -312,11 +311,11 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
         const auto of_pair = [&](const reshard_piece& q) { return q.from == back.from && q.to == back.to; };
         const auto n = static_cast<std::uint64_t>(std::count_if(in.begin(), in.end(), of_pair));
         const std::uint64_t m = rng() % 2 == 0 ? 1 : 1 + rng() % n;
-        tally.remove(back.from, back.to, 4 * m, m);
+        tally.remove(back.from, back.to, pair_of(back), 4 * m, m);
         for (std::uint64_t j = 0; j < m; ++j) in.erase(std::find_if(in.begin(), in.end(), of_pair));
       }
       const std::uint64_t m = rng() % 4 == 0 ? 1 + rng() % 3 : 1;  // pieces of arrays laid out alike
-      tally.add(p.from, p.to, 4 * m, m);
+      tally.add(p.from, p.to, pair_of(p), 4 * m, m);
       in.insert(in.end(), m, p);
     }
     std::vector<std::set<rank_t>> out_peers(W), in_peers(W);
@@ -336,7 +335,7 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
     }
     REQUIRE(tally.sent == sent);
     REQUIRE(tally.received == received);
-    REQUIRE(tally.pairs.size() == pairs.size());
+    for (const auto& [pair, at] : id) REQUIRE((tally.pieces[at] > 0) == pairs.contains(pair));
   }
 }
 

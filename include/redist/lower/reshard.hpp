@@ -519,82 +519,25 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
   return sets;
 }
 
-/// Pieces per pair of ranks, in an open-addressing table (a plan of a large world counts
-/// millions of pieces over up to W^2 pairs; a pair whose count falls back to 0 keeps its
-/// slot).
-class pair_counts {
- public:
-  /// `n` more pieces from `from` to `to`: true if they are the pair's first.
-  bool add(rank_t from, rank_t to, std::uint64_t n = 1) {
-    std::uint64_t& c = count(from, to);
-    c += n;
-    if (c != n) return false;
-    ++size_;
-    return true;
-  }
-  /// `n` pieces fewer (add() counted them): true if they were the pair's last.
-  bool remove(rank_t from, rank_t to, std::uint64_t n = 1) {
-    if ((count(from, to) -= n) != 0) return false;
-    --size_;
-    return true;
-  }
-  /// Pairs with pieces.
-  [[nodiscard]] std::uint64_t size() const { return size_; }
-
- private:
-  std::uint64_t& count(rank_t from, rank_t to) {
-    const std::uint64_t key = (std::uint64_t{from} << 32 | to) + 1;  // 0 marks an empty slot
-    if (2 * (used_ + 1) > slots_.size()) grow();
-    std::size_t i = slot(key);
-    if (slots_[i].key == 0) {
-      slots_[i].key = key;
-      ++used_;
-    }
-    return slots_[i].count;
-  }
-  struct entry {
-    std::uint64_t key = 0, count = 0;
-  };
-  [[nodiscard]] std::size_t slot(std::uint64_t key) const {
-    std::uint64_t h = key;  // splitmix64's finalizer
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    std::size_t i = static_cast<std::size_t>(h ^ (h >> 31)) & (slots_.size() - 1);
-    while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
-    return i;
-  }
-  void grow() {
-    std::vector<entry> old(std::max<std::size_t>(64, 2 * slots_.size()));
-    old.swap(slots_);
-    for (const entry& e : old)
-      if (e.key != 0) slots_[slot(e.key)] = e;
-  }
-  std::vector<entry> slots_;
-  std::size_t used_ = 0;   ///< slots taken
-  std::uint64_t size_ = 0;  ///< pairs with pieces
-};
-
 /// Per-rank tallies of a set of pieces between ranks (one round), and per node where the
-/// profile's ranks span several (core/time_model.hpp, the link term).
+/// profile's ranks span several (core/time_model.hpp, the link term). Pieces come with the
+/// number of their pair of ranks (add, remove: `pairs` pairs numbered as number_pairs does,
+/// pieces counted per pair), or as bytes whose pairs the caller counts (add_bytes, add_pair).
 struct round_tally {
   std::vector<std::uint64_t> sent, received, written;
   std::vector<std::uint64_t> peers_out, peers_in;  ///< ranks each sends to, receives from
-  pair_counts pairs;                               ///< pieces per pair of ranks
+  std::vector<std::uint64_t> pieces;               ///< per pair of ranks
   std::optional<node_tally> nodes;                 ///< bytes over each node's link
-  round_tally(std::uint64_t W, const time_profile& P)
-      : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0) {
+  round_tally(std::uint64_t W, const time_profile& P, std::size_t pairs = 0)
+      : sent(W, 0), received(W, 0), written(W, 0), peers_out(W, 0), peers_in(W, 0), pieces(pairs, 0) {
     if (P.spans_nodes(W)) nodes.emplace(W, P.node_ranks);
   }
-  /// `pieces` pieces from `from` to `to` of `bytes` in all.
-  void add(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
+  /// `n` pieces from `from` to `to` (their pair: `pair`) of `bytes` in all.
+  void add(rank_t from, rank_t to, std::uint32_t pair, std::uint64_t bytes, std::uint64_t n = 1) {
     add_bytes(from, to, bytes);
-    if (from != to && pairs.add(from, to, pieces)) {
-      ++peers_out[from];
-      ++peers_in[to];
-    }
+    if (from != to && (pieces[pair] += n) == n) add_pair(from, to);
   }
-  /// `bytes` more from `from` to `to`, without the pair table (add() counts the pair; a
-  /// caller that counts pairs itself adds each new one with add_pair).
+  /// `bytes` more from `from` to `to`, without counting pieces.
   void add_bytes(rank_t from, rank_t to, std::uint64_t bytes) {
     written[to] += bytes;
     if (from == to) return;
@@ -609,13 +552,13 @@ struct round_tally {
     ++peers_in[to];
   }
   /// Take back pieces add() counted.
-  void remove(rank_t from, rank_t to, std::uint64_t bytes, std::uint64_t pieces = 1) {
+  void remove(rank_t from, rank_t to, std::uint32_t pair, std::uint64_t bytes, std::uint64_t n = 1) {
     written[to] -= bytes;
     if (from == to) return;
     sent[from] -= bytes;
     received[to] -= bytes;
     if (nodes) nodes->remove(from, to, bytes);
-    if (pairs.remove(from, to, pieces)) {
+    if ((pieces[pair] -= n) == 0) {
       --peers_out[from];
       --peers_in[to];
     }
@@ -1146,10 +1089,14 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   };
   // Own programs where one is predicted faster than what the array adds to one joint round.
   {
-    detail::round_tally all(W, P);
+    const detail::flow_pairs fp = detail::number_pairs(flows, W);
+    detail::round_tally all(W, P, fp.ranks.size());
     {
       const detail::flow_weights w = shared_weights([&](std::size_t i) { return !forced[i]; });
-      for (const detail::flow& f : flows) all.add(f.from, f.to, w.bytes(f), w.copies[f.array]);
+      for (std::size_t t = 0; t < flows.size(); ++t) {
+        const detail::flow& f = flows[t];
+        all.add(f.from, f.to, fp.of[t], w.bytes(f), w.copies[f.array]);
+      }
     }
     std::map<std::pair<std::size_t, element_type>, double> adds;  // (like, type) -> what such an array adds
     for (std::size_t i = 0; i < A; ++i) {
@@ -1165,9 +1112,12 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       if (fresh) {
         const std::uint64_t wire = pr.arrays[i].wire_bytes();
         const double with = all.seconds(P);
-        for (const detail::flow& f : mine) all.remove(f.from, f.to, f.elements * wire);
+        const std::size_t first = flow_at[like[i]];
+        for (std::size_t t = first; t < first + mine.size(); ++t)
+          all.remove(flows[t].from, flows[t].to, fp.of[t], flows[t].elements * wire);
         at->second = with - all.seconds(P);
-        for (const detail::flow& f : mine) all.add(f.from, f.to, f.elements * wire);
+        for (std::size_t t = first; t < first + mine.size(); ++t)
+          all.add(flows[t].from, flows[t].to, fp.of[t], flows[t].elements * wire);
       }
       if (c.seconds + call < at->second) rp.route[i] = reshard_route::own;
     }
