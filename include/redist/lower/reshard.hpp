@@ -659,22 +659,6 @@ struct flow_weights {
   [[nodiscard]] std::uint64_t bytes(const flow& f) const { return f.elements * wire[f.array]; }
 };
 
-/// The pieces between ranks of the joint arrays, as schedule_rounds takes them. Arrays laid
-/// out as an earlier one (a model's layers) have its pieces between the same ranks, so each
-/// layout's pieces are held once, as its first array's flows (`flows`, layout by layout:
-/// array j's in [at[j], at[j + 1]), empty unless j is the first of a layout that a joint
-/// array has), each flow's `kept` its place among that array's kept pieces. A joint array
-/// `i` carries the flows of `layout[i]` in its wire type (`wire[i]` bytes per element) and
-/// keeps its pieces from `kept_at[i]` on, in the same order.
-struct layout_flows {
-  std::vector<flow> flows;
-  std::vector<std::size_t> at;          // per array, A + 1
-  std::vector<std::uint32_t> arrays;    // the joint arrays, ascending
-  std::vector<std::size_t> layout;      // per array
-  std::vector<std::uint64_t> wire;      // per array
-  std::vector<std::size_t> kept_at;     // per joint array
-};
-
 /// The pairs of ranks that flows run between, numbered densely: `of[t]` is flow t's pair
 /// (flow::none for a flow within a rank), `ranks[p]` pair p's sender and receiver. Flows are
 /// bucketed by sender, then each sender's receivers numbered once: linear, no hashing.
@@ -710,6 +694,23 @@ inline flow_pairs number_pairs(std::span<const flow> flows, std::uint64_t W) {
   return p;
 }
 
+/// The pieces between ranks of the joint arrays, as schedule_rounds takes them. Arrays laid
+/// out as an earlier one (a model's layers) have its pieces between the same ranks, so each
+/// layout's pieces are held once, as its first array's flows (`flows`, layout by layout:
+/// array j's in [at[j], at[j + 1]), empty unless j is the first of a layout that a joint
+/// array has), each flow's `kept` its place among that array's kept pieces. A joint array
+/// `i` carries the flows of `layout[i]` in its wire type (`wire[i]` bytes per element) and
+/// keeps its pieces from `kept_at[i]` on, in the same order.
+struct layout_flows {
+  std::vector<flow> flows;
+  std::vector<std::size_t> at;          // per array, A + 1
+  std::vector<std::uint32_t> arrays;    // the joint arrays, ascending
+  std::vector<std::size_t> layout;      // per array
+  std::vector<std::uint64_t> wire;      // per array
+  std::vector<std::size_t> kept_at;     // per joint array
+  flow_pairs pairs;                     // the flows' pairs of ranks (number_pairs)
+};
+
 /// The rounds of the joint arrays' pieces between ranks (`lf`, their kept pieces `kept`)
 /// within `cap` bytes per rank per round (the header comment; 0: one round, which then takes
 /// the kept pieces), their transient bytes per rank and their predicted seconds, with the
@@ -739,7 +740,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   // a flow, of every array laid out so, mostly land in one round), and each list is
   // deduplicated at the end. A pair table per round, looked up piece by piece, took a third
   // of the time of a large world's plan and half its memory.
-  const flow_pairs pairs = number_pairs(lf.flows, W);
+  const flow_pairs& pairs = lf.pairs;
   std::vector<std::uint32_t> last(pairs.ranks.size(), 0);
   std::vector<std::vector<std::uint32_t>> fresh;  // per round
   auto place = [&](std::size_t k, std::size_t t, std::uint64_t bytes, std::uint64_t pieces) {
@@ -1088,8 +1089,8 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     return w;
   };
   // Own programs where one is predicted faster than what the array adds to one joint round.
+  detail::flow_pairs fp = detail::number_pairs(flows, W);
   {
-    const detail::flow_pairs fp = detail::number_pairs(flows, W);
     detail::round_tally all(W, P, fp.ranks.size());
     {
       const detail::flow_weights w = shared_weights([&](std::size_t i) { return !forced[i]; });
@@ -1155,12 +1156,15 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         detail::flow f = flows[k];
         if (f.from == f.to) continue;
         if (f.kept != detail::flow::none) f.kept -= static_cast<std::uint32_t>(kept_at[j]);
+        fp.of[n] = fp.of[k];
         flows[n++] = f;
       }
     }
     lf.at[A] = n;
     flows.resize(n);
     lf.flows = std::move(flows);
+    fp.of.resize(n);
+    lf.pairs = std::move(fp);
     std::size_t next = 0;
     for (std::size_t i = 0; i < A; ++i)
       if (joint(i)) {
