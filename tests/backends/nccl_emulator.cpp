@@ -651,7 +651,7 @@ cudaError_t batch_kernel(dim3 grid, const redist::detail::strided_jobs& b, bool 
 }
 /// redist_cast_batch: block row y converts job[y] (strides in elements of its types, any
 /// alignment), each job's source and destination bounds-checked, then converted by the
-/// host's conversions (runtime/cast.hpp), which the kernel's formulas repeat.
+/// host's conversions (runtime/cast.hpp), whose text the kernel compiles.
 cudaError_t cast_kernel(dim3 grid, const redist::detail::cast_jobs& b, bool go) {
   if (b.n == 0 || b.n > b.job.size() || grid.y != b.n) return fail(cudaErrorInvalidValue);
   constexpr redist::element_type types[4] = {redist::element_type::f64, redist::element_type::f32,

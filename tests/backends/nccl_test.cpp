@@ -375,7 +375,7 @@ TEST_CASE("the copy kernel's launches move the host pack's bytes in the widest u
   CHECK_FALSE(redist::detail::plan_strided_launch(big, 4, 0, 0, 1 << 20).wide);
 }
 
-TEST_CASE("NVRTC compiles the copy kernel (no GPU needed)", "[nccl][kernel]") {
+TEST_CASE("NVRTC compiles the copy kernels and the converting kernel (no GPU needed)", "[nccl][kernel]") {
   for (const char* arch : {"--gpu-architecture=sm_90", "--gpu-architecture=compute_80"}) {
     INFO(arch);
     nvrtcProgram prog = nullptr;
@@ -402,6 +402,20 @@ TEST_CASE("NVRTC compiles the copy kernel (no GPU needed)", "[nccl][kernel]") {
     CHECK(code.find(".param .align 8 .b8 redist_batch_param_0[" + std::to_string(sizeof(redist::detail::strided_jobs)) +
                     "]") != std::string::npos);
     CHECK(code.find("ld.global.nc.v2.u64") != std::string::npos);  // 16-byte loads
+    // The converting kernel: cast.hpp's conversions (detail::convert::text, compiled on the
+    // device's primitives) round every float operation to nearest, fuse none and keep
+    // subnormals, as the host does.
+    const std::size_t cast_at = code.find(".entry redist_cast_batch(");
+    REQUIRE(cast_at != std::string::npos);
+    const std::string cast = code.substr(cast_at, code.find("\n}", cast_at) - cast_at);
+    for (const char* op : {"add.rn.f32", "mul.rn.f32", "cvt.rn.f32.f64", "cvt.f64.f32"}) {
+      INFO(op);
+      CHECK(cast.find(op) != std::string::npos);
+    }
+    for (const char* op : {"fma.", ".ftz", "add.f32", "mul.f32"}) {
+      INFO(op);
+      CHECK(cast.find(op) == std::string::npos);
+    }
     (void)nvrtcDestroyProgram(&prog);
   }
 }

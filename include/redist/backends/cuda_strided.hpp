@@ -2,9 +2,10 @@
 // copy (runtime/pack.hpp's detail::strided_copy, count x rows runs of `width` elements) as
 // one kernel launch on a stream; batches of them (a message's pieces) as one launch; and
 // batches of converting copies (runtime/cast.hpp's cast_copy: a reshard that casts f32 to
-// bf16 on the way), with cast.hpp's conversions written again in CUDA formula for formula
-// (round to nearest even, NaNs kept quiet, subnormals kept), so that a device converts bit
-// for bit as the host does (tests/backends/nccl_gpu_test.cpp checks every 16-bit pattern).
+// bf16 on the way), whose conversions are cast.hpp's own text (detail::convert::text: round to
+// nearest even, NaNs kept quiet, subnormals kept) compiled on the device's primitives, so that
+// a device converts bit for bit as the host does (tests/backends/nccl_gpu_test.cpp checks
+// every 16-bit pattern).
 //
 // The kernel is CUDA C++ compiled at run time with NVRTC, once per process and compute
 // capability (the first cuda_memory built for a device of that capability compiles it,
@@ -52,6 +53,15 @@
 
 namespace redist::detail {
 
+/// The texts s joined into one, zero-terminated (at compile time).
+template <std::size_t... N>
+constexpr std::array<char, (N + ...) - sizeof...(N) + 1> join_text(const char (&... s)[N]) {
+  std::array<char, (N + ...) - sizeof...(N) + 1> out{};
+  std::size_t at = 0;
+  ((std::copy_n(s, N - 1, out.begin() + static_cast<std::ptrdiff_t>(at)), at += N - 1), ...);
+  return out;
+}
+
 /// The kernels' source, for units of 16, 8, 4, 2 and 1 bytes and 32- or 64-bit indices:
 /// - redist_strided_<unit bytes>_<index bits>(src, dst, width, rows, total, src_pitch,
 ///   src_step, dst_pitch, dst_step): src and dst are offset to the copy's first run, the
@@ -62,7 +72,7 @@ namespace redist::detail {
 ///   a < na, b < nb, through shared memory in 32 x 32 tiles (blocks of 32 x 8 threads), so
 ///   that reads are coalesced along a (src_a small) and writes along b (dst_b small): the
 ///   pack of runs of 16 bytes or less, which is a transpose.
-inline constexpr const char* strided_kernel_source = R"(
+inline constexpr auto strided_kernel_text = join_text(R"(
 typedef unsigned int u32;
 typedef unsigned long long u64;
 struct alignas(16) v16 { u64 a, b; };
@@ -155,9 +165,20 @@ extern "C" __global__ void __launch_bounds__(256) redist_batch(const __grid_cons
     default: redist_run_job<unsigned char>(b); break;
   }
 }
-// Converting copies: runtime/cast.hpp's conversions, formula for formula (type codes: 0 f64,
-// 1 f32, 2 bf16, 3 f16). Elements at addresses that are not multiples of their size (pieces
-// of other types before them in a message) are read and written byte by byte.
+)", R"(
+// Converting copies (type codes: 0 f64, 1 f32, 2 bf16, 3 f16) by runtime/cast.hpp's
+// conversions: their text (detail::convert::text) follows, on these primitives. Elements at
+// addresses that are not multiples of their size (pieces of other types before them in a
+// message) are read and written byte by byte.
+typedef unsigned short u16;
+#define REDIST_CONVERSION __device__ __forceinline__
+__device__ __forceinline__ u32 as_u32(float f) { return __float_as_uint(f); }
+__device__ __forceinline__ float as_f32(u32 u) { return __uint_as_float(u); }
+__device__ __forceinline__ u64 as_u64(double d) { return (u64)__double_as_longlong(d); }
+__device__ __forceinline__ double as_f64(u64 u) { return __longlong_as_double((long long)u); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+)", convert::text, R"(
 struct redist_cast_job {
   const unsigned char* src;
   unsigned char* dst;
@@ -183,50 +204,28 @@ __device__ __forceinline__ void redist_put(unsigned char* p, U v, bool aligned) 
   }
   for (int b = 0; b < (int)sizeof(U); ++b) p[b] = (unsigned char)(v >> (8 * b));
 }
-__device__ __forceinline__ u32 redist_float_to_bf16(float f) {
-  const u32 u = __float_as_uint(f);
-  const u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-  return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
-}
-__device__ __forceinline__ u32 redist_float_to_f16(float f) {
-  const u32 x = __float_as_uint(f);
-  const u32 sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-  const u32 nan = 0x7e00u | ((a >> 13) & 0x3ffu);
-  const u32 normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
-  const u32 small = __float_as_uint(__fadd_rn(__uint_as_float(a), 0.5f)) - 0x3f000000u;
-  return sign | (a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a >= 0x38800000u ? normal : small);
-}
-__device__ __forceinline__ float redist_f16_to_float(u32 h) {
-  const u32 sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  const u32 special = 0x7f800000u | (m << 13), normal = ((e + 112) << 23) | (m << 13),
-            small = __float_as_uint(__fmul_rn((float)m, 5.9604644775390625e-8f));  // m * 2^-24
-  return __uint_as_float(sign | (e == 0x1f ? special : e == 0 ? small : normal));
-}
 template <int T>
 __device__ __forceinline__ float redist_load_float(const unsigned char* p, bool aligned) {
   if constexpr (T == 1) {
     return __uint_as_float(redist_get<u32>(p, aligned));
   } else {
-    const u32 h = redist_get<unsigned short>(p, aligned);
-    return T == 2 ? __uint_as_float(h << 16) : redist_f16_to_float(h);
+    const u16 h = redist_get<u16>(p, aligned);
+    return T == 2 ? bf16_bits_to_float(h) : f16_bits_to_float(h);
   }
 }
 template <int T>
 __device__ __forceinline__ void redist_store_float(unsigned char* p, float v, bool aligned) {
   if constexpr (T == 1) redist_put<u32>(p, __float_as_uint(v), aligned);
-  else redist_put<unsigned short>(p, (unsigned short)(T == 2 ? redist_float_to_bf16(v) : redist_float_to_f16(v)), aligned);
+  else redist_put<u16>(p, T == 2 ? float_to_bf16_bits(v) : float_to_f16_bits(v), aligned);
 }
-// f64 as its bits; NaNs converted bit by bit as cast.hpp's double_to_float and
-// float_to_double spell out (the device's cvt would make them canonical).
+// f64 moves as its bits; to and from it through double_to_float and float_to_double, which
+// spell NaNs out (the device's cvt would make them canonical).
 template <int T>
 __device__ __forceinline__ u64 redist_load_double(const unsigned char* p, bool aligned) {
   if constexpr (T == 0) {
     return redist_get<u64>(p, aligned);
   } else {
-    const float f = redist_load_float<T>(p, aligned);
-    const u32 u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) <= 0x7f800000u) return (u64)__double_as_longlong((double)f);
-    return (u64)(u & 0x80000000u) << 32 | 0x7ff8000000000000ull | (u64)(u & 0x7fffffu) << 29;
+    return as_u64(float_to_double(redist_load_float<T>(p, aligned)));
   }
 }
 template <int T>
@@ -234,10 +233,7 @@ __device__ __forceinline__ void redist_store_double(unsigned char* p, u64 v, boo
   if constexpr (T == 0) {
     redist_put<u64>(p, v, aligned);
   } else {  // to bf16 and f16 through f32
-    const float f = (v & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull
-                        ? __double2float_rn(__longlong_as_double((long long)v))
-                        : __uint_as_float((u32)(v >> 32 & 0x80000000u) | 0x7fc00000u | (u32)(v >> 29 & 0x7fffffu));
-    redist_store_float<T>(p, f, aligned);
+    redist_store_float<T>(p, double_to_float(as_f64(v)), aligned);
   }
 }
 template <int F, int T>
@@ -260,7 +256,8 @@ extern "C" __global__ void __launch_bounds__(256) redist_cast_batch(const __grid
   const redist_cast_job& b = jobs.job[blockIdx.y];
   switch (b.from * 4 + b.to) { REDIST_CAST_FROM(0) REDIST_CAST_FROM(1) REDIST_CAST_FROM(2) REDIST_CAST_FROM(3) }
 }
-)";
+)");
+inline constexpr const char* strided_kernel_source = strided_kernel_text.data();
 
 /// One copy of a batch (the kernel redist_batch): the run kernel's arguments with 64-bit
 /// indices, in units of `unit` bytes, from src to dst (offset to the first run). The

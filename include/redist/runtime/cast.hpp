@@ -30,56 +30,87 @@
 
 namespace redist {
 
-/// The bf16 pattern nearest to f (ties to even). Without branches, so that loops of it
-/// vectorize.
-constexpr std::uint16_t float_to_bf16_bits(float f) {
-  const auto u = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);  // a NaN made quiet
+namespace detail::convert {
+
+// The conversions' formulas, written once: REDIST_CONVERSIONS(...) compiles its text here as
+// constexpr C++ and keeps it as a string, `text`, which the NCCL backend's kernel source
+// (backends/cuda_strided.hpp) puts after its own definitions of the same few primitives, so
+// that NVRTC compiles the very same formulas for the device. The text may use only what both
+// sides define: u16, u32, u64; as_u32 / as_f32 / as_u64 / as_f64 (bit casts); add_rn and mul_rn
+// (a float sum and product rounded to nearest, never fused); REDIST_CONVERSION in front of
+// each function (constexpr here, __device__ __forceinline__ there). No comments or
+// preprocessor lines inside (stringizing drops the first and cannot hold the second).
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+constexpr u32 as_u32(float f) { return std::bit_cast<u32>(f); }
+constexpr float as_f32(u32 u) { return std::bit_cast<float>(u); }
+constexpr u64 as_u64(double d) { return std::bit_cast<u64>(d); }
+constexpr double as_f64(u64 u) { return std::bit_cast<double>(u); }
+constexpr float add_rn(float a, float b) { return a + b; }
+constexpr float mul_rn(float a, float b) { return a * b; }
+
+#define REDIST_CONVERSION constexpr
+#define REDIST_CONVERSIONS(...) \
+  __VA_ARGS__                   \
+  inline constexpr char text[] = #__VA_ARGS__;
+
+// float_to_bf16_bits: the bf16 pattern nearest to f (ties to even), a NaN made quiet.
+// float_to_f16_bits: the f16 (IEEE binary16) pattern nearest to f (ties to even): every case
+//   computed, then one selected; a NaN made quiet; 65520 and above round to infinity; below
+//   2^-14 a multiple of 2^-24 in f16, where adding 0.5 (whose ulp is 2^-24) rounds.
+// f16_bits_to_float: exact (subnormals as m * 2^-24).
+// double_to_float: to nearest, ties to even; a NaN stays a quiet NaN with its sign and the
+//   leading bits of its payload (as x86 and Arm convert; spelled out so that every platform,
+//   the CUDA kernel too, gives the same bits).
+// float_to_double: exact; a NaN stays a quiet NaN with its sign and payload.
+// Without branches where loops of them should vectorize (the 16-bit ones).
+REDIST_CONVERSIONS(
+REDIST_CONVERSION u16 float_to_bf16_bits(float f) {
+  const u32 u = as_u32(f);
+  const u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+  return static_cast<u16>((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
-
-constexpr float bf16_bits_to_float(std::uint16_t h) { return std::bit_cast<float>(std::uint32_t{h} << 16); }
-
-/// The f16 (IEEE binary16) pattern nearest to f (ties to even). Every case computed, then
-/// one selected (no branches, so that loops of it vectorize).
-constexpr std::uint16_t float_to_f16_bits(float f) {
-  const auto x = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-  const std::uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);  // made quiet
-  const std::uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;  // rebias, round
-  // Below 2^-14: a multiple of 2^-24 in f16. Adding 0.5 (whose ulp is 2^-24) rounds there.
-  const std::uint32_t small = std::bit_cast<std::uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3f000000u;
-  const std::uint32_t r = a > 0x7f800000u ? nan
-                          : a >= 0x477ff000u ? 0x7c00u  // 65520 and above round to infinity
-                          : a >= 0x38800000u ? normal
-                                             : small;
-  return static_cast<std::uint16_t>(sign | r);
+REDIST_CONVERSION float bf16_bits_to_float(u16 h) { return as_f32(static_cast<u32>(h) << 16); }
+REDIST_CONVERSION u16 float_to_f16_bits(float f) {
+  const u32 x = as_u32(f);
+  const u32 sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  const u32 nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  const u32 normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  const u32 small = as_u32(add_rn(as_f32(a), 0.5f)) - 0x3f000000u;
+  const u32 r = a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a >= 0x38800000u ? normal : small;
+  return static_cast<u16>(sign | r);
 }
-
-constexpr float f16_bits_to_float(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  const std::uint32_t special = 0x7f800000u | (m << 13), normal = ((e + 112) << 23) | (m << 13),
-                      small = std::bit_cast<std::uint32_t>(static_cast<float>(m) * 0x1p-24f);
-  return std::bit_cast<float>(sign | (e == 0x1f ? special : e == 0 ? small : normal));
+REDIST_CONVERSION float f16_bits_to_float(u16 h) {
+  const u32 sign = (static_cast<u32>(h) & 0x8000u) << 16, e = (static_cast<u32>(h) >> 10) & 0x1fu,
+            m = static_cast<u32>(h) & 0x3ffu;
+  const u32 special = 0x7f800000u | (m << 13), normal = ((e + 112) << 23) | (m << 13),
+            small = as_u32(mul_rn(static_cast<float>(m), 0x1p-24f));
+  return as_f32(sign | (e == 0x1f ? special : e == 0 ? small : normal));
 }
-
-/// A double rounded to float (to nearest, ties to even); a NaN stays a quiet NaN with its sign
-/// and the leading bits of its payload (as x86 and Arm convert; spelled out so that every
-/// platform, the CUDA kernel too, gives the same bits).
-constexpr float double_to_float(double d) {
-  const auto u = std::bit_cast<std::uint64_t>(d);
+REDIST_CONVERSION float double_to_float(double d) {
+  const u64 u = as_u64(d);
   if ((u & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull) return static_cast<float>(d);
-  return std::bit_cast<float>(static_cast<std::uint32_t>(u >> 32 & 0x80000000u) | 0x7fc00000u |
-                              static_cast<std::uint32_t>(u >> 29 & 0x7fffffu));
+  return as_f32(static_cast<u32>(u >> 32 & 0x80000000u) | 0x7fc00000u | static_cast<u32>(u >> 29 & 0x7fffffu));
 }
-
-/// A float widened to double (exact); a NaN stays a quiet NaN with its sign and payload.
-constexpr double float_to_double(float f) {
-  const auto u = std::bit_cast<std::uint32_t>(f);
+REDIST_CONVERSION double float_to_double(float f) {
+  const u32 u = as_u32(f);
   if ((u & 0x7fffffffu) <= 0x7f800000u) return static_cast<double>(f);
-  return std::bit_cast<double>(std::uint64_t{u & 0x80000000u} << 32 | 0x7ff8000000000000ull |
-                               std::uint64_t{u & 0x7fffffu} << 29);
+  return as_f64(static_cast<u64>(u & 0x80000000u) << 32 | 0x7ff8000000000000ull | static_cast<u64>(u & 0x7fffffu) << 29);
 }
+)
+
+#undef REDIST_CONVERSIONS
+#undef REDIST_CONVERSION
+
+}  // namespace detail::convert
+
+using detail::convert::bf16_bits_to_float;
+using detail::convert::double_to_float;
+using detail::convert::f16_bits_to_float;
+using detail::convert::float_to_bf16_bits;
+using detail::convert::float_to_double;
+using detail::convert::float_to_f16_bits;
 
 namespace detail {
 
