@@ -257,8 +257,8 @@ TEST_CASE("arrays laid out alike share their flows: one round as under a budget 
 
 TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's peers kept as pieces come and go",
           "[reshard]") {
-  // sort_pieces (small keys, then each piece moved once) orders as reshard_piece::operator<;
-  // number_pairs gives flows between the same two ranks one id, ids 0.. in the order of
+  // sort_pieces (small keys, then each piece moved once) and placed_pieces (records bucketed by
+  // sender, then written once) order as reshard_piece::operator<; number_pairs gives flows between the same two ranks one id, ids 0.. in the order of
   // senders, and flows within a rank none; round_tally counts each rank's peers
   // incrementally, as a recount over the pieces does.
   std::mt19937 rng(0x6c617267);
@@ -285,6 +285,26 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
       REQUIRE(v[i].array == want[i].array);
       REQUIRE(!(v[i].b < want[i].b));
       REQUIRE(!(want[i].b < v[i].b));
+    }
+    {  // placed_pieces writes the same order from records that name their pieces: each record
+       // of `v` in a shuffled order, the box ordering its ties on sender, receiver and array
+       // (where the planner orders chunks of one piece by their first row)
+      std::vector<detail::placed_piece> placed;
+      for (std::size_t i = 0; i < v.size(); ++i)
+        placed.push_back({v[i].from, v[i].to, v[i].array, static_cast<std::uint32_t>(i)});
+      std::shuffle(placed.begin(), placed.end(), rng);
+      const std::vector<reshard_piece> got = detail::placed_pieces(
+          placed, W, [&](const detail::placed_piece& q) { return v[q.ref]; },
+          [&](const detail::placed_piece& q) { return v[q.ref].b; });
+      REQUIRE(placed.empty());
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        REQUIRE(got[i].from == want[i].from);
+        REQUIRE(got[i].to == want[i].to);
+        REQUIRE(got[i].array == want[i].array);
+        REQUIRE(!(got[i].b < want[i].b));
+        REQUIRE(!(want[i].b < got[i].b));
+      }
     }
     std::vector<detail::flow> flows(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) flows[i] = {.array = v[i].array, .from = v[i].from, .to = v[i].to};

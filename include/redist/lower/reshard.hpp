@@ -620,6 +620,44 @@ inline void sort_pieces(std::vector<reshard_piece>& v) {
   }
 }
 
+/// A piece placed in a round before its box is written: its sender, receiver and array, and
+/// `ref`, which says which piece of the array it is (schedule_rounds: a flow, or a chunk of
+/// one under a budget). 16 bytes where a piece is about 200.
+struct placed_piece {
+  rank_t from = 0, to = 0;
+  std::uint32_t array = 0, ref = 0;
+};
+
+/// The pieces `placed` of one round in the plan's order (sort_pieces: sender, receiver, array,
+/// box), each written once, in order, without slack, by piece_of(q) -> reshard_piece:
+/// bucketed by sender, then each sender's sorted by receiver, array and the first row of the
+/// piece along dimension 0 (first_row(q); an array's exchange has one piece from one rank to
+/// another, so only its chunks tie before that). Frees `placed`.
+template <class PieceOf, class FirstRow>
+std::vector<reshard_piece> placed_pieces(std::vector<placed_piece>& placed, std::uint64_t W, PieceOf&& piece_of,
+                                         FirstRow&& first_row) {
+  std::vector<std::size_t> at(W + 1, 0);
+  for (const placed_piece& q : placed) ++at[q.from + 1];
+  for (std::uint64_t r = 0; r < W; ++r) at[r + 1] += at[r];
+  std::vector<placed_piece> by(placed.size());
+  {
+    std::vector<std::size_t> next(at.begin(), at.end() - 1);
+    for (const placed_piece& q : placed) by[next[q.from]++] = q;
+  }
+  std::vector<placed_piece>().swap(placed);
+  for (std::uint64_t r = 0; r < W; ++r)
+    std::sort(by.begin() + static_cast<std::ptrdiff_t>(at[r]), by.begin() + static_cast<std::ptrdiff_t>(at[r + 1]),
+              [&](const placed_piece& x, const placed_piece& y) {
+                if (x.to != y.to) return x.to < y.to;
+                if (x.array != y.array) return x.array < y.array;
+                return first_row(x) < first_row(y);
+              });
+  std::vector<reshard_piece> v;
+  v.reserve(by.size());
+  for (const placed_piece& q : by) v.push_back(piece_of(q));
+  return v;
+}
+
 /// One piece of a joint array's exchange as the planner schedules it, without its box (a
 /// plan of a large world visits millions of pieces; a rank's plan keeps the boxes of its own
 /// alone): its array, sender and receiver, elements, the rows it spans along dimension 0
@@ -698,16 +736,17 @@ inline flow_pairs number_pairs(std::span<const flow> flows, std::uint64_t W) {
 /// out as an earlier one (a model's layers) have its pieces between the same ranks, so each
 /// layout's pieces are held once, as its first array's flows (`flows`, layout by layout:
 /// array j's in [at[j], at[j + 1]), empty unless j is the first of a layout that a joint
-/// array has), each flow's `kept` its place among that array's kept pieces. A joint array
-/// `i` carries the flows of `layout[i]` in its wire type (`wire[i]` bytes per element) and
-/// keeps its pieces from `kept_at[i]` on, in the same order.
+/// array has), each flow's `kept` its place among that array's kept pieces, which are held
+/// once too. A joint array `i` carries the flows of `layout[i]` in its wire type (`wire[i]`
+/// bytes per element), and its pieces are the `kept_n[i]` kept ones of its layout from
+/// `kept_at[i]` on, in the same order, with its own index.
 struct layout_flows {
   std::vector<flow> flows;
   std::vector<std::size_t> at;          // per array, A + 1
   std::vector<std::uint32_t> arrays;    // the joint arrays, ascending
   std::vector<std::size_t> layout;      // per array
   std::vector<std::uint64_t> wire;      // per array
-  std::vector<std::size_t> kept_at;     // per joint array
+  std::vector<std::size_t> kept_at, kept_n;  // per array (joint ones)
   flow_pairs pairs;                     // the flows' pairs of ranks (number_pairs)
 };
 
@@ -727,7 +766,7 @@ struct round_schedule {
   bool pipelined = false;
 };
 
-inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows& lf, std::vector<reshard_piece>& kept,
+inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows& lf, std::span<const reshard_piece> kept,
                                       std::span<const std::uint64_t> kept_written, std::uint64_t cap, std::uint64_t W,
                                       const time_profile& P, bool pipelined) {
   round_schedule s;
@@ -743,12 +782,14 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   const flow_pairs& pairs = lf.pairs;
   std::vector<std::uint32_t> last(pairs.ranks.size(), 0);
   std::vector<std::vector<std::uint32_t>> fresh;  // per round
+  std::vector<std::vector<placed_piece>> placed;  // per round: its kept pieces, boxes written at the end
   auto place = [&](std::size_t k, std::size_t t, std::uint64_t bytes, std::uint64_t pieces) {
     const flow& f = lf.flows[t];
     if (k == use.size()) {
       use.emplace_back(W, 0);
       tally.emplace_back(W, P);
       fresh.emplace_back();
+      placed.emplace_back();
       s.rounds.emplace_back();
     }
     use[k][f.from] += bytes;
@@ -769,7 +810,19 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
       ++w.copies[lf.layout[i]];
     }
     for (std::size_t t = 0; t < lf.flows.size(); ++t) place(0, t, w.bytes(lf.flows[t]), w.copies[lf.flows[t].array]);
-    if (!s.rounds.empty()) s.rounds[0].pieces = std::move(kept);
+    if (!s.rounds.empty()) {  // every kept piece, whole: `ref` its place in kept
+      for (const std::uint32_t i : lf.arrays)
+        for (std::size_t k = lf.kept_at[i]; k < lf.kept_at[i] + lf.kept_n[i]; ++k)
+          placed[0].push_back({kept[k].from, kept[k].to, i, static_cast<std::uint32_t>(k)});
+      s.rounds[0].pieces = placed_pieces(
+          placed[0], W,
+          [&](const placed_piece& q) {
+            reshard_piece pc = kept[q.ref];
+            pc.array = q.array;
+            return pc;
+          },
+          [](const placed_piece&) { return 0; });
+    }
   } else {
     // The chunks of whole rows of each (layout, wire type), in flow order.
     struct chunk {
@@ -812,9 +865,13 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
         }
       }
     }
-    // Each group's chunks largest first (ties in flow and chunk order), and the sizes each has.
+    // Each group's chunks largest first (ties in flow and chunk order), and the sizes each has;
+    // `base[g]`: the number of chunks before group g.
     std::vector<std::pair<std::uint64_t, std::size_t>> sized;  // (bytes, group)
-    for (std::size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::uint64_t> base;
+    for (std::size_t g = 0, n = 0; g < groups.size(); n += groups[g++].size()) {
+      base.push_back(n);
+      if (n + groups[g].size() >= flow::none) throw redist_error(errc::capacity, "more than 2^32 chunks between ranks");
       std::stable_sort(groups[g].begin(), groups[g].end(), [](const chunk& x, const chunk& y) { return x.bytes > y.bytes; });
       for (std::size_t c = 0; c < groups[g].size(); ++c)
         if (c == 0 || groups[g][c].bytes != groups[g][c - 1].bytes) sized.push_back({groups[g][c].bytes, g});
@@ -847,19 +904,34 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
           std::size_t k = std::max(first_room(f.from), first_room(f.to));
           while (k < use.size() && (use[k][f.from] > cap - b || use[k][f.to] > cap - b)) ++k;
           place(k, ch.flow, b, 1);
-          if (f.kept == flow::none) continue;
-          reshard_piece pc = kept[lf.kept_at[i] + f.kept];
-          if (pc.b.rank > 0) {
-            pc.b.lo[0] += ch.first_row;
-            pc.b.hi[0] = pc.b.lo[0] + ch.rows;
-          }
-          s.rounds[k].pieces.push_back(pc);
+          if (f.kept != flow::none) placed[k].push_back({f.from, f.to, i, static_cast<std::uint32_t>(base[g] + c)});
         }
       for (std::size_t q = lo; q < hi; ++q) {
         const std::size_t g = sized[q].second;
         while (next[g] < groups[g].size() && groups[g][next[g]].bytes == b) ++next[g];
       }
     }
+    // The kept chunks, round by round: `ref` base[g] + c is chunk c of group g, its kept piece
+    // cut to the chunk's rows along dimension 0.
+    auto chunk_of = [&](const placed_piece& q) -> const chunk& {
+      const std::size_t g = static_cast<std::size_t>(std::upper_bound(base.begin(), base.end(), q.ref) - base.begin()) - 1;
+      return groups[g][q.ref - base[g]];
+    };
+    for (std::size_t k = 0; k < s.rounds.size(); ++k)
+      s.rounds[k].pieces = placed_pieces(
+          placed[k], W,
+          [&](const placed_piece& q) {
+            const chunk& ch = chunk_of(q);
+            const flow& f = lf.flows[ch.flow];
+            reshard_piece pc = kept[lf.kept_at[q.array] + f.kept];
+            pc.array = q.array;
+            if (pc.b.rank > 0 && ch.rows != f.rows) {
+              pc.b.lo[0] += ch.first_row;
+              pc.b.hi[0] = pc.b.lo[0] + ch.rows;
+            }
+            return pc;
+          },
+          [&](const placed_piece& q) { return chunk_of(q).first_row; });
   }
   const std::size_t n = s.rounds.size();
   std::fill(last.begin(), last.end(), 0u);  // now: 1 + the round each pair was counted in last
@@ -880,7 +952,6 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     if (k == 0)
       for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
     if (k < n) {
-      sort_pieces(s.rounds[k].pieces);
       for (std::uint64_t r = 0; r < W; ++r)
         s.transient[r] = std::max(s.transient[r], use[k][r] + (pipelined && k + 1 < n ? use[k + 1][r] : 0));
     }
@@ -1008,13 +1079,14 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     const std::size_t j = like[i];
     return std::span<const detail::flow>(flows.data() + flow_at[j], flow_at[j + 1] - flow_at[j]);
   };
-  std::vector<reshard_piece> kept;              // kept pieces between ranks, array by array, in flow order
-  std::vector<std::size_t> kept_at(A + 1, 0);   // array i's pieces in kept, as flow_at
+  std::vector<reshard_piece> kept;              // kept pieces between ranks of the first array of each
+                                                // layout, array by array, in flow order
+  std::vector<std::size_t> kept_at(A + 1, 0);   // array i's pieces in kept, as flow_at (none unless like[i] == i)
   std::vector<std::size_t> local_at(A + 1, 0);  // array i's pieces in rp.local, as flow_at
   std::vector<std::vector<std::uint64_t>> bound(A);  // elements
   {  // their number first, so that the plan holds them without slack (millions in a large world)
     std::vector<std::size_t> between(A, 0);  // pieces kept between ranks
-    std::size_t all = 0, every = 0;
+    std::size_t all = 0, every = 0, held = 0;
     for (std::size_t i = 0; i < A; ++i) {
       if (forced[i]) continue;
       if (like[i] == i) {
@@ -1028,10 +1100,11 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
             rp.node_ranks);
       }
       every += between[like[i]];
+      held += between[i];
     }
     if (every >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces between ranks");
     flows.reserve(all);
-    kept.reserve(every);
+    kept.reserve(held);
   }
   for (std::size_t i = 0; i < A; ++i) {
     flow_at[i] = flows.size();
@@ -1041,11 +1114,6 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     const reshard_array& a = pr.arrays[i];
     const auto array = static_cast<std::uint32_t>(i);
     if (const std::size_t j = like[i]; j != i) {  // the pieces of array j, laid out as it is
-      for (std::size_t k = kept_at[j]; k < kept_at[j + 1]; ++k) {
-        reshard_piece pc = kept[k];
-        pc.array = array;
-        kept.push_back(pc);
-      }
       for (std::size_t k = local_at[j]; k < local_at[j + 1]; ++k) {
         reshard_piece pc = rp.local[k];
         pc.array = array;
@@ -1127,10 +1195,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   auto joint = [&](std::size_t i) { return rp.route[i] == reshard_route::joint; };
   auto own_piece = [&](const reshard_piece& pc) { return !joint(pc.array); };
   std::erase_if(rp.local, own_piece);
-  std::erase_if(kept, own_piece);
   rp.received_bytes.assign(W, 0);
   std::vector<std::uint64_t> kept_written(W, 0);
   const detail::flow_weights shared = shared_weights(joint);
+  std::erase_if(kept, [&](const reshard_piece& pc) { return shared.copies[pc.array] == 0; });  // layouts no joint array has
   for (const detail::flow& f : flows) {
     const std::uint64_t b = shared.bytes(f);
     if (f.from == f.to) {
@@ -1146,6 +1214,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   lf.at.assign(A + 1, 0);
   lf.layout = like;
   lf.kept_at.assign(A, 0);
+  lf.kept_n.assign(A, 0);
   for (const reshard_array& a : pr.arrays) lf.wire.push_back(a.wire_bytes());
   {
     std::size_t n = 0;
@@ -1165,12 +1234,17 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     lf.flows = std::move(flows);
     fp.of.resize(n);
     lf.pairs = std::move(fp);
-    std::size_t next = 0;
+    std::vector<std::size_t> start(A, 0);  // each layout's kept pieces, compacted as the flows
+    for (std::size_t j = 0, next = 0; j < A; ++j)
+      if (like[j] == j && shared.copies[j] > 0) {
+        start[j] = next;
+        next += kept_at[j + 1] - kept_at[j];
+      }
     for (std::size_t i = 0; i < A; ++i)
       if (joint(i)) {
         lf.arrays.push_back(static_cast<std::uint32_t>(i));
-        lf.kept_at[i] = next;
-        next += kept_at[i + 1] - kept_at[i];
+        lf.kept_at[i] = start[like[i]];
+        lf.kept_n[i] = kept_at[like[i] + 1] - kept_at[like[i]];
       }
   }
   detail::sort_pieces(rp.local);
