@@ -277,15 +277,18 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
     }
     std::vector<reshard_piece> want = v;
     std::sort(want.begin(), want.end());
+    auto as_wanted = [&](const std::vector<reshard_piece>& got) {
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        REQUIRE(got[i].from == want[i].from);
+        REQUIRE(got[i].to == want[i].to);
+        REQUIRE(got[i].array == want[i].array);
+        REQUIRE(!(got[i].b < want[i].b));
+        REQUIRE(!(want[i].b < got[i].b));
+      }
+    };
     detail::sort_pieces(v);
-    REQUIRE(v.size() == want.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      REQUIRE(v[i].from == want[i].from);
-      REQUIRE(v[i].to == want[i].to);
-      REQUIRE(v[i].array == want[i].array);
-      REQUIRE(!(v[i].b < want[i].b));
-      REQUIRE(!(want[i].b < v[i].b));
-    }
+    as_wanted(v);
     {  // placed_pieces writes the same order from records that name their pieces: each record
        // of `v` in a shuffled order, the box ordering its ties on sender, receiver and array
        // (where the planner orders chunks of one piece by their first row)
@@ -297,14 +300,7 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
           placed, W, [&](const detail::placed_piece& q) { return v[q.ref]; },
           [&](const detail::placed_piece& q) { return v[q.ref].b; });
       REQUIRE(placed.empty());
-      REQUIRE(got.size() == want.size());
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        REQUIRE(got[i].from == want[i].from);
-        REQUIRE(got[i].to == want[i].to);
-        REQUIRE(got[i].array == want[i].array);
-        REQUIRE(!(got[i].b < want[i].b));
-        REQUIRE(!(want[i].b < got[i].b));
-      }
+      as_wanted(got);
     }
     std::vector<detail::flow> flows(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) flows[i] = {.array = v[i].array, .from = v[i].from, .to = v[i].to};
