@@ -258,9 +258,10 @@ TEST_CASE("arrays laid out alike share their flows: one round as under a budget 
 TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's peers kept as pieces come and go",
           "[reshard]") {
   // sort_pieces (small keys, then each piece moved once) and placed_pieces (records bucketed by
-  // sender, then written once) order as reshard_piece::operator<; number_pairs gives flows between the same two ranks one id, ids 0.. in the order of
-  // senders, and flows within a rank none; round_tally counts each rank's peers
-  // incrementally, as a recount over the pieces does.
+  // sender, then written once) order as reshard_piece::operator<; number_pairs gives flows
+  // between the same two ranks one id, ids 0.. in the order of senders, and flows within a
+  // rank none; round_tally counts each rank's peers incrementally, as a recount over the
+  // pieces does.
   std::mt19937 rng(0x6c617267);
   for (int t = 0; t < 200; ++t) {
     const std::uint32_t W = 1 + rng() % 12;
@@ -317,7 +318,8 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
       REQUIRE(id.try_emplace({flows[i].from, flows[i].to}, fp.of[i]).first->second == fp.of[i]);
     }
     REQUIRE(id.size() == fp.ranks.size());
-    REQUIRE(std::is_sorted(fp.ranks.begin(), fp.ranks.end(), [](const auto& x, const auto& y) { return x.first < y.first; }));
+    REQUIRE(std::is_sorted(fp.ranks.begin(), fp.ranks.end(),
+                           [](const auto& x, const auto& y) { return x.first < y.first; }));
     auto pair_of = [&](const reshard_piece& p) { return p.from == p.to ? detail::flow::none : id.at({p.from, p.to}); };
     detail::round_tally tally(W, builtin_profile, fp.ranks.size());
     std::vector<reshard_piece> in;
