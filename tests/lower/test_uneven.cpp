@@ -148,7 +148,7 @@ TEST_CASE("uneven plans: random problems run on the host backend, every element 
   const std::size_t count = testing::scaled(3000);
   std::ofstream jsonl("uneven_programs.jsonl");
   std::size_t problems = 0, with_sums = 0, empty_tiles = 0, programs = 0, collectives = 0, collectives_chosen = 0;
-  std::size_t padded = 0;
+  std::size_t padded = 0, kept_sums = 0;  // exchanges to targets that keep pending sums
   std::uint64_t elements = 0, wrong = 0;
   double log_ratio = 0;
   std::size_t ratios = 0;
@@ -205,6 +205,36 @@ TEST_CASE("uneven plans: random problems run on the host backend, every element 
       jsonl << line << '\n';
       ++programs;
     }
+    // Every other problem with pending sums: a target that keeps those it does not
+    // partition, planned by a collective that keeps them, or reduced, exchanged and made
+    // pending again.
+    dist_type kb = b;
+    kb.nsum = 0;
+    kb.reduce = a.reduce;
+    for (int j = 0; j < a.nsum && i % 2 == 0; ++j) {
+      bool used = false;
+      for (int d = 0; d < b.rank; ++d)
+        for (int k = 0; k < b.dims[d].n; ++k) used = used || b.dims[d].axes[k] == a.sum[j];
+      if (!used) kb.sum[kb.nsum++] = a.sum[j];
+    }
+    if (kb.nsum > 0 && check(m, kb).ok()) {
+      INFO("target keeping sums: " << type_text(m, kb).view());
+      for (const plan_candidate& k : choose_plan(m, a, kb, {.element_bytes = 4}).candidates) {
+        INFO(k.name << ":\n" << program_json_text(k.prog));
+        REQUIRE(testing::verify(k.prog).ok);
+        REQUIRE(detail::check_program(k.prog).error.empty());
+        CHECK(k.prog.peak_local_elements <= k.prog.memory_bound_elements);
+        const run_result r = run_on_host<std::int32_t>(k.prog);
+        CHECK(r.wrong == 0);
+        elements += r.checked;
+        wrong += r.wrong;
+        std::string line = program_json_text(k.prog);
+        line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
+        jsonl << line << '\n';
+        ++programs;
+        kept_sums += k.name == "exchange";
+      }
+    }
     if (bound > 0 && a.nsum == 0) {  // what the chosen plan receives, against the bound
       log_ratio += std::log(static_cast<double>(run_received_elements(p)) / static_cast<double>(bound));
       ++ratios;
@@ -218,10 +248,12 @@ TEST_CASE("uneven plans: random problems run on the host backend, every element 
   CHECK(wrong == 0);
   CHECK(collectives > count / 4);  // the uneven rules find collective programs often
   CHECK(padded > count / 4);       // and their collectives run on padded tiles
+  CHECK(kept_sums * 1000 >= count);  // targets that keep pending sums no collective reaches
   std::printf("uneven: %zu problems (%zu with pending sums), %zu programs run (%zu collective candidates, %zu chosen, "
-              "%zu collectives on padded tiles), %llu elements verified, %llu wrong, %zu empty tiles; received / lower "
-              "bound of the chosen plans: geomean %.3f over %zu\n",
-              problems, with_sums, programs, collectives, collectives_chosen, padded, static_cast<unsigned long long>(elements),
+              "%zu collectives on padded tiles, %zu exchanges to targets keeping pending sums), %llu elements verified, "
+              "%llu wrong, %zu empty tiles; received / lower bound of the chosen plans: geomean %.3f over %zu\n",
+              problems, with_sums, programs, collectives, collectives_chosen, padded, kept_sums,
+              static_cast<unsigned long long>(elements),
               static_cast<unsigned long long>(wrong), empty_tiles,
               ratios ? std::exp(log_ratio / static_cast<double>(ratios)) : 1.0, ratios);
 }
@@ -351,7 +383,7 @@ TEST_CASE("uneven named case: [3, 3, 64, 128] kernels on a mesh of 8", "[uneven]
   CHECK(run_on_host<float>(q).wrong == 0);
 }
 
-TEST_CASE("uneven: pending sums are reduced; kept in the target only where collectives reach it", "[uneven]") {
+TEST_CASE("uneven: pending sums are reduced; a target keeps them by collectives, or reduced and made pending again", "[uneven]") {
   const device_mesh m = parse_mesh("{x: 2, y: 2}");
   const dist_type a = parse_type(m, "[{x}5, 4] sum{y}"), b = parse_type(m, "[5, {y}4]");
   // The collective program reduce-scatters on the even dimension 1 (the padded tiles of the
@@ -384,12 +416,32 @@ TEST_CASE("uneven: pending sums are reduced; kept in the target only where colle
   CHECK(kept.steps[0].kind == op::allgather);
   CHECK(testing::verify(kept).ok);
   CHECK(run_on_host<std::int32_t>(kept).wrong == 0);
-  // Where no collective lands exactly within the bound, and the exchange cannot keep sums:
+  // Where no collective lands exactly within the bound (tiles of 3 and 2 rows to tiles of 2,
+  // 1, 2 and 0), the exchange keeps no partial sums apart: it reduces them, exchanges, and
+  // makes them pending again (the first of each pair along y holds the sum, the other 0).
   const device_mesh m3 = parse_mesh("{x: 2, y: 2, z: 2}");
-  CHECK_THROWS_WITH(synthesize(m3, parse_type(m3, "[{x}5] sum{y}"), parse_type(m3, "[{x, z}5] sum{y}")),
-                    "no plan for [3{x}5] sum{y} -> [2{x, z}5] sum{y}: no collective program: no redistribution exists "
-                    "within the memory budget; the target keeps pending sums and dimension 0 of size 5 is split "
-                    "unevenly into 2 tiles: an exchange does not keep partial sums apart");
+  const dist_type a3 = parse_type(m3, "[{x}5] sum{y}"), b3 = parse_type(m3, "[{x, z}5] sum{y}");
+  const plan_choice c3 = choose_plan(m3, a3, b3);
+  REQUIRE(c3.candidates.size() == 1);
+  CHECK(c3.reason ==
+        "exchange: no collective program: no redistribution exists within the memory budget");
+  const program& r3 = c3.candidates[0].prog;
+  REQUIRE(r3.steps.size() == 3);
+  CHECK(r3.steps[0].kind == op::allreduce);
+  CHECK(r3.steps[1].kind == op::exchange);
+  CHECK(r3.steps[2].kind == op::partial);
+  CHECK(r3.target == b3);
+  CHECK(r3.peak_local_elements == 3);
+  CHECK(testing::verify(r3).ok);
+  CHECK(detail::check_program(r3).error.empty());
+  CHECK(run_on_host<std::int32_t>(r3).wrong == 0);
+  CHECK(run_on_host<double>(synthesize(m3, parse_type(m3, "[{z}10, 5] sum{y}"), parse_type(m3, "[{x, z}10, 5] sum{y}"), {.element_bytes = 8}))
+            .wrong == 0);
+  // Where a collective keeps them, it is the only candidate.
+  const plan_choice g = choose_plan(m, a, parse_type(m, "[5, 4] sum{y}"));
+  REQUIRE(g.candidates.size() == 1);
+  CHECK(g.reason == "collective: the target keeps pending sums and dimension 0 of size 5 is split unevenly into 2 "
+                    "tiles: an exchange would reduce them first");
   // A program that exchanges without reducing is refused by the executor's check.
   program bad = ex;
   bad.steps.erase(bad.steps.begin());

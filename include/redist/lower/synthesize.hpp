@@ -182,15 +182,12 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   if (error e = check_same_global(a, b)) throw redist_error(e);
   const int d = uneven_dim(m, a, b);
   if (d < 0) return std::nullopt;
-  const dist_type kept = before_partial(a, b);
-  if (kept.nsum > 0)
-    throw redist_error(errc::rule, "the target " + std::string(type_text(m, b).view()) +
-                                       " keeps pending sums of the source, and dimension " + std::to_string(d) +
-                                       " is uneven: redist reduces partial sums of uneven types, it does not "
-                                       "redistribute them unreduced");
   dist_type reduced = a;
   reduced.nsum = 0;
   reduced.reduce = reduction::sum;
+  // b without its pending axes: those the source has too are reduced with the others and
+  // made pending again at the end (an exchange does not keep partial sums apart).
+  const dist_type kept = before_partial(reduced, b);
   program p = exchange_program(m, reduced, kept, element_bytes, sizes);
   p.source = a;
   if (a.nsum > 0) {  // groups: the ranks that differ only along the sum axes, in rank order
@@ -225,10 +222,11 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
 /// The exchange program for types with an uneven dimension (DESIGN.md section 2), or
 /// nothing for even ones: an allreduce of the pending sums (if any; every member of a
 /// group holds the same box, so it stays exact), then one exchange to the target's boxes
-/// (short and empty tiles move exactly their elements), then the partial step of pending
-/// axes the target creates (lower/partial.hpp). It receives the data-movement lower bound
-/// and never holds more than max(localsize(source), localsize(target)). Throws for a target
-/// that keeps pending sums of the source (an exchange does not keep them apart).
+/// (short and empty tiles move exactly their elements), then the partial step of the
+/// target's pending axes (lower/partial.hpp): those it creates and those it keeps from the
+/// source, which the allreduce reduced (an exchange does not keep partial sums apart). Its
+/// exchange receives the data-movement lower bound, and it never holds more than
+/// max(localsize(source), localsize(target)).
 inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
                                               std::uint64_t element_bytes) {
   exchange_plan x;
@@ -239,9 +237,10 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
 /// predicted time under opt.time_model (the built-in profile if none); the chosen one has
 /// the least. Even types: the collective program always exists, the exchange unless the
 /// types carry partial sums. Uneven types (DESIGN.md section 2): the collective program
-/// where the rules' exact uneven forms reach the target within the memory bound, the
-/// exchange (uneven_program) unless the target keeps pending sums; neither: an error
-/// naming both reasons. Throws as synthesize.
+/// where the rules' exact uneven forms reach the target within the memory bound, and the
+/// exchange (uneven_program); where the target keeps pending sums of the source, the
+/// exchange (which reduces them first) only where no collective program keeps them. Throws
+/// as synthesize.
 inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const dist_type& b, synth_options opt = {});
 
 namespace detail {
@@ -272,10 +271,10 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
     const dist_type& t = uneven_dim(m, a) >= 0 ? a : b;
     if (a == kept)
       no_exchange = a == b ? "source and target are the same type" : "source and target hold the same tiles";
-    else if (kept.nsum > 0)
+    else if (kept.nsum > 0 && !c.candidates.empty())  // the collective keeps the partial sums as they are
       no_exchange = "the target keeps pending sums and " + uneven_text(m, t, uneven_dim(m, t)).str() +
-                    ": an exchange does not keep partial sums apart";
-    else
+                    ": an exchange would reduce them first";
+    else  // where the target keeps pending sums: reduced, exchanged, made pending again
       c.candidates.push_back({"exchange", *detail::uneven_program(m, a, b, opt.element_bytes, sizes), 0});
     if (c.candidates.empty())
       throw redist_error(errc::rule, "no plan for " + std::string(type_text(m, a).view()) + " -> " +
