@@ -37,6 +37,7 @@
 #include "redist/runtime/verify.hpp"
 #include "support/between_problems.hpp"
 #include "support/between_run.hpp"
+#include "support/random_problems.hpp"
 #include "support/test_boxes.hpp"
 
 namespace {
@@ -210,6 +211,52 @@ TEST_CASE("random redistributions between meshes on device sets run exactly", "[
   for (int r = 0; r < relation_count; ++r) CHECK(st.rel[relation_name(static_cast<relation>(r))] >= 100);
 }
 
+TEST_CASE("random targets with pending sums on another mesh: made pending after the move", "[between][random]") {
+  // Targets on another placed mesh with pending axes of their own (DTensor's Partial(),
+  // Shardy's unreduced axes), sources with or without: where no collective keeps them (the
+  // ranks differ), the exchange and two-phase candidates move the data reduced, then the
+  // target mesh's plan makes the axes pending. Every candidate on every problem.
+  std::mt19937 rng(0x5e25);
+  between_workload wl;
+  wl.sums_elsewhere = true;
+  std::ofstream out("between_programs.jsonl", std::ios::app);  // after the case above (ctest runs it first)
+  jsonl = &out;
+  every = true;
+  stats st;
+  std::uint64_t tries = 0, moved = 0, two_phase = 0;
+  const std::uint64_t count = redist::testing::scaled(400);
+  while (st.target_sums < count && tries < 100 * count) {
+    ++tries;
+    between_problem pr;
+    if (!parse_between(random_between(rng, wl), pr) || pr.b.type.nsum == 0 || pr.a.pm == pr.b.pm) continue;
+    const std::uint64_t before = st.target_sums;
+    if (tries % 2 == 0)
+      one_problem<std::int64_t>(pr, st.problems, st);
+    else
+      one_problem<float>(pr, st.problems, st);
+    if (st.target_sums == before) continue;  // not planned: a failure recorded
+    const redist::plan_choice c = redist::plan_between(pr.a, pr.b, pr.world, {{.element_bytes = 4}, false});
+    if (has_between_candidate(c, "collective")) continue;  // it keeps them as they are
+    if (!has_between_candidate(c, "exchange")) st.fail(pr, "exchange", "no exchange candidate");
+    ++moved;
+    two_phase += has_between_candidate(c, "two-phase");
+  }
+  every = false;
+  jsonl = nullptr;
+  std::printf("between, targets with pending sums on another mesh: %llu problems (%llu with pending sums in the "
+              "source, %llu uneven), %llu candidates besides the chosen run; %llu moved and made pending (no "
+              "collective), %llu of them with a two-phase candidate\n",
+              static_cast<unsigned long long>(st.problems), static_cast<unsigned long long>(st.sums),
+              static_cast<unsigned long long>(st.uneven), static_cast<unsigned long long>(st.candidates_run),
+              static_cast<unsigned long long>(moved), static_cast<unsigned long long>(two_phase));
+  for (const std::string& f : st.failures) UNSCOPED_INFO(f);
+  CHECK(st.failures.empty());
+  CHECK(st.target_sums == count);
+  CHECK(st.sums >= count / 8);
+  CHECK(moved >= count / 2);
+  CHECK(two_phase >= count / 10);
+}
+
 namespace {
 
 /// The problem from text (a named case).
@@ -273,6 +320,39 @@ TEST_CASE("pipeline boundary to a replicated target: exchange and two-phase", "[
   CHECK(two.steps.front().kind == redist::op::exchange);
   CHECK(two.steps.front().cost == 8 * 16 * 32 / 4);
   CHECK(two.steps.back().kind == redist::op::allgather);
+}
+
+TEST_CASE("pending sums reduced on the source mesh before an uneven target: no fused step", "[between][named]") {
+  // The reduction on the source mesh alone reduce-scatters twice and all-gathers two
+  // dimensions in one fused call; the uneven target (23 rows over b: 3) makes the whole
+  // program uneven, which runs no fused steps: the head is planned unfused (a stress run
+  // of random reshards found it).
+  const between_problem pr =
+      named(18, "{x: 3, y: 3, z: 2}", "[23, 24, 24] sum{x, z}", "{a: 4, b: 3}", "[{b}23, 24, {a}24]");
+  const redist::plan_choice c = plan_and_run(pr);
+  const program& p = candidate(c, "exchange");
+  CHECK(p.count(redist::op::reducescatter) + p.count(redist::op::allreduce) >= 1);
+  for (const redist::step& s : p.steps) CHECK_FALSE(s.fused());
+}
+
+TEST_CASE("a target with pending sums on other ranks: moved, then made pending where it lands", "[between][named]") {
+  // DTensor's Partial() on the next stage's mesh. The exchange sends every target rank its
+  // whole tile, then makes the sums pending (the first of each pair along b keeps it, the
+  // other writes 0); the two-phase plan sends each rank half of its tile, and a padded
+  // partial step makes b pending without moving anything.
+  const between_problem pr = named(6, "{x: 2} @ [0, 1]", "[{x}8, 4]", "{a: 2, b: 2} @ [2, 3, 4, 5]", "[{a}8, 4] sum{b}");
+  const redist::plan_choice c = plan_and_run(pr);
+  const program& e = candidate(c, "exchange");
+  REQUIRE(e.steps.size() == 2);
+  CHECK(e.steps[0].kind == redist::op::exchange);
+  CHECK(e.steps[1].kind == redist::op::partial);
+  const program& t = candidate(c, "two-phase");
+  REQUIRE(t.steps.size() == 2);
+  CHECK(t.steps[0].kind == redist::op::exchange);
+  CHECK(t.steps[1].kind == redist::op::partial);
+  CHECK(t.steps[1].concat_dim == 0);  // padded
+  CHECK(redist::run_received_elements(e) == 16);
+  CHECK(redist::run_received_elements(t) == 8);
 }
 
 TEST_CASE("checkpoint 8 -> 6 ranks: {x: 8} [{x}48, 10] -> {y: 6} [{y}48, 10]", "[between][named]") {

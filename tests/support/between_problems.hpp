@@ -67,6 +67,7 @@ struct between_workload {
   std::uint64_t max_world = 12;
   std::uint64_t max_elements = 6144;
   bool target_sums = true;  ///< a target on the same placed mesh may keep pending sums
+  bool sums_elsewhere = false;  ///< a target on another placed mesh may have pending sums
   std::uint64_t world = 0;  ///< nonzero: every problem in a world of this many ranks
 };
 
@@ -269,7 +270,7 @@ inline between_text random_between(std::mt19937& rng, const between_workload& w)
   const int rank = 1 + static_cast<int>(below(rng, 3));
   const bool source_sums = below(rng, 2) == 0;
   assignment sa = draw(rng, am, rank, source_sums);
-  assignment sb = draw(rng, bm, rank, false);
+  assignment sb = draw(rng, bm, rank, w.sums_elsewhere && !same_placed);
   if (same_placed && w.target_sums && !sa.sums.empty() && below(rng, 3) != 0) {
     // The target keeps some of the source's pending axes that it does not
     // partition.

@@ -6,7 +6,9 @@
 // (core/time_model.hpp, lower/synthesize.hpp predicted_seconds):
 //   exchange    one exchange from the source's boxes to the target's, on world ranks: every
 //               target rank receives exactly what it does not hold (the data-movement lower
-//               bound). Always possible (pending sums are reduced on the source mesh first).
+//               bound). Always possible (pending sums are reduced on the source mesh first;
+//               a target's pending axes are made pending on its mesh after the move, where
+//               no collective keeps them as they are).
 //   collective  where both meshes run on the same ranks and every sub-axis the target uses
 //               moves the ranks as a sub-axis of the source mesh does (retype): the target
 //               written as a type on the source mesh, and the same-mesh plan of
@@ -145,7 +147,10 @@ inline std::optional<dist_type> retype(const placed_mesh& from, const dist_type&
 /// sub-axis of the mesh becomes the most-major axis of the dimension with the largest tile
 /// it divides. Every device then holds 1/R of the target's tile (R: the sub-axes added),
 /// and the target is that type all-gathered over them. Nothing when no sub-axis fits.
-inline std::optional<dist_type> spread_replicas(const device_mesh& m, const dist_type& t) {
+/// Sub-axes in `minor` (a mask: the pending axes of the target whose pending sums were
+/// taken off, `t`) become the minor-most axes instead, where a padded partial step
+/// (lower/partial.hpp) makes them pending again without moving anything.
+inline std::optional<dist_type> spread_replicas(const device_mesh& m, const dist_type& t, std::uint64_t minor = 0) {
   const std::uint64_t used = used_mask(t);
   dist_type u = t;
   bool any = false;
@@ -162,7 +167,14 @@ inline std::optional<dist_type> spread_replicas(const device_mesh& m, const dist
       }
     }
     if (best < 0) continue;
-    u.dims[best].axes[u.dims[best].n++] = static_cast<std::uint8_t>(k);
+    dim& d = u.dims[best];
+    if (minor >> k & 1u) {
+      std::copy_backward(d.axes, d.axes + d.n, d.axes + d.n + 1);
+      d.axes[0] = static_cast<std::uint8_t>(k);
+      ++d.n;
+    } else {
+      d.axes[d.n++] = static_cast<std::uint8_t>(k);
+    }
     any = true;
   }
   if (!any || check(m, u)) return std::nullopt;
@@ -429,15 +441,46 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
       why_not.push_back(std::string(name) + ": " + e.what());
     }
   };
+  // A mesh's own plan inside a longer program: where the source or the target is uneven,
+  // the program runs no fused steps (program.hpp), so a plan that fuses is planned again
+  // by bytes (unfused).
+  const bool uneven_ends = uneven_dim(a.pm.mesh, a.type) >= 0 || uneven_dim(b.pm.mesh, b.type) >= 0;
+  auto own_plan = [&](const placed_mesh& pm, const dist_type& from, const dist_type& to) {
+    auto fuses = [](const program& q) {
+      for (const step& s : q.steps)
+        if (s.fused()) return true;
+      return false;
+    };
+    program q = detail::placed_plan(pm, from, to, W, opt);
+    if (uneven_ends && fuses(q)) {
+      synth_options unfused = opt;
+      unfused.goal = objective::bytes;
+      q = detail::placed_plan(pm, from, to, W, unfused);
+      if (fuses(q)) throw redist_error(errc::rule, "a mesh's own plan fuses collectives on an uneven program");
+    }
+    return q;
+  };
   // The source with its pending sums reduced on its own mesh, and the plan there.
   dist_type reduced = a.type;
   reduced.nsum = 0;
   reduced.reduce = reduction::sum;
   auto reduce_first = [&](program tail) {
     if (a.type.nsum == 0) return tail;
-    return detail::concat_programs(detail::placed_plan(a.pm, a.type, reduced, W, opt), tail);
+    return detail::concat_programs(own_plan(a.pm, a.type, reduced), tail);
   };
   const placed_layout ar{a.pm, reduced};
+  // The target without its pending axes, and where it has some, the target mesh's plan
+  // that makes them pending after the move (lower/partial.hpp: nothing moves).
+  dist_type whole = b.type;
+  whole.nsum = 0;
+  whole.reduce = reduction::sum;
+  const placed_layout bw{b.pm, whole};
+  auto make_pending = [&](program head) {
+    if (b.type.nsum == 0) return head;
+    program tail = own_plan(b.pm, whole, b.type);
+    tail.two_meshes = false;
+    return detail::concat_programs(std::move(head), tail);
+  };
   const std::optional<dist_type> bt = retype(b.pm, b.type, a.pm, W);  // b's type written on a's mesh
   if (bt) {
     attempt("collective", [&] {
@@ -450,8 +493,6 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
       }
       return p;
     });
-  } else if (b.type.nsum > 0) {
-    why_not.push_back("the target keeps pending sums, which only a plan on one mesh keeps");
   }
   const bool same_ranks = detail::rank_set(a.pm, W) == detail::rank_set(b.pm, W);
   if (same_ranks && !bt && a.pm.mesh.nsub == b.pm.mesh.nsub) {
@@ -498,27 +539,17 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
       });
   }
   exchange_plan direct, spread_sizes;  // the sizes of the exchange and two-phase candidates' exchanges
-  if (b.type.nsum == 0) {
-    attempt("exchange", [&] { return reduce_first(detail::exchange_between(ar, b, W, opt.element_bytes, direct)); });
+  // A target that keeps pending sums: where the collective keeps them as they are, it alone.
+  if (b.type.nsum == 0 || !bt) {
+    attempt("exchange", [&] {
+      return make_pending(reduce_first(detail::exchange_between(ar, bw, W, opt.element_bytes, direct)));
+    });
     if (!same_ranks)
-      if (const std::optional<dist_type> spread = spread_replicas(b.pm.mesh, b.type))
+      if (const std::optional<dist_type> spread = spread_replicas(b.pm.mesh, whole, new_pending_mask(whole, b.type)))
         attempt("two-phase", [&] {
           const placed_layout mid{b.pm, *spread};
           program p = reduce_first(detail::exchange_between(ar, mid, W, opt.element_bytes, spread_sizes));
-          program tail = detail::placed_plan(b.pm, *spread, b.type, W, opt);
-          // A program with an uneven type runs no fused steps (program.hpp): where the
-          // source is uneven and the target's own (even) plan fuses, its unfused plan.
-          auto fuses = [](const program& q) {
-            for (const step& s : q.steps)
-              if (s.fused()) return true;
-            return false;
-          };
-          if (fuses(tail) && (uneven_dim(a.pm.mesh, a.type) >= 0 || uneven_dim(b.pm.mesh, b.type) >= 0)) {
-            synth_options unfused = opt;
-            unfused.goal = objective::bytes;
-            tail = detail::placed_plan(b.pm, *spread, b.type, W, unfused);
-            if (fuses(tail)) throw redist_error(errc::rule, "the target mesh's plan fuses collectives on an uneven program");
-          }
+          program tail = own_plan(b.pm, *spread, b.type);
           tail.two_meshes = false;
           return detail::concat_programs(std::move(p), tail);
         });
