@@ -86,7 +86,7 @@ std::string run_between_and_check(const program& p, const array_layout& a) {
   for (std::uint64_t q = 0; q < by_pos.size(); ++q)
     if (sum_root(p.target_mesh(), p.target, static_cast<rank_t>(q)) == q) {
       program unsummed = p;
-      unsummed.target.nsum = 0;
+      unsummed.target = without_pending(p.target);
       darray<T> t(p.target_mesh(), unsummed.target, static_cast<rank_t>(q),
                   std::vector<T>(by_pos[q].span().begin(), by_pos[q].span().end()));
       if (std::string e = check_target_tile(unsummed, q, static_cast<std::int64_t>(q), t); !e.empty())
@@ -133,9 +133,7 @@ inline std::string check_between_exchange_bound(const program& p, const array_la
   std::vector<box> before;
   bool sums = false;
   if (const auto* t = std::get_if<placed_layout>(&a)) {
-    dist_type reduced = t->type;
-    reduced.nsum = 0;
-    reduced.reduce = reduction::sum;
+    const dist_type reduced = without_pending(t->type);
     sums = t->type.nsum > 0;
     const std::vector<rank_t> devs(t->pm.devices.begin(), t->pm.devices.end());
     before = placed_boxes(t->pm.mesh, reduced, devs, W);

@@ -81,6 +81,14 @@ struct dist_type {
   }
 };
 
+/// t with its pending values combined: no pending-sum axes (the reduction reset to sum, as
+/// for every type without pending values).
+constexpr dist_type without_pending(dist_type t) {
+  t.nsum = 0;
+  t.reduce = reduction::sum;
+  return t;
+}
+
 /// Number of partial values summed per element (product of the sum axes' sizes).
 constexpr std::uint64_t sum_parts(const device_mesh& m, const dist_type& t) {
   std::uint64_t p = 1;

@@ -461,9 +461,7 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
     return q;
   };
   // The source with its pending sums reduced on its own mesh, and the plan there.
-  dist_type reduced = a.type;
-  reduced.nsum = 0;
-  reduced.reduce = reduction::sum;
+  const dist_type reduced = without_pending(a.type);
   auto reduce_first = [&](program tail) {
     if (a.type.nsum == 0) return tail;
     return detail::concat_programs(own_plan(a.pm, a.type, reduced), tail);
@@ -471,9 +469,7 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
   const placed_layout ar{a.pm, reduced};
   // The target without its pending axes, and where it has some, the target mesh's plan
   // that makes them pending after the move (lower/partial.hpp: nothing moves).
-  dist_type whole = b.type;
-  whole.nsum = 0;
-  whole.reduce = reduction::sum;
+  const dist_type whole = without_pending(b.type);
   const placed_layout bw{b.pm, whole};
   auto make_pending = [&](program head) {
     if (b.type.nsum == 0) return head;

@@ -182,9 +182,7 @@ inline std::optional<program> uneven_program(const device_mesh& m, const dist_ty
   if (error e = check_same_global(a, b)) throw redist_error(e);
   const int d = uneven_dim(m, a, b);
   if (d < 0) return std::nullopt;
-  dist_type reduced = a;
-  reduced.nsum = 0;
-  reduced.reduce = reduction::sum;
+  const dist_type reduced = without_pending(a);
   // b without its pending axes: those the source has too are reduced with the others and
   // made pending again at the end (an exchange does not keep partial sums apart).
   const dist_type kept = before_partial(reduced, b);
