@@ -142,6 +142,36 @@ struct step {
   [[nodiscard]] constexpr bool holds_after(std::uint64_t r) const { return holds.empty() || (r < holds.size() && holds[r]); }
 };
 
+/// Where the executor keeps the tiles between the steps of a program (runtime/executor.hpp,
+/// its memory formula; lowering ranks programs by it, lower/lower.hpp scratch_deep).
+enum class tile_home : std::uint8_t { input, output, scratch_a, scratch_b };
+
+/// A step that rewrites its tile in place: an unpadded partial step (every rank keeps its
+/// tile or writes the identity over it; the tile's shape does not change).
+constexpr bool runs_in_place(const step& s) { return s.kind == op::partial && s.concat_dim < 0; }
+
+/// The homes of the tiles t_0..t_S of a program of S steps (t_i the tile before step i):
+/// t_0 the caller's input tile (never written), t_S the output tile, and counting back from
+/// the end, t_i (0 < i < S) the home of t_{i+1} where step i runs in place (runs_in_place;
+/// the output tile only where fits_output(i)), else another buffer than t_{i+1}'s: scratch
+/// region A after the output tile or region B, the output tile after A where
+/// fits_output(i) (the tile is no larger than the output tile and the rank has one), else
+/// region B. Without steps in place: A at an odd distance from the end, the output tile
+/// or B at an even one.
+template <class FitsOutput>
+constexpr std::vector<tile_home> tile_homes(const std::vector<step>& steps, FitsOutput fits_output) {
+  const std::size_t S = steps.size();
+  std::vector<tile_home> home(S + 1, tile_home::output);
+  home[0] = tile_home::input;
+  for (std::size_t i = S; i-- > 1;) {
+    const tile_home next = home[i + 1];
+    if (runs_in_place(steps[i]) && (next != tile_home::output || fits_output(i))) home[i] = next;
+    else if (next == tile_home::scratch_a) home[i] = fits_output(i) ? tile_home::output : tile_home::scratch_b;
+    else home[i] = tile_home::scratch_a;
+  }
+  return home;
+}
+
 /// A redistribution from `source` to `target` as a sequence of collectives.
 ///
 /// Format 2 (DESIGN.md section 4, "Meshes on device sets"): the source type lives on mesh

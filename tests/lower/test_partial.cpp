@@ -83,6 +83,24 @@ TEST_CASE("partial: Replicate() -> Partial() is one local step, exact for every 
   check_runs(q2);
 }
 
+TEST_CASE("partial: a partial step that ends a program rewrites the output tile in place", "[partial]") {
+  // The gathered tile lands in the output tile and the partial step keeps it or writes the
+  // identity over it there: no scratch (a scratch tile of 32 elements before).
+  const device_mesh m = parse_mesh("{x: 2, y: 2}");
+  host_backend host(4);
+  for (reduction r : all_reductions) {
+    const std::string kind(reduction_name(r));
+    INFO(kind);
+    const program p = synthesize(m, parse_type(m, "[{x}8, 4]"), parse_type(m, "[8, 4] " + kind + "{y}"));
+    REQUIRE(p.steps.size() == 2);
+    CHECK(p.steps[0].kind == op::allgather);
+    CHECK(p.steps[1].kind == op::partial);
+    CHECK(p.steps[1].concat_dim < 0);
+    CHECK(executor<std::int32_t, host_backend>(host, p).scratch_elements() == 0);
+    check_runs(p);
+  }
+}
+
 TEST_CASE("partial: Shardy's sharded_to_unreduced is one padded step, nothing moves", "[partial]") {
   struct named {
     const char* mesh;

@@ -428,6 +428,10 @@ TEST_CASE("uneven: pending sums are reduced; a target keeps them by collectives,
   CHECK(r3.steps[2].kind == op::partial);
   CHECK(r3.target == b3);
   CHECK(r3.peak_local_elements == 3);
+  // The executor: the all-reduced tile of 3 in scratch, the exchanged tile of 2 in the
+  // output tile, where the partial step rewrites it (3 = max(in, out), 5 before).
+  host_backend host3(8);
+  CHECK(executor<std::int32_t, host_backend>(host3, r3).scratch_elements() == 3);
   CHECK(testing::verify(r3).ok);
   CHECK(detail::check_program(r3).error.empty());
   CHECK(run_on_host<std::int32_t>(r3).wrong == 0);

@@ -80,10 +80,18 @@ inline std::uint64_t expected_bytes_held(const program& p, std::uint64_t e, form
   const std::size_t S = p.steps.size();
   const std::uint64_t out = product(t[S]);
   std::uint64_t A = 0, B = 0, Ps = 0, Pr = 0;
-  for (std::size_t i = 1; i < S; ++i) {
+  // Where t_i lives, counting back from the end: where t_{i+1} does before an unpadded
+  // partial step, else region A after the output tile or region B, the output tile (if it
+  // fits) or region B after region A.
+  enum class at { output, a, b };
+  std::vector<at> home(S + 1, at::output);
+  for (std::size_t i = S; i-- > 1;) {
     const std::uint64_t ti = product(t[i]);
-    if ((S - i) % 2 == 1) A = std::max(A, ti);
-    else if (ti > out) B = std::max(B, ti);
+    if (p.steps[i].kind == op::partial && p.steps[i].concat_dim < 0) home[i] = home[i + 1];
+    else if (home[i + 1] == at::a) home[i] = ti <= out ? at::output : at::b;
+    else home[i] = at::a;
+    if (home[i] == at::a) A = std::max(A, ti);
+    if (home[i] == at::b) B = std::max(B, ti);
   }
   bool packs_sends = false;  // some step packs sends (whatever this rank sends)
   for (std::size_t s = 0; s < S; ++s) {

@@ -496,21 +496,22 @@ constexpr std::uint64_t lowered_time(const weak_problem& p, const program& prog)
 }
 
 /// Under the time objective, 1 if the executor's two scratch tiles for prog
-/// (runtime/executor.hpp memory formula: A, the largest tile an odd number of steps before
-/// the end; B, the largest an even number before it that exceeds the target's tile)
-/// together exceed its larger end tile, else 0. Such a program leaves the executor less than
-/// the end tile for the pieces of a step it packs (a reduce-scatter on strided chunks, a
-/// fused all-to-all) within 2x max(in, out), so lowering ranks it after every other (the
-/// paper's programs, objective::bytes, are ranked as in the paper).
+/// (runtime/executor.hpp memory formula: A and B, the largest tiles program.hpp's
+/// tile_homes keeps in scratch regions A and B) together exceed its larger end tile, else
+/// 0. Such a program leaves the executor less than the end tile for the pieces of a step it
+/// packs (a reduce-scatter on strided chunks, a fused all-to-all) within 2x max(in, out),
+/// so lowering ranks it after every other (the paper's programs, objective::bytes, are
+/// ranked as in the paper).
 constexpr std::uint64_t scratch_deep(const weak_problem& p, const program& prog) {
   const std::size_t S = prog.steps.size();
   if (p.goal != objective::time || S < 3 || prog.uneven()) return 0;
   const std::uint64_t out = prog.steps.back().local_after;
+  auto tile = [&](std::size_t i) { return prog.steps[i - 1].local_after; };  // t_i, 0 < i < S
+  const std::vector<tile_home> home = tile_homes(prog.steps, [&](std::size_t i) { return tile(i) <= out; });
   std::uint64_t A = 0, B = 0;
   for (std::size_t i = 1; i < S; ++i) {
-    const std::uint64_t t = prog.steps[i - 1].local_after;
-    if ((S - i) % 2 == 1) A = std::max(A, t);
-    else if (t > out) B = std::max(B, t);
+    if (home[i] == tile_home::scratch_a) A = std::max(A, tile(i));
+    if (home[i] == tile_home::scratch_b) B = std::max(B, tile(i));
   }
   return A + B > end_tile_elements(prog) ? 1 : 0;
 }

@@ -11,17 +11,28 @@
 // Where the tiles live. Step 0 reads the caller's input tile, which is never written; the
 // last step writes the caller's output tile. A tile between two steps (t_i after step
 // i-1, 0 < i < S, S steps) lives, counting back from the end, in the output tile or in
-// one scratch buffer per rank, so that no step reads and writes the same buffer:
+// one scratch buffer per rank, so that no step but an unpadded partial step (it keeps the
+// tile or writes the identity over it) reads and writes the same buffer (program.hpp
+// tile_homes, which lowering's ranking reads too):
 //
-//   t_i with S - i odd                              -> scratch region A (offset 0)
-//   t_i with S - i even, local_size(t_i) <= out     -> the caller's output tile
-//   t_i with S - i even, local_size(t_i) >  out     -> scratch region B (offset A)
+//   t_i before an unpadded partial step          -> where t_{i+1} lives (the step in place)
+//   t_i, t_{i+1} in the output tile or region B  -> scratch region A (offset 0)
+//   t_i, t_{i+1} in region A, local_size(t_i) <= out
+//                                                -> the caller's output tile
+//   t_i, t_{i+1} in region A, local_size(t_i) >  out
+//                                                -> scratch region B (offset A)
+//
+// (without partial steps: region A at an odd distance S - i from the end, the output tile
+// or region B at an even one; partial steps that end a program, creating pending axes,
+// run in the output tile and cost no scratch; on a program between meshes where a rank
+// holding a tile before the crossing holds none after it, the tiles before the crossing
+// take region B where they would take the output tile).
 //
 // Memory formula (exact; what bytes_held() and peak_bytes_held() report, per local rank,
 // on top of the caller's tiles; e = sizeof(T), max of nothing = 0):
 //
-//   scratch = A + B elements, A = max{ t_i : 0 < i < S, S - i odd },
-//                             B = max{ t_i : 0 < i < S, S - i even, t_i > t_S }
+//   scratch = A + B elements, A = max{ t_i : 0 < i < S, t_i in region A },
+//                             B = max{ t_i : 0 < i < S, t_i in region B }
 //   pack    = Ps + Pr elements: with C = min(pack_chunk_bytes, max(t_0, t_S) e / 2) bytes
 //             (core/time_model.hpp pack_budget_bytes),
 //             for every step the executor packs (below), n its group size and b its block
@@ -738,12 +749,15 @@ class executor_core {
     bool off_target = false;
     for (std::size_t r = 0; r < shapes_.holds_before.size(); ++r)
       off_target = off_target || (shapes_.holds_before[r] && !(r < shapes_.holds_after.size() && shapes_.holds_after[r]));
+    const std::vector<tile_home> home = tile_homes(p_.steps, [&](std::size_t i) {
+      return shapes_.ext[i].size() <= out_size && !(off_target && i < shapes_.crossing);
+    });
     for (std::size_t i = 1; i < S; ++i) {
       const std::uint64_t t = shapes_.ext[i].size();
-      if ((S - i) % 2 == 1) {
+      if (home[i] == tile_home::scratch_a) {
         loc_[i] = scratch_a;
         scratch_a_ = std::max(scratch_a_, t);
-      } else if (t > out_size || (off_target && i < shapes_.crossing)) {
+      } else if (home[i] == tile_home::scratch_b) {
         loc_[i] = scratch_b;
         scratch_b_ = std::max(scratch_b_, t);
       }
@@ -1167,11 +1181,15 @@ class executor_core {
           live(L + L * n);
         } else {  // the first member keeps its tile; under sum and prod the others write the identity
           const bool keep_all = s.reduce != reduction::sum && s.reduce != reduction::prod;
+          const bool in_place = loc_[si] == loc_[si + 1];  // tile_homes: the kept tiles stay where they are
           each_rank(bytes, [&](std::size_t i) {
-            if (keep_all || at[local_[i]] == 0) ops_.copy(b_, dst(i).p, src(i).p, L);
-            else ops_.fill_identity(b_, dst(i).p, L, s.reduce);
+            if (keep_all || at[local_[i]] == 0) {
+              if (!in_place) ops_.copy(b_, dst(i).p, src(i).p, L);
+            } else {
+              ops_.fill_identity(b_, dst(i).p, L, s.reduce);
+            }
           });
-          live(2 * L);
+          live(in_place ? L : 2 * L);
         }
         break;
       }
