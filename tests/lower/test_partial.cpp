@@ -20,6 +20,7 @@
 
 #include "fuzz/host_run.hpp"
 #include "redist/core/dtensor.hpp"
+#include "redist/lower/between.hpp"
 #include "redist/lower/synthesize.hpp"
 #include "redist/program_json.hpp"
 #include "redist/runtime/executor.hpp"
@@ -83,7 +84,7 @@ TEST_CASE("partial: Replicate() -> Partial() is one local step, exact for every 
   check_runs(q2);
 }
 
-TEST_CASE("partial: a partial step that ends a program rewrites the output tile in place", "[partial]") {
+TEST_CASE("partial: an unpadded partial step rewrites its tile in place, at the end of a program the output tile", "[partial]") {
   // The gathered tile lands in the output tile and the partial step keeps it or writes the
   // identity over it there: no scratch (a scratch tile of 32 elements before).
   const device_mesh m = parse_mesh("{x: 2, y: 2}");
@@ -99,6 +100,17 @@ TEST_CASE("partial: a partial step that ends a program rewrites the output tile 
     CHECK(executor<std::int32_t, host_backend>(host, p).scratch_elements() == 0);
     check_runs(p);
   }
+  // In the middle of a program the step runs where the tile before it lives: allgather into
+  // scratch, partial there, dynslice into the output tile (32 elements of scratch; 64 when
+  // every step wrote another buffer).
+  const dist_type mid = parse_type(m, "[8, 4] sum{y}");
+  const program q = detail::concat_programs(synthesize(m, parse_type(m, "[{x}8, 4]"), mid),
+                                            synthesize(m, mid, parse_type(m, "[{x}8, 4] sum{y}")));
+  REQUIRE(q.steps.size() == 3);
+  CHECK(q.steps[1].kind == op::partial);
+  CHECK(q.steps[2].kind == op::dynslice);
+  CHECK(executor<std::int32_t, host_backend>(host, q).scratch_elements() == 32);
+  check_runs(q);
 }
 
 TEST_CASE("partial: Shardy's sharded_to_unreduced is one padded step, nothing moves", "[partial]") {
