@@ -71,8 +71,8 @@
 // no scratch; one whose blocks are contiguous (an all-to-all splitting and concatenating
 // on dimension 0, an all-gather on dimension 0), or run by the host backend, holds nothing.
 // Every memory-efficient program (intermediate tiles <= max(in, out)) holds at most
-// 2 max(in, out) + pack, and at most max(in, out) + pack when S <= 2 or when every
-// intermediate at an even distance from the end fits in the output tile (the lowering's
+// 2 max(in, out) + pack, and at most max(in, out) + pack when S <= 2 or when region B
+// stays empty, every tile that would take the output tile fitting in it (the lowering's
 // programs: slices first, gathers last). executor_options::pack_chunk_bytes (default
 // 1 MiB) bounds each pack buffer, and so does half of max(in, out), so that a program
 // whose intermediates fit in the output tile holds at most 2 max(in, out) in all (a packed
