@@ -734,33 +734,25 @@ class executor_core {
   struct rank_state {  // buffers held by ops_
     element_ptr scratch, pack_send, pack_recv;
   };
-  enum where : std::uint8_t { in_tile, out_tile, scratch_a, scratch_b };
 
   /// Where every tile lives, how every step moves its blocks, and the buffer sizes: the
   /// memory formula at the top of this file.
   void plan_memory() {
     const std::size_t S = p_.steps.size();
     const std::uint64_t out_size = shapes_.ext.back().size();
-    loc_.assign(S + 1, out_tile);
-    loc_[0] = in_tile;
     // A program between meshes (format 2): a rank holding a tile before the crossing may
     // have no output tile (it is off the target mesh), so the tiles before the crossing
     // never live in the output tile.
     bool off_target = false;
     for (std::size_t r = 0; r < shapes_.holds_before.size(); ++r)
       off_target = off_target || (shapes_.holds_before[r] && !(r < shapes_.holds_after.size() && shapes_.holds_after[r]));
-    const std::vector<tile_home> home = tile_homes(p_.steps, [&](std::size_t i) {
+    loc_ = tile_homes(p_.steps, [&](std::size_t i) {
       return shapes_.ext[i].size() <= out_size && !(off_target && i < shapes_.crossing);
     });
     for (std::size_t i = 1; i < S; ++i) {
       const std::uint64_t t = shapes_.ext[i].size();
-      if (home[i] == tile_home::scratch_a) {
-        loc_[i] = scratch_a;
-        scratch_a_ = std::max(scratch_a_, t);
-      } else if (home[i] == tile_home::scratch_b) {
-        loc_[i] = scratch_b;
-        scratch_b_ = std::max(scratch_b_, t);
-      }
+      if (loc_[i] == tile_home::scratch_a) scratch_a_ = std::max(scratch_a_, t);
+      if (loc_[i] == tile_home::scratch_b) scratch_b_ = std::max(scratch_b_, t);
     }
     path_.assign(S, block_path::local);
     packed_.assign(S, {});
@@ -917,12 +909,12 @@ class executor_core {
   }
 
   /// Local rank i's buffer at location w.
-  element_ptr buffer(std::size_t i, where w) {
+  element_ptr buffer(std::size_t i, tile_home w) {
     switch (w) {
-      case in_tile: return {const_cast<std::byte*>(in_[i]), e_};  // only ever read: backends never write sends
-      case out_tile: return {out_[i], e_};
-      case scratch_a: return ranks_[i].scratch;
-      case scratch_b: return ranks_[i].scratch + scratch_a_;
+      case tile_home::input: return {const_cast<std::byte*>(in_[i]), e_};  // only ever read: backends never write sends
+      case tile_home::output: return {out_[i], e_};
+      case tile_home::scratch_a: return ranks_[i].scratch;
+      case tile_home::scratch_b: return ranks_[i].scratch + scratch_a_;
     }
     return {};
   }
@@ -1021,8 +1013,8 @@ class executor_core {
     send_.assign(p_.world_size(), nullptr);
     recv_.assign(p_.world_size(), nullptr);
     step_now_ = si;
-    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
-    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto src = [&](std::size_t i) { return buffer(i, loc_[si]); };
+    auto dst = [&](std::size_t i) { return buffer(i, loc_[si + 1]); };
     auto account_rank = [&](std::uint64_t b) { account_one(st, b); };
     auto account = [&](std::uint64_t b) { account_all(st, b); };
     auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send; };
@@ -1211,8 +1203,8 @@ class executor_core {
     const int R = before.rank;
     const auto k = static_cast<std::size_t>(s.split_dim);
     const std::uint64_t n = s.parts, e = before[s.split_dim], c = after[s.split_dim], blk = after.size();
-    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
-    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto src = [&](std::size_t i) { return buffer(i, loc_[si]); };
+    auto dst = [&](std::size_t i) { return buffer(i, loc_[si + 1]); };
     auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send; };
     // Rows [lo, hi) of region r of block m (rows of the chunk) from tile rows from_row..,
     // into the piece `p` of extents r.size.
@@ -1265,8 +1257,8 @@ class executor_core {
     extents chunk = before;  // the block a member sends to each member
     for (int q = 0; q < s.split_grid.n; ++q) chunk[s.split_grid.dim[q]] /= s.split_grid.parts[q];
     const std::uint64_t C = chunk.size();
-    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
-    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto src = [&](std::size_t i) { return buffer(i, loc_[si]); };
+    auto dst = [&](std::size_t i) { return buffer(i, loc_[si + 1]); };
     auto pack_send = [&](std::size_t i) { return ranks_[i].pack_send; };
     auto pack_recv = [&](std::size_t i) { return ranks_[i].pack_recv; };
     auto corner = [&](const step_grid& g, std::uint64_t m) {  // where block m starts
@@ -1323,8 +1315,8 @@ class executor_core {
     const extents& after = shapes_.ext[si + 1];
     const int R = before.rank;
     step_stats& st = stats_[si];
-    auto src = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si])); };
-    auto dst = [&](std::size_t i) { return buffer(i, static_cast<where>(loc_[si + 1])); };
+    auto src = [&](std::size_t i) { return buffer(i, loc_[si]); };
+    auto dst = [&](std::size_t i) { return buffer(i, loc_[si + 1]); };
     auto region = [&](const box& piece, const box& tile) {
       tile_region t;
       for (int d = 0; d < R; ++d) {
@@ -1347,7 +1339,7 @@ class executor_core {
         each_rank(after.size() * e_ * local_.size(), [&](std::size_t i) {
           for (const exchange_piece& pc : x.into(local_[i])) {
             const std::size_t k = index_[pc.from];
-            copy(buffer(k, static_cast<where>(loc_[si])), before.span(), region(pc.b, x.before[pc.from]), dst(i),
+            copy(buffer(k, loc_[si]), before.span(), region(pc.b, x.before[pc.from]), dst(i),
                  after.span(), region(pc.b, x.after[pc.to]));
           }
         });
@@ -1465,7 +1457,7 @@ class executor_core {
   std::vector<rank_t> local_;
   std::vector<std::size_t> index_;  ///< local index of each rank (local_.size() if not local)
   std::vector<rank_state> ranks_;
-  std::vector<std::uint8_t> loc_;   ///< where tile t_i lives (enum where)
+  std::vector<tile_home> loc_;      ///< where tile t_i lives (program.hpp tile_homes)
   std::vector<std::uint32_t> member_at_;  ///< a partial step: every world rank's position in its group
   std::vector<block_path> path_;    ///< how step s moves its blocks
   std::vector<std::map<box, std::uint64_t>> packed_;  ///< packed exchange s: its send pieces and their offsets
