@@ -102,9 +102,10 @@ void print_plan(const reshard_plan& p, bool explain) {
              "source -> target");
   for (std::size_t i = 0; i < p.arrays.size(); ++i) {
     const reshard_array& a = p.arrays[i];
-    fmt::print("  {:>3}  {:<{}}  {:<{}}  {:<5}  {:<10}  {} -> {}\n", i + 1, a.name, w, dtype(a), tw,
+    fmt::print("  {:>3}  {:<{}}  {:<{}}  {:<5}  {:<10}  {} -> {}{}\n", i + 1, a.name, w, dtype(a), tw,
                reshard_route_name(p.route[i]), p.own[i].candidates[p.own[i].chosen].name, detail::layout_text(a.source),
-               detail::layout_text(a.target));
+               detail::layout_text(a.target),
+               p.chunked(i) ? fmt::format(" (in {} chunks)", p.chunks[i].count) : std::string());
   }
   std::uint64_t msgs = 0;
   for (std::size_t k = 0; k < p.rounds.size(); ++k) msgs += p.messages(k);
@@ -145,7 +146,17 @@ void print_plan(const reshard_plan& p, bool explain) {
                                                            element_type_name(a.program_type()), element_type_name(a.dtype),
                                                            element_type_name(a.target_type()))
                                              : "";
-    fmt::print("  {}: {}{}\n", a.name, p.own[i].reason, in);
+    std::string chunks;
+    if (p.chunked(i)) {
+      const reshard_chunks& k = p.chunks[i];
+      std::string cut;
+      for (std::size_t d = 0; d < k.units.size(); ++d)
+        if (k.units[d] != 0)
+          cut += fmt::format("{}dimension {}: {} rows of each of its {} units", cut.empty() ? "" : ", ", d, k.rows[d], k.units[d]);
+      chunks = fmt::format("; within the budget in {} chunks ({}), each by {}, at most {} per rank", k.count, cut,
+                           k.sub.candidates[k.sub.chosen].name, bytes_text(k.held_bytes));
+    }
+    fmt::print("  {}: {}{}{}\n", a.name, p.own[i].reason, in, chunks);
   }
 }
 

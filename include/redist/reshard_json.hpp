@@ -279,6 +279,16 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
     ja["own_plan"] = c.name;
     ja["own_seconds"] = c.seconds;
     if (p.route[a] == reshard_route::own) ja["program"] = detail::program_to_json<json>(c.prog);
+    if (p.chunked(a)) {
+      const reshard_chunks& k = p.chunks[a];
+      json cuts = json::array();
+      for (std::size_t d = 0; d < max_dims; ++d)
+        if (k.units[d] != 0) cuts.push_back({{"dim", d}, {"units", k.units[d]}, {"rows", k.rows[d]}});
+      ja["chunks"] = {{"count", k.count},
+                      {"cut", std::move(cuts)},
+                      {"held_bytes", k.held_bytes},
+                      {"program", detail::program_to_json<json>(k.sub.chosen_program())}};
+    }
     arrays.push_back(std::move(ja));
   }
   j["arrays"] = std::move(arrays);

@@ -57,7 +57,7 @@ int run(int argc, char** argv) {
     w.max_world = mpi.devices();
     redist::testing::reshard_workload cast = w;
     cast.casts = true;
-    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0;
+    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0, chunked = 0;
     auto fail = [&](const std::string& what) {
       if (++failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", me, what.c_str());
     };
@@ -67,6 +67,7 @@ int run(int argc, char** argv) {
           redist::testing::random_planned_reshard(rng, i % 5 == 2 ? cast : w, mpi.devices(), static_cast<std::size_t>(i));
       rounds += p.rounds.size();
       pipelined += p.pipelined;
+      for (std::size_t a = 0; a < p.arrays.size(); ++a) chunked += p.chunked(a) ? 1 : 0;
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.
         const auto how = static_cast<redist::reshard_messages>(i % 3);
@@ -196,10 +197,11 @@ int run(int argc, char** argv) {
     MPI_Reduce(&checked, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)
       std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds (%llu plans pipelined), %llu "
-                  "refused over the budget, %llu elements checked, %d failures; single copy %s: %llu and %llu pieces\n",
+                  "refused over the budget, %llu own programs chunk by chunk, %llu elements checked, %d failures; single copy "
+                  "%s: %llu and %llu pieces\n",
                   static_cast<unsigned long long>(mpi.devices()), problems, static_cast<unsigned long long>(runs),
                   static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(pipelined),
-                  static_cast<unsigned long long>(refused),
+                  static_cast<unsigned long long>(refused), static_cast<unsigned long long>(chunked),
                   static_cast<unsigned long long>(total), all, single.single_copy() ? "on" : "off",
                   static_cast<unsigned long long>(moved_all[0]), static_cast<unsigned long long>(moved_all[1]));
     failures = all;

@@ -721,6 +721,59 @@ TEST_CASE("pending values take their own plans, bf16 and f16 too; their collecti
   CHECK(f.fused[1].arrays == std::vector<std::uint32_t>{4, 5});
 }
 
+TEST_CASE("own programs over the budget run chunk by chunk", "[reshard]") {
+  // Gradients reduce-scattered along dimension 1: the executor packs the strided blocks, 768
+  // bytes at most; dimension 0 is one unit at both ends, a chunk of its rows one run of
+  // every tile.
+  reshard_problem pr;
+  pr.arrays.push_back(array_of("g", element_type::f32, "{x: 2}", "[16, 24] sum{x}", "{x: 2}", "[16, {x}24]"));
+  const reshard_plan whole = plan_reshard(pr, {.budget_bytes = 768});
+  REQUIRE(detail::own_held_bound(whole.own[0].chosen_program(), 4) == 768);
+  REQUIRE_FALSE(whole.chunked(0));
+  CHECK(&whole.own_program(0) == &whole.own[0].chosen_program());
+  const reshard_plan p = plan_reshard(pr, {.budget_bytes = 600});
+  REQUIRE(p.chunked(0));
+  const reshard_chunks& k = p.chunks[0];
+  CHECK(k.count == 2);
+  CHECK(k.units[0] == 1);
+  CHECK(k.rows[0] == 8);
+  CHECK(k.units[1] == 0);
+  CHECK(k.held_bytes == 384);
+  const program& sub = p.own_program(0);
+  CHECK(sub.source.dims[0].global == 8);
+  CHECK(sub.target == parse_type(sub.m, "[8, {x}24]"));
+  CHECK(p.seconds == Approx(detail::own_seconds(p, builtin_profile, 0)));
+  CHECK(p.seconds == Approx(2 * (k.sub.candidates[k.sub.chosen].seconds + detail::call_seconds(builtin_profile, 2))));
+  CHECK_THAT(p.reason, Catch::Matchers::Contains("1 of them chunk by chunk within the budget"));
+  // One row a chunk: contiguous reduce-scatters, nothing held.
+  const reshard_plan q = plan_reshard(pr, {.budget_bytes = 40});
+  REQUIRE(q.chunked(0));
+  CHECK(q.chunks[0].count == 16);
+  CHECK(q.chunks[0].held_bytes == 0);
+  // Units of the least common multiple of the blocks at both ends (1 and 3 of [30]: 3
+  // units of 10); where one dimension is not enough, one row of it and rows of the next.
+  pr.arrays[0] = array_of("g", element_type::f32, "{x: 2}", "[30] sum{x}", "{a: 3} @ [2, 3, 4]", "[{a}30]");
+  const reshard_plan u = plan_reshard(pr, {.budget_bytes = 100});
+  REQUIRE(u.chunked(0));
+  CHECK(u.chunks[0].units[0] == 3);
+  CHECK(u.chunks[0].rows[0] == 2);
+  CHECK(u.chunks[0].count == 5);
+  CHECK(u.chunks[0].held_bytes <= 100);
+  pr.arrays[0] = array_of("g", element_type::f32, "{x: 2}", "[30, 4] sum{x}", "{a: 3} @ [2, 3, 4]", "[{a}30, 4]");
+  const reshard_plan v = plan_reshard(pr, {.budget_bytes = 100});
+  REQUIRE(v.chunked(0));
+  CHECK(v.chunks[0].units[0] == 3);
+  CHECK(v.chunks[0].rows[0] == 1);
+  CHECK(v.chunks[0].units[1] == 1);
+  CHECK(v.chunks[0].rows[1] == 2);
+  CHECK(v.chunks[0].count == 20);
+  CHECK(v.chunks[0].held_bytes <= 100);
+  // Below a chunk of one row of every dimension: not chunked (the executor refuses it).
+  CHECK_FALSE(plan_reshard(pr, {.budget_bytes = 10}).chunked(0));
+  // Without a budget, never.
+  CHECK_FALSE(plan_reshard(pr).chunked(0));
+}
+
 TEST_CASE("bad input names the array", "[reshard]") {
   reshard_problem pr;
   REQUIRE_THROWS_WITH(plan_reshard(pr), "the reshard has no arrays");

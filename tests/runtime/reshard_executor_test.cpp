@@ -34,7 +34,7 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
   std::mt19937 rng(2626);
   testing::reshard_workload w;
   w.target_sums = true;
-  int runs = 0, refused = 0;
+  int runs = 0, refused = 0, chunked = 0;
   for (int i = 0; i < 700; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, w);
     INFO(c.text);
@@ -43,10 +43,11 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
     const std::uint64_t row = testing::largest_row(p);
     if (row > 0) {
       const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = row + rng() % (2 * row + 1)});
+      for (std::size_t a = 0; a < q.arrays.size(); ++a) chunked += q.chunked(a) ? 1 : 0;
       std::string r;
       try {
         r = testing::run_reshard_on_host(q);
-      } catch (const redist_error& e) {  // an own program (pending sums) whose buffers exceed the budget
+      } catch (const redist_error& e) {  // an own program (pending sums) over the budget even in chunks of one row
         REQUIRE_THAT(e.what(), Catch::Matchers::Contains("its own program holds"));
         ++refused;
       }
@@ -56,7 +57,61 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
     ++runs;
   }
   CHECK(runs == 700);
-  CHECK(refused < runs / 5);  // most budgets hold
+  CHECK(chunked > 40);        // own programs chunk by chunk, every element checked
+  CHECK(refused < runs / 12);  // budgets of a few bytes below one row of tiny arrays' chunks
+}
+
+TEST_CASE("own programs chunk by chunk: every element, within the budget", "[reshard]") {
+  struct one_case {
+    const char *from_mesh, *from, *to_mesh, *to;
+    element_type t, to_t;
+    std::uint64_t budget, count;
+  };
+  const one_case cases[] = {
+      // one run of every tile (dimension 0), nothing staged
+      {"{x: 2}", "[16, 24] sum{x}", "{x: 2}", "[16, {x}24]", element_type::f32, element_type::f32, 600, 2},
+      {"{x: 2}", "[16, 24] sum{x}", "{x: 2}", "[16, {x}24]", element_type::f32, element_type::f32, 40, 16},
+      // staged: a chunk of dimension 0 is three runs of the source tile (3 units of 10)
+      {"{x: 2}", "[30] sum{x}", "{a: 3} @ [2, 3, 4]", "[{a}30]", element_type::i32, element_type::i32, 100, 5},
+      // two dimensions cut
+      {"{x: 2}", "[30, 4] sum{x}", "{a: 3} @ [2, 3, 4]", "[{a}30, 4]", element_type::f32, element_type::f32, 100, 20},
+      // pending values created (a partial step), and cast (bf16 in, reduced in f32)
+      {"{x: 2, y: 2}", "[8, {y}12, {x}6]", "{x: 2, y: 2}", "[{x}8, 12, 6] max{y}", element_type::f64, element_type::f64,
+       150, 0},
+      {"{x: 2}", "[6, 8, 10] sum{x}", "{x: 2}", "[6, {x}8, 10]", element_type::bf16, element_type::f32, 400, 6},
+      {"{x: 2}", "[6, 8, 10] sum{x}", "{x: 2}", "[6, 8, {x}10]", element_type::f16, element_type::f16, 40, 0},
+  };
+  for (const one_case& c : cases) {
+    INFO(c.from << " -> " << c.to << ", budget " << c.budget);
+    reshard_problem pr;
+    reshard_array a;
+    a.name = "g";
+    a.dtype = c.t;
+    if (c.to_t != c.t) a.target_dtype = c.to_t;
+    const placed_mesh pa = parse_placed_mesh(c.from_mesh), pb = parse_placed_mesh(c.to_mesh);
+    a.source = placed_layout{pa, parse_type(pa.mesh, c.from)};
+    a.target = placed_layout{pb, parse_type(pb.mesh, c.to)};
+    pr.arrays.push_back(a);
+    const reshard_plan p = plan_reshard(pr, {.budget_bytes = c.budget});
+    REQUIRE(p.chunked(0));
+    if (c.count > 0) CHECK(p.chunks[0].count == c.count);
+    host_backend host(p.world);
+    reshard_executor<host_backend> ex(host, p);
+    CHECK(ex.bytes_held() <= p.chunks[0].held_bytes);
+    CHECK(p.chunks[0].held_bytes <= c.budget);
+    reshard_tiles t = make_reshard_tiles(ex);
+    fill_reshard_sources(p, ex.local_ranks(), t);
+    ex.run(t.sources(), t.targets());
+    const reshard_check k = check_reshard_targets(p, ex.local_ranks(), t);
+    REQUIRE(k.ok());
+    CHECK((k.checked > 0) == !a.target_pending());  // pending values: checked against the whole program's, below
+    // the same as the whole program at once
+    reshard_executor<host_backend> once(host, plan_reshard(pr));
+    reshard_tiles u = make_reshard_tiles(once);
+    fill_reshard_sources(p, once.local_ranks(), u);
+    once.run(u.sources(), u.targets());
+    CHECK(u.out == t.out);
+  }
 }
 
 TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {

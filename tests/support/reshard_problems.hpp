@@ -203,9 +203,44 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
       return "a fused set's bytes are wrong or over the budget";
     seconds += f.seconds;
   }
-  for (std::size_t a = 0; a < A; ++a)
-    if (p.route[a] == reshard_route::own && !fused[a])
+  // Chunk by chunk: within the budget, only where the array is alone over it and has pending
+  // values, each chunk's program a tile of the chunk, each with its call, and one pass over
+  // both tiles.
+  for (std::size_t a = 0; a < A; ++a) {
+    if (!p.chunked(a)) continue;
+    const reshard_chunks& k = p.chunks[a];
+    const reshard_array& x = p.arrays[a];
+    if (!budget || k.held_bytes > budget || fused[a] || !(x.source_pending() || x.target_pending()))
+      return "array " + x.name + " runs chunk by chunk, yet over the budget, fused or without pending values";
+    std::uint64_t count = 1;
+    const dist_type& t = *layout_type(x.source);
+    for (int d = 0; d < t.rank; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      const std::uint64_t n = k.units[i] != 0 ? k.units[i] * k.rows[i] : t.dims[d].global;
+      if (k.sub.chosen_program().source.dims[d].global != n) return "array " + x.name + ": its chunk's program has another shape";
+      if (k.units[i] != 0) count *= t.dims[d].global / n;
+    }
+    if (count != k.count) return "array " + x.name + ": " + std::to_string(k.count) + " chunks, its cut makes " + std::to_string(count);
+  }
+  for (std::size_t a = 0; a < A; ++a) {
+    if (p.route[a] != reshard_route::own || fused[a]) continue;
+    if (!p.chunked(a)) {
       seconds += p.own[a].candidates[p.own[a].chosen].seconds + call + detail::staging_seconds(P, p.arrays[a], W);
+      continue;
+    }
+    const reshard_chunks& k = p.chunks[a];
+    const reshard_array& x = p.arrays[a];
+    const std::vector<std::uint64_t> s = layout_tile_elements(x.source, W), d = layout_tile_elements(x.target, W);
+    // A side is staged where it casts or its chunks are not runs of its tiles.
+    const bool in = x.casts_pending() && x.dtype != x.program_type(), out = x.casts_pending() && x.target_type() != x.program_type();
+    const bool in_runs = detail::chunk_shape_of(k, std::get<placed_layout>(x.source)).one_run(k),
+               out_runs = detail::chunk_shape_of(k, std::get<placed_layout>(x.target)).one_run(k);
+    std::uint64_t most = 0;
+    for (std::uint64_t r = 0; r < W; ++r)
+      most = std::max(most, (in || !in_runs ? s[r] * x.element_bytes() : 0) + (out || !out_runs ? d[r] * x.target_element_bytes() : 0));
+    seconds += static_cast<double>(k.count) * (k.sub.candidates[k.sub.chosen].seconds + call) +
+               P.pass_per_byte * static_cast<double>(most);
+  }
   if (!p.joint && !p.fused.empty()) return "one call per array, yet fused sets";
   if (p.joint && std::abs(seconds - p.seconds) > 1e-9 * std::max(1.0, seconds))
     return "predicted " + std::to_string(p.seconds) + " s, the parts add to " + std::to_string(seconds);

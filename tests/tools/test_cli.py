@@ -297,6 +297,26 @@ def check_reshard(redist, checks):
         r = run(redist, ["reshard", "run", "--manifest", boxed, "--backend", "host", "--verify"])
         expect(r.returncode == 0 and "verified: 174 elements, 0 wrong" in r.stdout,
                "reshard run box layouts: rc %d\n%s%s" % (r.returncode, r.stdout[-400:], r.stderr))
+        # An own program over the budget, chunk by chunk: gradients reduce-scattered along the
+        # strided dimension 1, in two chunks of 8 rows of dimension 0.
+        grads = os.path.join(d, "grads.json")
+        with open(grads, "w") as f:
+            json.dump({"format": "redist-reshard/1", "meshes": {"m": "{x: 2}"}, "budget_bytes": 600, "arrays": [
+                {"name": "g", "shape": [16, 24], "dtype": "f32", "source": {"mesh": "m", "type": "[16, 24] sum{x}"},
+                 "target": {"mesh": "m", "type": "[16, {x}24]"}}]}, f)
+        r = run(redist, ["reshard", "plan", "--manifest", grads, "--explain"])
+        expect(r.returncode == 0 and "(in 2 chunks)" in r.stdout and
+               "within the budget in 2 chunks (dimension 0: 8 rows of each of its 1 units), each by collective, at most 384 B "
+               "per rank" in r.stdout,
+               "reshard plan chunks: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        r = run(redist, ["reshard", "plan", "--manifest", grads, "--json"])
+        chunks = json.loads(r.stdout)["arrays"][0].get("chunks", {}) if r.returncode == 0 else {}
+        expect(chunks.get("count") == 2 and chunks.get("cut") == [{"dim": 0, "units": 1, "rows": 8}] and
+               chunks.get("held_bytes") == 384 and chunks.get("program", {}).get("target") == "[8, 12{x}24]",
+               "reshard plan chunks --json: %r" % chunks)
+        r = run(redist, ["reshard", "run", "--manifest", grads, "--backend", "host", "--verify"])
+        expect(r.returncode == 0 and "verified: 384 elements, 0 wrong" in r.stdout,
+               "reshard run chunks: rc %d\n%s%s" % (r.returncode, r.stdout[-300:], r.stderr))
         # Casts on the way: f32 to bf16 (narrowing, bf16 on the wire) and bf16 to f64 (widening).
         cast = os.path.join(d, "cast.json")
         with open(cast, "w") as f:

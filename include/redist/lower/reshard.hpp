@@ -15,9 +15,10 @@
 //   own     the array's own program, run alone: arrays with pending sums (an exchange does
 //           not add), and arrays whose own plan is predicted faster than what they add to
 //           the joint exchange (a collective inside the same ranks may beat the exchange
-//           on the busiest link). Under a budget only one-step collective programs, which
-//           hold nothing beyond the caller's tiles (runtime/executor.hpp, memory formula),
-//           and programs with pending sums, whose memory the executor checks at run time.
+//           on the busiest link). Under a budget only programs whose buffers fit in it on
+//           any backend (detail::own_held_bound, runtime/executor.hpp's memory formula), and
+//           programs with pending sums, chunk by chunk where they would hold more than the
+//           budget (below).
 // Casts (reshard_array::target_dtype). An array whose target holds another floating-point
 // type than its source (an f32 trainer's weights to a bf16 engine) is joint: its pieces travel
 // in the narrower of the two types (runtime/reshard_executor.hpp converts them where they are
@@ -39,6 +40,20 @@
 // piece and chunk order), into the first round where both the sender and the receiver have
 // room. A row of a piece larger than B is refused.
 // Without a budget there is one round.
+// Own programs under a budget (reshard_plan::chunks). An array with pending sums moves by its
+// own program, whose executor holds scratch and pack buffers (runtime/executor.hpp, memory
+// formula; detail::own_held_bound bounds them for any backend). Where that bound passes the
+// budget, the program runs chunk by chunk: the tiles are cut along dimensions whose blocks
+// at both ends are whole units (the least common multiple of the two block counts divides
+// the extent), a chunk taking the same rows of every unit, so that the chunks of every tile
+// are the tiles of one smaller array and one program (the plan of that array) moves each
+// chunk, one call after another. A chunk that is not one run of a caller's tile, or that
+// casts, is staged in a buffer of its size. The cut is the one of fewest chunks whose bound
+// with its staging fits (detail::chunk_own: one dimension where one fits, else one row of
+// the longest dimensions and the largest rows of the next); each chunk pays its call. An
+// array whose single rows (of every dimension that may be cut) still hold more than the
+// budget is refused by the executor, before anything moves, naming it. Arrays that fuse
+// their calls are not chunked: their buffers already stay within the budget.
 // Pipelined rounds (reshard_options::pipeline). Rounds may run two at a time: round k+1's
 // receives posted and its messages packed and sent before round k is waited for
 // (runtime/reshard_executor.hpp), so that packing hides behind the transfers. Two rounds
@@ -111,10 +126,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -238,6 +255,21 @@ struct reshard_fused {
   double seconds = 0;                 ///< predicted, with the call's agreement
 };
 
+/// An own program run chunk by chunk within the budget (the header comment, "Own programs
+/// under a budget"). A cut dimension k is cut into units[k] units of equal length (the least
+/// common multiple of its blocks at both ends, so that every block at either end is whole
+/// units); a chunk holds rows[k] indices of every unit of every cut dimension and every
+/// index of the others, chunk j the j-th in row-major order over the cut dimensions (the
+/// last fastest). Each chunk runs `sub`'s program: the plan of the array whose cut
+/// dimensions hold units[k] * rows[k] indices, whose every tile is a chunk of a tile.
+struct reshard_chunks {
+  std::array<std::uint64_t, max_dims> units{};  ///< per dimension; 0: not cut
+  std::array<std::uint64_t, max_dims> rows{};   ///< per cut dimension: a chunk's indices in each unit
+  std::uint64_t count = 1;                      ///< chunks, one call each; 1: the array at once
+  plan_choice sub;                              ///< the program of one chunk (its plan_between)
+  std::uint64_t held_bytes = 0;                 ///< per rank, at most: sub's buffers and the chunks staged
+};
+
 /// The joint plan.
 struct reshard_plan {
   std::uint64_t world = 0;
@@ -246,6 +278,7 @@ struct reshard_plan {
   std::vector<reshard_array> arrays;
   std::vector<reshard_route> route;    ///< per array
   std::vector<plan_choice> own;        ///< per array: its own plan (plan_between), the program run when route is own
+  std::vector<reshard_chunks> chunks;  ///< per array (or empty: none): an own program run chunk by chunk
   std::optional<rank_t> of_rank;       ///< a rank's plan: local and rounds hold only the pieces that rank
                                        ///< sends, receives or keeps (reshard_options::of_rank)
   std::vector<reshard_piece> local;    ///< pieces of joint arrays a rank copies from its own source tile
@@ -271,6 +304,12 @@ struct reshard_plan {
   [[nodiscard]] std::uint64_t messages(std::size_t k) const { return rounds[k].messages; }
   /// A piece's bytes on the way (in its array's wire type).
   [[nodiscard]] std::uint64_t piece_bytes(const reshard_piece& p) const { return p.b.size() * arrays[p.array].wire_bytes(); }
+  /// Whether array a's own program runs chunk by chunk.
+  [[nodiscard]] bool chunked(std::size_t a) const { return a < chunks.size() && chunks[a].count > 1; }
+  /// The program array a's own route runs (once per chunk where chunked).
+  [[nodiscard]] const program& own_program(std::size_t a) const {
+    return chunked(a) ? chunks[a].sub.chosen_program() : own[a].chosen_program();
+  }
 };
 
 namespace detail {
@@ -295,10 +334,220 @@ inline double staging_seconds(const time_profile& P, const reshard_array& a, std
   return P.pass_per_byte * static_cast<double>(most);
 }
 
-/// Predicted seconds of array a's own program in plan rp, with its call and its staging.
+/// A chunk of chunks k in a tile of layout l (a type on a placed mesh: its padded tiles):
+/// per dimension its extent in the chunk (`extent`), and on a cut dimension the runs of a
+/// chunk's rows in the tile (`runs`, one per unit the tile holds) and the unit's length.
+struct chunk_shape {
+  int rank = 0;
+  std::array<std::uint64_t, max_dims> tile{}, extent{}, runs{}, unit{};
+  [[nodiscard]] std::uint64_t elements() const {
+    std::uint64_t n = 1;
+    for (int q = 0; q < rank; ++q) n *= extent[static_cast<std::size_t>(q)];
+    return n;
+  }
+  /// Whether every chunk is one run of the tile: one cut dimension, one unit of it in the
+  /// tile, and no index before it but 0.
+  [[nodiscard]] bool one_run(const reshard_chunks& k) const {
+    int cut = 0;
+    std::uint64_t before = 1;
+    for (int q = 0; q < rank; ++q) {
+      const auto i = static_cast<std::size_t>(q);
+      if (k.units[i] == 0) {
+        if (cut == 0) before *= tile[i];
+        continue;
+      }
+      if (++cut > 1 || runs[i] > 1 || before > 1) return false;
+    }
+    return true;
+  }
+};
+
+inline chunk_shape chunk_shape_of(const reshard_chunks& k, const placed_layout& l) {
+  chunk_shape c;
+  c.rank = l.type.rank;
+  for (int q = 0; q < c.rank; ++q) {
+    const auto i = static_cast<std::size_t>(q);
+    const dim& d = l.type.dims[q];
+    c.tile[i] = tile(l.pm.mesh, d);
+    c.extent[i] = c.tile[i];
+    if (k.units[i] == 0) continue;
+    c.runs[i] = k.units[i] / parts(l.pm.mesh, d);
+    c.unit[i] = d.global / k.units[i];
+    c.extent[i] = c.runs[i] * k.rows[i];
+  }
+  return c;
+}
+
+/// Predicted seconds of array a's own program in plan rp, with its call and its staging;
+/// chunk by chunk, each chunk's program and call, and a pass over the tiles whose chunks are
+/// staged (chunk_shape::one_run).
 inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a) {
-  const plan_choice& c = rp.own[a];
-  return c.candidates[c.chosen].seconds + call_seconds(P, rp.world) + staging_seconds(P, rp.arrays[a], rp.world);
+  const reshard_array& x = rp.arrays[a];
+  if (!rp.chunked(a)) {
+    const plan_choice& c = rp.own[a];
+    return c.candidates[c.chosen].seconds + call_seconds(P, rp.world) + staging_seconds(P, x, rp.world);
+  }
+  const reshard_chunks& k = rp.chunks[a];
+  const bool in = x.program_type() != x.dtype || !chunk_shape_of(k, std::get<placed_layout>(x.source)).one_run(k),
+             out = x.program_type() != x.target_type() || !chunk_shape_of(k, std::get<placed_layout>(x.target)).one_run(k);
+  const std::vector<std::uint64_t> s = layout_tile_elements(x.source, rp.world), d = layout_tile_elements(x.target, rp.world);
+  std::uint64_t most = 0;  // what the busiest rank stages: its staged sides, once each
+  for (std::uint64_t r = 0; r < rp.world; ++r)
+    most = std::max(most, (in ? s[r] * x.element_bytes() : 0) + (out ? d[r] * x.target_element_bytes() : 0));
+  return static_cast<double>(k.count) * (k.sub.candidates[k.sub.chosen].seconds + call_seconds(P, rp.world)) +
+         P.pass_per_byte * static_cast<double>(most);
+}
+
+/// At most the bytes per rank an executor (runtime/executor.hpp) holds for program p of
+/// e-byte elements, on any backend: its memory formula with the scratch of either choice
+/// of homes where the program crosses between meshes, and every step that may pack taken
+/// as packed: an exchange (or any step of a program with an uneven type, which may run as
+/// one) its whole tiles before and after, an all-gather, all-to-all or reduce-scatter whose
+/// blocks are not contiguous (a dimension before the one it splits or concatenates is cut
+/// in the tiles) within the pack budget (core/time_model.hpp pack_budget_bytes, at least
+/// one element per member).
+inline std::uint64_t own_held_bound(const program& p, std::uint64_t e) {
+  const std::size_t S = p.steps.size();
+  if (S == 0) return 0;
+  std::vector<std::uint64_t> t(S + 1);
+  t[0] = local_size(p.m, p.source);
+  for (std::size_t i = 0; i < S; ++i) t[i + 1] = p.steps[i].local_after;
+  std::uint64_t scratch = 0;
+  for (const bool crossing : {false, true}) {
+    const std::vector<tile_home> home = tile_homes(p.steps, [&](std::size_t i) { return !crossing && t[i] <= t[S]; });
+    std::uint64_t a = 0, b = 0;
+    for (std::size_t i = 1; i < S; ++i) {
+      if (home[i] == tile_home::scratch_a) a = std::max(a, t[i]);
+      if (home[i] == tile_home::scratch_b) b = std::max(b, t[i]);
+    }
+    scratch = std::max(scratch, a + b);
+  }
+  // Whether dimension d's blocks are contiguous in the tiles of state i (0: the source).
+  auto contiguous = [&](std::size_t i, int d) {
+    for (int k = 0; k < d; ++k) {
+      const std::uint64_t n = p.source.dims[k].global,
+                          cut = i == 0 ? parts(p.m, p.source.dims[k]) : p.steps[i - 1].after.parts[k];
+      if ((n + cut - 1) / cut > 1) return false;
+    }
+    return d >= 0;
+  };
+  const bool uneven = p.uneven();
+  auto packs_sends_at = [&](std::size_t s) {
+    const step& st = p.steps[s];
+    return (st.kind == op::alltoall || st.kind == op::reducescatter) && (uneven || st.fused() || !contiguous(s, st.split_dim));
+  };
+  auto packs_receives_at = [&](std::size_t s) {
+    const step& st = p.steps[s];
+    return (st.kind == op::alltoall || st.kind == op::allgather) &&
+           (uneven || st.fused() || !contiguous(s + 1, st.concat_dim));
+  };
+  // A fused all-gather in a program that packs no sends may take the whole larger end tile.
+  bool whole = false, sent = false;
+  for (std::size_t s = 0; s < S; ++s) {
+    whole = whole || (p.steps[s].fused() && p.steps[s].kind == op::allgather);
+    sent = sent || packs_sends_at(s) || p.steps[s].kind == op::exchange;
+  }
+  const std::uint64_t C = pack_budget_bytes(std::max(t[0], t[S]), e, whole && !sent) / std::max<std::uint64_t>(e, 1);
+  std::uint64_t sends = 0, receives = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    const step& st = p.steps[s];
+    const std::uint64_t cap = std::max(C, st.parts), before = t[s], after = t[s + 1];
+    const bool packs_sends = packs_sends_at(s), packs_receives = packs_receives_at(s);
+    if (uneven || st.kind == op::exchange) {
+      sends = std::max({sends, before, packs_sends ? cap : 0});
+      receives = std::max({receives, after, packs_receives ? cap : 0});
+      continue;
+    }
+    if (packs_sends || (packs_receives && st.kind == op::alltoall)) sends = std::max(sends, std::min(cap, before));
+    if (packs_receives || (packs_sends && st.kind == op::alltoall)) receives = std::max(receives, std::min(cap, after));
+  }
+  return (scratch + sends + receives) * e;
+}
+
+/// The chunks array a's own program (plan `whole`) runs in within `budget` bytes per rank
+/// (the header comment, "Own programs under a budget"): none where its bound fits. The
+/// dimensions that may be cut are those whose blocks at both ends divide their extent into
+/// units of at least two indices. First one dimension: of those, the one that fits in the
+/// fewest chunks (ties: the first), a chunk's rows dividing the unit's; then, where none
+/// fits, several: one row of the dimension of the longest units (ties: the first), then the
+/// same search on the next, and so on. None where even one row of every such dimension does
+/// not fit (the executor then refuses the plan, naming the array). A side whose chunks are
+/// not runs of the caller's tiles, or that casts, is staged (chunk_shape::one_run).
+inline reshard_chunks chunk_own(const reshard_array& a, const plan_choice& whole, std::uint64_t budget,
+                                std::uint64_t W, const synth_options& so) {
+  const element_type t = a.program_type();
+  const std::uint64_t e = element_type_bytes(t);
+  const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
+  const bool cast_in = a.dtype != t, cast_out = a.target_type() != t;
+  std::uint64_t most = 0;  // casting pending values: both tiles in the program's type
+  for (std::uint64_t r = 0; r < W; ++r) most = std::max(most, ((cast_in ? s[r] : 0) + (cast_out ? d[r] : 0)) * e);
+  const std::uint64_t all = own_held_bound(whole.chosen_program(), e);
+  if (all + most <= budget) return {};
+  const auto* from = std::get_if<placed_layout>(&a.source);
+  const auto* to = std::get_if<placed_layout>(&a.target);
+  if (!from || !to) return {};
+  struct cut {
+    int k;
+    std::uint64_t units, unit;
+  };
+  std::vector<cut> dims;
+  for (int k = 0; k < from->type.rank; ++k) {
+    const std::uint64_t n = from->type.dims[k].global,
+                        L = std::lcm(parts(from->pm.mesh, from->type.dims[k]), parts(to->pm.mesh, to->type.dims[k]));
+    if (n % L == 0 && n / L >= 2) dims.push_back({k, L, n / L});
+  }
+  std::stable_sort(dims.begin(), dims.end(), [](const cut& x, const cut& y) { return x.unit > y.unit; });
+  // Chunks k planned, with their bound; whether they fit.
+  auto fits = [&](reshard_chunks& k) {
+    placed_layout x = *from, y = *to;
+    k.count = 1;
+    for (int q = 0; q < x.type.rank; ++q) {
+      const auto i = static_cast<std::size_t>(q);
+      if (k.units[i] == 0) continue;
+      k.count *= x.type.dims[q].global / k.units[i] / k.rows[i];
+      x.type.dims[q].global = y.type.dims[q].global = k.units[i] * k.rows[i];
+    }
+    k.sub = plan_between(x, y, W, {so, false});
+    const chunk_shape in = chunk_shape_of(k, *from), out = chunk_shape_of(k, *to);
+    const bool stage_in = cast_in || !in.one_run(k), stage_out = cast_out || !out.one_run(k);
+    std::uint64_t staged = 0;
+    for (std::uint64_t r = 0; r < W; ++r)
+      staged = std::max(staged, ((stage_in && s[r] > 0 ? in.elements() : 0) + (stage_out && d[r] > 0 ? out.elements() : 0)) * e);
+    k.held_bytes = own_held_bound(k.sub.chosen_program(), e) + staged;
+    return k.held_bytes <= budget;
+  };
+  // The largest rows of dimension c, the others as in `base`, that fit in fewer than
+  // `fewer` chunks (0: any number).
+  auto search = [&](const reshard_chunks& base, const cut& c, std::uint64_t fewer) -> std::optional<reshard_chunks> {
+    double share = 1;  // of the array in a chunk of base
+    for (const cut& o : dims)
+      if (base.units[static_cast<std::size_t>(o.k)] != 0)
+        share *= static_cast<double>(base.rows[static_cast<std::size_t>(o.k)]) / static_cast<double>(o.unit);
+    for (std::uint64_t rows = c.unit / 2; rows >= 1; --rows) {
+      if (c.unit % rows != 0) continue;
+      if (fewer > 0 && static_cast<double>(c.unit / rows) / share >= static_cast<double>(fewer) - 0.5) return std::nullopt;
+      // Each term of the bound grows at most in proportion to the tiles: skip what cannot fit.
+      const double part = share * static_cast<double>(rows) / static_cast<double>(c.unit);
+      if (rows > 1 && static_cast<double>(all) * part > static_cast<double>(budget)) continue;
+      reshard_chunks k = base;
+      k.units[static_cast<std::size_t>(c.k)] = c.units;
+      k.rows[static_cast<std::size_t>(c.k)] = rows;
+      if (fits(k)) return k;
+    }
+    return std::nullopt;
+  };
+  std::optional<reshard_chunks> best;
+  for (const cut& c : dims)
+    if (auto k = search({}, c, best ? best->count : 0)) best = std::move(k);
+  if (best) return *best;
+  reshard_chunks base;  // one row of the dimensions before the one searched
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0)
+      if (auto k = search(base, dims[i], 0)) return *k;
+    base.units[static_cast<std::size_t>(dims[i].k)] = dims[i].units;
+    base.rows[static_cast<std::size_t>(dims[i].k)] = 1;
+  }
+  return {};
 }
 
 /// Whether own program p may share its collective calls with others (the header comment):
@@ -1172,8 +1421,8 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
       const std::span<const detail::flow> mine = flows_of(i);
       if (forced[i] || c.name == "exchange" || mine.empty() || pr.arrays[i].casts()) continue;
-      const bool holds_nothing = c.prog.steps.size() == 1 && c.prog.steps[0].kind != op::exchange;
-      if (o.budget_bytes > 0 && !holds_nothing) continue;
+      // Under a budget, only a program whose buffers fit in it on any backend.
+      if (o.budget_bytes > 0 && detail::own_held_bound(c.prog, pr.arrays[i].element_bytes()) > o.budget_bytes) continue;
       // What the array adds to the round of every joint array, each against the same round
       // (so that one array's choice does not depend on which others a budget lets choose);
       // the same for arrays of the same pieces and type.
@@ -1282,6 +1531,24 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     fused_arrays += f.arrays.size();
     for (std::uint32_t a : f.arrays) in_call[a] = 1;
   }
+  // Own programs of pending values over the budget, chunk by chunk (the same chunks for
+  // arrays laid out alike, of the same types).
+  rp.chunks.assign(A, {});
+  if (o.budget_bytes > 0) {
+    std::map<std::tuple<std::size_t, element_type, element_type>, std::size_t> cut;
+    for (std::size_t i = 0; i < A; ++i) {
+      if (!forced[i] || in_call[i]) continue;
+      const reshard_array& a = pr.arrays[i];
+      const auto [at, fresh] = cut.try_emplace({like[i], a.dtype, a.target_type()}, i);
+      synth_options so = o.synth;
+      so.element_bytes = element_type_bytes(a.program_type());
+      try {
+        rp.chunks[i] = fresh ? detail::chunk_own(a, rp.own[i], o.budget_bytes, W, so) : rp.chunks[at->second];
+      } catch (const redist_error& e) {
+        throw blame(a, e);
+      }
+    }
+  }
   std::string owned;
   std::size_t named = 0;
   for (std::size_t i = 0; i < A; ++i)
@@ -1302,6 +1569,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   if (!rp.fused.empty())
     rp.reason += ", " + std::to_string(fused_arrays) + " of them in " + std::to_string(rp.fused.size()) +
                  (rp.fused.size() == 1 ? " fused collective" : " fused collectives");
+  std::size_t chunked = 0;
+  for (std::size_t i = 0; i < A; ++i) chunked += rp.chunked(i) ? 1 : 0;
+  if (chunked > 0)
+    rp.reason += ", " + std::to_string(chunked) + " of them chunk by chunk within the budget";
   rp.reason += "; in all " + detail::seconds_text(rp.seconds) + " against " + detail::seconds_text(rp.separate_seconds) +
                " for one call per array";
   return rp;

@@ -172,6 +172,81 @@ void cast_copies(const M& mem, std::span<const cast_copy> v) {
     if (!v.empty()) mem.cast_batch(v);
 }
 
+/// A byte copy of a strided copy of e-byte elements.
+inline strided_copy in_bytes(strided_copy c, std::uint64_t e) {
+  c.width *= e;
+  c.src *= e;
+  c.src_pitch *= e;
+  c.src_step *= e;
+  c.dst *= e;
+  c.dst_pitch *= e;
+  c.dst_step *= e;
+  return c;
+}
+
+/// Copy c the other way: from its destination to its source.
+inline strided_copy reversed(strided_copy c) {
+  std::swap(c.src, c.dst);
+  std::swap(c.src_pitch, c.dst_pitch);
+  std::swap(c.src_step, c.dst_step);
+  return c;
+}
+
+/// The copies, in elements, of chunk j of chunks k (lower/reshard.hpp reshard_chunks) from a
+/// tile in which its shape is c into the chunk packed row-major, appended to `out`: one
+/// strided copy per index of the chunk's dimensions before the last cut one and the uncut
+/// ones just before it (those run as the copy's `count`), each the runs of that cut
+/// dimension (`rows`, one per unit of the tile) of its chunk's rows and everything after.
+/// Without cut dimensions, the whole tile.
+inline void chunk_copies(const reshard_chunks& k, const chunk_shape& c, std::uint64_t j, std::vector<strided_copy>& out) {
+  const int R = c.rank;
+  auto at = [](int q) { return static_cast<std::size_t>(q); };
+  std::array<std::uint64_t, max_dims> off{}, ts{}, cs{};  // the chunk's first row in each unit; tile and chunk strides
+  for (int q = R - 1; q >= 0; --q) {
+    if (k.units[at(q)] != 0) {
+      const std::uint64_t per = c.unit[at(q)] / k.rows[at(q)];
+      off[at(q)] = (j % per) * k.rows[at(q)];
+      j /= per;
+    }
+    ts[at(q)] = q == R - 1 ? 1 : ts[at(q + 1)] * c.tile[at(q + 1)];
+    cs[at(q)] = q == R - 1 ? 1 : cs[at(q + 1)] * c.extent[at(q + 1)];
+  }
+  int last = R - 1;
+  while (last >= 0 && k.units[at(last)] == 0) --last;
+  strided_copy base;
+  if (last < 0) {
+    base.width = c.elements();
+    base.src_pitch = base.dst_pitch = base.src_step = base.dst_step = base.width;
+    out.push_back(base);
+    return;
+  }
+  int m = last;  // dimensions m .. last - 1: not cut, the copy's count
+  while (m > 0 && k.units[at(m - 1)] == 0) --m;
+  base.width = k.rows[at(last)] * ts[at(last)];
+  base.rows = c.runs[at(last)];
+  base.src_pitch = c.unit[at(last)] * ts[at(last)];
+  base.dst_pitch = base.width;
+  for (int q = m; q < last; ++q) base.count *= c.tile[at(q)];
+  base.src_step = last > 0 ? ts[at(last - 1)] : 0;
+  base.dst_step = last > 0 ? cs[at(last - 1)] : 0;
+  std::uint64_t outer = 1;
+  for (int q = 0; q < m; ++q) outer *= c.extent[at(q)];
+  for (std::uint64_t o = 0; o < outer; ++o) {
+    strided_copy y = base;
+    y.src = off[at(last)] * ts[at(last)];
+    y.dst = 0;
+    std::uint64_t rest = o;
+    for (int q = m - 1; q >= 0; --q) {
+      const std::uint64_t i = rest % c.extent[at(q)];
+      rest /= c.extent[at(q)];
+      const std::uint64_t r = k.rows[at(q)];
+      y.src += (k.units[at(q)] != 0 ? (i / r) * c.unit[at(q)] + off[at(q)] + i % r : i) * ts[at(q)];
+      y.dst += i * cs[at(q)];
+    }
+    out.push_back(y);
+  }
+}
+
 /// Runs one own program on byte tiles, with the program's element type.
 struct own_runner {
   virtual ~own_runner() = default;
@@ -187,57 +262,100 @@ struct typed_runner final : own_runner {
   B& b_;
   executor<T, B> ex;
 
-  /// Casts pending values (lower/reshard.hpp): the caller's tiles hold `from` (source) and
-  /// `to` (target) elements, the program runs on T, element type t; a side of another type
-  /// runs on a tile of T (n_in[i], n_out[i] elements on local rank i) converted from the
-  /// caller's source before the program, or into the caller's target after it.
-  void stage(element_type from, element_type to, element_type t, std::span<const std::uint64_t> n_in,
-             std::span<const std::uint64_t> n_out) {
-    from_ = from;
-    to_ = to;
+  /// Staged sides (lower/reshard.hpp): the caller's tiles hold `from` (source) and `to`
+  /// (target) elements, the program runs on T, element type t, once per chunk of k (once:
+  /// k.count 1); shape[0], shape[1]: the chunks in the caller's source and target tiles,
+  /// holds[0][i], holds[1][i]: whether local rank i has such a tile. A side of another type
+  /// than t (casting pending values), or whose chunks are not runs of the caller's tiles,
+  /// runs on a buffer of a chunk of T, copied (converted) from the caller's source before
+  /// each call, or into its target after it; the other sides on the caller's tiles.
+  void stage(element_type from, element_type to, element_type t, const reshard_chunks& k,
+             const std::array<chunk_shape, 2>& shape, const std::array<std::vector<char>, 2>& holds) {
+    types_ = {from, to};
     type_ = t;
+    chunks_ = k;
     const auto mem = memory_of(b_);
-    for (std::size_t i = 0; i < n_in.size(); ++i) {
-      if (from != t) in_.push_back({mem.template allocate<std::byte>(n_in[i] * sizeof(T)), n_in[i]});
-      if (to != t) out_.push_back({mem.template allocate<std::byte>(n_out[i] * sizeof(T)), n_out[i]});
-      staged_ += ((from != t ? n_in[i] : 0) + (to != t ? n_out[i] : 0)) * sizeof(T);
+    for (std::size_t side = 0; side < 2; ++side) {
+      side_& x = sides_[side];
+      x.shape = shape[side];
+      x.staged = types_[side] != t || !x.shape.one_run(k);
+      for (std::size_t i = 0; i < holds[side].size(); ++i)
+        x.bufs.push_back(mem.template allocate<std::byte>(x.staged && holds[side][i] ? x.shape.elements() * sizeof(T) : 0));
     }
+    staged_ = 0;
+    for (std::size_t i = 0; i < holds[0].size(); ++i)
+      staged_ = std::max(staged_, (sides_[0].staged && holds[0][i] ? sides_[0].shape.elements() * sizeof(T) : 0) +
+                                      (sides_[1].staged && holds[1][i] ? sides_[1].shape.elements() * sizeof(T) : 0));
+    staging_ = true;
   }
   std::uint64_t bytes_held() const override { return ex.bytes_held() + staged_; }
 
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) override {
-    if (in_.empty() && out_.empty()) return run_typed(in, out);
+    if (!staging_) return run_typed(in, out);
     const auto mem = memory_of(b_);
-    std::vector<std::span<const std::byte>> ins(in.begin(), in.end());
-    std::vector<std::span<std::byte>> outs(out.begin(), out.end());
+    const std::size_t L = in.size();
+    std::vector<std::span<const std::byte>> ins(L);
+    std::vector<std::span<std::byte>> outs(L);
     std::vector<cast_copy> casts;
-    auto whole = [](std::uint64_t n) {
-      strided_copy c;
-      c.width = n;
-      return c;
+    std::vector<byte_copy> copies;
+    std::vector<strided_copy> where;
+    // Chunk j of side x: spans[i], where the program reads (writes) local rank i's chunk; where
+    // staged, the copies (conversions) between the caller's tile and the buffer in `copies`
+    // and `casts` (into the buffer: into).
+    auto chunk = [&](side_& x, std::size_t side, std::uint64_t j, bool into, auto tiles, auto& spans) {
+      where.clear();
+      chunk_copies(chunks_, x.shape, j, where);
+      const element_type caller = types_[side];
+      const std::uint64_t ec = element_type_bytes(caller);
+      for (std::size_t i = 0; i < L; ++i) {
+        if (tiles[i].empty()) {
+          spans[i] = {};
+        } else if (!x.staged) {  // one run of the tile
+          spans[i] = tiles[i].subspan(where[0].src * ec, where[0].width * ec);
+        } else {
+          spans[i] = {x.bufs[i].data(), x.shape.elements() * sizeof(T)};
+          auto* tile = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(tiles[i].data()));
+          for (const strided_copy& c : where) {
+            if (caller == type_) {
+              const strided_copy b = in_bytes(c, ec);
+              if (into) copies.push_back({b, tile, x.bufs[i].data()});
+              else copies.push_back({reversed(b), x.bufs[i].data(), tile});
+            } else if (into) {
+              casts.push_back({c, tile, caller, x.bufs[i].data(), type_});
+            } else {
+              casts.push_back({reversed(c), x.bufs[i].data(), type_, tile, caller});
+            }
+          }
+        }
+      }
     };
-    for (std::size_t i = 0; i < in_.size(); ++i) {
-      const std::span<std::byte> t(in_[i].buf.data(), in_[i].n * sizeof(T));
-      if (!in[i].empty()) casts.push_back({whole(in_[i].n), in[i].data(), from_, t.data(), type_});
-      ins[i] = t;
+    auto flush = [&] {
+      cast_copies(mem, std::span<const cast_copy>(casts));
+      strided_copies(mem, std::span<const byte_copy>(copies));
+      casts.clear();
+      copies.clear();
+    };
+    for (std::uint64_t j = 0; j < chunks_.count; ++j) {
+      chunk(sides_[0], 0, j, true, in, ins);
+      flush();
+      chunk(sides_[1], 1, j, false, out, outs);  // its copies out of the buffers after the program
+      run_typed(ins, outs);
+      flush();
     }
-    cast_copies(mem, std::span<const cast_copy>(casts));
-    for (std::size_t i = 0; i < out_.size(); ++i) outs[i] = std::span<std::byte>(out_[i].buf.data(), out_[i].n * sizeof(T));
-    run_typed(ins, outs);
-    casts.clear();
-    for (std::size_t i = 0; i < out_.size(); ++i)
-      if (!out[i].empty()) casts.push_back({whole(out_[i].n), out_[i].buf.data(), type_, out[i].data(), to_});
-    cast_copies(mem, std::span<const cast_copy>(casts));
   }
 
  private:
-  struct staged {
-    buffer_type buf;
-    std::uint64_t n = 0;  ///< elements
+  struct side_ {
+    std::vector<buffer_type> bufs;  ///< per local rank, where staged and it holds a tile
+    chunk_shape shape;
+    bool staged = false;
   };
-  std::vector<staged> in_, out_;  ///< per local rank, where the side is converted
-  element_type from_{}, to_{}, type_{};
+  std::array<side_, 2> sides_;           ///< source, target
+  std::array<element_type, 2> types_{};  ///< the caller's source and target element types
+  element_type type_{};
+  reshard_chunks chunks_;
   std::uint64_t staged_ = 0;
+  bool staging_ = false;
 
   void run_typed(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
     const program& p = ex.prog();
@@ -265,18 +383,6 @@ struct typed_runner final : own_runner {
     ex.run(std::span<const darray<T>>(ins), std::span<darray<T>>(outs));
   }
 };
-
-/// A byte copy of a strided copy of e-byte elements.
-inline strided_copy in_bytes(strided_copy c, std::uint64_t e) {
-  c.width *= e;
-  c.src *= e;
-  c.src_pitch *= e;
-  c.src_step *= e;
-  c.dst *= e;
-  c.dst_pitch *= e;
-  c.dst_step *= e;
-  return c;
-}
 
 /// Own programs run as one collective over flat buffers (the header comment).
 struct fused_call {
@@ -599,14 +705,26 @@ class reshard_executor {
     for (std::size_t a = 0; a < A; ++a) {
       if (p_.route[a] != reshard_route::own || fused[a]) continue;
       const reshard_array& x = p_.arrays[a];
-      const program& prog = p_.own[a].chosen_program();
+      const program& prog = p_.own_program(a);
       const bool reduces = x.source_pending() || x.target_pending();  // reduces, or creates (a partial step)
       const element_type t = x.program_type();
       detail::with_element_type(t, reduces, [&](auto e) {
         using T = decltype(e);
         if constexpr (backend_for<B, T>) {
           auto r = std::make_unique<detail::typed_runner<T, B>>(b_, prog);
-          if (x.casts_pending()) r->stage(x.dtype, x.target_type(), t, elements(a, true), elements(a, false));
+          if (x.casts_pending() || p_.chunked(a)) {
+            const reshard_chunks whole;
+            const reshard_chunks& k = p_.chunked(a) ? p_.chunks[a] : whole;
+            std::array<std::vector<char>, 2> holds;
+            for (const rank_t q : local_) {
+              holds[0].push_back(tile_bytes(a, q, true) > 0);
+              holds[1].push_back(tile_bytes(a, q, false) > 0);
+            }
+            r->stage(x.dtype, x.target_type(), t, k,
+                     {detail::chunk_shape_of(k, std::get<placed_layout>(x.source)),
+                      detail::chunk_shape_of(k, std::get<placed_layout>(x.target))},
+                     holds);
+          }
           own_[a] = std::move(r);
         } else {
           error_ = "array '" + x.name + "': the backend cannot move " + std::string(element_type_name(t)) +
@@ -617,8 +735,9 @@ class reshard_executor {
       const std::uint64_t held = own_[a]->bytes_held();
       own_held_ = std::max(own_held_, held);
       if (p_.budget_bytes > 0 && held > p_.budget_bytes && error_.empty())
-        error_ = "array '" + x.name + "': its own program holds " + std::to_string(held) + " bytes, more than the budget of " +
-                 std::to_string(p_.budget_bytes);
+        error_ = "array '" + x.name + "': its own program " + (p_.chunked(a) ? "chunk by chunk " : "") + "holds " +
+                 std::to_string(held) + " bytes, more than the budget of " + std::to_string(p_.budget_bytes) +
+                 (p_.chunked(a) ? " (planned within " + std::to_string(p_.chunks[a].held_bytes) + ")" : "");
     }
     // Message buffers: one rank of several, packing. Pipelined, round k + 1 lies beside
     // round k: even rounds at the start of the buffer, odd ones at its end.
@@ -757,13 +876,6 @@ class reshard_executor {
 
   [[nodiscard]] std::uint64_t tile_bytes(std::size_t a, rank_t r, bool source) const {
     return (source ? in_bytes_ : out_bytes_)[a * p_.world + r];
-  }
-  /// The elements of every local rank's source (target) tile of array a.
-  [[nodiscard]] std::vector<std::uint64_t> elements(std::size_t a, bool source) const {
-    const reshard_array& x = p_.arrays[a];
-    std::vector<std::uint64_t> n;
-    for (const rank_t r : local_) n.push_back(tile_bytes(a, r, source) / (source ? x.element_bytes() : x.target_element_bytes()));
-    return n;
   }
 
   std::string check_tiles(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) const {
@@ -1031,6 +1143,11 @@ class reshard_executor {
       mix(static_cast<std::uint64_t>(p_.arrays[a].dtype));
       mix(static_cast<std::uint64_t>(p_.arrays[a].target_type()));
       mix(static_cast<std::uint64_t>(p_.route[a]));
+      if (p_.chunked(a))
+        for (std::size_t k = 0; k < max_dims; ++k) {
+          mix(p_.chunks[a].units[k]);
+          mix(p_.chunks[a].rows[k]);
+        }
       for (const auto* bx : {&src_box_[a], &dst_box_[a]})
         for (const box& b : *bx)
           for (int d = 0; d < b.rank; ++d) {
