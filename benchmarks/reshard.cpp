@@ -35,8 +35,9 @@
 // their shards, and norms all-reduced (L layers of width D); then the same under HSDP (DDP 2
 // x FSDP 2 x TP 2, pending over ddp and fsdp: two collectives per weight): the joint plan,
 // whose own programs run fused step by step (lower/reshard.hpp), against the same fused as
-// until 2026-11-28 (arrays capped at 128 KiB of buffers, sets up to 32 MiB) and against one
-// call per array.
+// until 2026-11-28 (arrays capped at 128 KiB of buffers, sets up to 32 MiB), against one
+// call per array, and the joint plan within a budget of 1/8 of the largest array (own
+// programs that would hold more run chunk by chunk).
 // Part 4, casts: the state of part 1 from the trainer's f32 to an engine's bf16
 // (reshard_array::target_dtype): the joint plan converting on the way (bf16 on the wire),
 // against the joint plan in f32 followed by converting every target tile into the engine's
@@ -455,17 +456,21 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
   for (const reshard_array& a : pr.arrays) bytes += a.bytes();
   // The joint plan; beside it, the same fused as until 2026-11-28: arrays of at most 128 KiB
   // of buffers per rank, sets of up to 32 MiB whatever their predicted time.
+  // And within a budget of 1/8 of the largest array per rank: the arrays whose own program
+  // would hold more run chunk by chunk (lower/reshard.hpp, "Own programs under a budget").
+  std::uint64_t largest = 0;
+  for (const reshard_array& a : pr.arrays) largest = std::max(largest, a.bytes());
   const reshard_plan joint = plan_reshard(pr),
                      before = plan_reshard(pr, {.fuse_array_bytes = std::uint64_t{128} << 10, .fuse_set_calls = 0}),
-                     separate = plan_reshard(pr, {.joint = false});
-  reshard_executor<mpi_backend> ej(mpi, joint), eb(mpi, before), es(mpi, separate);
+                     separate = plan_reshard(pr, {.joint = false}), budget = plan_reshard(pr, {.budget_bytes = largest / 8});
+  reshard_executor<mpi_backend> ej(mpi, joint), eb(mpi, before), es(mpi, separate), eg(mpi, budget);
   reshard_tiles t = make_reshard_tiles(ej);
   fill_reshard_sources(joint, ej.local_ranks(), t);
   const auto in = t.sources();
   const auto out = t.targets();
-  std::vector<series> s = {{"joint (fused)", {}}, {"joint (fused as before)", {}}, {"per array", {}}};
+  std::vector<series> s = {{"joint (fused)", {}}, {"joint (fused as before)", {}}, {"per array", {}}, {"joint/budget", {}}};
   const std::vector<std::function<void()>> run = {
-      [&] { ej.run(in, out); }, [&] { eb.run(in, out); }, [&] { es.run(in, out); }};
+      [&] { ej.run(in, out); }, [&] { eb.run(in, out); }, [&] { es.run(in, out); }, [&] { eg.run(in, out); }};
   const std::function<void()> clear = clear_targets(t);
   auto check = [&] { return check_reshard_targets(joint, ej.local_ranks(), t).ok(); };
   interleave(s, run, std::vector<std::function<void()>>(s.size(), clear),
@@ -490,6 +495,20 @@ void gradients(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t d
                 s[2].median() / s[0].median(), s[1].median() / s[0].median(), joint.seconds * 1e3,
                 before.seconds * 1e3, separate.seconds * 1e3, mib(ej.bytes_held()).c_str(),
                 mib(eb.bytes_held()).c_str());
+  std::size_t chunked = 0, chunks = 0;
+  for (std::size_t a = 0; a < budget.arrays.size(); ++a)
+    if (budget.chunked(a)) {
+      ++chunked;
+      chunks += budget.chunks[a].count;
+    }
+  std::uint64_t held = eg.bytes_held(), most = 0;
+  MPI_Allreduce(&held, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (me == 0)
+    std::printf("\nWithin a budget of 1/8 of the largest array (%s MiB per rank): %zu fused calls, %zu arrays chunk "
+                "by chunk in %zu chunks; held at most %s MiB on any rank; joint/budget best / median %.2f / %.2f ms, "
+                "joint/budget / joint (medians) %.2fx, predicted %.2f ms\n",
+                mib(largest / 8).c_str(), budget.fused.size(), chunked, chunks, mib(most).c_str(), s[3].best() * 1e3,
+                s[3].median() * 1e3, s[3].median() / s[0].median(), budget.seconds * 1e3);
 }
 
 /// Part 5: the FSDP gradients of part 3 in bf16, reduced in bf16 (runtime/half.hpp; MPI
