@@ -772,6 +772,21 @@ TEST_CASE("own programs over the budget run chunk by chunk", "[reshard]") {
   CHECK_FALSE(plan_reshard(pr, {.budget_bytes = 10}).chunked(0));
   // Without a budget, never.
   CHECK_FALSE(plan_reshard(pr).chunked(0));
+  // With one call per array, any array: weights without pending values, all-to-all'd over
+  // strided blocks (768 bytes of packs), stay joint in the joint plan and run in chunks alone
+  // (4 of 3 rows of each of the 2 units of dimension 1, staged: 576 bytes).
+  pr.arrays[0] = array_of("w", element_type::f32, "{x: 2}", "[{x}16, 24]", "{x: 2}", "[16, {x}24]");
+  const reshard_plan j = plan_reshard(pr, {.budget_bytes = 600});
+  CHECK(j.route[0] == reshard_route::joint);
+  CHECK_FALSE(j.chunked(0));
+  const reshard_plan s = plan_reshard(pr, {.budget_bytes = 600, .joint = false});
+  REQUIRE(s.chunked(0));
+  CHECK(s.chunks[0].count == 4);
+  CHECK(s.chunks[0].units[1] == 2);
+  CHECK(s.chunks[0].rows[1] == 3);
+  CHECK(s.chunks[0].held_bytes == 576);
+  CHECK(s.seconds == Approx(detail::own_seconds(s, builtin_profile, 0)));
+  CHECK_THAT(s.reason, Catch::Matchers::StartsWith("1 arrays, one call each (1 chunk by chunk within the budget)"));
 }
 
 TEST_CASE("bad input names the array", "[reshard]") {

@@ -105,12 +105,20 @@ TEST_CASE("own programs chunk by chunk: every element, within the budget", "[res
     const reshard_check k = check_reshard_targets(p, ex.local_ranks(), t);
     REQUIRE(k.ok());
     CHECK((k.checked > 0) == !a.target_pending());  // pending values: checked against the whole program's, below
-    // the same as the whole program at once
+    // the same as the whole program at once, and as one call per array within the budget
     reshard_executor<host_backend> once(host, plan_reshard(pr));
     reshard_tiles u = make_reshard_tiles(once);
     fill_reshard_sources(p, once.local_ranks(), u);
     once.run(u.sources(), u.targets());
     CHECK(u.out == t.out);
+    const reshard_plan s = plan_reshard(pr, {.budget_bytes = c.budget, .joint = false});
+    CHECK(s.chunked(0));
+    CHECK(s.seconds == Approx(p.seconds));
+    reshard_executor<host_backend> separate(host, s);
+    reshard_tiles v = make_reshard_tiles(separate);
+    fill_reshard_sources(s, separate.local_ranks(), v);
+    separate.run(v.sources(), v.targets());
+    CHECK(v.out == t.out);
   }
 }
 

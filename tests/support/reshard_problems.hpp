@@ -210,8 +210,8 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     if (!p.chunked(a)) continue;
     const reshard_chunks& k = p.chunks[a];
     const reshard_array& x = p.arrays[a];
-    if (!budget || k.held_bytes > budget || fused[a] || !(x.source_pending() || x.target_pending()))
-      return "array " + x.name + " runs chunk by chunk, yet over the budget, fused or without pending values";
+    if (!budget || k.held_bytes > budget || fused[a] || (p.joint && !(x.source_pending() || x.target_pending())))
+      return "array " + x.name + " runs chunk by chunk, yet over the budget, fused or joint without pending values";
     std::uint64_t count = 1;
     const dist_type& t = *layout_type(x.source);
     for (int d = 0; d < t.rank; ++d) {

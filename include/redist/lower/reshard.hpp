@@ -41,7 +41,8 @@
 // room. A row of a piece larger than B is refused.
 // Without a budget there is one round.
 // Own programs under a budget (reshard_plan::chunks). An array with pending sums moves by its
-// own program, whose executor holds scratch and pack buffers (runtime/executor.hpp, memory
+// own program (with one call per array, reshard_options::joint false, every array does),
+// whose executor holds scratch and pack buffers (runtime/executor.hpp, memory
 // formula; detail::own_held_bound bounds them for any backend). Where that bound passes the
 // budget, the program runs chunk by chunk: the tiles are cut along dimensions whose blocks
 // at both ends are whole units (the least common multiple of the two block counts divides
@@ -1307,14 +1308,36 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       forced[i] = 1;
     }
   }
+  // Own programs over the budget, chunk by chunk (the header comment; the same chunks for
+  // arrays laid out alike, of the same types).
+  rp.chunks.assign(A, {});
+  std::map<std::tuple<std::size_t, element_type, element_type>, std::size_t> cuts;
+  auto chunk = [&](std::size_t i) {
+    const reshard_array& a = pr.arrays[i];
+    const auto [at, fresh] = cuts.try_emplace({like[i], a.dtype, a.target_type()}, i);
+    synth_options so = o.synth;
+    so.element_bytes = element_type_bytes(a.program_type());
+    try {
+      rp.chunks[i] = fresh ? detail::chunk_own(a, rp.own[i], o.budget_bytes, W, so) : rp.chunks[at->second];
+    } catch (const redist_error& e) {
+      throw blame(a, e);
+    }
+  };
   if (!o.joint) {  // every array by its own plan, one call each
     rp.joint = false;
     rp.route.assign(A, reshard_route::own);
     rp.received_bytes.assign(W, 0);
     rp.lower_bound_bytes.assign(W, 0);
     rp.transient_bytes.assign(W, 0);
-    rp.seconds = rp.separate_seconds;
-    rp.reason = std::to_string(A) + " arrays, one call each: predicted " + detail::seconds_text(rp.separate_seconds);
+    std::size_t chunked = 0;
+    for (std::size_t i = 0; i < A; ++i) {
+      if (o.budget_bytes > 0) chunk(i);
+      chunked += rp.chunked(i) ? 1 : 0;
+      rp.seconds += detail::own_seconds(rp, P, i);
+    }
+    rp.reason = std::to_string(A) + " arrays, one call each" +
+                (chunked > 0 ? " (" + std::to_string(chunked) + " chunk by chunk within the budget)" : "") +
+                ": predicted " + detail::seconds_text(rp.seconds);
     return rp;
   }
   // The pieces (the exchange's sender rule) of every joint array that is the first of its
@@ -1531,24 +1554,10 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     fused_arrays += f.arrays.size();
     for (std::uint32_t a : f.arrays) in_call[a] = 1;
   }
-  // Own programs of pending values over the budget, chunk by chunk (the same chunks for
-  // arrays laid out alike, of the same types).
-  rp.chunks.assign(A, {});
-  if (o.budget_bytes > 0) {
-    std::map<std::tuple<std::size_t, element_type, element_type>, std::size_t> cut;
-    for (std::size_t i = 0; i < A; ++i) {
-      if (!forced[i] || in_call[i]) continue;
-      const reshard_array& a = pr.arrays[i];
-      const auto [at, fresh] = cut.try_emplace({like[i], a.dtype, a.target_type()}, i);
-      synth_options so = o.synth;
-      so.element_bytes = element_type_bytes(a.program_type());
-      try {
-        rp.chunks[i] = fresh ? detail::chunk_own(a, rp.own[i], o.budget_bytes, W, so) : rp.chunks[at->second];
-      } catch (const redist_error& e) {
-        throw blame(a, e);
-      }
-    }
-  }
+  // Own programs of pending values over the budget, chunk by chunk (the others fit it).
+  if (o.budget_bytes > 0)
+    for (std::size_t i = 0; i < A; ++i)
+      if (forced[i] && !in_call[i]) chunk(i);
   std::string owned;
   std::size_t named = 0;
   for (std::size_t i = 0; i < A; ++i)
