@@ -191,6 +191,8 @@ int run(int argc, char** argv) {
     MPI_Allreduce(moved, moved_all, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (single.single_copy() && problems >= 100 && (moved_all[0] == 0 || moved_all[1] == 0))
       fail("single copy is on, but the message rounds moved no piece that way");
+    if (problems >= 200 && chunked == 0)  // every rank plans the same: no reduction needed
+      fail("no own program ran chunk by chunk within its budget");
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     std::uint64_t total = 0;
