@@ -379,6 +379,19 @@ inline chunk_shape chunk_shape_of(const reshard_chunks& k, const placed_layout& 
   return c;
 }
 
+/// Which sides of array a's own program, run in chunks k (k.count 1: at once), are staged in
+/// buffers of T (runtime/reshard_executor.hpp): {source, target}, each where its type is not
+/// the program's (casting pending values) or its chunks are not runs of the caller's tiles.
+inline std::array<bool, 2> staged_sides(const reshard_array& a, const reshard_chunks& k) {
+  const element_type t = a.program_type();
+  std::array<bool, 2> staged{a.dtype != t, a.target_type() != t};
+  if (k.count > 1) {
+    staged[0] = staged[0] || !chunk_shape_of(k, std::get<placed_layout>(a.source)).one_run(k);
+    staged[1] = staged[1] || !chunk_shape_of(k, std::get<placed_layout>(a.target)).one_run(k);
+  }
+  return staged;
+}
+
 /// Predicted seconds of array a's own program in plan rp, with its call and its staging;
 /// chunk by chunk, each chunk's program and call, and a pass over the tiles whose chunks are
 /// staged (chunk_shape::one_run).
@@ -389,8 +402,7 @@ inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::si
     return c.candidates[c.chosen].seconds + call_seconds(P, rp.world) + staging_seconds(P, x, rp.world);
   }
   const reshard_chunks& k = rp.chunks[a];
-  const bool in = x.program_type() != x.dtype || !chunk_shape_of(k, std::get<placed_layout>(x.source)).one_run(k),
-             out = x.program_type() != x.target_type() || !chunk_shape_of(k, std::get<placed_layout>(x.target)).one_run(k);
+  const auto [in, out] = staged_sides(x, k);
   const std::vector<std::uint64_t> s = layout_tile_elements(x.source, rp.world), d = layout_tile_elements(x.target, rp.world);
   std::uint64_t most = 0;  // what the busiest rank stages: its staged sides, once each
   for (std::uint64_t r = 0; r < rp.world; ++r)
@@ -479,7 +491,7 @@ inline reshard_chunks chunk_own(const reshard_array& a, const plan_choice& whole
   const element_type t = a.program_type();
   const std::uint64_t e = element_type_bytes(t);
   const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
-  const bool cast_in = a.dtype != t, cast_out = a.target_type() != t;
+  const auto [cast_in, cast_out] = staged_sides(a, {});
   std::uint64_t most = 0;  // casting pending values: both tiles in the program's type
   for (std::uint64_t r = 0; r < W; ++r) most = std::max(most, ((cast_in ? s[r] : 0) + (cast_out ? d[r] : 0)) * e);
   const std::uint64_t all = own_held_bound(whole.chosen_program(), e);
@@ -510,7 +522,7 @@ inline reshard_chunks chunk_own(const reshard_array& a, const plan_choice& whole
     }
     k.sub = plan_between(x, y, W, {so, false});
     const chunk_shape in = chunk_shape_of(k, *from), out = chunk_shape_of(k, *to);
-    const bool stage_in = cast_in || !in.one_run(k), stage_out = cast_out || !out.one_run(k);
+    const auto [stage_in, stage_out] = staged_sides(a, k);
     std::uint64_t staged = 0;
     for (std::uint64_t r = 0; r < W; ++r)
       staged = std::max(staged, ((stage_in && s[r] > 0 ? in.elements() : 0) + (stage_out && d[r] > 0 ? out.elements() : 0)) * e);

@@ -265,12 +265,14 @@ struct typed_runner final : own_runner {
   /// Staged sides (lower/reshard.hpp): the caller's tiles hold `from` (source) and `to`
   /// (target) elements, the program runs on T, element type t, once per chunk of k (once:
   /// k.count 1); shape[0], shape[1]: the chunks in the caller's source and target tiles,
-  /// holds[0][i], holds[1][i]: whether local rank i has such a tile. A side of another type
-  /// than t (casting pending values), or whose chunks are not runs of the caller's tiles,
-  /// runs on a buffer of a chunk of T, copied (converted) from the caller's source before
-  /// each call, or into its target after it; the other sides on the caller's tiles.
+  /// holds[0][i], holds[1][i]: whether local rank i has such a tile. A side staged
+  /// (lower/reshard.hpp staged_sides: of another type than t, or whose chunks are not runs
+  /// of the caller's tiles) runs on a buffer of a chunk of T, copied (converted) from the
+  /// caller's source before each call, or into its target after it; the other sides on the
+  /// caller's tiles.
   void stage(element_type from, element_type to, element_type t, const reshard_chunks& k,
-             const std::array<chunk_shape, 2>& shape, const std::array<std::vector<char>, 2>& holds) {
+             const std::array<chunk_shape, 2>& shape, const std::array<bool, 2>& staged,
+             const std::array<std::vector<char>, 2>& holds) {
     types_ = {from, to};
     type_ = t;
     chunks_ = k;
@@ -278,7 +280,7 @@ struct typed_runner final : own_runner {
     for (std::size_t side = 0; side < 2; ++side) {
       side_& x = sides_[side];
       x.shape = shape[side];
-      x.staged = types_[side] != t || !x.shape.one_run(k);
+      x.staged = staged[side];
       for (std::size_t i = 0; i < holds[side].size(); ++i)
         x.bufs.push_back(mem.template allocate<std::byte>(x.staged && holds[side][i] ? x.shape.elements() * sizeof(T) : 0));
     }
@@ -723,7 +725,7 @@ class reshard_executor {
             r->stage(x.dtype, x.target_type(), t, k,
                      {detail::chunk_shape_of(k, std::get<placed_layout>(x.source)),
                       detail::chunk_shape_of(k, std::get<placed_layout>(x.target))},
-                     holds);
+                     detail::staged_sides(x, k), holds);
           }
           own_[a] = std::move(r);
         } else {
