@@ -772,6 +772,17 @@ TEST_CASE("own programs over the budget run chunk by chunk", "[reshard]") {
   CHECK_FALSE(plan_reshard(pr, {.budget_bytes = 10}).chunked(0));
   // Without a budget, never.
   CHECK_FALSE(plan_reshard(pr).chunked(0));
+  // bf16 gradients reduced in f32: every chunk of the source staged, converted, priced as a
+  // pass writing the source tile in f32 (the target's chunks are runs of its f32 tiles).
+  pr.arrays[0] = array_of("g", element_type::bf16, "{x: 2}", "[6, 8, 10] sum{x}", "{x: 2}", "[6, {x}8, 10]");
+  pr.arrays[0].target_dtype = element_type::f32;
+  const reshard_plan m = plan_reshard(pr, {.budget_bytes = 400});
+  REQUIRE(m.chunked(0));
+  CHECK(m.chunks[0].count == 6);
+  CHECK(detail::staged_sides(m.arrays[0], m.chunks[0]) == std::array<bool, 2>{true, false});
+  const plan_candidate& mc = m.chunks[0].sub.candidates[m.chunks[0].sub.chosen];
+  CHECK(m.seconds == Approx(6 * (mc.seconds + detail::call_seconds(builtin_profile, 2)) +
+                            builtin_profile.pass_per_byte * (6 * 8 * 10) * 4));
   // With one call per array, any array: weights without pending values, all-to-all'd over
   // strided blocks (768 bytes of packs), stay joint in the joint plan and run in chunks alone
   // (4 of 3 rows of each of the 2 units of dimension 1, staged: 576 bytes).

@@ -231,13 +231,15 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     const reshard_chunks& k = p.chunks[a];
     const reshard_array& x = p.arrays[a];
     const std::vector<std::uint64_t> s = layout_tile_elements(x.source, W), d = layout_tile_elements(x.target, W);
-    // A side is staged where it casts or its chunks are not runs of its tiles.
+    // A side is staged where it casts or its chunks are not runs of its tiles; the pass writes
+    // a staged source in the program's type, a staged target in its own.
     const bool in = x.casts_pending() && x.dtype != x.program_type(), out = x.casts_pending() && x.target_type() != x.program_type();
     const bool in_runs = detail::chunk_shape_of(k, std::get<placed_layout>(x.source)).one_run(k),
                out_runs = detail::chunk_shape_of(k, std::get<placed_layout>(x.target)).one_run(k);
     std::uint64_t most = 0;
     for (std::uint64_t r = 0; r < W; ++r)
-      most = std::max(most, (in || !in_runs ? s[r] * x.element_bytes() : 0) + (out || !out_runs ? d[r] * x.target_element_bytes() : 0));
+      most = std::max(most, (in || !in_runs ? s[r] * element_type_bytes(x.program_type()) : 0) +
+                                (out || !out_runs ? d[r] * x.target_element_bytes() : 0));
     seconds += static_cast<double>(k.count) * (k.sub.candidates[k.sub.chosen].seconds + call) +
                P.pass_per_byte * static_cast<double>(most);
   }

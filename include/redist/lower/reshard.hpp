@@ -321,20 +321,6 @@ constexpr double call_seconds(const time_profile& P, std::uint64_t W) {
   return step_seconds(P, op::allreduce, W, 3, 3, 8);
 }
 
-/// Predicted seconds of converting array a's tiles into and out of its own program's type
-/// where it casts pending values (the header comment): one pass over what the busiest rank
-/// writes, the source tile in the program's type, the target tile in its own.
-inline double staging_seconds(const time_profile& P, const reshard_array& a, std::uint64_t W) {
-  if (!a.casts_pending()) return 0;
-  const element_type t = a.program_type();
-  const std::uint64_t in = t != a.dtype ? element_type_bytes(t) : 0,
-                      out = t != a.target_type() ? a.target_element_bytes() : 0;
-  const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
-  std::uint64_t most = 0;
-  for (std::uint64_t r = 0; r < W; ++r) most = std::max(most, s[r] * in + d[r] * out);
-  return P.pass_per_byte * static_cast<double>(most);
-}
-
 /// A chunk of chunks k in a tile of layout l (a type on a placed mesh: its padded tiles):
 /// per dimension its extent in the chunk (`extent`), and on a cut dimension the runs of a
 /// chunk's rows in the tile (`runs`, one per unit the tile holds) and the unit's length.
@@ -392,23 +378,30 @@ inline std::array<bool, 2> staged_sides(const reshard_array& a, const reshard_ch
   return staged;
 }
 
+/// Predicted seconds of staging array a's tiles for its own program, run in chunks k (the
+/// default: at once; staged_sides): one pass over what the busiest rank writes, a staged
+/// source in the program's type, a staged target in its own (casting pending values, the
+/// header comment; or chunks that are not runs of the tiles).
+inline double staging_seconds(const time_profile& P, const reshard_array& a, std::uint64_t W, const reshard_chunks& k = {}) {
+  const auto [staged_in, staged_out] = staged_sides(a, k);
+  if (!staged_in && !staged_out) return 0;
+  const std::uint64_t in = staged_in ? element_type_bytes(a.program_type()) : 0,
+                      out = staged_out ? a.target_element_bytes() : 0;
+  const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
+  std::uint64_t most = 0;
+  for (std::uint64_t r = 0; r < W; ++r) most = std::max(most, s[r] * in + d[r] * out);
+  return P.pass_per_byte * static_cast<double>(most);
+}
+
 /// Predicted seconds of array a's own program in plan rp, with its call and its staging;
 /// chunk by chunk, each chunk's program and call, and a pass over the tiles whose chunks are
 /// staged (chunk_shape::one_run).
 inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a) {
-  const reshard_array& x = rp.arrays[a];
-  if (!rp.chunked(a)) {
-    const plan_choice& c = rp.own[a];
-    return c.candidates[c.chosen].seconds + call_seconds(P, rp.world) + staging_seconds(P, x, rp.world);
-  }
-  const reshard_chunks& k = rp.chunks[a];
-  const auto [in, out] = staged_sides(x, k);
-  const std::vector<std::uint64_t> s = layout_tile_elements(x.source, rp.world), d = layout_tile_elements(x.target, rp.world);
-  std::uint64_t most = 0;  // what the busiest rank stages: its staged sides, once each
-  for (std::uint64_t r = 0; r < rp.world; ++r)
-    most = std::max(most, (in ? s[r] * x.element_bytes() : 0) + (out ? d[r] * x.target_element_bytes() : 0));
-  return static_cast<double>(k.count) * (k.sub.candidates[k.sub.chosen].seconds + call_seconds(P, rp.world)) +
-         P.pass_per_byte * static_cast<double>(most);
+  const reshard_chunks whole;
+  const reshard_chunks& k = rp.chunked(a) ? rp.chunks[a] : whole;
+  const plan_choice& c = rp.chunked(a) ? k.sub : rp.own[a];
+  return static_cast<double>(k.count) * (c.candidates[c.chosen].seconds + call_seconds(P, rp.world)) +
+         staging_seconds(P, rp.arrays[a], rp.world, k);
 }
 
 /// At most the bytes per rank an executor (runtime/executor.hpp) holds for program p of
