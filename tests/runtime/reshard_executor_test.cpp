@@ -62,6 +62,16 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
 }
 
 TEST_CASE("own programs chunk by chunk: every element, within the budget", "[reshard]") {
+  // The host backend, counting its agreement calls: one for the reshard, one for the first
+  // chunk, which covers the others (the same program on the same shapes).
+  struct counting_host : host_backend {
+    using host_backend::host_backend;
+    std::size_t agreements = 0;
+    agreement agree(std::uint64_t hash, bool ok) {
+      ++agreements;
+      return host_backend::agree(hash, ok);
+    }
+  };
   struct one_case {
     const char *from_mesh, *from, *to_mesh, *to;
     element_type t, to_t;
@@ -95,18 +105,19 @@ TEST_CASE("own programs chunk by chunk: every element, within the budget", "[res
     const reshard_plan p = plan_reshard(pr, {.budget_bytes = c.budget});
     REQUIRE(p.chunked(0));
     if (c.count > 0) CHECK(p.chunks[0].count == c.count);
-    host_backend host(p.world);
-    reshard_executor<host_backend> ex(host, p);
+    counting_host host(p.world);
+    reshard_executor<counting_host> ex(host, p);
     CHECK(ex.bytes_held() <= p.chunks[0].held_bytes);
     CHECK(p.chunks[0].held_bytes <= c.budget);
     reshard_tiles t = make_reshard_tiles(ex);
     fill_reshard_sources(p, ex.local_ranks(), t);
     ex.run(t.sources(), t.targets());
+    CHECK(host.agreements == 2);
     const reshard_check k = check_reshard_targets(p, ex.local_ranks(), t);
     REQUIRE(k.ok());
     CHECK((k.checked > 0) == !a.target_pending());  // pending values: checked against the whole program's, below
     // the same as the whole program at once, and as one call per array within the budget
-    reshard_executor<host_backend> once(host, plan_reshard(pr));
+    reshard_executor<counting_host> once(host, plan_reshard(pr));
     reshard_tiles u = make_reshard_tiles(once);
     fill_reshard_sources(p, once.local_ranks(), u);
     once.run(u.sources(), u.targets());
@@ -114,7 +125,7 @@ TEST_CASE("own programs chunk by chunk: every element, within the budget", "[res
     const reshard_plan s = plan_reshard(pr, {.budget_bytes = c.budget, .joint = false});
     CHECK(s.chunked(0));
     CHECK(s.seconds == Approx(p.seconds));
-    reshard_executor<host_backend> separate(host, s);
+    reshard_executor<counting_host> separate(host, s);
     reshard_tiles v = make_reshard_tiles(separate);
     fill_reshard_sources(s, separate.local_ranks(), v);
     separate.run(v.sources(), v.targets());

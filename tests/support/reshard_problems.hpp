@@ -204,8 +204,8 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     seconds += f.seconds;
   }
   // Chunk by chunk: within the budget, only where the array is alone over it and has pending
-  // values, each chunk's program a tile of the chunk, each with its call, and one pass over
-  // both tiles.
+  // values, each chunk's program a tile of the chunk, in one call, and one pass over both
+  // tiles.
   for (std::size_t a = 0; a < A; ++a) {
     if (!p.chunked(a)) continue;
     const reshard_chunks& k = p.chunks[a];
@@ -240,7 +240,7 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     for (std::uint64_t r = 0; r < W; ++r)
       most = std::max(most, (in || !in_runs ? s[r] * element_type_bytes(x.program_type()) : 0) +
                                 (out || !out_runs ? d[r] * x.target_element_bytes() : 0));
-    seconds += static_cast<double>(k.count) * (k.sub.candidates[k.sub.chosen].seconds + call) +
+    seconds += call + static_cast<double>(k.count) * k.sub.candidates[k.sub.chosen].seconds +
                P.pass_per_byte * static_cast<double>(most);
   }
   if (!p.joint && !p.fused.empty()) return "one call per array, yet fused sets";

@@ -51,7 +51,8 @@
 // chunk, one call after another. A chunk that is not one run of a caller's tile, or that
 // casts, is staged in a buffer of its size. The cut is the one of fewest chunks whose bound
 // with its staging fits (detail::chunk_own: one dimension where one fits, else one row of
-// the longest dimensions and the largest rows of the next); each chunk pays its call. An
+// the longest dimensions and the largest rows of the next); the chunks share the array's
+// call (the first chunk's agreement covers the rest: the same program on the same shapes). An
 // array whose single rows (of every dimension that may be cut) still hold more than the
 // budget is refused by the executor, before anything moves, naming it. Arrays that fuse
 // their calls are not chunked: their buffers already stay within the budget.
@@ -394,13 +395,13 @@ inline double staging_seconds(const time_profile& P, const reshard_array& a, std
 }
 
 /// Predicted seconds of array a's own program in plan rp, with its call and its staging;
-/// chunk by chunk, each chunk's program and call, and a pass over the tiles whose chunks are
-/// staged (chunk_shape::one_run).
+/// chunk by chunk, one call, each chunk's program, and a pass over the tiles whose chunks
+/// are staged (chunk_shape::one_run).
 inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a) {
   const reshard_chunks whole;
   const reshard_chunks& k = rp.chunked(a) ? rp.chunks[a] : whole;
   const plan_choice& c = rp.chunked(a) ? k.sub : rp.own[a];
-  return static_cast<double>(k.count) * (c.candidates[c.chosen].seconds + call_seconds(P, rp.world)) +
+  return call_seconds(P, rp.world) + static_cast<double>(k.count) * c.candidates[c.chosen].seconds +
          staging_seconds(P, rp.arrays[a], rp.world, k);
 }
 

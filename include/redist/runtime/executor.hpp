@@ -576,9 +576,11 @@ class executor_core {
 
   /// Redistribute the local ranks' tiles (in[i], out[i]: local_ranks()[i]'s data), after
   /// `err`: "" or why this rank refuses (the constructor's checks, then check_tiles). in and
-  /// out are read during the call only.
-  void run(const std::string& err, std::span<const std::byte* const> in, std::span<std::byte* const> out) {
-    const agreement ag = b_.agree(hash_, err.empty());
+  /// out are read during the call only. Without `agree`, no agreement call: the caller's
+  /// own, made on every rank before, covered this program and these tiles.
+  void run(const std::string& err, std::span<const std::byte* const> in, std::span<std::byte* const> out,
+           bool agree = true) {
+    const agreement ag = agree ? b_.agree(hash_, err.empty()) : agreement{true, err.empty()};
     if (!err.empty()) throw redist_error(errc::runtime, err);
     if (!ag.all_ok)
       throw redist_error(errc::runtime, "another rank rejected the redistribution (see its message); nothing was moved");
@@ -1495,24 +1497,13 @@ class executor final : detail::typed_ops<T, B>, public detail::executor_core<B> 
   /// Redistribute the tiles of all local ranks: in[i] and out[i] belong to local_ranks()[i];
   /// in[i] has the program's source type, out[i] (owned or borrowed) its target type. The
   /// inputs are not modified; no output may overlap an input or another output.
-  void run(std::span<const darray<T>> in, std::span<darray<T>> out) {
-    std::string err = core::error();
-    if (err.empty()) {
-      facts_in_.clear();
-      facts_out_.clear();
-      for (const darray<T>& a : in) facts_in_.push_back(facts::of(a));
-      for (const darray<T>& a : out) facts_out_.push_back(facts::of(a));
-      err = core::check_tiles(facts_in_, facts_out_);
-    }
-    tiles_in_.clear();
-    tiles_out_.clear();
-    if (err.empty())
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        tiles_in_.push_back(reinterpret_cast<const std::byte*>(in[i].data()));
-        tiles_out_.push_back(reinterpret_cast<std::byte*>(out[i].data()));
-      }
-    core::run(err, tiles_in_, tiles_out_);
-  }
+  void run(std::span<const darray<T>> in, std::span<darray<T>> out) { run_tiles(in, out, true); }
+
+  /// As run(in, out), without the agreement call, for a caller whose own agreement, made on
+  /// every rank before this run, covered the program and tiles of these shapes
+  /// (reshard_executor: the chunks of an own program after its first). A failed check
+  /// throws on this rank alone.
+  void run_agreed(std::span<const darray<T>> in, std::span<darray<T>> out) { run_tiles(in, out, false); }
 
   /// As above, returning new owned target tiles (host-accessible memory only).
   std::vector<darray<T>> run(std::span<const darray<T>> in)
@@ -1538,6 +1529,25 @@ class executor final : detail::typed_ops<T, B>, public detail::executor_core<B> 
   }
 
  private:
+  void run_tiles(std::span<const darray<T>> in, std::span<darray<T>> out, bool agree) {
+    std::string err = core::error();
+    if (err.empty()) {
+      facts_in_.clear();
+      facts_out_.clear();
+      for (const darray<T>& a : in) facts_in_.push_back(facts::of(a));
+      for (const darray<T>& a : out) facts_out_.push_back(facts::of(a));
+      err = core::check_tiles(facts_in_, facts_out_);
+    }
+    tiles_in_.clear();
+    tiles_out_.clear();
+    if (err.empty())
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        tiles_in_.push_back(reinterpret_cast<const std::byte*>(in[i].data()));
+        tiles_out_.push_back(reinterpret_cast<std::byte*>(out[i].data()));
+      }
+    core::run(err, tiles_in_, tiles_out_, agree);
+  }
+
   std::vector<facts> facts_in_, facts_out_;
   std::vector<const std::byte*> tiles_in_;
   std::vector<std::byte*> tiles_out_;

@@ -58,8 +58,12 @@
 // allocated when this executor is built and count in bytes_held(). An array that casts
 // pending values runs its program on tiles of its program type where its own differ: its
 // source converted into one before the program, its target out of one after (converting
-// copies, as for the joint exchange's casts); those tiles count in bytes_held() too. Under a
-// budget an own program whose buffers exceed it is refused by run().
+// copies, as for the joint exchange's casts); those tiles count in bytes_held() too. A
+// program the plan chunks (reshard_plan::chunks) runs once per chunk, on the caller's tiles
+// where a chunk is one run of them, else on a buffer of one chunk (staged the same way); the
+// first chunk's agreement covers the others (the same program on the same shapes:
+// executor::run_agreed). Under a budget an own program whose buffers exceed it is refused by
+// run().
 //
 // Fused collectives. The plan's fused sets (reshard_plan::fused, lower/reshard.hpp: own
 // programs of even all-reduces, reduce-scatters and all-gathers over every rank, step by step
@@ -293,7 +297,7 @@ struct typed_runner final : own_runner {
   std::uint64_t bytes_held() const override { return ex.bytes_held() + staged_; }
 
   void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) override {
-    if (!staging_) return run_typed(in, out);
+    if (!staging_) return run_typed(in, out, true);
     const auto mem = memory_of(b_);
     const std::size_t L = in.size();
     std::vector<std::span<const std::byte>> ins(L);
@@ -341,7 +345,7 @@ struct typed_runner final : own_runner {
       chunk(sides_[0], 0, j, true, in, ins);
       flush();
       chunk(sides_[1], 1, j, false, out, outs);  // its copies out of the buffers after the program
-      run_typed(ins, outs);
+      run_typed(ins, outs, j == 0);  // the first chunk's agreement covers the rest: the same program and shapes
       flush();
     }
   }
@@ -359,7 +363,7 @@ struct typed_runner final : own_runner {
   std::uint64_t staged_ = 0;
   bool staging_ = false;
 
-  void run_typed(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+  void run_typed(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out, bool agree) {
     const program& p = ex.prog();
     std::vector<darray<T>> ins, outs;
     const auto local = ex.local_ranks();
@@ -382,7 +386,8 @@ struct typed_runner final : own_runner {
       else if (tp < 0) outs.push_back(darray<T>::none(p.target_mesh(), p.target));
       else outs.emplace_back(p.target_mesh(), p.target, static_cast<rank_t>(tp), as_t(out[i]));
     }
-    ex.run(std::span<const darray<T>>(ins), std::span<darray<T>>(outs));
+    if (agree) ex.run(std::span<const darray<T>>(ins), std::span<darray<T>>(outs));
+    else ex.run_agreed(std::span<const darray<T>>(ins), std::span<darray<T>>(outs));
   }
 };
 
