@@ -20,12 +20,14 @@
 // every run is filled with NaN before the run and checked against the global index after it.
 // Prints markdown tables (times in ms, best and median) and summary lines, one per goal of
 // issue 25 and a few geomeans; asserts nothing about time, exits 1 on wrong data.
-// Scenarios: 1. a pipeline boundary (activations from stage ranks 0-3 to 4-7), 2. the same to
+// Scenarios (7: the candidates alone, no baseline reduces pending sums): 1. a pipeline
+// boundary (activations from stage ranks 0-3 to 4-7), 2. the same to
 // replicated targets, 3. a weight sync between replicated meshes, 4. a checkpoint from 8 ranks
 // to 6, 6. weights replicated over dp (HSDP) to TP 8 on the same ranks (with --nodes the
 // chosen exchange's senders are by node: a row "exchange, replicas in turn" runs it without), 5. the
 // 2-D grid set between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}, without and with relabelling
-// (docs/benchmarks.md, "Meshes on device sets (issue 25)").
+// 7. gradients pending over stage ranks 0-3 to the next stage's ranks (docs/benchmarks.md,
+// "Meshes on device sets (issue 25)").
 // Usage: mpirun --oversubscribe -np 8 cross_mesh [runs] [--nodes R --link-gbps G | --profile FILE]
 // (runs: default 10). --profile plans with a profile of `redist calibrate` (its link where it
 // has one, "nodes"). With --nodes, the world is read as nodes of R consecutive ranks joined by
@@ -549,6 +551,38 @@ void run_scenario(context& cx, const scenario& sc, bool replicated_target, summa
   std::fflush(stdout);
 }
 
+/// Group 7: a source with pending sums, which the baselines cannot reduce: plan_between's
+/// candidates alone, each against the chosen one.
+void run_candidates(context& cx, const scenario& sc) {
+  redist::between_options o;
+  o.synth.element_bytes = 4;
+  o.synth.time_model = cx.profile;
+  const redist::plan_choice c = redist::plan_between(sc.a, sc.b, W, o);
+  darray<float> in = tile_of(sc.a, cx.me);
+  redist::fill_global_index(in);  // every source rank's partial values
+  std::vector<sys> v;
+  std::vector<std::uint64_t> held;  // the most scratch any rank's executor holds, bytes
+  for (std::size_t i = 0; i < c.candidates.size(); ++i) {
+    v.push_back(make_executor_system(cx, c.candidates[i].name, c.candidates[i], i == c.chosen, in));
+    const redist::executor<float, redist::mpi_backend> ex(cx.mpi, c.candidates[i].prog);
+    std::uint64_t mine = ex.bytes_held(), most = 0;
+    MPI_Allreduce(&mine, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    held.push_back(most);
+  }
+  measure(cx, v, in);
+  if (cx.me != 0) return;
+  const sys& chosen = v[c.chosen];
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const sys& s = v[i];
+    const std::string cell = i == 0 ? sc.name + "<br>" + layout_text(sc.a) + " -> " + layout_text(sc.b) : "";
+    std::printf("| %s | %s%s: %s | %s | %s | %s | %s | %s |%s\n", cell.c_str(), s.chosen ? "**" : "", s.name.c_str(),
+                (s.steps + (s.chosen ? " (chosen)**" : "")).c_str(), ms(s.predicted).c_str(), ms(s.best()).c_str(),
+                ms(s.median()).c_str(), ratio(s.median(), chosen.median()).c_str(), mib(held[i] / 4).c_str(),
+                s.ok ? "" : " WRONG DATA");
+  }
+  std::fflush(stdout);
+}
+
 void table_head(const char* title, const context& cx) {
   if (cx.me != 0) return;
   std::printf("\n### %s\n\n", title);
@@ -723,7 +757,6 @@ int main(int argc, char** argv) {
     run_scenario(cx, {"6 HSDP -> TP 8", layout("{dp: 2, fsdp: 4}", "[{fsdp}2048, 1024]"),
                       layout("{tp: 8}", "[2048, {tp}1024]")},
                  false, sum);
-
     // 5. The 2-D grid set: 2048 x 1024 (8 MiB) between {x: 2, y: 4}, {x: 4, y: 2} and {x: 8}.
     if (cx.me == 0) {
       std::printf("\n### 5. 2-D grid set: [2048, 1024] (8 MiB) between `{x: 2, y: 4}`, `{x: 4, y: 2}` and `{x: 8}` on "
@@ -749,6 +782,17 @@ int main(int argc, char** argv) {
       if (cx.me == 0) std::printf("| **`%s` -> `{x: 8}`** | | | | | | | | | | | |\n", meshes[s]);
       for (const char* ta : types) run_grid_pair(cx, layout(meshes[s], ta), layout("{x: 8}", "[{x}2048, 1024]"), false, sum);
     }
+
+    if (cx.me == 0)
+      std::printf("\n### 7. Gradients to the next stage's ranks: [2048, 1024] (8 MiB) pending over the source ranks\n\n"
+                  "| scenario | plan: steps | predicted ms | best ms | median ms | / chosen (medians) | executor's "
+                  "buffers, most of a rank MiB |\n|---|---|---:|---:|---:|---:|---:|\n");
+    run_candidates(cx, {"7a to a row-sharded stage", layout("{x: 4} @ [0, 1, 2, 3]", "[2048, 1024] sum{x}"),
+                        layout("{y: 4} @ [4, 5, 6, 7]", "[{y}2048, 1024]")});
+    run_candidates(cx, {"7b to a replicated stage", layout("{x: 4} @ [0, 1, 2, 3]", "[2048, 1024] sum{x}"),
+                        layout("{y: 4} @ [4, 5, 6, 7]", "[2048, 1024]")});
+    run_candidates(cx, {"7c to overlapping ranks", layout("{x: 4} @ [0, 1, 2, 3]", "[2048, 1024] sum{x}"),
+                        layout("{y: 6} @ [2, 3, 4, 5, 6, 7]", "[{y}2048, 1024]")});
 
     if (cx.me == 0) {
       std::printf("\nSummary\n\n");

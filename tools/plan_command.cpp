@@ -11,6 +11,7 @@
 // or on uneven types. --explain prints both candidates' predicted times and the reason of
 // the choice; after the table, or on stderr with --json (stdout stays exactly one JSON
 // program).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,6 +55,8 @@ std::string byte_text(std::uint64_t b) {
 std::string explain_text(const plan_choice& c, const time_profile& P, bool chosen_printed) {
   std::string out = fmt::format("time model: profile {}{}\n", P.name_view(),
                                 P.devices ? fmt::format(" (measured on {} ranks)", P.devices) : std::string());
+  std::size_t width = 10;  // the names' column
+  for (const plan_candidate& k : c.candidates) width = std::max(width, k.name.size());
   for (std::size_t i = 0; i < c.candidates.size(); ++i) {
     const plan_candidate& k = c.candidates[i];
     const std::uint64_t bytes = run_received_elements(k.prog) * k.prog.element_bytes;  // what a run receives
@@ -70,7 +73,7 @@ std::string explain_text(const plan_choice& c, const time_profile& P, bool chose
     }
     const std::string t = k.seconds < 1e-3 ? fmt::format("{:.2f} us", k.seconds * 1e6)
                                            : fmt::format("{:.3f} ms", k.seconds * 1e3);
-    out += fmt::format("  {} {:<10}  {:<44}  predicted {}\n", i == c.chosen ? '*' : ' ', k.name, what, t);
+    out += fmt::format("  {} {:<{}}  {:<44}  predicted {}\n", i == c.chosen ? '*' : ' ', k.name, width, what, t);
   }
   out += fmt::format("reason: {}\n", c.reason);
   if (!chosen_printed && c.candidates.size() > 1)

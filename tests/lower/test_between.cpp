@@ -334,6 +334,42 @@ TEST_CASE("pending sums reduced on the source mesh before an uneven target: no f
   for (const redist::step& s : p.steps) CHECK_FALSE(s.fused());
 }
 
+TEST_CASE("pending sums to other ranks: reduce-scattered on the source mesh, then exchanged", "[between][named]") {
+  // Gradients handed to the next stage's ranks. The exchange all-reduces on the source ranks
+  // (each sends and receives its whole tile) and sends each target rank its tile from one
+  // holder; the scattered exchange reduce-scatters along the dimension predicted fastest
+  // (each sends half as much, and holds half a tile after), then sends each target rank
+  // its tile from both: the same elements into the target, in less predicted time. Every
+  // candidate runs on the host, every element checked (plan_and_run).
+  for (const char* to : {"[16, 24]", "[{a}16, 24]", "[16, {a}24]"}) {
+    INFO(to);
+    const between_problem pr = named(4, "{x: 2} @ [0, 1]", "[16, 24] sum{x}", "{a: 2} @ [2, 3]", to);
+    const redist::plan_choice c = plan_and_run(pr);
+    CHECK(c.candidates[c.chosen].name == "scattered exchange");
+    const program& e = candidate(c, "exchange");
+    const program& s = candidate(c, "scattered exchange");
+    REQUIRE(e.steps.size() == 2);
+    REQUIRE(s.steps.size() == 2);
+    CHECK(e.steps[0].kind == redist::op::allreduce);
+    CHECK(s.steps[0].kind == redist::op::reducescatter);
+    CHECK(s.steps[1].kind == redist::op::exchange);
+    CHECK(2 * s.steps[0].cost == e.steps[0].cost);
+    CHECK(s.steps[0].local_after * 2 == e.steps[0].local_after);
+    CHECK(s.steps[1].cost == e.steps[1].cost);  // each target rank receives its whole tile
+    if (std::string(to) == "[16, 24]") {  // replicated: the two-phase plans too, from each head
+      const program& t = candidate(c, "scattered two-phase");
+      REQUIRE(t.steps.size() == 3);
+      CHECK(t.steps[0].kind == redist::op::reducescatter);
+      CHECK(candidate(c, "two-phase").steps[0].kind == redist::op::allreduce);
+    }
+  }
+  // Uneven: 23 rows reduce-scattered over 3 source ranks (tiles of 8, 8, 7).
+  const between_problem u = named(6, "{x: 3} @ [2, 4, 1]", "[23, 3] sum{x}", "{a: 2, b: 1} @ [5, 3]", "[{b}23, 3]");
+  const redist::plan_choice c = plan_and_run(u);
+  CHECK(c.candidates[c.chosen].name == "scattered exchange");
+  CHECK(candidate(c, "scattered exchange").steps[0].kind == redist::op::reducescatter);
+}
+
 TEST_CASE("a target with pending sums on other ranks: moved, then made pending where it lands", "[between][named]") {
   // DTensor's Partial() on the next stage's mesh. The exchange sends every target rank its
   // whole tile, then makes the sums pending (the first of each pair along b keeps it, the

@@ -16,11 +16,17 @@
 //   permuted    where both meshes have the same axis sizes on the same ranks in another
 //               order: the same-mesh plan to the target type on the source mesh, then one
 //               allpermute to the target mesh's ranks (merged with a last allpermute).
+//   scattered exchange  where the source has pending sums: the sums reduce-scattered on the
+//               source mesh along the dimension predicted fastest (the pending sub-axes
+//               minor-most there), where `exchange` all-reduces them, then one exchange: the
+//               same bytes into the target, half as many out of each source rank, a smaller
+//               tile held.
 //   two-phase   where the target replicates and the source ranks are not the target's: an
 //               exchange to the target partitioned also over its replicating sub-axes
 //               (each byte crosses to the target ranks once), then the target mesh's own
 //               plan back to the target (all-gathers inside the target ranks), Alpa's
-//               cross-mesh broadcast.
+//               cross-mesh broadcast; `scattered two-phase` the same from the scattered
+//               exchange's share of the sums.
 // A box layout (redist/box.hpp; DESIGN.md section 2) at either end, or both, is planned by the
 // exchange alone (plan_between on array_layout): one exchange from the source's boxes to the
 // target's, moving exactly what every rank does not hold. A typed end with pending sums is
@@ -534,14 +540,54 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
         return p;
       });
   }
-  exchange_plan direct, spread_sizes;  // the sizes of the exchange and two-phase candidates' exchanges
+  exchange_plan direct, spread_sizes;  // the sizes of the exchange candidates' first exchanges
+  std::optional<exchange_plan> scattered_sizes, scattered_spread_sizes;
   // A target that keeps pending sums: where the collective keeps them as they are, it alone.
   if (b.type.nsum == 0 || !bt) {
     attempt("exchange", [&] {
       return make_pending(reduce_first(detail::exchange_between(ar, bw, W, opt.element_bytes, direct)));
     });
+    // Pending sums reduce-scattered on the source mesh (the pending sub-axes minor-most in one
+    // dimension: each rank reduces its share, where the all-reduce gives every rank all of
+    // it), then the exchange: the same bytes into the target, fewer out of the source ranks,
+    // a smaller tile held. The dimension predicted fastest.
+    std::optional<dist_type> share;  // the type the scattered exchange reduce-scatters into
+    if (a.type.nsum > 0) {
+      std::optional<program> best;
+      double best_seconds = 0;
+      for (int d = 0; d < a.type.rank; ++d) {
+        dist_type s = reduced;
+        dim& x = s.dims[d];
+        if (x.n + a.type.nsum > max_subaxes || a.type.nsum > a.pm.mesh.nsub) continue;
+        std::copy_backward(x.axes, x.axes + x.n, x.axes + x.n + a.type.nsum);
+        std::copy(a.type.sum, a.type.sum + a.type.nsum, x.axes);
+        x.n += a.type.nsum;
+        // An uneven share only where an end is uneven: a program between even types runs
+        // even steps (program.hpp).
+        if (check(a.pm.mesh, s) || (!uneven_ends && uneven_dim(a.pm.mesh, s) >= 0)) continue;
+        try {
+          exchange_plan sizes;
+          program tail = detail::exchange_between({a.pm, s}, bw, W, opt.element_bytes, sizes);
+          program head = own_plan(a.pm, a.type, s);
+          const bool first = std::none_of(head.steps.begin(), head.steps.end(),
+                                          [](const step& k) { return k.kind == op::exchange; });
+          program p = make_pending(detail::concat_programs(std::move(head), tail));
+          detail::senders_by_node(p, P);
+          const double t = detail::predicted_seconds(p, P, first ? &sizes : nullptr);
+          if (!best || t < best_seconds) {
+            best = std::move(p);
+            best_seconds = t;
+            share = s;
+            scattered_sizes = first ? std::optional<exchange_plan>(std::move(sizes)) : std::nullopt;
+          }
+        } catch (const redist_error& e) {
+          if (e.code() == errc::bad_size) throw;
+        }
+      }
+      if (best) attempt("scattered exchange", [&] { return *std::move(best); });
+    }
     if (!same_ranks)
-      if (const std::optional<dist_type> spread = spread_replicas(b.pm.mesh, whole, new_pending_mask(whole, b.type)))
+      if (const std::optional<dist_type> spread = spread_replicas(b.pm.mesh, whole, new_pending_mask(whole, b.type))) {
         attempt("two-phase", [&] {
           const placed_layout mid{b.pm, *spread};
           program p = reduce_first(detail::exchange_between(ar, mid, W, opt.element_bytes, spread_sizes));
@@ -549,6 +595,20 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
           tail.two_meshes = false;
           return detail::concat_programs(std::move(p), tail);
         });
+        // The same from the scattered exchange's share of the sums.
+        if (share)
+          attempt("scattered two-phase", [&] {
+            const placed_layout mid{b.pm, *spread};
+            program p = detail::exchange_between({a.pm, *share}, mid, W, opt.element_bytes, scattered_spread_sizes.emplace());
+            program head = own_plan(a.pm, a.type, *share);
+            if (std::any_of(head.steps.begin(), head.steps.end(), [](const step& k) { return k.kind == op::exchange; }))
+              scattered_spread_sizes.reset();
+            p = detail::concat_programs(std::move(head), p);
+            program tail = own_plan(b.pm, *spread, b.type);
+            tail.two_meshes = false;
+            return detail::concat_programs(std::move(p), tail);
+          });
+      }
   }
   if (c.candidates.empty()) {
     std::string all;
@@ -563,7 +623,13 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
     // The first exchange of these two as they were built (the head that reduces has none).
     const std::string_view n = k.name;
     detail::senders_by_node(k.prog, P);
-    k.seconds = detail::predicted_seconds(k.prog, P, n == "exchange" ? &direct : n == "two-phase" ? &spread_sizes : nullptr);
+    k.seconds = detail::predicted_seconds(k.prog, P,
+                                          n == "exchange"             ? &direct
+                                          : n == "two-phase"          ? &spread_sizes
+                                          : n == "scattered exchange" && scattered_sizes ? &*scattered_sizes
+                                          : n == "scattered two-phase" && scattered_spread_sizes
+                                              ? &*scattered_spread_sizes
+                                              : nullptr);
   }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
