@@ -183,6 +183,28 @@ int run(int argc, char** argv) {
         if (const redist::reshard_problem g = redist::testing::random_gradient_reshard(grng); g.world == 8)
           fused += gradients(g, 0, false);
       if (fused < 60) fail("random gradients: only " + std::to_string(fused) + " arrays in fused collectives");
+      // Ranks whose own programs differ (planned under other profiles) refuse before anything
+      // moves, the arrays before it too: rank 0 takes another candidate for the gradient.
+      redist::reshard_problem pr;
+      pr.world = W;
+      pr.arrays.push_back({"w", redist::element_type::f32, layout("[{x}16, 8]"), layout("[16, {x}8]")});
+      pr.arrays.push_back({"g", redist::element_type::f32, layout("[16, 8] sum{x}"), layout("[{x}16, 8]")});
+      redist::reshard_plan p = redist::plan_reshard(pr);
+      if (p.route[1] != redist::reshard_route::own || p.own[1].candidates.size() < 2)
+        fail("the gradient has one candidate, or no program of its own");
+      if (me == 0) p.own[1].chosen = (p.own[1].chosen + 1) % p.own[1].candidates.size();
+      redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
+      redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+      redist::fill_reshard_sources(p, ex.local_ranks(), t);
+      const std::vector<std::vector<std::byte>> before = t.out;
+      try {
+        ex.run(t.sources(), t.targets());
+        fail("ranks with other own programs ran");
+      } catch (const redist::redist_error& e) {
+        if (std::string(e.what()).find("ranks disagree on the reshard plan") == std::string::npos)
+          fail(std::string("other own programs: ") + e.what());
+      }
+      if (t.out != before) fail("other own programs: targets written before the refusal");
     }
     // Where the kernel allows single copy, both backends moved pieces that way.
     std::uint64_t moved[2] = {single.single_copy_moves().reads + single.single_copy_moves().writes,

@@ -1132,8 +1132,10 @@ class reshard_executor {
   }
 
   /// FNV-1a over what every rank must agree on: the world, whether rounds are pipelined, the
-  /// arrays, the budget, and every round's counts and bytes (the whole plan's, which a rank's
-  /// plan carries too, so that ranks built from whole plans and from their own agree).
+  /// arrays, the own programs (so that ranks whose own programs differ, planned under other
+  /// profiles, refuse before anything moves, not after the joint exchange), the budget, and
+  /// every round's counts and bytes (the whole plan's, which a rank's plan carries too, so
+  /// that ranks built from whole plans and from their own agree).
   [[nodiscard]] std::uint64_t plan_hash() const {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](std::uint64_t v) {
@@ -1150,6 +1152,7 @@ class reshard_executor {
       mix(static_cast<std::uint64_t>(p_.arrays[a].dtype));
       mix(static_cast<std::uint64_t>(p_.arrays[a].target_type()));
       mix(static_cast<std::uint64_t>(p_.route[a]));
+      if (p_.route[a] == reshard_route::own) mix(program_hash(p_.own_program(a)));
       if (p_.chunked(a))
         for (std::size_t k = 0; k < max_dims; ++k) {
           mix(p_.chunks[a].units[k]);
