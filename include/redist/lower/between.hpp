@@ -552,6 +552,12 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
     // it), then the exchange: the same bytes into the target, fewer out of the source ranks,
     // a smaller tile held. The dimension predicted fastest.
     std::optional<dist_type> share;  // the type the scattered exchange reduce-scatters into
+    std::optional<program> share_head;  // the source mesh's plan into it
+    // Whether a head has an exchange (then the sizes planned with the tail are not those of
+    // the program's first exchange).
+    auto exchanges = [](const program& q) {
+      return std::any_of(q.steps.begin(), q.steps.end(), [](const step& k) { return k.kind == op::exchange; });
+    };
     if (a.type.nsum > 0) {
       std::optional<program> best;
       double best_seconds = 0;
@@ -569,15 +575,15 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
           exchange_plan sizes;
           program tail = detail::exchange_between({a.pm, s}, bw, W, opt.element_bytes, sizes);
           program head = own_plan(a.pm, a.type, s);
-          const bool first = std::none_of(head.steps.begin(), head.steps.end(),
-                                          [](const step& k) { return k.kind == op::exchange; });
-          program p = make_pending(detail::concat_programs(std::move(head), tail));
+          const bool first = !exchanges(head);
+          program p = make_pending(detail::concat_programs(head, tail));
           detail::senders_by_node(p, P);
           const double t = detail::predicted_seconds(p, P, first ? &sizes : nullptr);
           if (!best || t < best_seconds) {
             best = std::move(p);
             best_seconds = t;
             share = s;
+            share_head = std::move(head);
             scattered_sizes = first ? std::optional<exchange_plan>(std::move(sizes)) : std::nullopt;
           }
         } catch (const redist_error& e) {
@@ -600,10 +606,8 @@ inline plan_choice choose_between(const placed_layout& a, const placed_layout& b
           attempt("scattered two-phase", [&] {
             const placed_layout mid{b.pm, *spread};
             program p = detail::exchange_between({a.pm, *share}, mid, W, opt.element_bytes, scattered_spread_sizes.emplace());
-            program head = own_plan(a.pm, a.type, *share);
-            if (std::any_of(head.steps.begin(), head.steps.end(), [](const step& k) { return k.kind == op::exchange; }))
-              scattered_spread_sizes.reset();
-            p = detail::concat_programs(std::move(head), p);
+            if (exchanges(*share_head)) scattered_spread_sizes.reset();
+            p = detail::concat_programs(*share_head, p);
             program tail = own_plan(b.pm, *spread, b.type);
             tail.two_meshes = false;
             return detail::concat_programs(std::move(p), tail);

@@ -379,6 +379,21 @@ inline std::array<bool, 2> staged_sides(const reshard_array& a, const reshard_ch
   return staged;
 }
 
+/// The most bytes any rank holds in staged buffers for array a's own program (typed layouts
+/// at both ends) run in chunks k (k.count 1: at once; staged_sides): a chunk, in the
+/// program's type, of each staged side it has a tile of.
+inline std::uint64_t staged_bytes(const reshard_array& a, const reshard_chunks& k, std::uint64_t W) {
+  const auto [stage_in, stage_out] = staged_sides(a, k);
+  if (!stage_in && !stage_out) return 0;
+  const std::uint64_t in = chunk_shape_of(k, std::get<placed_layout>(a.source)).elements(),
+                      out = chunk_shape_of(k, std::get<placed_layout>(a.target)).elements();
+  const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
+  std::uint64_t most = 0;
+  for (std::uint64_t r = 0; r < W; ++r)
+    most = std::max(most, (stage_in && s[r] > 0 ? in : 0) + (stage_out && d[r] > 0 ? out : 0));
+  return most * element_type_bytes(a.program_type());
+}
+
 /// Predicted seconds of staging array a's tiles for its own program, run in chunks k (the
 /// default: at once; staged_sides): one pass over what the busiest rank writes, a staged
 /// source in the program's type, a staged target in its own (casting pending values, the
@@ -482,17 +497,11 @@ inline std::uint64_t own_held_bound(const program& p, std::uint64_t e) {
 /// not runs of the caller's tiles, or that casts, is staged (chunk_shape::one_run).
 inline reshard_chunks chunk_own(const reshard_array& a, const plan_choice& whole, std::uint64_t budget,
                                 std::uint64_t W, const synth_options& so) {
-  const element_type t = a.program_type();
-  const std::uint64_t e = element_type_bytes(t);
-  const std::vector<std::uint64_t> s = layout_tile_elements(a.source, W), d = layout_tile_elements(a.target, W);
-  const auto [cast_in, cast_out] = staged_sides(a, {});
-  std::uint64_t most = 0;  // casting pending values: both tiles in the program's type
-  for (std::uint64_t r = 0; r < W; ++r) most = std::max(most, ((cast_in ? s[r] : 0) + (cast_out ? d[r] : 0)) * e);
-  const std::uint64_t all = own_held_bound(whole.chosen_program(), e);
-  if (all + most <= budget) return {};
   const auto* from = std::get_if<placed_layout>(&a.source);
   const auto* to = std::get_if<placed_layout>(&a.target);
-  if (!from || !to) return {};
+  const std::uint64_t e = element_type_bytes(a.program_type());
+  const std::uint64_t all = own_held_bound(whole.chosen_program(), e);
+  if (!from || !to || all + staged_bytes(a, {}, W) <= budget) return {};
   struct cut {
     int k;
     std::uint64_t units, unit;
@@ -515,12 +524,7 @@ inline reshard_chunks chunk_own(const reshard_array& a, const plan_choice& whole
       x.type.dims[q].global = y.type.dims[q].global = k.units[i] * k.rows[i];
     }
     k.sub = plan_between(x, y, W, {so, false});
-    const chunk_shape in = chunk_shape_of(k, *from), out = chunk_shape_of(k, *to);
-    const auto [stage_in, stage_out] = staged_sides(a, k);
-    std::uint64_t staged = 0;
-    for (std::uint64_t r = 0; r < W; ++r)
-      staged = std::max(staged, ((stage_in && s[r] > 0 ? in.elements() : 0) + (stage_out && d[r] > 0 ? out.elements() : 0)) * e);
-    k.held_bytes = own_held_bound(k.sub.chosen_program(), e) + staged;
+    k.held_bytes = own_held_bound(k.sub.chosen_program(), e) + staged_bytes(a, k, W);
     return k.held_bytes <= budget;
   };
   // The largest rows of dimension c, the others as in `base`, that fit in fewer than
