@@ -182,12 +182,12 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     }
   }
   // Fused collectives: sets of at least two own arrays, each in one set, one call each,
-  // within the budget; the prediction adds the joint exchange, the sets and the other own
-  // programs, each call with its agreement.
+  // within the budget; the prediction adds the plan's one agreement (a joint plan is one
+  // call), the joint exchange, the sets and the other own programs, which agree no more.
   std::vector<char> fused(A, 0);
   const time_profile& P = builtin_profile;
   const double call = detail::call_seconds(P, W);
-  double seconds = p.count(reshard_route::joint) > 0 ? call + p.joint_seconds : 0;
+  double seconds = call + (p.count(reshard_route::joint) > 0 ? p.joint_seconds : 0);
   for (const reshard_fused& f : p.fused) {
     if (f.arrays.size() < 2 || !std::is_sorted(f.arrays.begin(), f.arrays.end())) return "a fused set is too small or unsorted";
     std::vector<const program*> progs;
@@ -225,7 +225,7 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
   for (std::size_t a = 0; a < A; ++a) {
     if (p.route[a] != reshard_route::own || fused[a]) continue;
     if (!p.chunked(a)) {
-      seconds += p.own[a].candidates[p.own[a].chosen].seconds + call + detail::staging_seconds(P, p.arrays[a], W);
+      seconds += p.own[a].candidates[p.own[a].chosen].seconds + detail::staging_seconds(P, p.arrays[a], W);
       continue;
     }
     const reshard_chunks& k = p.chunks[a];
@@ -240,7 +240,7 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     for (std::uint64_t r = 0; r < W; ++r)
       most = std::max(most, (in || !in_runs ? s[r] * element_type_bytes(x.program_type()) : 0) +
                                 (out || !out_runs ? d[r] * x.target_element_bytes() : 0));
-    seconds += call + static_cast<double>(k.count) * k.sub.candidates[k.sub.chosen].seconds +
+    seconds += static_cast<double>(k.count) * k.sub.candidates[k.sub.chosen].seconds +
                P.pass_per_byte * static_cast<double>(most);
   }
   if (!p.joint && !p.fused.empty()) return "one call per array, yet fused sets";

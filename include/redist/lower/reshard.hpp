@@ -51,8 +51,9 @@
 // chunk, one call after another. A chunk that is not one run of a caller's tile, or that
 // casts, is staged in a buffer of its size. The cut is the one of fewest chunks whose bound
 // with its staging fits (detail::chunk_own: one dimension where one fits, else one row of
-// the longest dimensions and the largest rows of the next); the chunks share the array's
-// call (the first chunk's agreement covers the rest: the same program on the same shapes). An
+// the longest dimensions and the largest rows of the next); the chunks share one agreement
+// (the joint plan's; with one call per array, the first chunk's: the same program on the
+// same shapes). An
 // array whose single rows (of every dimension that may be cut) still hold more than the
 // budget is refused by the executor, before anything moves, naming it. Arrays that fuse
 // their calls are not chunked: their buffers already stay within the budget.
@@ -88,13 +89,13 @@
 // transfer:
 //   sum_k (t_k + c_k) - P.overlap * sum_{k < n-1} min(t_k, c_{k+1}).
 // Every call starts with one agreement (runtime/backend.hpp agree: an all-reduce of three
-// 64-bit words over the world, before anything moves; detail::call_seconds): the joint
-// exchange pays it once for all its arrays, each own program once more. So an array whose
-// own program moves nothing (its source tile is its target tile) stays joint, where its
-// copy costs one pass and no call. `seconds` is the joint exchange's call (where it has
-// arrays) and rounds, then every fused collective and every other own program with its
-// call; `separate_seconds` is one call per array, one after another (each array's own plan
-// and call), for comparison.
+// 64-bit words over the world, before anything moves; detail::call_seconds; with NCCL a
+// stream synchronization too). A joint plan is one call: its agreement covers the joint
+// exchange, the fused collectives and every own program (runtime/reshard_executor.hpp), so
+// the own programs pay none of their own. `seconds` is that agreement, the joint exchange's
+// rounds, then every fused collective and every other own program; with one call per array
+// (joint false) every own program with its call; `separate_seconds` is one call per array,
+// one after another (each array's own plan and call), for comparison.
 // Fused collectives (reshard_plan::fused). Own programs of even all-reduces, reduce-scatters
 // and all-gathers over every rank (detail::fusible: the gradients of FSDP, `[{tp}K, D]
 // sum{fsdp}` -> `[{tp}K, {fsdp}D]`, of DDP, and of HSDP, a reduce-scatter over the shards then
@@ -104,12 +105,12 @@
 // as the first step sends them (a reduce-scatter's block m holds chunk m of every array),
 // each step runs once from one buffer into the other, the arrangement changes between steps
 // where the next sends another (after an all-gather, before a reduce-scatter), and the result
-// is copied into the target tiles. Such a call is priced (detail::fused_seconds) as its
-// agreement, each step over the sums of the arrays' tiles, and the passes of its copies. An
-// array joins where what it adds to the call of every candidate of its calls is predicted
-// below its own program with its call (and a set where it is predicted faster than its
-// arrays' own programs and calls). A call's predicted seconds stay within
-// reshard_options::fuse_set_calls of its agreements (16): past that, one more array saves
+// is copied into the target tiles. Such a call is priced (detail::fused_seconds) as each
+// step over the sums of the arrays' tiles and the passes of its copies. An array joins
+// where what it adds to the call of every candidate of its calls is predicted below its own
+// program (and a set where it is predicted faster than its arrays' own programs). A call's
+// predicted seconds stay within reshard_options::fuse_set_calls agreements' time (16, in
+// detail::call_seconds, the unit of one call's fixed cost): past that, one more array saves
 // under 1/16 of the call's time by the model while the buffers grow out of the caches, which
 // the model does not see (8 MPI ranks of 2 cores: calls so bounded, about 1 MiB of buffers
 // per rank, ran 1.12-1.34x faster than sets of up to 32 MiB where those outgrew 2 MiB, within
@@ -212,7 +213,7 @@ struct reshard_options {
   /// hold without a budget (under a budget, the budget).
   std::uint64_t fuse_array_bytes = UINT64_MAX;
   std::uint64_t fuse_bytes = std::uint64_t{32} << 20;
-  /// The most a fused call's predicted seconds may be, in its agreements
+  /// The most a fused call's predicted seconds may be, in agreements' time
   /// (detail::call_seconds; the header comment): past that, one more array saves less than
   /// 1/16 of the call's time by the model while the buffers outgrow the caches (0: no limit).
   double fuse_set_calls = 16;
@@ -254,7 +255,7 @@ struct reshard_round {
 struct reshard_fused {
   std::vector<std::uint32_t> arrays;  ///< ascending, at least two
   std::uint64_t bytes = 0;            ///< per rank: the send and receive buffers
-  double seconds = 0;                 ///< predicted, with the call's agreement
+  double seconds = 0;                 ///< predicted (within the joint plan's agreement)
 };
 
 /// An own program run chunk by chunk within the budget (the header comment, "Own programs
@@ -409,14 +410,15 @@ inline double staging_seconds(const time_profile& P, const reshard_array& a, std
   return P.pass_per_byte * static_cast<double>(most);
 }
 
-/// Predicted seconds of array a's own program in plan rp, with its call and its staging;
-/// chunk by chunk, one call, each chunk's program, and a pass over the tiles whose chunks
-/// are staged (chunk_shape::one_run).
-inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a) {
+/// Predicted seconds of array a's own program in plan rp with its staging, and with `call`
+/// its call's agreement (one call per array; within a joint plan's call, none); chunk by
+/// chunk, each chunk's program and a pass over the tiles whose chunks are staged
+/// (chunk_shape::one_run), the chunks sharing the call.
+inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a, bool call) {
   const reshard_chunks whole;
   const reshard_chunks& k = rp.chunked(a) ? rp.chunks[a] : whole;
   const plan_choice& c = rp.chunked(a) ? k.sub : rp.own[a];
-  return call_seconds(P, rp.world) + static_cast<double>(k.count) * c.candidates[c.chosen].seconds +
+  return (call ? call_seconds(P, rp.world) : 0) + static_cast<double>(k.count) * c.candidates[c.chosen].seconds +
          staging_seconds(P, rp.arrays[a], rp.world, k);
 }
 
@@ -687,12 +689,13 @@ inline std::uint64_t fused_bytes(std::span<const program* const> progs, std::uin
 }
 
 /// Predicted seconds of one call of steps `steps` (actions schedule_fused(steps)) over tiles
-/// that sum to `sums` per state (the header comment): the agreement, each step over the
-/// sums, and the passes of the copies (packing, repacking between steps, unpacking).
+/// that sum to `sums` per state (the header comment): each step over the sums, and the
+/// passes of the copies (packing, repacking between steps, unpacking); within the joint
+/// plan's call, no agreement of its own.
 inline double fused_seconds(const time_profile& P, const std::vector<step>& steps,
                             const std::vector<fused_action>& actions, const std::vector<std::uint64_t>& sums,
-                            std::uint64_t e, std::uint64_t W) {
-  double t = call_seconds(P, W);
+                            std::uint64_t e) {
+  double t = 0;
   for (std::size_t k = 0; k < steps.size(); ++k)
     t += step_seconds(P, steps[k].kind, steps[k].parts, sums[k], sums[k + 1], e);
   std::uint64_t written = 0;
@@ -729,20 +732,20 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
         for (std::size_t q = 0; q < sums.size(); ++q) sums[q] += mine.back()[q];
       }
     if (same.size() < 2) continue;
-    auto own = [&](std::size_t c) { return own_seconds(rp, P, c); };
+    auto own = [&](std::size_t c) { return own_seconds(rp, P, c, false); };
     auto bytes = [&](const std::vector<std::uint64_t>& n) {
       const std::array<std::uint64_t, 2> b = fused_buffers(actions, n);
       return (b[0] + b[1]) * e;
     };
     // Which join: what each adds to the call of all (the call of all less the call of all
     // but it) against its own program and call, within fuse_array_bytes.
-    const double with = fused_seconds(P, steps, actions, sums, e, W);
+    const double with = fused_seconds(P, steps, actions, sums, e);
     std::vector<std::size_t> join;
     for (std::size_t k = 0; k < same.size(); ++k) {
       if (bytes(mine[k]) > o.fuse_array_bytes) continue;
       std::vector<std::uint64_t> rest = sums;
       for (std::size_t q = 0; q < rest.size(); ++q) rest[q] -= mine[k][q];
-      if (with - fused_seconds(P, steps, actions, rest, e, W) < own(same[k])) join.push_back(k);
+      if (with - fused_seconds(P, steps, actions, rest, e) < own(same[k])) join.push_back(k);
     }
     // Sets in array order, each within the caps and predicted faster than its arrays' calls.
     reshard_fused set;
@@ -750,7 +753,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
     double separate = 0;
     auto flush = [&] {
       if (set.arrays.size() >= 2) {
-        set.seconds = fused_seconds(P, steps, actions, in, e, W);
+        set.seconds = fused_seconds(P, steps, actions, in, e);
         set.bytes = bytes(in);
         if (set.seconds < separate) sets.push_back(set);
       }
@@ -760,7 +763,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
     };
     const double most = o.fuse_set_calls > 0 ? o.fuse_set_calls * call : HUGE_VAL;
     auto over = [&](const std::vector<std::uint64_t>& n) {
-      return bytes(n) > cap || fused_seconds(P, steps, actions, n, e, W) > most;
+      return bytes(n) > cap || fused_seconds(P, steps, actions, n, e) > most;
     };
     for (std::size_t k : join) {
       std::vector<std::uint64_t> n = in;  // the set's tiles with candidate k
@@ -1312,7 +1315,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         throw blame(a, e);
       }
     }
-    rp.separate_seconds += detail::own_seconds(rp, P, i);
+    rp.separate_seconds += detail::own_seconds(rp, P, i, true);
     if (a.source_pending() || a.target_pending()) {  // reducing the source's, or creating the target's (lower/partial.hpp)
       rp.route[i] = reshard_route::own;
       forced[i] = 1;
@@ -1343,7 +1346,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     for (std::size_t i = 0; i < A; ++i) {
       if (o.budget_bytes > 0) chunk(i);
       chunked += rp.chunked(i) ? 1 : 0;
-      rp.seconds += detail::own_seconds(rp, P, i);
+      rp.seconds += detail::own_seconds(rp, P, i, true);
     }
     rp.reason = std::to_string(A) + " arrays, one call each" +
                 (chunked > 0 ? " (" + std::to_string(chunked) + " chunk by chunk within the budget)" : "") +
@@ -1453,7 +1456,9 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     for (std::size_t i = 0; i < A; ++i) {
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
       const std::span<const detail::flow> mine = flows_of(i);
-      if (forced[i] || c.name == "exchange" || mine.empty() || pr.arrays[i].casts()) continue;
+      // A program of no steps copies the tile, as the joint exchange does among its pieces
+      // (priced 0 by the model): such an array stays joint.
+      if (forced[i] || c.name == "exchange" || c.prog.steps.empty() || mine.empty() || pr.arrays[i].casts()) continue;
       // Under a budget, only a program whose buffers fit in it on any backend.
       if (o.budget_bytes > 0 && detail::own_held_bound(c.prog, pr.arrays[i].element_bytes()) > o.budget_bytes) continue;
       // What the array adds to the round of every joint array, each against the same round
@@ -1470,7 +1475,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         for (std::size_t t = first; t < first + mine.size(); ++t)
           all.add(flows[t].from, flows[t].to, fp.of[t], flows[t].elements * wire);
       }
-      if (c.seconds + call < at->second) rp.route[i] = reshard_route::own;
+      if (c.seconds < at->second) rp.route[i] = reshard_route::own;
     }
   }
   // The pieces ranks keep, and the pieces between ranks, of the arrays that stay joint.
@@ -1555,7 +1560,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::joint)
       for (std::uint64_t r = 0; r < W; ++r) rp.lower_bound_bytes[r] += bound[i][r] * pr.arrays[i].wire_bytes();
-  rp.seconds = rp.count(reshard_route::joint) > 0 ? call + rp.joint_seconds : 0;
+  rp.seconds = call + (rp.count(reshard_route::joint) > 0 ? rp.joint_seconds : 0);  // one call: one agreement
   rp.fused = detail::plan_fused(rp, P, o);
   std::vector<char> in_call(A, 0);
   std::size_t fused_arrays = 0;
@@ -1572,7 +1577,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   std::size_t named = 0;
   for (std::size_t i = 0; i < A; ++i)
     if (rp.route[i] == reshard_route::own) {
-      if (!in_call[i]) rp.seconds += detail::own_seconds(rp, P, i);
+      if (!in_call[i]) rp.seconds += detail::own_seconds(rp, P, i, false);
       if (named++ < 4) owned += (owned.empty() ? "" : ", ") + pr.arrays[i].name;
       else if (named == 5) owned += ", ...";
     }

@@ -1494,6 +1494,9 @@ class executor final : detail::typed_ops<T, B>, public detail::executor_core<B> 
   executor(B& backend, const program& p, executor_options o = {})
       : core(backend, p, o, detail::element_info::of<T, B>(), *this) {}
 
+  /// "" or why the program cannot run here (the constructor's checks; run() throws it).
+  using core::error;
+
   /// Redistribute the tiles of all local ranks: in[i] and out[i] belong to local_ranks()[i];
   /// in[i] has the program's source type, out[i] (owned or borrowed) its target type. The
   /// inputs are not modified; no output may overlap an input or another output.

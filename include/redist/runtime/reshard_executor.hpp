@@ -60,10 +60,13 @@
 // source converted into one before the program, its target out of one after (converting
 // copies, as for the joint exchange's casts); those tiles count in bytes_held() too. A
 // program the plan chunks (reshard_plan::chunks) runs once per chunk, on the caller's tiles
-// where a chunk is one run of them, else on a buffer of one chunk (staged the same way); the
-// first chunk's agreement covers the others (the same program on the same shapes:
-// executor::run_agreed). Under a budget an own program whose buffers exceed it is refused by
-// run().
+// where a chunk is one run of them, else on a buffer of one chunk (staged the same way).
+// A joint plan is one call: run()'s agreement covers every own program (the plan's hash
+// covers their programs, its checks their tiles and what their executors refuse), so they
+// run without agreements of their own (executor::run_agreed). With one call per array
+// (reshard_plan::joint false) each program makes its executor's agreement, once for all its
+// chunks (the same program on the same shapes), as separate calls would. Under a budget an
+// own program whose buffers exceed it is refused by run().
 //
 // Fused collectives. The plan's fused sets (reshard_plan::fused, lower/reshard.hpp: own
 // programs of even all-reduces, reduce-scatters and all-gathers over every rank, step by step
@@ -255,7 +258,12 @@ inline void chunk_copies(const reshard_chunks& k, const chunk_shape& c, std::uin
 struct own_runner {
   virtual ~own_runner() = default;
   virtual std::uint64_t bytes_held() const = 0;
-  virtual void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) = 0;
+  /// "" or why its executor cannot run the program here (executor_core::error).
+  virtual const std::string& error() const = 0;
+  /// Runs the program; with `agree`, its first call makes the executor's agreement (one
+  /// call per array), else none (the reshard's agreement covered it).
+  virtual void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                   bool agree) = 0;
 };
 
 template <class T, class B>
@@ -295,9 +303,11 @@ struct typed_runner final : own_runner {
     staging_ = true;
   }
   std::uint64_t bytes_held() const override { return ex.bytes_held() + staged_; }
+  const std::string& error() const override { return ex.error(); }
 
-  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) override {
-    if (!staging_) return run_typed(in, out, true);
+  void run(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+           bool agree) override {
+    if (!staging_) return run_typed(in, out, agree);
     const auto mem = memory_of(b_);
     const std::size_t L = in.size();
     std::vector<std::span<const std::byte>> ins(L);
@@ -345,7 +355,7 @@ struct typed_runner final : own_runner {
       chunk(sides_[0], 0, j, true, in, ins);
       flush();
       chunk(sides_[1], 1, j, false, out, outs);  // its copies out of the buffers after the program
-      run_typed(ins, outs, j == 0);  // the first chunk's agreement covers the rest: the same program and shapes
+      run_typed(ins, outs, agree && j == 0);  // the first chunk's agreement covers the rest: the same program and shapes
       flush();
     }
   }
@@ -739,6 +749,10 @@ class reshard_executor {
         }
       });
       if (!error_.empty()) return;
+      if (const std::string& e = own_[a]->error(); !e.empty()) {  // refused by every rank's agreement in run()
+        error_ = "array '" + x.name + "': " + e;
+        return;
+      }
       const std::uint64_t held = own_[a]->bytes_held();
       own_held_ = std::max(own_held_, held);
       if (p_.budget_bytes > 0 && held > p_.budget_bytes && error_.empty())
@@ -807,7 +821,7 @@ class reshard_executor {
         i1.push_back(in[i * A + a]);
         o1.push_back(out[i * A + a]);
       }
-      own_[a]->run(i1, o1);
+      own_[a]->run(i1, o1, !p_.joint);  // a joint plan is one call: the agreement above covered every program
     }
   }
 
