@@ -496,6 +496,7 @@ TEST_CASE("every call pays one agreement: an array whose own program moves nothi
   REQUIRE(p.seconds == Approx(call + p.joint_seconds + own));  // one call: s agrees within it
   double separate = 0;
   for (const plan_choice& c : p.own) separate += c.candidates[c.chosen].seconds + call;
+  separate += P.pass_per_byte * 512 * 4;  // b's program of no steps copies its tile
   REQUIRE(p.separate_seconds == Approx(separate));
   // Without the joint exchange every array is a call of its own.
   const reshard_plan q = plan_reshard(pr, {.joint = false});

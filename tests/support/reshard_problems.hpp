@@ -226,6 +226,11 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     if (p.route[a] != reshard_route::own || fused[a]) continue;
     if (!p.chunked(a)) {
       seconds += p.own[a].candidates[p.own[a].chosen].seconds + detail::staging_seconds(P, p.arrays[a], W);
+      if (p.own[a].chosen_program().steps.empty()) {  // no steps: the executor copies the tile
+        const std::vector<std::uint64_t> d = layout_tile_elements(p.arrays[a].target, W);
+        seconds += P.pass_per_byte * static_cast<double>(*std::max_element(d.begin(), d.end()) *
+                                                          element_type_bytes(p.arrays[a].program_type()));
+      }
       continue;
     }
     const reshard_chunks& k = p.chunks[a];

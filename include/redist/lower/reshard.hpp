@@ -80,7 +80,8 @@
 // Time. A round is priced as one exchange step (core/time_model.hpp): the most peers one
 // rank sends to or receives from, the most bytes one rank receives or sends (its transfer
 // t_k), and the pass over the bytes it writes (c_k; the pieces it keeps are written in the
-// first round); an own program by its own prediction. On ranks of several nodes (the
+// first round); an own program by its own prediction (one of no steps copies the tile: a
+// pass over it). On ranks of several nodes (the
 // profile's node_ranks and node_per_byte) t_k also counts the most bytes one node's link
 // carries in the round (lower/node_links.hpp), and own programs count their links: without
 // a budget, an array whose target replicates on another node takes its own two-phase plan
@@ -413,13 +414,20 @@ inline double staging_seconds(const time_profile& P, const reshard_array& a, std
 /// Predicted seconds of array a's own program in plan rp with its staging, and with `call`
 /// its call's agreement (one call per array; within a joint plan's call, none); chunk by
 /// chunk, each chunk's program and a pass over the tiles whose chunks are staged
-/// (chunk_shape::one_run), the chunks sharing the call.
+/// (chunk_shape::one_run), the chunks sharing the call. A program of no steps copies the
+/// tile (runtime/executor.hpp): one pass over the busiest rank's.
 inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a, bool call) {
   const reshard_chunks whole;
   const reshard_chunks& k = rp.chunked(a) ? rp.chunks[a] : whole;
   const plan_choice& c = rp.chunked(a) ? k.sub : rp.own[a];
+  double copy = 0;
+  if (c.chosen_program().steps.empty()) {
+    std::uint64_t most = 0;
+    for (const std::uint64_t n : layout_tile_elements(rp.arrays[a].target, rp.world)) most = std::max(most, n);
+    copy = P.pass_per_byte * static_cast<double>(most * element_type_bytes(rp.arrays[a].program_type()));
+  }
   return (call ? call_seconds(P, rp.world) : 0) + static_cast<double>(k.count) * c.candidates[c.chosen].seconds +
-         staging_seconds(P, rp.arrays[a], rp.world, k);
+         copy + staging_seconds(P, rp.arrays[a], rp.world, k);
 }
 
 /// At most the bytes per rank an executor (runtime/executor.hpp) holds for program p of
