@@ -30,6 +30,18 @@
 
 using namespace redist;
 
+namespace {
+/// The host backend, counting its agreement calls.
+struct counting_host : host_backend {
+  using host_backend::host_backend;
+  std::size_t agreements = 0;
+  agreement agree(std::uint64_t hash, bool ok) {
+    ++agreements;
+    return host_backend::agree(hash, ok);
+  }
+};
+}  // namespace
+
 TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
   std::mt19937 rng(2626);
   testing::reshard_workload w;
@@ -62,17 +74,9 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
 }
 
 TEST_CASE("own programs chunk by chunk: every element, within the budget", "[reshard]") {
-  // The host backend, counting its agreement calls: a joint plan's one (the reshard's covers
-  // every chunk); with one call per array, the reshard's and the first chunk's, which covers
-  // the others (the same program on the same shapes).
-  struct counting_host : host_backend {
-    using host_backend::host_backend;
-    std::size_t agreements = 0;
-    agreement agree(std::uint64_t hash, bool ok) {
-      ++agreements;
-      return host_backend::agree(hash, ok);
-    }
-  };
+  // Agreements (counting_host): a joint plan's one (the reshard's covers every chunk); with
+  // one call per array, the reshard's and the first chunk's, which covers the others (the
+  // same program on the same shapes).
   struct one_case {
     const char *from_mesh, *from, *to_mesh, *to;
     element_type t, to_t;
@@ -369,6 +373,19 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
   // One call per array fuses nothing.
   const reshard_plan separate = plan_reshard(pr, {.joint = false});
   REQUIRE(reshard_executor<host_backend>(host, separate).fused_arrays().empty());
+  // Nothing fused, 18 own programs: a joint plan is one call, one agreement; one call per
+  // array, the reshard's and one per program.
+  for (const bool joint : {true, false}) {
+    const reshard_plan u = plan_reshard(pr, {.joint = joint, .fuse_array_bytes = 0});
+    REQUIRE(u.fused.empty());
+    counting_host counting(8);
+    reshard_executor<counting_host> eu(counting, u);
+    reshard_tiles t = make_reshard_tiles(eu);
+    fill_reshard_sources(u, eu.local_ranks(), t);
+    eu.run(t.sources(), t.targets());
+    CHECK(counting.agreements == (joint ? 1 : 1 + pr.arrays.size()));
+    CHECK(check_reshard_targets(u, eu.local_ranks(), t).ok());
+  }
   // Under a budget the sets split to fit it, and every element still arrives.
   const std::uint64_t budget = testing::gradient_budget;  // two weights' reduce-scatter buffers
   const reshard_plan q = plan_reshard(pr, {.budget_bytes = budget});

@@ -746,7 +746,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
       return (b[0] + b[1]) * e;
     };
     // Which join: what each adds to the call of all (the call of all less the call of all
-    // but it) against its own program and call, within fuse_array_bytes.
+    // but it) against its own program, within fuse_array_bytes.
     const double with = fused_seconds(P, steps, actions, sums, e);
     std::vector<std::size_t> join;
     for (std::size_t k = 0; k < same.size(); ++k) {
@@ -755,7 +755,7 @@ inline std::vector<reshard_fused> plan_fused(const reshard_plan& rp, const time_
       for (std::size_t q = 0; q < rest.size(); ++q) rest[q] -= mine[k][q];
       if (with - fused_seconds(P, steps, actions, rest, e) < own(same[k])) join.push_back(k);
     }
-    // Sets in array order, each within the caps and predicted faster than its arrays' calls.
+    // Sets in array order, each within the caps and predicted faster than its arrays' own programs.
     reshard_fused set;
     std::vector<std::uint64_t> in(sums.size(), 0);  // the set's tiles per state
     double separate = 0;
@@ -1465,7 +1465,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       const plan_candidate& c = rp.own[i].candidates[rp.own[i].chosen];
       const std::span<const detail::flow> mine = flows_of(i);
       // A program of no steps copies the tile, as the joint exchange does among its pieces
-      // (priced 0 by the model): such an array stays joint.
+      // (its candidate's seconds count no copy): such an array stays joint.
       if (forced[i] || c.name == "exchange" || c.prog.steps.empty() || mine.empty() || pr.arrays[i].casts()) continue;
       // Under a budget, only a program whose buffers fit in it on any backend.
       if (o.budget_bytes > 0 && detail::own_held_bound(c.prog, pr.arrays[i].element_bytes()) > o.budget_bytes) continue;

@@ -1504,8 +1504,8 @@ class executor final : detail::typed_ops<T, B>, public detail::executor_core<B> 
 
   /// As run(in, out), without the agreement call, for a caller whose own agreement, made on
   /// every rank before this run, covered the program and tiles of these shapes
-  /// (reshard_executor: the chunks of an own program after its first). A failed check
-  /// throws on this rank alone.
+  /// (reshard_executor: a joint plan's own programs, and the chunks of an own program after
+  /// its first). A failed check throws on this rank alone.
   void run_agreed(std::span<const darray<T>> in, std::span<darray<T>> out) { run_tiles(in, out, false); }
 
   /// As above, returning new owned target tiles (host-accessible memory only).
