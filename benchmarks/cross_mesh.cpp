@@ -308,6 +308,7 @@ struct sys {
   std::string name, steps;
   double predicted = std::numeric_limits<double>::quiet_NaN();  // seconds
   std::uint64_t max_received = 0, bound = 0;                     // elements, the busiest rank
+  std::uint64_t held = 0;  // bytes this rank's executor holds beyond the tiles (executor systems)
   bool chosen = false;
   std::function<void(const darray<float>&, darray<float>&)> run;
   darray<float> out;
@@ -467,6 +468,7 @@ sys make_executor_system(context& cx, const std::string& name, const redist::pla
   s.bound = max_of(bound_per_rank(k.prog));
   s.chosen = chosen;
   auto ex = std::make_shared<redist::executor<float, redist::mpi_backend>>(cx.mpi, k.prog);
+  s.held = ex->bytes_held();
   s.out = ex->run(in);
   s.run = [ex](const darray<float>& x, darray<float>& out) { ex->run(x, out); };
   return s;
@@ -564,9 +566,8 @@ void run_candidates(context& cx, const scenario& sc) {
   std::vector<std::uint64_t> held;  // the most scratch any rank's executor holds, bytes
   for (std::size_t i = 0; i < c.candidates.size(); ++i) {
     v.push_back(make_executor_system(cx, c.candidates[i].name, c.candidates[i], i == c.chosen, in));
-    const redist::executor<float, redist::mpi_backend> ex(cx.mpi, c.candidates[i].prog);
-    std::uint64_t mine = ex.bytes_held(), most = 0;
-    MPI_Allreduce(&mine, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    std::uint64_t most = 0;
+    MPI_Allreduce(&v.back().held, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     held.push_back(most);
   }
   measure(cx, v, in);
