@@ -359,14 +359,27 @@ TEST_CASE("large plans: pieces sorted by their keys, pairs numbered, the tally's
 
 TEST_CASE("one call per array: every array by its own plan", "[reshard]") {
   std::mt19937 rng(7);
+  std::size_t chunked = 0;
   for (int i = 0; i < 100; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, {});
+    INFO(c.text);
     const reshard_plan p = plan_reshard(c.problem, {.joint = false});
     REQUIRE(p.count(reshard_route::own) == c.problem.arrays.size());
     REQUIRE(p.rounds.empty());
     REQUIRE(p.local.empty());
     REQUIRE(p.seconds == p.separate_seconds);
+    // Within a budget: each array chunked as its own plan needs, and the joint plan prices
+    // one call per array as that plan does.
+    const std::uint64_t row = testing::largest_row(plan_reshard(c.problem));
+    if (row == 0) continue;
+    const std::uint64_t budget = row + rng() % (4 * row + 1);
+    INFO("budget " << budget);
+    const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = budget, .joint = false});
+    REQUIRE(q.seconds == Approx(q.separate_seconds));
+    REQUIRE(plan_reshard(c.problem, {.budget_bytes = budget}).separate_seconds == Approx(q.seconds));
+    for (std::size_t a = 0; a < q.arrays.size(); ++a) chunked += q.chunked(a);
   }
+  CHECK(chunked > 10);
 }
 
 TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on the other half", "[reshard]") {

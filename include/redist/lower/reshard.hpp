@@ -96,7 +96,8 @@
 // the own programs pay none of their own. `seconds` is that agreement, the joint exchange's
 // rounds, then every fused collective and every other own program; with one call per array
 // (joint false) every own program with its call; `separate_seconds` is one call per array,
-// one after another (each array's own plan and call), for comparison.
+// one after another (each array's own plan and call; within a budget, chunked as that plan
+// chunks it: the seconds of joint false), for comparison.
 // Fused collectives (reshard_plan::fused). Own programs of even all-reduces, reduce-scatters
 // and all-gathers over every rank (detail::fusible: the gradients of FSDP, `[{tp}K, D]
 // sum{fsdp}` -> `[{tp}K, {fsdp}D]`, of DDP, and of HSDP, a reduce-scatter over the shards then
@@ -412,14 +413,13 @@ inline double staging_seconds(const time_profile& P, const reshard_array& a, std
 }
 
 /// Predicted seconds of array a's own program in plan rp with its staging, and with `call`
-/// its call's agreement (one call per array; within a joint plan's call, none); chunk by
-/// chunk, each chunk's program and a pass over the tiles whose chunks are staged
+/// its call's agreement (one call per array; within a joint plan's call, none); in chunks k
+/// (count 1: at once), each chunk's program and a pass over the tiles whose chunks are staged
 /// (chunk_shape::one_run), the chunks sharing the call. A program of no steps copies the
 /// tile (runtime/executor.hpp): one pass over the busiest rank's.
-inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a, bool call) {
-  const reshard_chunks whole;
-  const reshard_chunks& k = rp.chunked(a) ? rp.chunks[a] : whole;
-  const plan_choice& c = rp.chunked(a) ? k.sub : rp.own[a];
+inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a, bool call,
+                          const reshard_chunks& k) {
+  const plan_choice& c = k.count > 1 ? k.sub : rp.own[a];
   double copy = 0;
   if (c.chosen_program().steps.empty()) {
     std::uint64_t most = 0;
@@ -428,6 +428,11 @@ inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::si
   }
   return (call ? call_seconds(P, rp.world) : 0) + static_cast<double>(k.count) * c.candidates[c.chosen].seconds +
          copy + staging_seconds(P, rp.arrays[a], rp.world, k);
+}
+
+/// The same, in the chunks the plan runs it in (none: at once).
+inline double own_seconds(const reshard_plan& rp, const time_profile& P, std::size_t a, bool call) {
+  return own_seconds(rp, P, a, call, rp.chunked(a) ? rp.chunks[a] : reshard_chunks{});
 }
 
 /// At most the bytes per rank an executor (runtime/executor.hpp) holds for program p of
@@ -1323,27 +1328,36 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
         throw blame(a, e);
       }
     }
-    rp.separate_seconds += detail::own_seconds(rp, P, i, true);
     if (a.source_pending() || a.target_pending()) {  // reducing the source's, or creating the target's (lower/partial.hpp)
       rp.route[i] = reshard_route::own;
       forced[i] = 1;
     }
   }
   // Own programs over the budget, chunk by chunk (the header comment; the same chunks for
-  // arrays laid out alike, of the same types).
+  // arrays laid out alike, of the same types), each planned once where asked: for an own
+  // route, and for pricing one call per array within the budget.
   rp.chunks.assign(A, {});
+  std::vector<std::optional<reshard_chunks>> cut(A);
   std::map<std::tuple<std::size_t, element_type, element_type>, std::size_t> cuts;
-  auto chunk = [&](std::size_t i) {
+  auto chunks_of = [&](std::size_t i) -> const reshard_chunks& {
+    if (cut[i]) return *cut[i];
     const reshard_array& a = pr.arrays[i];
     const auto [at, fresh] = cuts.try_emplace({like[i], a.dtype, a.target_type()}, i);
+    if (!fresh) return *(cut[i] = cut[at->second]);
     synth_options so = o.synth;
     so.element_bytes = element_type_bytes(a.program_type());
     try {
-      rp.chunks[i] = fresh ? detail::chunk_own(a, rp.own[i], o.budget_bytes, W, so) : rp.chunks[at->second];
+      return *(cut[i] = detail::chunk_own(a, rp.own[i], o.budget_bytes, W, so));
     } catch (const redist_error& e) {
       throw blame(a, e);
     }
   };
+  auto chunk = [&](std::size_t i) { rp.chunks[i] = chunks_of(i); };
+  // One call per array, one after another: within the budget, each chunked as that plan
+  // chunks it (joint false).
+  for (std::size_t i = 0; i < A; ++i)
+    rp.separate_seconds +=
+        detail::own_seconds(rp, P, i, true, o.budget_bytes > 0 ? chunks_of(i) : reshard_chunks{});
   if (!o.joint) {  // every array by its own plan, one call each
     rp.joint = false;
     rp.route.assign(A, reshard_route::own);
