@@ -11,8 +11,17 @@
 //   redist convert --mesh '{x: 2, y: 2}' --jax "P(('x', 'y'))" --shape '[128]' --to redist
 //   [32{y, x}128]
 //
+//   redist convert --xla '{devices=[2,2]<=[2,2]T(1,0)}' --shape '[8, 8]'
+//   mesh         {d0: 2, d1: 2} @ [0, 2, 1, 3]
+//   redist       [4{d0}8, 4{d1}8]
+//   jax          PartitionSpec('d0', 'd1')
+//   dtensor      [Shard(0), Shard(1)]
+//
 // With one notation in --to only the type is printed, and a type that notation cannot
 // write is an error (exit 1); with several, one labelled line each, saying so instead.
+// `mesh` is the mesh in redist's syntax (with its device list), the line `--mesh` takes; by
+// default it comes first where the type's notation placed its own mesh (XLA, Shardy, a JAX
+// NamedSharding), whose device order the other default lines do not say.
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,20 +38,28 @@ namespace {
 
 struct convert_options {
   one_type_options in;
-  std::vector<std::string> to = {"redist", "jax", "dtensor"};
+  std::vector<std::string> to;  ///< empty: the default lines
 };
 
 void run_convert(const convert_options& o) {
   const one_type in = parse_one_type(o.in);
   const dist_type& t = in.t;
-  if (o.to.size() == 1) {
-    const notated n = in_notation(in.pm, t, o.to[0]);
-    if (!n.why_not.empty()) throw input_error("--to", fmt::format("the type has no {}: {}", notation_title(o.to[0]), n.why_not));
+  std::vector<std::string> to = o.to;
+  if (to.empty()) {
+    to = {"redist", "jax", "dtensor"};
+    if (carries_mesh(o.in.type)) to.insert(to.begin(), "mesh");
+  }
+  auto line = [&](const std::string& name) {
+    return name == "mesh" ? notated{placed_mesh_text(in.pm), {}} : in_notation(in.pm, t, name);
+  };
+  if (to.size() == 1) {
+    const notated n = line(to[0]);
+    if (!n.why_not.empty()) throw input_error("--to", fmt::format("the type has no {}: {}", notation_title(to[0]), n.why_not));
     fmt::print("{}\n", n.text);
     return;
   }
-  for (const std::string& name : o.to) {
-    const notated n = in_notation(in.pm, t, name);
+  for (const std::string& name : to) {
+    const notated n = line(name);
     fmt::print("{:<12} {}\n", name, n.why_not.empty() ? n.text : "none: " + n.why_not);
   }
 }
@@ -53,8 +70,12 @@ void add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<convert_options>();
   CLI::App* cmd = app.add_subcommand("convert", "write a type in the redist, JAX, DTensor, XLA and Shardy notations");
   add_one_type_options(*cmd, opts->in);
-  cmd->add_option("--to", opts->to, "the notations to print: redist, jax, dtensor (the default), xla, xla-named, shardy")
-      ->check(CLI::IsMember(notation_names()))
+  std::vector<std::string> names = notation_names();
+  names.emplace_back("mesh");
+  cmd->add_option("--to", opts->to,
+                  "the notations to print: redist, jax, dtensor (the default, after the mesh where the type's notation "
+                  "places it), xla, xla-named, shardy; mesh: the mesh with its devices, as --mesh takes it")
+      ->check(CLI::IsMember(names))
       ->delimiter(',');
   cmd->callback([opts] { run_convert(*opts); });
 }

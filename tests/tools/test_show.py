@@ -159,7 +159,7 @@ USAGE = [
     (["plan"] + MESH + ["--from", "[8]", "--to", "[8]", "--json", "--notation", "jax"], "--json excludes --notation"),
     (["run", "--backend", "host"] + MESH + ["--from", "[8]", "--to", "[8]", "--shape", "[8]"],
      "--shape: only used with --from-jax, --from-dtensor, --from-xla, --from-shardy, --to-jax, --to-dtensor, --to-xla, --to-shardy"),
-    (["convert"] + MESH + ["--type", "[8]", "--to", "yaml"], "--to: yaml not in {redist,jax,dtensor,xla,xla-named,shardy}"),
+    (["convert"] + MESH + ["--type", "[8]", "--to", "yaml"], "--to: yaml not in {redist,jax,dtensor,xla,xla-named,shardy,mesh}"),
     (["convert"] + MESH, "--type is required"),
     (["plan", "--from-xla", "{devices=[2]<=[2]}", "--mesh", "{x: 2}", "--to", "[8]", "--shape", "[8]"],
      "--mesh: --from-xla places the source's mesh itself"),
@@ -332,6 +332,15 @@ def main():
            "convert, no placements: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--dtensor", "[Partial(), Shard(0)]", "--shape", "[8]", "--to", "redist"])
     expect(r.stdout == "[4{y}8] sum{x}\n", "convert dtensor partial: %r" % r.stdout)
+    # A notation that places its mesh: the mesh first, with its devices, as --mesh takes it.
+    r = run(redist, ["convert", "--xla", "{devices=[2,2]<=[2,2]T(1,0)}", "--shape", "[8, 8]"])
+    expect(r.returncode == 0 and r.stdout == "mesh         {d0: 2, d1: 2} @ [0, 2, 1, 3]\nredist       [4{d0}8, 4{d1}8]\n"
+           "jax          PartitionSpec('d0', 'd1')\ndtensor      [Shard(0), Shard(1)]\n", "convert xla: %r" % r.stdout)
+    r = run(redist, ["convert", "--mesh", "{d0: 2, d1: 2} @ [0, 2, 1, 3]", "--type", "[4{d0}8, 4{d1}8]", "--to", "xla"])
+    expect(r.returncode == 0 and r.stdout == "{devices=[2,2]<=[2,2]T(1,0)}\n", "convert the mesh line back: %r" % r.stdout)
+    r = run(redist, ["convert", "--shardy", 'sdy.mesh @m = <["x"=2], device_ids=[1, 0]> #sdy.sharding<@m, [{"x"}]>',
+                     "--shape", "[4]", "--to", "mesh"])
+    expect(r.returncode == 0 and r.stdout == "{x: 2} @ [1, 0]\n", "convert --to mesh: %r" % r.stdout)
 
     # DTensor's nested uneven chunks (no type says them) drawn, planned and run as their box layout.
     r = run(redist, ["show"] + MESH + ["--dtensor", "[Shard(0), Shard(0)]", "--shape", "[10, 5]"])
