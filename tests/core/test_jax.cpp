@@ -123,6 +123,9 @@ TEST_CASE("NamedSharding as JAX prints it: the mesh, its devices and the spec", 
   CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array([0, 1, 1, 3]), axis_names=('x',)), "
                                               "spec=P())", g2),
                     Catch::StartsWith("device 1 is listed twice (positions 1 and 2) (at column 49"));
+  CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array([0, 4294967296]), axis_names=('x',)), "
+                                              "spec=P())", g2),
+                    Catch::StartsWith("a device id must be below 2^32 (at column 46"));
   CHECK_THROWS_WITH(redist::from_jax_sharding("NamedSharding(mesh=Mesh(device_ids=array([0, 1]), axis_names=('x', 'y')), "
                                               "spec=P())", g2),
                     Catch::StartsWith("2 axis names for a device array of 1 dimensions"));

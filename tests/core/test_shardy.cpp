@@ -307,6 +307,8 @@ TEST_CASE("bad Shardy text names the problem and the column", "[core][shardy]") 
                     Catch::StartsWith("the device list has 3 ranks but the mesh has 4 devices (at column 37"));
   CHECK_THROWS_WITH(redist::from_shardy_mesh(R"(<["x"=2], device_ids=[1, 1]>)"),
                     Catch::StartsWith("device 1 is listed twice (positions 0 and 1) (at column 26"));
+  CHECK_THROWS_WITH(redist::from_shardy_mesh(R"(<["x"=2], device_ids=[1, 4294967296]>)"),
+                    Catch::StartsWith("a device id must be below 2^32 (at column 26"));
   CHECK_THROWS_WITH(redist::from_shardy_mesh(R"(<["x"=2, "x"=2]>)"), Catch::StartsWith("axis 'x' is declared twice"));
   CHECK(column_of([] { redist::from_shardy_mesh(R"(<["x"=0]>)"); }) == 6);
   CHECK_THROWS_WITH(redist::from_shardy_mesh(R"(<["x"=2], ids=[0, 1]>)"),

@@ -296,6 +296,8 @@ TEST_CASE("bad HloShardings name the problem and the column", "[core][xla]") {
   CHECK_THROWS_WITH(redist::from_xla("{devices=[4]9,1,9,1}", shape{4}), Catch::StartsWith("device 9 is listed twice (at column 17"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2]0,4294967296}", shape{4}),
                     Catch::StartsWith("a device id must be below 2^32 (at column 15"));
+  CHECK_THROWS_WITH(redist::from_xla("{maximal device=4294967296}", shape{4}),
+                    Catch::StartsWith("a device id must be below 2^32 (at column 17"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2048,1024]<=[2097152]}", shape{4096, 4096}),
                     Catch::StartsWith("the tile assignment has more than 2^20 devices (at column 10"));
   CHECK_THROWS_WITH(redist::from_xla("{devices=[2,2]<=[2,2]T(0,0)}", g2),

@@ -442,6 +442,8 @@ TEST_CASE("bad input: one clear message each", "[between][errors]") {
   CHECK(message([] { (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 4, 7]"); }) ==
         "device 4 is listed twice (positions 0 and 2) (at column 23 of "
         "'{x: 2, y: 2} @ [4, 6, 4, 7]')");
+  CHECK(message([] { (void)redist::parse_placed_mesh("{x: 2} @ [0, 4294967296]"); }) ==
+        "a rank must be below 2^32 (at column 14 of '{x: 2} @ [0, 4294967296]')");
   CHECK(message([] { (void)redist::parse_placed_mesh("{x: 2, y: 2} @ [4, 6, 5]"); }) ==
         "the device list has 3 ranks but the mesh has 4 devices (at "
         "column 25 of '{x: 2, y: 2} @ [4, 6, 5]')");

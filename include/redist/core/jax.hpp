@@ -255,14 +255,8 @@ inline void device_array(scanner& sc, std::size_t depth, std::vector<std::uint64
     if (nested) {
       device_array(sc, depth + 1, shape, ids, cols);
     } else {
-      sc.skip();
-      cols.push_back(sc.pos);
       std::uint64_t v = 0;
-      if (!sc.integer(v)) fail();
-      if (v > UINT32_MAX) {
-        sc.fail(errc::overflow, "a device id must be below 2^32", cols.back());
-        fail();
-      }
+      if (!sc.device_id(v, cols.emplace_back())) fail();
       ids.push_back(v);
     }
     ++n;

@@ -76,6 +76,18 @@ struct scanner {
     out = v;
     return true;
   }
+  /// An integer below 2^32 that names a device (`what`: "a device id", "a rank"), at column
+  /// `col`; a larger one is an error there.
+  constexpr bool device_id(std::uint64_t& out, int& col, std::string_view what = "a device id") {
+    skip();
+    col = pos;
+    if (!integer(out)) return false;
+    if (out <= UINT32_MAX) return true;
+    text t(what);
+    t.append(" must be below 2^32");
+    fail(errc::overflow, t.view(), col);
+    return false;
+  }
   /// An axis name: an identifier, or a name in double or single quotes.
   /// Writes the name's view into `out`.
   constexpr bool name(std::string_view& out) {

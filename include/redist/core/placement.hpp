@@ -144,14 +144,8 @@ inline placed_mesh parse_placed_mesh(std::string_view s) {
   std::vector<int> cols;
   if (sc.expect('[', "'[' to open the device list after '@'") && !sc.accept(']')) {
     do {
-      sc.skip();
-      cols.push_back(sc.pos);
       std::uint64_t r = 0;
-      if (!sc.integer(r)) break;
-      if (r > UINT32_MAX) {
-        sc.fail(errc::overflow, "a rank must be below 2^32", cols.back());
-        break;
-      }
+      if (!sc.device_id(r, cols.emplace_back(), "a rank")) break;
       pm.devices.push_back(static_cast<std::uint32_t>(r));
     } while (sc.accept(','));
     if (!sc.failed()) sc.expect(']', "',' or ']' in the device list");

@@ -82,14 +82,8 @@ inline placed_mesh shardy_mesh_body(scanner& sc) {
     if (!sc.expect('=', "'=' after device_ids") || !sc.expect('[', "'[' to open the device ids")) fail();
     if (!sc.accept(']')) {
       do {
-        sc.skip();
-        cols.push_back(sc.pos);
         std::uint64_t r = 0;
-        if (!sc.integer(r)) fail();
-        if (r > UINT32_MAX) {
-          sc.fail(errc::overflow, "a device id must be below 2^32", cols.back());
-          fail();
-        }
+        if (!sc.device_id(r, cols.emplace_back())) fail();
         pm.devices.push_back(static_cast<std::uint32_t>(r));
       } while (sc.accept(','));
       sc.skip();

@@ -210,11 +210,9 @@ inline std::vector<std::uint64_t> xla_ids(scanner& sc, std::uint64_t total, cons
   std::vector<int> id_cols;
   const std::string has = of + " has " + std::to_string(total) + " " + std::string(unit) + " but ";
   do {
-    sc.skip();
-    const int col = sc.pos;
+    int col = 0;
     std::uint64_t v = 0;
-    if (!sc.integer(v)) throw redist_error(sc.err, sc.s);
-    if (v > UINT32_MAX) fail_at(errc::overflow, "a device id must be below 2^32", col);
+    if (!sc.device_id(v, col)) throw redist_error(sc.err, sc.s);
     if (ids.size() == total) fail_at(errc::bad_size, has + "more devices are listed", col);
     ids.push_back(v);
     id_cols.push_back(col);
@@ -283,11 +281,9 @@ inline placed_type xla_named(scanner& sc, std::string_view kind, std::span<const
     const int col = sc.pos;
     if (!accept_word(sc, "device_id")) fail_at(errc::syntax, "expected device_id=N in maximal_mesh[...]", col);
     if (!sc.expect('=', "'=' after 'device_id'")) fail();
-    sc.skip();
-    const int dcol = sc.pos;
+    int dcol = 0;
     std::uint64_t d = 0;
-    if (!sc.integer(d)) fail();
-    if (d > UINT32_MAX) fail_at(errc::overflow, "a device id must be below 2^32", dcol);
+    if (!sc.device_id(d, dcol)) fail();
     if (!sc.expect(']', "']' to close maximal_mesh[...]")) fail();
     pm.devices = {static_cast<std::uint32_t>(d)};
   } else {
@@ -464,8 +460,8 @@ inline placed_type parse_xla(std::string_view s, std::span<const std::uint64_t> 
     const int col = sc.pos;
     if (!sc.name(w) || w != "device") fail_at(errc::syntax, "expected 'device=' after 'maximal'", col);
     if (!sc.expect('=', "'=' after 'device'")) fail();
-    const int dcol = integer(maximal);
-    if (maximal > UINT32_MAX) fail_at(errc::overflow, "a device id must be below 2^32", dcol);
+    int dcol = 0;
+    if (!sc.device_id(maximal, dcol)) fail();
   } else if (kind == "manual" || kind == "unknown") {
     fail_at(errc::rule,
             "{" + std::string(kind) +
