@@ -848,25 +848,24 @@ class nccl_backend {
   template <class T>
     requires nccl_reducible<T>
   void allreduce(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
-    const std::size_t bytes = detail::block_bytes<T>(who, count);
-    const ncclRedOp_t o = nccl_op<T>(r);
-    const auto bufs = buffers(io);
-    const std::byte* send = bufs.first;
-    std::byte* recv = bufs.second;
-    if (local_copy(g, send, recv, bytes)) return;
-    REDIST_NCCL_CHECK(ncclAllReduce(send, recv, count, nccl_datatype<T>::value, o, group_comm(g), stream_.h));
+    collective_reduce(g, io, count, r, ncclAllReduce);
   }
 
   template <class T>
     requires nccl_reducible<T>
   void reducescatter(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r = reduction::sum) {
+    collective_reduce(g, io, count, r, ncclReduceScatter);
+  }
+
+  /// An all-reduce or reduce-scatter (`call`: ncclAllReduce or ncclReduceScatter, which take
+  /// the same arguments) of blocks of `count` elements over group g.
+  template <class T, class Call>
+  void collective_reduce(std::span<const rank_t> g, block_io<T> io, std::size_t count, reduction r, Call&& call) {
     const std::size_t bytes = detail::block_bytes<T>(who, count);
     const ncclRedOp_t o = nccl_op<T>(r);
-    const auto bufs = buffers(io);
-    const std::byte* send = bufs.first;
-    std::byte* recv = bufs.second;
+    const auto [send, recv] = buffers(io);
     if (local_copy(g, send, recv, bytes)) return;
-    REDIST_NCCL_CHECK(ncclReduceScatter(send, recv, count, nccl_datatype<T>::value, o, group_comm(g), stream_.h));
+    REDIST_NCCL_CHECK(call(send, recv, count, nccl_datatype<T>::value, o, group_comm(g), stream_.h));
   }
 
   /// NCCL's operation for reduction r; refuses, before any data moves, one the element type
