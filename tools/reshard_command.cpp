@@ -111,10 +111,11 @@ void print_plan(const reshard_plan& p, bool explain) {
   for (std::size_t k = 0; k < p.rounds.size(); ++k) msgs += p.messages(k);
   const auto most = [](const std::vector<std::uint64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); };
   fmt::print("joint exchange: {} {}{}, {} messages; most one rank receives {} (lower bound {}); transient at most {} per "
-             "rank\n",
+             "rank{}\n",
              p.rounds.size(), p.rounds.size() == 1 ? "round" : "rounds", p.pipelined ? " (two at a time)" : "", msgs,
              bytes_text(most(p.received_bytes)),
-             bytes_text(most(p.lower_bound_bytes)), bytes_text(most(p.transient_bytes)));
+             bytes_text(most(p.lower_bound_bytes)), bytes_text(most(p.transient_bytes)),
+             p.halves ? " (sends and receives each within half the budget)" : "");
   if (!p.fused.empty()) {
     std::size_t n = 0;
     std::uint64_t held = 0;

@@ -310,6 +310,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
   }
   j["fused"] = std::move(fused);
   j["pipelined"] = p.pipelined;
+  j["halves"] = p.halves;
   j["received_bytes"] = p.received_bytes;
   j["lower_bound_bytes"] = p.lower_bound_bytes;
   j["transient_bytes"] = p.transient_bytes;

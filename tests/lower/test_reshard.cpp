@@ -48,7 +48,7 @@ reshard_array array_of(const std::string& name, element_type t, const std::strin
 TEST_CASE("random reshards: pieces tile every target, the lower bound, the budget", "[reshard]") {
   std::mt19937 rng(2611);
   testing::reshard_workload w;
-  std::size_t planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0, pipelined = 0;
+  std::size_t planned = 0, budgeted = 0, owned = 0, rounds = 0, boxed = 0, pipelined = 0, halves = 0;
   const std::size_t n = testing::scaled(1500);
   for (std::size_t i = 0; i < n; ++i) {
     const testing::reshard_case c = testing::random_reshard(rng, w);
@@ -69,6 +69,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
     REQUIRE(!q.pipelined);  // the built-in profile has no overlap
     ++budgeted;
     rounds += q.rounds.size();
+    halves += q.halves;
     // Two rounds at a time: any two consecutive rounds within the budget.
     const reshard_plan r = plan_reshard(c.problem, {.budget_bytes = budget, .pipeline = reshard_pipeline::on});
     REQUIRE(testing::check_reshard_plan(r, budget).empty());
@@ -91,6 +92,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
   CHECK(boxed * 5 > n);      // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
   CHECK(pipelined * 5 > n);
+  CHECK(halves * 20 > n);  // sends and receives in halves of the budget, where predicted faster
 }
 
 namespace {
@@ -408,6 +410,17 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
     for (const reshard_piece& pc : p.rounds[0].pieces) pairs[{pc.from, pc.to}] = 1;
     REQUIRE(p.messages(0) == pairs.size());
     REQUIRE(p.seconds < p.separate_seconds);
+  }
+  // Within 1/8 of the largest array, rounds that let ranks 4-7 (trainer and engine ranks)
+  // send and receive at once: each side within half the budget.
+  for (const reshard_problem* pr : {&same, &half}) {
+    std::uint64_t big = 0;
+    for (const reshard_array& a : pr->arrays) big = std::max(big, a.bytes());
+    const reshard_plan q = plan_reshard(*pr, {.budget_bytes = big / 8});
+    INFO(q.reason);
+    REQUIRE(testing::check_reshard_plan(q, big / 8).empty());
+    REQUIRE(q.halves);
+    REQUIRE(q.reason.find("(sends and receives in halves of the budget)") != std::string::npos);
   }
   // On the other half, ranks 0-3 receive nothing and ranks 4-7 their whole tiles but what they held.
   const reshard_plan p = plan_reshard(half);

@@ -104,7 +104,8 @@ inline std::uint64_t largest_row(const reshard_plan& p) {
 /// joint array tile every rank's target box exactly and come from the sender's source box,
 /// every rank receives exactly the data-movement lower bound, every round (with the round
 /// before it where pipelined) keeps every rank's send + receive bytes within `budget` (0:
-/// none) and within transient_bytes, the pieces of a round are in message order, arrays
+/// none; placed in halves, its sends and its receives each within half of a round's share)
+/// and within transient_bytes, the pieces of a round are in message order, arrays
 /// with pending sums take their own plans (those that cast them, in their program types) and
 /// other arrays that cast are joint (bytes on the way counted in their wire types,
 /// reshard_plan::piece_bytes), and every round's counts are its pieces' (a whole plan).
@@ -131,9 +132,10 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
     }
     if (p.rounds[k].count != v.size() || p.rounds[k].messages != messages || p.rounds[k].bytes != bytes)
       return "round " + std::to_string(k) + "'s counts are not its pieces'";
-    std::vector<std::uint64_t> use(W, 0);
+    std::vector<std::uint64_t> use(W, 0), sent(W, 0);
     for (const reshard_piece& pc : v) {
       if (pc.from == pc.to) return "round " + std::to_string(k) + " has a piece a rank keeps";
+      sent[pc.from] += p.piece_bytes(pc);
       use[pc.from] += p.piece_bytes(pc);
       use[pc.to] += p.piece_bytes(pc);
       received[pc.to] += p.piece_bytes(pc);
@@ -146,10 +148,15 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
         return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " holds " + std::to_string(held) +
                " bytes, over the budget of " + std::to_string(budget);
       if (held > p.transient_bytes[r]) return "transient_bytes of rank " + std::to_string(r) + " is too small";
+      const std::uint64_t half = (p.pipelined ? budget / 2 : budget) / 2;
+      if (p.halves && (sent[r] > half || use[r] - sent[r] > half))
+        return "round " + std::to_string(k) + ": rank " + std::to_string(r) + " sends " + std::to_string(sent[r]) +
+               " and receives " + std::to_string(use[r] - sent[r]) + " bytes, not each within " + std::to_string(half);
     }
     last = use;
   }
   if (p.pipelined && budget == 0) return "pipelined without a budget";
+  if (p.halves && budget == 0) return "placed in halves without a budget";
   if (budget == 0 && p.rounds.size() > 1) return "more than one round without a budget";
   for (std::size_t a = 0; a < A; ++a) {
     const reshard_array& x = p.arrays[a];
