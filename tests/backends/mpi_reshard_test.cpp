@@ -11,7 +11,8 @@
 // every element of its target tiles. It checks too that the message buffers stay within the
 // budget, and that each rank's executor keeps exactly the pieces of its rank, half the ranks
 // of every problem running the plan of their own rank (reshard_options::of_rank). Then
-// named cases: messages by single copy, and (on 8 ranks) gradients (FSDP and HSDP) whose own
+// named cases: messages by single copy, a weight sync whose rounds keep every rank's sends
+// and receives each within half the budget (reshard_plan::halves), and (on 8 ranks) gradients (FSDP and HSDP) whose own
 // all-reduces, reduce-scatters and two-step programs run as fused collectives. Rank 0 prints
 // the totals; the exit status is
 // non-zero on any failure on any rank.
@@ -57,7 +58,7 @@ int run(int argc, char** argv) {
     w.max_world = mpi.devices();
     redist::testing::reshard_workload cast = w;
     cast.casts = true;
-    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0, chunked = 0;
+    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0, halves = 0, chunked = 0;
     auto fail = [&](const std::string& what) {
       if (++failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", me, what.c_str());
     };
@@ -67,6 +68,7 @@ int run(int argc, char** argv) {
           redist::testing::random_planned_reshard(rng, i % 5 == 2 ? cast : w, mpi.devices(), static_cast<std::size_t>(i));
       rounds += p.rounds.size();
       pipelined += p.pipelined;
+      halves += p.halves;
       for (std::size_t a = 0; a < p.arrays.size(); ++a) chunked += p.chunked(a) ? 1 : 0;
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.
@@ -152,6 +154,32 @@ int run(int argc, char** argv) {
              " rounds, " + std::to_string(moved) + (write ? " pieces written" : " pieces read") + " by single copy, expected 1 and " +
              std::to_string(W - 1));
     }
+    // A weight sync from FSDP 2 x TP W/2 to TP W on the same ranks within 1/8 of its largest
+    // array: every rank sends and receives, in rounds placed in halves of the budget.
+    if (W % 2 == 0) {
+      redist::reshard_problem pr;
+      pr.world = W;
+      const std::string train = "{fsdp: 2, tp: " + std::to_string(W / 2) + "}", engine = "{tp: " + std::to_string(W) + "}";
+      auto weight = [&](const std::string& name, const std::string& from, const std::string& to) {
+        const redist::placed_mesh a = redist::parse_placed_mesh(train), b = redist::parse_placed_mesh(engine);
+        pr.arrays.push_back({name, redist::element_type::f32, redist::placed_layout{a, redist::parse_type(a.mesh, from)},
+                             redist::placed_layout{b, redist::parse_type(b.mesh, to)}});
+      };
+      const std::string n = std::to_string(32 * W);
+      weight("fc", "[{fsdp}" + n + ", {tp}" + n + "]", "[" + n + ", {tp}" + n + "]");
+      weight("proj", "[{tp}" + n + ", {fsdp}" + n + "]", "[{tp}" + n + ", " + n + "]");
+      const std::uint64_t budget = pr.arrays[0].bytes() / 8;
+      const redist::reshard_plan p = redist::plan_reshard(pr, {.budget_bytes = budget});
+      redist::reshard_executor<redist::mpi_backend> ex(packed, p);
+      redist::reshard_tiles t = redist::make_reshard_tiles(ex);
+      redist::fill_reshard_sources(p, ex.local_ranks(), t);
+      ex.run(t.sources(), t.targets());
+      const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
+      if (!k.ok() || !p.halves || ex.message_bytes() > budget)
+        fail("weight sync in halves of the budget: " + p.reason + (k.ok() ? "" : ": " + k.first) + ", message buffer " +
+             std::to_string(ex.message_bytes()) + " bytes");
+      checked += k.checked;
+    }
     // Gradients of FSDP 4 x TP 2 and of HSDP (8 ranks): own all-reduces, reduce-scatters and
     // two-step programs as fused collectives, one call per kind and group (per step), without
     // and under a budget that splits them; then random gradients on meshes of 8 ranks.
@@ -220,12 +248,13 @@ int run(int argc, char** argv) {
     std::uint64_t total = 0;
     MPI_Reduce(&checked, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)
-      std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds (%llu plans pipelined), %llu "
+      std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds (%llu plans pipelined, %llu in "
+                  "halves), %llu "
                   "refused over the budget, %llu own programs chunk by chunk, %llu elements checked, %d failures; single copy "
                   "%s: %llu and %llu pieces\n",
                   static_cast<unsigned long long>(mpi.devices()), problems, static_cast<unsigned long long>(runs),
                   static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(pipelined),
-                  static_cast<unsigned long long>(refused), static_cast<unsigned long long>(chunked),
+                  static_cast<unsigned long long>(halves), static_cast<unsigned long long>(refused), static_cast<unsigned long long>(chunked),
                   static_cast<unsigned long long>(total), all, single.single_copy() ? "on" : "off",
                   static_cast<unsigned long long>(moved_all[0]), static_cast<unsigned long long>(moved_all[1]));
     failures = all;
