@@ -68,8 +68,8 @@
 // receives posted and its messages packed and sent before round k is waited for
 // (runtime/reshard_executor.hpp), so that packing hides behind the transfers. Two rounds
 // then hold buffers at once, so they are placed as above within B/2 each (or in halves of
-// B/2): any two consecutive rounds stay within B. More rounds pay more latencies; automatic pipelines
-// where that is predicted faster.
+// B/2): any two consecutive rounds stay within B. More rounds pay more latencies; automatic
+// pipelines where that is predicted faster.
 //
 // Large worlds (reshard_options::of_rank). Every rank of an MPI or NCCL job plans the same
 // plan; of its pieces it needs only those it sends, receives or keeps. The planner schedules
@@ -1064,7 +1064,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   const std::uint64_t in = halves ? W : 0;
   if (halves) cap /= 2;
   std::vector<std::vector<std::uint64_t>> use;
-  std::vector<round_tally> tally;               // per round
+  std::vector<round_tally> tally;  // per round
   // A round's pairs of ranks (its messages, each rank's peers) are counted after every piece
   // is placed: each round lists its pairs (`fresh`), a pair again only when a piece placed in
   // another round came between (`last`: 1 + the round that took the pair last; the chunks of
@@ -1244,9 +1244,9 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
     if (k == 0)
       for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
     if (k < n) {
+      auto held = [&](std::size_t q, std::uint64_t r) { return use[q][r] + (in ? use[q][in + r] : 0); };
       for (std::uint64_t r = 0; r < W; ++r)
-        s.transient[r] = std::max(s.transient[r], use[k][r] + (in ? use[k][in + r] : 0) +
-                                                      (pipelined && k + 1 < n ? use[k + 1][r] + (in ? use[k + 1][in + r] : 0) : 0));
+        s.transient[r] = std::max(s.transient[r], held(k, r) + (pipelined && k + 1 < n ? held(k + 1, r) : 0));
     }
     const auto [tk, ck] = t.parts(P);
     transfer.push_back(tk);
@@ -1579,11 +1579,11 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   detail::round_schedule best = detail::schedule_rounds(rp, lf, kept, kept_written, o.budget_bytes, W, P, false);
   // Each also with every rank's sends and receives within half of it each (the header
   // comment), where a row of every piece fits in that half.
-  auto halved = [&](std::uint64_t cap, bool pipelined, detail::round_schedule& best) {
+  auto halved = [&](std::uint64_t cap, bool pipelined, detail::round_schedule& faster) {
     if (cap < 2) return;
     try {
       detail::round_schedule h = detail::schedule_rounds(rp, lf, kept, kept_written, cap, W, P, pipelined, true);
-      if (h.seconds < best.seconds) best = std::move(h);
+      if (h.seconds < faster.seconds) faster = std::move(h);
     } catch (const redist_error& e) {  // a row of a piece over half of cap
       if (e.code() != errc::bad_size) throw;
     }
