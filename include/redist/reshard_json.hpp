@@ -298,6 +298,7 @@ inline std::string reshard_plan_to_json(const reshard_plan& p, int indent = 2) {
     return out;
   };
   j["local"] = pieces(p.local);
+  j["local_at"] = p.local_at;
   json rounds = json::array();
   for (std::size_t k = 0; k < p.rounds.size(); ++k)
     rounds.push_back({{"messages", p.messages(k)}, {"pieces", pieces(p.rounds[k].pieces)}});

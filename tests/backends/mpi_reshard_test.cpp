@@ -12,7 +12,8 @@
 // budget, and that each rank's executor keeps exactly the pieces of its rank, half the ranks
 // of every problem running the plan of their own rank (reshard_options::of_rank). Then
 // named cases: messages by single copy, a weight sync whose rounds keep every rank's sends
-// and receives each within half the budget (reshard_plan::halves), and (on 8 ranks) gradients (FSDP and HSDP) whose own
+// and receives each within half the budget (reshard_plan::halves) and copy the pieces a
+// rank keeps in the rounds it receives less in (reshard_plan::local_of), and (on 8 ranks) gradients (FSDP and HSDP) whose own
 // all-reduces, reduce-scatters and two-step programs run as fused collectives. Rank 0 prints
 // the totals; the exit status is
 // non-zero on any failure on any rank.
@@ -58,7 +59,9 @@ int run(int argc, char** argv) {
     w.max_world = mpi.devices();
     redist::testing::reshard_workload cast = w;
     cast.casts = true;
-    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0, halves = 0, chunked = 0;
+    std::uint64_t checked = 0, runs = 0, rounds = 0, refused = 0, pipelined = 0, halves = 0, spread = 0, chunked = 0;
+    // Whether plan p copies some of the pieces ranks keep after its first round.
+    auto spreads = [](const redist::reshard_plan& p) { return p.local_at.size() > 2 && p.local_at[1] < p.local.size(); };
     auto fail = [&](const std::string& what) {
       if (++failures <= 20) std::fprintf(stderr, "rank %d: FAILED: %s\n", me, what.c_str());
     };
@@ -69,6 +72,7 @@ int run(int argc, char** argv) {
       rounds += p.rounds.size();
       pipelined += p.pipelined;
       halves += p.halves;
+      spread += spreads(p);
       for (std::size_t a = 0; a < p.arrays.size(); ++a) chunked += p.chunked(a) ? 1 : 0;
       try {
         // Messages packed, in place, and as the backend's options and the sizes choose.
@@ -155,7 +159,8 @@ int run(int argc, char** argv) {
              std::to_string(W - 1));
     }
     // A weight sync from FSDP 2 x TP W/2 to TP W on the same ranks within 1/8 of its largest
-    // array: every rank sends and receives, in rounds placed in halves of the budget.
+    // array: every rank sends and receives, in rounds placed in halves of the budget, and
+    // copies what it keeps in the rounds where it receives less.
     if (W % 2 == 0) {
       redist::reshard_problem pr;
       pr.world = W;
@@ -175,9 +180,9 @@ int run(int argc, char** argv) {
       redist::fill_reshard_sources(p, ex.local_ranks(), t);
       ex.run(t.sources(), t.targets());
       const redist::reshard_check k = redist::check_reshard_targets(p, ex.local_ranks(), t);
-      if (!k.ok() || !p.halves || ex.message_bytes() > budget)
+      if (!k.ok() || !p.halves || !spreads(p) || ex.message_bytes() > budget)
         fail("weight sync in halves of the budget: " + p.reason + (k.ok() ? "" : ": " + k.first) + ", message buffer " +
-             std::to_string(ex.message_bytes()) + " bytes");
+             std::to_string(ex.message_bytes()) + " bytes" + (spreads(p) ? "" : ", every kept piece in the first round"));
       checked += k.checked;
     }
     // Gradients of FSDP 4 x TP 2 and of HSDP (8 ranks): own all-reduces, reduce-scatters and
@@ -249,12 +254,13 @@ int run(int argc, char** argv) {
     MPI_Reduce(&checked, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (me == 0)
       std::printf("reshards in a world of %llu ranks: %d problems, %llu runs, %llu rounds (%llu plans pipelined, %llu in "
-                  "halves), %llu "
+                  "halves, %llu with kept pieces spread), %llu "
                   "refused over the budget, %llu own programs chunk by chunk, %llu elements checked, %d failures; single copy "
                   "%s: %llu and %llu pieces\n",
                   static_cast<unsigned long long>(mpi.devices()), problems, static_cast<unsigned long long>(runs),
                   static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(pipelined),
-                  static_cast<unsigned long long>(halves), static_cast<unsigned long long>(refused), static_cast<unsigned long long>(chunked),
+                  static_cast<unsigned long long>(halves), static_cast<unsigned long long>(spread),
+                  static_cast<unsigned long long>(refused), static_cast<unsigned long long>(chunked),
                   static_cast<unsigned long long>(total), all, single.single_copy() ? "on" : "off",
                   static_cast<unsigned long long>(moved_all[0]), static_cast<unsigned long long>(moved_all[1]));
     failures = all;

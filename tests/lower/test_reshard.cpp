@@ -126,7 +126,13 @@ std::string rank_plan_differs(const reshard_plan& whole, const reshard_plan& min
   if (mine.fused.size() != whole.fused.size()) return "fused sets";
   for (std::size_t f = 0; f < mine.fused.size(); ++f)
     if (mine.fused[f].arrays != whole.fused[f].arrays) return "fused sets";
-  if (!same_pieces(mine.local, of_r(whole.local))) return "local pieces";
+  if (mine.local_at.size() != whole.local_at.size()) return "local pieces' rounds";
+  for (std::size_t k = 0; k + 1 < whole.local_at.size(); ++k) {
+    const std::span<const reshard_piece> w = whole.local_of(k);
+    const std::span<const reshard_piece> m = mine.local_of(k);
+    if (!same_pieces(std::vector<reshard_piece>(m.begin(), m.end()), of_r(std::vector<reshard_piece>(w.begin(), w.end()))))
+      return "round " + std::to_string(k) + "'s local pieces";
+  }
   if (mine.rounds.size() != whole.rounds.size()) return "rounds";
   for (std::size_t k = 0; k < mine.rounds.size(); ++k) {
     const reshard_round &a = mine.rounds[k], &b = whole.rounds[k];
@@ -421,6 +427,22 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
     REQUIRE(testing::check_reshard_plan(q, big / 8).empty());
     REQUIRE(q.halves);
     REQUIRE(q.reason.find("(sends and receives in halves of the budget)") != std::string::npos);
+  }
+  // Ranks 4 and 7 keep a quarter of their targets (of all but the norm), and so receive less
+  // than ranks 5 and 6: within 1/8 of the largest array their kept pieces go into the rounds
+  // where they receive little (the last), not on top of the full first round.
+  {
+    const std::uint64_t big = 1024 * 512 * 4;  // the largest array's bytes
+    const reshard_plan q = plan_reshard(half, {.budget_bytes = big / 8});
+    INFO(q.reason);
+    REQUIRE(q.rounds.size() == 11);
+    std::vector<std::uint64_t> kept(q.rounds.size(), 0);
+    for (std::size_t k = 0; k < q.rounds.size(); ++k)
+      for (const reshard_piece& pc : q.local_of(k)) kept[k] += q.piece_bytes(pc);
+    CHECK(kept[0] == 0);
+    CHECK(kept.back() > 0);
+    // 1.41x the time without a budget with every kept piece in the first round.
+    CHECK(q.joint_seconds < 1.32 * plan_reshard(half).joint_seconds);
   }
   // On the other half, ranks 0-3 receive nothing and ranks 4-7 their whole tiles but what they held.
   const reshard_plan p = plan_reshard(half);

@@ -178,6 +178,13 @@ TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
   reshard_tiles u;
   REQUIRE_THROWS_WITH(wrong.run(u.sources(), u.targets()),
                       "the communicator has 3 ranks but the reshard runs on a world of 4 ranks");
+  // A plan whose local pieces are not cut into its rounds (edited by hand).
+  reshard_plan cut = p;
+  cut.local_at.push_back(cut.local.size());
+  reshard_executor<host_backend> uncut(host, cut);
+  REQUIRE_THROWS_WITH(uncut.run(t.sources(), t.targets()),
+                      "the plan's local_at does not cut its " + std::to_string(p.local.size()) +
+                          " local pieces into its 1 round");
   // A rank's plan (reshard_options::of_rank) on a backend driving every rank.
   reshard_executor<host_backend> one(host, plan_reshard(pr, {.of_rank = 3}));
   REQUIRE_THROWS_WITH(one.run(t.sources(), t.targets()),

@@ -122,6 +122,14 @@ inline std::string check_reshard_plan(const reshard_plan& p, std::uint64_t budge
   std::vector<std::uint64_t> last(W, 0);  // the previous round's bytes per rank
   if (p.of_rank) return "a rank's plan (check the whole plan)";
   if (p.local_count != p.local.size()) return "local_count is not the local pieces";
+  // The local pieces round by round, each round's in piece order.
+  const std::vector<std::size_t>& at = p.local_at;
+  if (at.size() != std::max<std::size_t>(p.rounds.size(), 1) + 1 || at.front() != 0 || at.back() != p.local.size() ||
+      !std::is_sorted(at.begin(), at.end()))
+    return "local_at does not cut the local pieces into the rounds";
+  for (std::size_t k = 0; k + 1 < at.size(); ++k)
+    if (!std::is_sorted(p.local_of(k).begin(), p.local_of(k).end()))
+      return "round " + std::to_string(k) + "'s local pieces are not in piece order";
   for (std::size_t k = 0; k < p.rounds.size(); ++k) {
     const auto& v = p.rounds[k].pieces;
     if (!std::is_sorted(v.begin(), v.end())) return "round " + std::to_string(k) + " is not in message order";

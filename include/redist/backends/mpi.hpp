@@ -619,7 +619,7 @@ class mpi_backend {
 
   /// Rounds of messages two at a time (runtime/backend.hpp message_rounds): round k + 1
   /// posted (receives, then each send packed and posted) before round k is waited for, so
-  /// that its packing runs while round k's messages fly.
+  /// that its packing runs while round k's messages fly; then local(k).
   template <class Round, class Pack, class Local, class Unpack>
   void message_rounds(std::size_t n, Round&& round, Pack&& pack, Local&& local, Unpack&& unpack) {
     if (n == 0) return;
@@ -628,10 +628,10 @@ class mpi_backend {
       return post_round(m.sends, m.recvs, [&](std::size_t i) { pack(k, i); });
     };
     posted_round r = post(0);
-    local();
     for (std::size_t k = 0; k < n; ++k) {
       posted_round next;
       if (k + 1 < n) next = post(k + 1);
+      local(k);
       finish_round(r, [&](std::size_t i) { unpack(k, i); });
       r = std::move(next);
     }

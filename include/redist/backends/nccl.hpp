@@ -804,16 +804,17 @@ class nccl_backend {
     };
     const spans one{sends, recvs};
     message_rounds(
-        1, [&](std::size_t) -> const spans& { return one; }, [&](std::size_t, std::size_t m) { pack(m); }, local,
-        [&](std::size_t, std::size_t m) { unpack(m); });
+        1, [&](std::size_t) -> const spans& { return one; }, [&](std::size_t, std::size_t m) { pack(m); },
+        [&](std::size_t) { local(); }, [&](std::size_t, std::size_t m) { unpack(m); });
   }
 
   /// Message rounds two at a time (runtime/backend.hpp message_rounds; message_round is the
   /// one-round case): round 0 as above; round k + 1 is packed on the second stream while
   /// round k's group runs on stream(), after stream() has finished round k - 1 (whose
   /// buffers round k + 1 reuses), and stream() waits for that packing before round k + 1's
-  /// group. Events only, no host synchronization; stream() ends after every round and the
-  /// kept pieces.
+  /// group; local(k), the pieces kept in round k, goes on the second stream before round k +
+  /// 1's packing. Events only, no host synchronization; stream() ends after every round and
+  /// the kept pieces.
   template <class Round, class Pack, class Local, class Unpack>
   void message_rounds(std::size_t n, Round&& round, Pack&& pack, Local&& local, Unpack&& unpack) {
     if (n == 0) return;
@@ -824,10 +825,9 @@ class nccl_backend {
       REDIST_CUDA_CHECK(cudaStreamWaitEvent(side_.h, ready_.h, 0));
       for (std::size_t i = 0; i < m.sends.size(); ++i) pack(std::size_t{0}, i);
     }
-    on_side(local);
-    REDIST_CUDA_CHECK(cudaEventRecord(kept_.h, side_.h));
     for (std::size_t k = 0; k < n; ++k) {
       const auto& m = round(k);
+      on_side([&] { local(k); });
       if (k + 1 < n) {
         const auto& next = round(k + 1);
         check_peers(next.sends, next.recvs);
@@ -842,6 +842,7 @@ class nccl_backend {
       if (k + 2 < n) REDIST_CUDA_CHECK(cudaEventRecord(done_[k % 2].h, stream_.h));  // round k + 2 waits for it
       if (k + 1 < n) REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, packed_.h, 0));
     }
+    REDIST_CUDA_CHECK(cudaEventRecord(kept_.h, side_.h));
     REDIST_CUDA_CHECK(cudaStreamWaitEvent(stream_.h, kept_.h, 0));
   }
 

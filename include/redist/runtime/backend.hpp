@@ -120,7 +120,7 @@
 //                              n message rounds; round(k) returns round k's messages (a
 //                              message_set). Round k + 1 is posted (its receives, then
 //                              pack(k + 1, m) and the send of each message m) before round
-//                              k is waited for; local() runs while round 0 flies; unpack(k,
+//                              k is waited for; local(k) runs while round k flies; unpack(k,
 //                              m) for each of round k's receives as it arrives. Round k is
 //                              complete (sends reusable, receives unpacked) before round
 //                              k + 2 is posted, so rounds k and k + 2 may share buffers.
@@ -387,7 +387,8 @@ concept message_backend = requires(B& b, std::span<const message> m, void (*k)(s
 template <class B>
 concept pipelined_message_backend =
     message_backend<B> &&
-    requires(B& b, std::size_t n, message_set (*r)(std::size_t), void (*k)(std::size_t, std::size_t), void (*l)()) {
+    requires(B& b, std::size_t n, message_set (*r)(std::size_t), void (*k)(std::size_t, std::size_t),
+             void (*l)(std::size_t)) {
       b.message_rounds(n, r, k, l, k);
     };
 

@@ -11,7 +11,8 @@
 // copied straight from the sender's source tile to the receiver's target tile: nothing is
 // held. With one rank per process every round is one message round (runtime/backend.hpp):
 // the receives posted first, the pieces the rank keeps copied from its source tiles to its
-// target tiles while messages fly (first round), and either
+// target tiles while messages fly (those of each round in that round,
+// reshard_plan::local_of), and either
 //   in place (strided_message_backend; reshard_messages::automatic takes it where the
 //     backend hands exchanges in place, MPI's mpi_options::exchange_in_place, the default,
 //     and the plan's messages average at least reshard_in_place_bytes): each message is one
@@ -705,13 +706,29 @@ class reshard_executor {
     // holds and visits at every run grows with its own pieces, not with the world's.
     in_place_ = choose_in_place();
     has_local_ = p_.local_count > 0;
-    if (local_.size() != W) {
+    // The local pieces round by round (a plan without local_at, made by hand: all in the
+    // first round).
+    if (p_.local_at.empty()) p_.local_at = {0, p_.local.size()};
+    if (p_.local_at.size() < 2 || p_.local_at.size() > std::max<std::size_t>(p_.rounds.size(), 1) + 1 ||
+        p_.local_at.front() != 0 || p_.local_at.back() != p_.local.size() ||
+        !std::is_sorted(p_.local_at.begin(), p_.local_at.end()))
+      error_ = "the plan's local_at does not cut its " + std::to_string(p_.local.size()) + " local pieces into its " +
+               std::to_string(p_.rounds.size()) + (p_.rounds.size() == 1 ? " round" : " rounds");
+    else if (local_.size() != W) {
       auto mine = [&](const reshard_piece& pc) { return index_[pc.from] < local_.size() || index_[pc.to] < local_.size(); };
       for (reshard_round& r : p_.rounds) {
         std::erase_if(r.pieces, [&](const reshard_piece& pc) { return !mine(pc); });
         r.pieces.shrink_to_fit();
       }
-      std::erase_if(p_.local, [&](const reshard_piece& pc) { return !mine(pc); });
+      std::size_t kept = 0;
+      for (std::size_t k = 0; k + 1 < p_.local_at.size(); ++k) {
+        const std::size_t first = p_.local_at[k], last = p_.local_at[k + 1];
+        p_.local_at[k] = kept;
+        for (std::size_t i = first; i < last; ++i)
+          if (mine(p_.local[i])) p_.local[kept++] = p_.local[i];
+      }
+      p_.local_at.back() = kept;
+      p_.local.resize(kept);
       p_.local.shrink_to_fit();
     }
     if (!error_.empty()) return;
@@ -1057,17 +1074,17 @@ class reshard_executor {
               recvs.back().pieces.push_back(piece(out[pc.array].data(), dst_region(pc)));
             }
           }
-        b_.message_round(std::span<const strided_message>(sends), std::span<const strided_message>(recvs), [&] {
-          if (k == 0) keep_local(in, out);
-        });
+        b_.message_round(std::span<const strided_message>(sends), std::span<const strided_message>(recvs),
+                         [&] { keep_local(in, out, k); });
       }
     }
   }
 
-  /// The pieces this rank keeps, from its source tiles to its target tiles.
-  void keep_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out) {
+  /// The pieces this rank keeps in round k, from its source tiles to its target tiles.
+  void keep_local(std::span<const std::span<const std::byte>> in, std::span<const std::span<std::byte>> out,
+                  std::size_t k) {
     piece_copies copies;
-    for (const reshard_piece& pc : p_.local)
+    for (const reshard_piece& pc : p_.local_of(k))
       if (pc.to == local_[0]) add_copy(copies, pc, in[pc.array].data(), side::source, out[pc.array].data(), side::target);
     run_copies(copies);
   }
@@ -1128,7 +1145,7 @@ class reshard_executor {
     };
     auto pack = [&](std::size_t k, std::size_t m) { move(k, m, true); };
     auto unpack = [&](std::size_t k, std::size_t m) { move(k, m, false); };
-    auto keep = [&] { keep_local(in, out); };
+    auto keep = [&](std::size_t k) { keep_local(in, out, k); };
     if constexpr (pipelined_message_backend<B>) {
       if (p_.pipelined) {
         b_.message_rounds(n, [&](std::size_t k) -> const message_set& { return rounds[k].m; }, pack, keep, unpack);
@@ -1139,9 +1156,7 @@ class reshard_executor {
       b_.message_round(
           std::span<const message>(rounds[k].m.sends), std::span<const message>(rounds[k].m.recvs),
           [&](std::size_t m) { pack(k, m); },
-          [&] {
-            if (k == 0) keep();
-          },
+          [&] { keep(k); },
           [&](std::size_t m) { unpack(k, m); });
   }
 
