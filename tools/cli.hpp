@@ -162,7 +162,9 @@ inline void require_type(const type_option& o) {
 
 /// The `--shape` option: the global shape that JAX and DTensor notations leave out.
 inline CLI::Option* add_shape_option(CLI::App& cmd, std::string& shape) {
-  return cmd.add_option("--shape", shape, "global shape for the JAX and DTensor notations, e.g. '[256, 1024]'");
+  return cmd.add_option("--shape", shape,
+                        "global shape for the JAX and DTensor notations, e.g. '[256, 1024]', or as Python prints it: "
+                        "'(256, 1024)', 'torch.Size([256, 1024])'");
 }
 
 /// A usage error (exit 2) if --shape was given but no type uses it.
@@ -178,8 +180,25 @@ inline void check_shape_used(const CLI::Option* shape, std::initializer_list<con
   }
 }
 
-/// Parse `--shape '[256, 1024]'` (the paper syntax with no axes), blaming --shape.
+/// Parse `--shape '[256, 1024]'` (the paper syntax with no axes), blaming --shape; also as
+/// Python prints a shape, copied from JAX, NumPy or PyTorch: `(256, 1024)`, `(256,)`,
+/// `torch.Size([256, 1024])`, or the bare `256, 1024`.
 inline std::vector<std::uint64_t> parse_shape(const redist::device_mesh& m, const std::string& text) {
+  const std::size_t b = text.find_first_not_of(" \t"), e = text.find_last_not_of(" \t");
+  const std::string_view v = b == std::string::npos ? std::string_view{} : std::string_view(text).substr(b, e - b + 1);
+  if (!v.starts_with('[')) {
+    std::string_view list = v;
+    constexpr std::string_view torch = "torch.Size([";
+    if (list.starts_with(torch) && list.ends_with("])")) list = list.substr(torch.size(), list.size() - torch.size() - 2);
+    else if (list.starts_with('(') && list.ends_with(')')) list = list.substr(1, list.size() - 2);
+    const std::size_t last = list.find_last_not_of(' ');
+    if (last != std::string_view::npos && list[last] == ',') list = list.substr(0, last);  // (256,)
+    // Sizes and commas only: read in the paper syntax, whose errors name the size and its column there.
+    if (!list.empty() && list.find_first_not_of("0123456789, ") == std::string_view::npos)
+      return parse_shape(m, "[" + std::string(list) + "]");
+    throw input_error("--shape", "expected a global shape such as '[256, 1024]', '(256, 1024)' or "
+                                 "'torch.Size([256, 1024])', found '" + text + "'");
+  }
   const dist_type t = for_option("--shape", [&] { return parse_type(m, text); });
   bool plain = t.nsum == 0;
   for (int d = 0; d < t.rank; ++d) plain = plain && t.dims[d].n == 0;

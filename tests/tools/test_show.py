@@ -137,6 +137,11 @@ BAD_INPUT = [
     (["plan", "--from-xla", "{mesh['x'=2,'y'=2], [{'z'}, {}]}", "--to", "[8, 8]", "--shape", "[8, 8]"],
      "redist: error: --from-xla: unknown axis \"z\" (the mesh has \"x\", \"y\") (at column 23 of "
      "'{mesh['x'=2,'y'=2], [{'z'}, {}]}')"),
+    (["show"] + MESH + ["--jax", "P('x')", "--shape", "(8, n)"],
+     "redist: error: --shape: expected a global shape such as '[256, 1024]', '(256, 1024)' or 'torch.Size([256, 1024])', "
+     "found '(8, n)'"),
+    (["show"] + MESH + ["--jax", "P('x')", "--shape", "(8, 0)"],
+     "redist: error: --shape: global size 0 (at column 5 of '[8, 0]')"),
     (["show", "--jax", "NamedSharding(mesh=Mesh('x': 2), spec=P('q'))", "--shape", "[8]"],
      "redist: error: --jax: unknown mesh axis 'q' (at column 41 of 'NamedSharding(mesh=Mesh('x': 2), spec=P('q'))')"),
 ]
@@ -317,6 +322,12 @@ def main():
            "dtensor      [Shard(0), Shard(1)]\n", "convert: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--jax", "P(('x', 'y'), None)", "--shape", "[8, 4]", "--to", "redist"])
     expect(r.stdout == "[2{y, x}8, 4]\n", "convert jax -> redist: %r" % r.stdout)
+    # --shape as Python prints it (JAX and NumPy tuples, PyTorch's torch.Size), or bare.
+    for shape in ["(8, 4)", "torch.Size([8, 4])", "8, 4", " (8, 4,) "]:
+        r = run(redist, ["convert"] + MESH + ["--jax", "P(('x', 'y'), None)", "--shape", shape, "--to", "redist"])
+        expect(r.returncode == 0 and r.stdout == "[2{y, x}8, 4]\n", "convert --shape %r: %r %r" % (shape, r.stdout, r.stderr))
+    r = run(redist, ["convert"] + MESH + ["--dtensor", "[Shard(0), Replicate()]", "--shape", "(6,)", "--to", "redist"])
+    expect(r.returncode == 0 and r.stdout == "[3{x}6]\n", "convert --shape (6,): %r %r" % (r.stdout, r.stderr))
     r = run(redist, ["convert"] + MESH + ["--type", "[2{y, x}8, 4]", "--to", "jax,dtensor"])
     expect(r.stdout == "jax          PartitionSpec(('x', 'y'))\ndtensor      [Shard(0), Shard(0)]\n", "convert --to jax,dtensor: %r" % r.stdout)
     r = run(redist, ["convert"] + MESH + ["--type", "[2{x, y}8]"])
