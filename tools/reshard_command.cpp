@@ -130,13 +130,13 @@ void print_plan(const reshard_plan& p, bool explain) {
   if (!explain) return;
   fmt::print("\nreason: {}\n", p.reason);
   for (std::size_t k = 0; k < p.rounds.size(); ++k) {
-    std::uint64_t kept = 0;
-    for (const reshard_piece& pc : p.local_of(k)) kept += p.piece_bytes(pc);
+    const std::span<const reshard_piece> kept = p.local_of(k);
+    std::uint64_t bytes = 0;
+    for (const reshard_piece& pc : kept) bytes += p.piece_bytes(pc);
     fmt::print("  round {}: {} pieces in {} messages, {}{}\n", k + 1, p.rounds[k].count, p.messages(k),
                bytes_text(p.rounds[k].bytes),
-               kept > 0 ? fmt::format("; {} {} kept, {}", p.local_of(k).size(),
-                                      p.local_of(k).size() == 1 ? "piece" : "pieces", bytes_text(kept))
-                        : "");
+               bytes == 0 ? "" : fmt::format("; {} {} kept, {}", kept.size(), kept.size() == 1 ? "piece" : "pieces",
+                                               bytes_text(bytes)));
   }
   for (std::size_t k = 0; k < p.fused.size(); ++k) {
     const reshard_fused& f = p.fused[k];

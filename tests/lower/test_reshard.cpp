@@ -101,14 +101,14 @@ namespace {
 /// whole rounds' counts), bytes per rank and predictions, and of the pieces exactly those
 /// rank r sends, receives or keeps, in the same order.
 /// The same pieces in the same order: arrays, ranks and boxes.
-bool same_pieces(const std::vector<reshard_piece>& x, const std::vector<reshard_piece>& y) {
+bool same_pieces(std::span<const reshard_piece> x, std::span<const reshard_piece> y) {
   return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const reshard_piece& a, const reshard_piece& b) {
     return a.array == b.array && a.from == b.from && a.to == b.to && a.b == b.b;
   });
 }
 
 std::string rank_plan_differs(const reshard_plan& whole, const reshard_plan& mine, rank_t r) {
-  auto of_r = [&](const std::vector<reshard_piece>& v) {
+  auto of_r = [&](std::span<const reshard_piece> v) {
     std::vector<reshard_piece> out;
     for (const reshard_piece& pc : v)
       if (pc.from == r || pc.to == r) out.push_back(pc);
@@ -127,12 +127,8 @@ std::string rank_plan_differs(const reshard_plan& whole, const reshard_plan& min
   for (std::size_t f = 0; f < mine.fused.size(); ++f)
     if (mine.fused[f].arrays != whole.fused[f].arrays) return "fused sets";
   if (mine.local_at.size() != whole.local_at.size()) return "local pieces' rounds";
-  for (std::size_t k = 0; k + 1 < whole.local_at.size(); ++k) {
-    const std::span<const reshard_piece> w = whole.local_of(k);
-    const std::span<const reshard_piece> m = mine.local_of(k);
-    if (!same_pieces(std::vector<reshard_piece>(m.begin(), m.end()), of_r(std::vector<reshard_piece>(w.begin(), w.end()))))
-      return "round " + std::to_string(k) + "'s local pieces";
-  }
+  for (std::size_t k = 0; k + 1 < whole.local_at.size(); ++k)
+    if (!same_pieces(mine.local_of(k), of_r(whole.local_of(k)))) return "round " + std::to_string(k) + "'s local pieces";
   if (mine.rounds.size() != whole.rounds.size()) return "rounds";
   for (std::size_t k = 0; k < mine.rounds.size(); ++k) {
     const reshard_round &a = mine.rounds[k], &b = whole.rounds[k];

@@ -1087,6 +1087,32 @@ struct round_schedule {
   std::uint64_t local_count = 0;
 };
 
+/// Flow f of an array of `wire`-byte elements in chunks of whole rows (indices of dimension
+/// 0) of at most `cap` bytes, one row each where a row is more: emit(first_row, rows, bytes)
+/// for each, in order; the flow whole where it fits, or where it has one row.
+template <class Emit>
+void cut_rows(const flow& f, std::uint64_t wire, std::uint64_t cap, Emit&& emit) {
+  const std::uint64_t bytes = f.elements * wire;
+  if (bytes <= cap || f.rows <= 1) {
+    emit(std::uint64_t{0}, f.rows, bytes);
+    return;
+  }
+  const std::uint64_t step = std::max<std::uint64_t>(1, cap / (bytes / f.rows));
+  for (std::uint64_t first = 0; first < f.rows; first += step) {
+    const std::uint64_t rows = std::min(f.rows - first, step);
+    emit(first, rows, f.elements / f.rows * rows * wire);
+  }
+}
+
+/// Piece pc of flow f (the whole flow) cut to its rows [first, first + rows) of dimension 0.
+inline reshard_piece piece_rows(reshard_piece pc, const flow& f, std::uint64_t first, std::uint64_t rows) {
+  if (pc.b.rank > 0 && rows != f.rows) {
+    pc.b.lo[0] += first;
+    pc.b.hi[0] = pc.b.lo[0] + rows;
+  }
+  return pc;
+}
+
 /// Spreads the pieces ranks keep over the rounds of s (two or more), whose pieces between
 /// ranks write tally[k].written: cut into chunks of whole rows of at most `cap` bytes and
 /// placed as the header comment says ("The pieces ranks keep"), each chunk's bytes added to
@@ -1101,19 +1127,10 @@ inline void spread_local(const reshard_plan& rp, const layout_flows& lf, std::ui
   std::vector<chunk> cs;
   for (const std::uint32_t i : lf.arrays) {
     const std::size_t j = lf.layout[i];
-    for (std::size_t t = lf.keeps_at[j]; t < lf.keeps_at[j + 1]; ++t) {
-      const flow& f = lf.keeps[t];
-      const std::uint64_t bytes = f.elements * lf.wire[i];
-      if (bytes <= cap || f.rows <= 1) {
-        cs.push_back({i, t, 0, f.rows, bytes});
-        continue;
-      }
-      const std::uint64_t row = bytes / f.rows, step = std::max<std::uint64_t>(1, cap / std::max<std::uint64_t>(1, row));
-      for (std::uint64_t first = 0; first < f.rows; first += step) {
-        const std::uint64_t rows = std::min(f.rows - first, step);
-        cs.push_back({i, t, first, rows, f.elements / f.rows * rows * lf.wire[i]});
-      }
-    }
+    for (std::size_t t = lf.keeps_at[j]; t < lf.keeps_at[j + 1]; ++t)
+      cut_rows(lf.keeps[t], lf.wire[i], cap, [&](std::uint64_t first, std::uint64_t rows, std::uint64_t bytes) {
+        cs.push_back({i, t, first, rows, bytes});
+      });
   }
   std::stable_sort(cs.begin(), cs.end(), [](const chunk& x, const chunk& y) { return x.bytes > y.bytes; });
   const std::size_t n = s.rounds.size();
@@ -1138,12 +1155,7 @@ inline void spread_local(const reshard_plan& rp, const layout_flows& lf, std::ui
     most[best] += added;
     const flow& f = lf.keeps[c.flow];
     if (f.kept == flow::none) continue;
-    reshard_piece pc = rp.local[lf.local_at[c.array] + f.kept];
-    if (pc.b.rank > 0 && c.rows != f.rows) {
-      pc.b.lo[0] += c.first_row;
-      pc.b.hi[0] = pc.b.lo[0] + c.rows;
-    }
-    s.local[best].push_back(pc);
+    s.local[best].push_back(piece_rows(rp.local[lf.local_at[c.array] + f.kept], f, c.first_row, c.rows));
   }
   for (std::vector<reshard_piece>& v : s.local) sort_pieces(v);
 }
@@ -1230,12 +1242,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
       std::vector<chunk>& g = groups.emplace_back();
       for (std::size_t t = lf.at[j]; t < lf.at[j + 1]; ++t) {
         const flow& f = lf.flows[t];
-        const std::uint64_t bytes = f.elements * lf.wire[i];
-        if (bytes <= cap) {
-          g.push_back({t, 0, f.rows, bytes});
-          continue;
-        }
-        if (const std::uint64_t row = bytes / f.rows; row > cap) {  // the first such of the first array so laid out
+        if (const std::uint64_t bytes = f.elements * lf.wire[i], row = bytes > cap ? bytes / f.rows : 0;
+            row > cap) {  // the first such of the first array so laid out
           flow named = f;
           named.array = i;
           if (f.kept != flow::none) named.kept = static_cast<std::uint32_t>(lf.kept_at[i] + f.kept);
@@ -1245,11 +1253,9 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
                                                  std::to_string(row) + " bytes, more than the budget of " +
                                                  std::to_string(cap) + " bytes per rank");
         }
-        const std::uint64_t step = cap / (bytes / f.rows);
-        for (std::uint64_t first = 0; first < f.rows; first += step) {
-          const std::uint64_t rows = std::min(f.rows - first, step);
-          g.push_back({t, first, rows, f.elements / f.rows * rows * lf.wire[i]});
-        }
+        cut_rows(f, lf.wire[i], cap, [&](std::uint64_t first, std::uint64_t rows, std::uint64_t bytes) {
+          g.push_back({t, first, rows, bytes});
+        });
       }
     }
     // Each group's chunks largest first (ties in flow and chunk order), and the sizes each has;
@@ -1310,12 +1316,8 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
           [&](const placed_piece& q) {
             const chunk& ch = chunk_of(q);
             const flow& f = lf.flows[ch.flow];
-            reshard_piece pc = kept[lf.kept_at[q.array] + f.kept];
+            reshard_piece pc = piece_rows(kept[lf.kept_at[q.array] + f.kept], f, ch.first_row, ch.rows);
             pc.array = q.array;
-            if (pc.b.rank > 0 && ch.rows != f.rows) {
-              pc.b.lo[0] += ch.first_row;
-              pc.b.hi[0] = pc.b.lo[0] + ch.rows;
-            }
             return pc;
           },
           [&](const placed_piece& q) { return chunk_of(q).first_row; });
