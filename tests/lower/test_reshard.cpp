@@ -381,7 +381,7 @@ TEST_CASE("one call per array: every array by its own plan", "[reshard]") {
     const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = budget, .joint = false});
     REQUIRE(q.seconds == Approx(q.separate_seconds));
     REQUIRE(plan_reshard(c.problem, {.budget_bytes = budget}).separate_seconds == Approx(q.seconds));
-    for (std::size_t a = 0; a < q.arrays.size(); ++a) chunked += q.chunked(a);
+    chunked += q.chunked_count();
   }
   CHECK(chunked > 10);
 }

@@ -55,7 +55,7 @@ TEST_CASE("random reshards on the host backend: every element", "[reshard]") {
     const std::uint64_t row = testing::largest_row(p);
     if (row > 0) {
       const reshard_plan q = plan_reshard(c.problem, {.budget_bytes = row + rng() % (2 * row + 1)});
-      for (std::size_t a = 0; a < q.arrays.size(); ++a) chunked += q.chunked(a) ? 1 : 0;
+      chunked += q.chunked_count();
       std::string r;
       try {
         r = testing::run_reshard_on_host(q);

@@ -342,6 +342,12 @@ struct reshard_plan {
   [[nodiscard]] std::uint64_t piece_bytes(const reshard_piece& p) const { return p.b.size() * arrays[p.array].wire_bytes(); }
   /// Whether array a's own program runs chunk by chunk.
   [[nodiscard]] bool chunked(std::size_t a) const { return a < chunks.size() && chunks[a].count > 1; }
+  /// The arrays whose own programs run chunk by chunk.
+  [[nodiscard]] std::size_t chunked_count() const {
+    std::size_t n = 0;
+    for (std::size_t a = 0; a < chunks.size(); ++a) n += chunked(a) ? 1 : 0;
+    return n;
+  }
   /// The program array a's own route runs (once per chunk where chunked).
   [[nodiscard]] const program& own_program(std::size_t a) const {
     return chunked(a) ? chunks[a].sub.chosen_program() : own[a].chosen_program();
@@ -968,21 +974,22 @@ std::vector<reshard_piece> placed_pieces(std::vector<placed_piece>& placed, std:
 /// One piece of a joint array's exchange as the planner schedules it, without its box (a
 /// plan of a large world visits millions of pieces; a rank's plan keeps the boxes of its own
 /// alone): its array, sender and receiver, elements, the rows it spans along dimension 0
-/// (1 for a 0-d array), and where the plan keeps its piece (`kept`: an index into the kept
-/// pieces between ranks; `none` for another rank's piece in a rank's plan).
+/// (1 for a 0-d array), and where the plan lists its piece (`piece`: an index into the
+/// plan's pieces between ranks, or into the array's pieces ranks keep for a flow within a
+/// rank; `none` for another rank's piece in a rank's plan).
 struct flow {
   static constexpr std::uint32_t none = UINT32_MAX;
   std::uint32_t array = 0;
   rank_t from = 0, to = 0;
-  std::uint32_t kept = none;
+  std::uint32_t piece = none;
   std::uint64_t elements = 0, rows = 1;
 };
 
-/// The box of a piece between ranks: the kept one, or found again by the exchange's sender
+/// The box of a piece between ranks: the plan's, or found again by the exchange's sender
 /// rule (an array's exchange has at most one piece from one rank to another: a rank holds one
 /// box before it), for naming it in an error.
-inline box flow_box(const reshard_plan& rp, std::span<const reshard_piece> kept, const flow& f) {
-  if (f.kept != flow::none) return kept[f.kept].b;
+inline box flow_box(const reshard_plan& rp, std::span<const reshard_piece> between, const flow& f) {
+  if (f.piece != flow::none) return between[f.piece].b;
   const reshard_array& a = rp.arrays[f.array];
   box b;
   exchange_plan x;
@@ -1043,32 +1050,32 @@ inline flow_pairs number_pairs(std::span<const flow> flows, std::uint64_t W) {
 /// out as an earlier one (a model's layers) have its pieces between the same ranks, so each
 /// layout's pieces are held once, as its first array's flows (`flows`, layout by layout:
 /// array j's in [at[j], at[j + 1]), empty unless j is the first of a layout that a joint
-/// array has), each flow's `kept` its place among that array's kept pieces, which are held
-/// once too. A joint array `i` carries the flows of `layout[i]` in its wire type (`wire[i]`
-/// bytes per element), and its pieces are the `kept_n[i]` kept ones of its layout from
-/// `kept_at[i]` on, in the same order, with its own index.
+/// array has), each flow's `piece` its place among the plan's pieces of that array, which
+/// are held once too. A joint array `i` carries the flows of `layout[i]` in its wire type
+/// (`wire[i]` bytes per element), and its pieces are the `between_n[i]` ones of its layout
+/// from `between_at[i]` on, in the same order, with its own index.
 struct layout_flows {
   std::vector<flow> flows;
   std::vector<std::size_t> at;          // per array, A + 1
   std::vector<std::uint32_t> arrays;    // the joint arrays, ascending
   std::vector<std::size_t> layout;      // per array
   std::vector<std::uint64_t> wire;      // per array
-  std::vector<std::size_t> kept_at, kept_n;  // per array (joint ones)
+  std::vector<std::size_t> between_at, between_n;  // per array (joint ones)
   flow_pairs pairs;                     // the flows' pairs of ranks (number_pairs)
   // The pieces ranks keep as flows (from == to) of the layouts joint arrays have, layout j's
-  // [keeps_at[j], keeps_at[j + 1]), `kept` their place among the array's pieces in rp.local
+  // [keeps_at[j], keeps_at[j + 1]), `piece` their place among the array's pieces in rp.local
   // (none: not held); local_at: per joint array, its first piece in rp.local.
   std::vector<flow> keeps;
   std::vector<std::size_t> keeps_at, local_at;
 };
 
-/// The rounds of the joint arrays' pieces between ranks (`lf`, their kept pieces `kept`)
+/// The rounds of the joint arrays' pieces between ranks (`lf`, the plan's pieces `between`)
 /// within `cap` bytes per rank per round (with `halves`, its sends within cap / 2 and its
-/// receives within cap / 2; the header comment; 0: one round, which then takes the kept
-/// pieces), their transient bytes per rank and their predicted seconds, with the
-/// pieces ranks keep (`kept_written`: their bytes per rank) priced in the first round, or
+/// receives within cap / 2; the header comment; 0: one round, which then takes the plan's
+/// pieces whole), their transient bytes per rank and their predicted seconds, with the
+/// pieces ranks keep (`local_written`: their bytes per rank) priced in the first round, or
 /// under a budget over two rounds or more spread over the rounds (spread_local). Every
-/// round's counts are the whole round's; its pieces are the kept ones, cut as their pieces
+/// round's counts are the whole round's; its pieces are the plan's, cut as their pieces
 /// are. The one round without a budget visits each layout's flows once, each standing for
 /// the piece of every joint array laid out so (their bytes, their number); under a budget
 /// each array's pieces are cut into chunks (the same for arrays of one layout and wire type)
@@ -1154,14 +1161,14 @@ inline void spread_local(const reshard_plan& rp, const layout_flows& lf, std::ui
     tally[best].written[r] += c.bytes;
     most[best] += added;
     const flow& f = lf.keeps[c.flow];
-    if (f.kept == flow::none) continue;
-    s.local[best].push_back(piece_rows(rp.local[lf.local_at[c.array] + f.kept], f, c.first_row, c.rows));
+    if (f.piece == flow::none) continue;
+    s.local[best].push_back(piece_rows(rp.local[lf.local_at[c.array] + f.piece], f, c.first_row, c.rows));
   }
   for (std::vector<reshard_piece>& v : s.local) sort_pieces(v);
 }
 
-inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows& lf, std::span<const reshard_piece> kept,
-                                      std::span<const std::uint64_t> kept_written, std::uint64_t cap, std::uint64_t W,
+inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows& lf, std::span<const reshard_piece> between,
+                                      std::span<const std::uint64_t> local_written, std::uint64_t cap, std::uint64_t W,
                                       const time_profile& P, bool pipelined, bool halves = false) {
   round_schedule s;
   s.pipelined = pipelined;
@@ -1181,7 +1188,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   const flow_pairs& pairs = lf.pairs;
   std::vector<std::uint32_t> last(pairs.ranks.size(), 0);
   std::vector<std::vector<std::uint32_t>> fresh;  // per round
-  std::vector<std::vector<placed_piece>> placed;  // per round: its kept pieces, boxes written at the end
+  std::vector<std::vector<placed_piece>> placed;  // per round: the plan's pieces, boxes written at the end
   auto place = [&](std::size_t k, std::size_t t, std::uint64_t bytes, std::uint64_t pieces) {
     const flow& f = lf.flows[t];
     if (k == use.size()) {
@@ -1209,14 +1216,14 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
       ++w.copies[lf.layout[i]];
     }
     for (std::size_t t = 0; t < lf.flows.size(); ++t) place(0, t, w.bytes(lf.flows[t]), w.copies[lf.flows[t].array]);
-    if (!s.rounds.empty()) {  // every kept piece, whole: `ref` its place in kept
+    if (!s.rounds.empty()) {  // every piece of the plan, whole: `ref` its place in between
       for (const std::uint32_t i : lf.arrays)
-        for (std::size_t k = lf.kept_at[i]; k < lf.kept_at[i] + lf.kept_n[i]; ++k)
-          placed[0].push_back({kept[k].from, kept[k].to, i, static_cast<std::uint32_t>(k)});
+        for (std::size_t k = lf.between_at[i]; k < lf.between_at[i] + lf.between_n[i]; ++k)
+          placed[0].push_back({between[k].from, between[k].to, i, static_cast<std::uint32_t>(k)});
       s.rounds[0].pieces = placed_pieces(
           placed[0], W,
           [&](const placed_piece& q) {
-            reshard_piece pc = kept[q.ref];
+            reshard_piece pc = between[q.ref];
             pc.array = q.array;
             return pc;
           },
@@ -1246,9 +1253,9 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
             row > cap) {  // the first such of the first array so laid out
           flow named = f;
           named.array = i;
-          if (f.kept != flow::none) named.kept = static_cast<std::uint32_t>(lf.kept_at[i] + f.kept);
+          if (f.piece != flow::none) named.piece = static_cast<std::uint32_t>(lf.between_at[i] + f.piece);
           throw redist_error(errc::bad_size, "array '" + rp.arrays[i].name + "': one row of the piece " +
-                                                 box_text(flow_box(rp, kept, named)) + " from rank " +
+                                                 box_text(flow_box(rp, between, named)) + " from rank " +
                                                  std::to_string(f.from) + " to rank " + std::to_string(f.to) + " is " +
                                                  std::to_string(row) + " bytes, more than the budget of " +
                                                  std::to_string(cap) + " bytes per rank");
@@ -1297,14 +1304,14 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
           std::size_t k = std::max(first_room(f.from), first_room(in + f.to));
           while (k < use.size() && (use[k][f.from] > cap - b || use[k][in + f.to] > cap - b)) ++k;
           place(k, ch.flow, b, 1);
-          if (f.kept != flow::none) placed[k].push_back({f.from, f.to, i, static_cast<std::uint32_t>(base[g] + c)});
+          if (f.piece != flow::none) placed[k].push_back({f.from, f.to, i, static_cast<std::uint32_t>(base[g] + c)});
         }
       for (std::size_t q = lo; q < hi; ++q) {
         const std::size_t g = sized[q].second;
         while (next[g] < groups[g].size() && groups[g][next[g]].bytes == b) ++next[g];
       }
     }
-    // The kept chunks, round by round: `ref` base[g] + c is chunk c of group g, its kept piece
+    // The plan's chunks, round by round: `ref` base[g] + c is chunk c of group g, its piece
     // cut to the chunk's rows along dimension 0.
     auto chunk_of = [&](const placed_piece& q) -> const chunk& {
       const std::size_t g = static_cast<std::size_t>(std::upper_bound(base.begin(), base.end(), q.ref) - base.begin()) - 1;
@@ -1316,7 +1323,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
           [&](const placed_piece& q) {
             const chunk& ch = chunk_of(q);
             const flow& f = lf.flows[ch.flow];
-            reshard_piece pc = piece_rows(kept[lf.kept_at[q.array] + f.kept], f, ch.first_row, ch.rows);
+            reshard_piece pc = piece_rows(between[lf.between_at[q.array] + f.piece], f, ch.first_row, ch.rows);
             pc.array = q.array;
             return pc;
           },
@@ -1340,7 +1347,7 @@ inline round_schedule schedule_rounds(const reshard_plan& rp, const layout_flows
   for (std::size_t k = 0; k < tally.size(); ++k) {
     round_tally& t = tally[k];
     if (k == 0 && !s.spread)
-      for (std::uint64_t r = 0; r < W; ++r) t.written[r] += kept_written[r];
+      for (std::uint64_t r = 0; r < W; ++r) t.written[r] += local_written[r];
     if (k < n) {
       auto held = [&](std::size_t q, std::uint64_t r) { return use[q][r] + (in ? use[q][in + r] : 0); };
       for (std::uint64_t r = 0; r < W; ++r)
@@ -1480,12 +1487,11 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     rp.received_bytes.assign(W, 0);
     rp.lower_bound_bytes.assign(W, 0);
     rp.transient_bytes.assign(W, 0);
-    std::size_t chunked = 0;
     for (std::size_t i = 0; i < A; ++i) {
       if (o.budget_bytes > 0) chunk(i);
-      chunked += rp.chunked(i) ? 1 : 0;
       rp.seconds += detail::own_seconds(rp, P, i, true);
     }
+    const std::size_t chunked = rp.chunked_count();
     rp.reason = std::to_string(A) + " arrays, one call each" +
                 (chunked > 0 ? " (" + std::to_string(chunked) + " chunk by chunk within the budget)" : "") +
                 ": predicted " + detail::seconds_text(rp.seconds);
@@ -1493,23 +1499,23 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   }
   // The pieces (the exchange's sender rule) of every joint array that is the first of its
   // layouts as flows, which the arrays laid out as it share (flows_of); the pieces the plan
-  // keeps (of a rank's plan: those the rank sends, receives or keeps), array by array; and
+  // lists (of a rank's plan: those the rank sends, receives or keeps), array by array; and
   // every array's lower bound from the boxes alone: a rank's target box minus what it held.
-  auto keeps = [&](rank_t from, rank_t to) { return detail::keeps_piece(plan_detail::pieces, o.of_rank, from, to); };
+  auto listed = [&](rank_t from, rank_t to) { return detail::keeps_piece(plan_detail::pieces, o.of_rank, from, to); };
   std::vector<detail::flow> flows;
   std::vector<std::size_t> flow_at(A + 1, 0);  // the flows of array i = like[i]: [flow_at[i], flow_at[i + 1])
   auto flows_of = [&](std::size_t i) {
     const std::size_t j = like[i];
     return std::span<const detail::flow>(flows.data() + flow_at[j], flow_at[j + 1] - flow_at[j]);
   };
-  std::vector<reshard_piece> kept;              // kept pieces between ranks of the first array of each
-                                                // layout, array by array, in flow order
-  std::vector<std::size_t> kept_at(A + 1, 0);   // array i's pieces in kept, as flow_at (none unless like[i] == i)
+  std::vector<reshard_piece> between;            // the plan's pieces between ranks of the first array of
+                                                 // each layout, array by array, in flow order
+  std::vector<std::size_t> between_at(A + 1, 0);  // array i's pieces in between, as flow_at (none unless like[i] == i)
   std::vector<std::size_t> local_at(A + 1, 0);  // array i's pieces in rp.local, as flow_at
   std::vector<std::vector<std::uint64_t>> bound(A);  // elements
   {  // their number first, so that the plan holds them without slack (millions in a large world)
-    std::vector<std::size_t> between(A, 0);  // pieces kept between ranks
-    std::size_t all = 0, every = 0, held = 0;
+    std::vector<std::size_t> n(A, 0);  // per array: the plan's pieces between ranks
+    std::size_t all = 0, every = 0, mine = 0;
     for (std::size_t i = 0; i < A; ++i) {
       if (forced[i]) continue;
       if (like[i] == i) {
@@ -1518,20 +1524,20 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
             layout_boxes(pr.arrays[i].source, W), layout_boxes(pr.arrays[i].target, W), x,
             [&](rank_t from, rank_t to, const box&, const box&) {
               ++all;
-              between[i] += from != to && keeps(from, to);
+              n[i] += from != to && listed(from, to);
             },
             rp.node_ranks);
       }
-      every += between[like[i]];
-      held += between[i];
+      every += n[like[i]];
+      mine += n[i];
     }
     if (every >= detail::flow::none) throw redist_error(errc::capacity, "more than 2^32 pieces between ranks");
     flows.reserve(all);
-    kept.reserve(held);
+    between.reserve(mine);
   }
   for (std::size_t i = 0; i < A; ++i) {
     flow_at[i] = flows.size();
-    kept_at[i] = kept.size();
+    between_at[i] = between.size();
     local_at[i] = rp.local.size();
     if (forced[i]) continue;
     const reshard_array& a = pr.arrays[i];
@@ -1552,13 +1558,13 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
       box pc = intersect(b, held);
       f.elements = pc.size();
       if (pc.rank > 0) f.rows = pc.extent(0);
-      if (keeps(from, to)) {
+      if (listed(from, to)) {
         if (from == to) {
-          f.kept = static_cast<std::uint32_t>(rp.local.size() - local_at[i]);
+          f.piece = static_cast<std::uint32_t>(rp.local.size() - local_at[i]);
           rp.local.push_back({array, from, to, pc});
         } else {
-          f.kept = static_cast<std::uint32_t>(kept.size());
-          kept.push_back({array, from, to, pc});
+          f.piece = static_cast<std::uint32_t>(between.size());
+          between.push_back({array, from, to, pc});
         }
       }
       flows.push_back(f);
@@ -1568,7 +1574,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     for (std::uint64_t r = 0; r < W; ++r) bound[i].push_back(after[r].size() - intersect(after[r], before[r]).size());
   }
   flow_at[A] = flows.size();
-  kept_at[A] = kept.size();
+  between_at[A] = between.size();
   local_at[A] = rp.local.size();
   // The flows of the arrays in `in` weighted for the one round without a budget (flow_weights).
   auto shared_weights = [&](auto&& in) {
@@ -1622,25 +1628,25 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   auto own_piece = [&](const reshard_piece& pc) { return !joint(pc.array); };
   std::erase_if(rp.local, own_piece);
   rp.received_bytes.assign(W, 0);
-  std::vector<std::uint64_t> kept_written(W, 0);
+  std::vector<std::uint64_t> local_written(W, 0);
   const detail::flow_weights shared = shared_weights(joint);
-  std::erase_if(kept, [&](const reshard_piece& pc) { return shared.copies[pc.array] == 0; });  // layouts no joint array has
+  std::erase_if(between, [&](const reshard_piece& pc) { return shared.copies[pc.array] == 0; });  // layouts no joint array has
   for (const detail::flow& f : flows) {
     const std::uint64_t b = shared.bytes(f);
     if (f.from == f.to) {
-      kept_written[f.to] += b;
+      local_written[f.to] += b;
       rp.local_count += shared.copies[f.array];
     } else {
       rp.received_bytes[f.to] += b;
     }
   }
   // The pieces between ranks of the layouts that joint arrays have (compacted in place),
-  // each kept one's place among its array's kept pieces, and where each joint array's start.
+  // each listed one's place among its array's pieces in `between`, and where each joint array's start.
   detail::layout_flows lf;
   lf.at.assign(A + 1, 0);
   lf.layout = like;
-  lf.kept_at.assign(A, 0);
-  lf.kept_n.assign(A, 0);
+  lf.between_at.assign(A, 0);
+  lf.between_n.assign(A, 0);
   lf.keeps_at.assign(A + 1, 0);
   lf.local_at.assign(A, 0);
   for (std::size_t k = rp.local.size(); k-- > 0;) lf.local_at[rp.local[k].array] = k;
@@ -1657,7 +1663,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
           lf.keeps.push_back(f);
           continue;
         }
-        if (f.kept != detail::flow::none) f.kept -= static_cast<std::uint32_t>(kept_at[j]);
+        if (f.piece != detail::flow::none) f.piece -= static_cast<std::uint32_t>(between_at[j]);
         fp.of[n] = fp.of[k];
         flows[n++] = f;
       }
@@ -1668,28 +1674,28 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
     lf.flows = std::move(flows);
     fp.of.resize(n);
     lf.pairs = std::move(fp);
-    std::vector<std::size_t> start(A, 0);  // each layout's kept pieces, compacted as the flows
+    std::vector<std::size_t> start(A, 0);  // each layout's pieces in `between`, compacted as the flows
     for (std::size_t j = 0, next = 0; j < A; ++j)
       if (like[j] == j && shared.copies[j] > 0) {
         start[j] = next;
-        next += kept_at[j + 1] - kept_at[j];
+        next += between_at[j + 1] - between_at[j];
       }
     for (std::size_t i = 0; i < A; ++i)
       if (joint(i)) {
         lf.arrays.push_back(static_cast<std::uint32_t>(i));
-        lf.kept_at[i] = start[like[i]];
-        lf.kept_n[i] = kept_at[like[i] + 1] - kept_at[like[i]];
+        lf.between_at[i] = start[like[i]];
+        lf.between_n[i] = between_at[like[i] + 1] - between_at[like[i]];
       }
   }
   // The rounds within the whole budget, one at a time, and where they may be pipelined,
   // within half of it, two at a time; the faster by prediction (the header comment).
-  detail::round_schedule best = detail::schedule_rounds(rp, lf, kept, kept_written, o.budget_bytes, W, P, false);
+  detail::round_schedule best = detail::schedule_rounds(rp, lf, between, local_written, o.budget_bytes, W, P, false);
   // Each also with every rank's sends and receives within half of it each (the header
   // comment), where a row of every piece fits in that half.
   auto halved = [&](std::uint64_t cap, bool pipelined, detail::round_schedule& faster) {
     if (cap < 2) return;
     try {
-      detail::round_schedule h = detail::schedule_rounds(rp, lf, kept, kept_written, cap, W, P, pipelined, true);
+      detail::round_schedule h = detail::schedule_rounds(rp, lf, between, local_written, cap, W, P, pipelined, true);
       if (h.seconds < faster.seconds) faster = std::move(h);
     } catch (const redist_error& e) {  // a row of a piece over half of cap
       if (e.code() != errc::bad_size) throw;
@@ -1702,7 +1708,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   std::string unpipelined;  // why the rounds could not be pipelined
   if (may_pipeline) {
     try {
-      detail::round_schedule two = detail::schedule_rounds(rp, lf, kept, kept_written, o.budget_bytes / 2, W, P, true);
+      detail::round_schedule two = detail::schedule_rounds(rp, lf, between, local_written, o.budget_bytes / 2, W, P, true);
       halved(o.budget_bytes / 2, true, two);
       if (o.pipeline == reshard_pipeline::on || two.seconds < one_seconds) best = std::move(two);
     } catch (const redist_error& e) {  // a row of a piece over half the budget
@@ -1766,9 +1772,7 @@ inline reshard_plan plan_reshard(const reshard_problem& pr, const reshard_option
   if (!rp.fused.empty())
     rp.reason += ", " + std::to_string(fused_arrays) + " of them in " + std::to_string(rp.fused.size()) +
                  (rp.fused.size() == 1 ? " fused collective" : " fused collectives");
-  std::size_t chunked = 0;
-  for (std::size_t i = 0; i < A; ++i) chunked += rp.chunked(i) ? 1 : 0;
-  if (chunked > 0)
+  if (const std::size_t chunked = rp.chunked_count(); chunked > 0)
     rp.reason += ", " + std::to_string(chunked) + " of them chunk by chunk within the budget";
   rp.reason += "; in all " + detail::seconds_text(rp.seconds) + " against " + detail::seconds_text(rp.separate_seconds) +
                " for one call per array";
