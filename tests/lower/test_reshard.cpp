@@ -453,6 +453,51 @@ TEST_CASE("weight sync: FSDP 4 x TP 2 to TP 8 on the same ranks and to TP 4 on t
   REQUIRE(*std::max_element(q.transient_bytes.begin(), q.transient_bytes.end()) <= budget);
 }
 
+TEST_CASE("two orders: layers' chunks placed chunk by chunk or array by array, the faster taken", "[reshard]") {
+  // Four layers of the weight-sync test's weights: arrays laid out alike have the same chunks
+  // between the same ranks (the header comment, "Two orders"). Chunk by chunk puts every
+  // layer's chunk between two ranks in one round where it fits: never more messages here.
+  const std::string train = "{fsdp: 4, tp: 2}";
+  const std::vector<std::pair<std::string, std::string>> weights = {
+      {"[{fsdp}1024, {tp}512]", "[1024, {tp}512]"},
+      {"[{tp}512, {fsdp}1024]", "[{tp}512, 1024]"},
+      {"[{fsdp}256]", "[256]"},
+      {"[{fsdp, tp}4096, 64]", "[{tp}4096, 64]"},
+  };
+  const std::uint64_t big = 4096 * 64 * 4;  // the largest array's bytes
+  std::map<std::string, std::array<double, 2>> seconds;  // (engine, budget) -> by chunk, by array
+  for (const std::string engine : {"{tp: 8}", "{tp: 4} @ [4, 5, 6, 7]", "{dp: 2, tp: 4}"}) {
+    reshard_problem pr;
+    pr.world = 8;
+    for (int l = 0; l < 4; ++l)
+      for (std::size_t i = 0; i < weights.size(); ++i)
+        pr.arrays.push_back(array_of("w" + std::to_string(i) + "_" + std::to_string(l), element_type::f32, train,
+                                     weights[i].first, engine, weights[i].second));
+    for (const std::uint64_t budget : {big / 2, big / 8}) {
+      INFO(engine << " within " << budget);
+      const reshard_plan automatic = plan_reshard(pr, {.budget_bytes = budget});
+      std::array<reshard_plan, 2> by;
+      std::array<std::uint64_t, 2> messages{};
+      for (const reshard_order order : {reshard_order::by_chunk, reshard_order::by_array}) {
+        const std::size_t o = order == reshard_order::by_array;
+        by[o] = plan_reshard(pr, {.budget_bytes = budget, .order = order});
+        REQUIRE(testing::check_reshard_plan(by[o], budget).empty());
+        for (std::size_t k = 0; k < by[o].rounds.size(); ++k) messages[o] += by[o].messages(k);
+        for (rank_t r = 0; r < 8; ++r)
+          REQUIRE(rank_plan_differs(by[o], plan_reshard(pr, {.budget_bytes = budget, .of_rank = r, .order = order}), r)
+                      .empty());
+      }
+      REQUIRE(automatic.joint_seconds == std::min(by[0].joint_seconds, by[1].joint_seconds));
+      REQUIRE(messages[0] <= messages[1]);
+      seconds[engine + " / " + std::to_string(big / budget)] = {by[0].joint_seconds, by[1].joint_seconds};
+    }
+  }
+  // Each order is the faster somewhere: chunk by chunk where it saves messages (266 -> 160
+  // to TP 8 within 1/8), array by array where it spreads the bytes over the rounds better.
+  CHECK(seconds["{tp: 8} / 8"][0] < seconds["{tp: 8} / 8"][1]);
+  CHECK(seconds["{tp: 4} @ [4, 5, 6, 7] / 8"][1] < seconds["{tp: 4} @ [4, 5, 6, 7] / 8"][0]);
+}
+
 TEST_CASE("ranks on two nodes: an array replicated on the other node crosses the link once", "[reshard]") {
   // Ranks 0-3 and 4-7 on two nodes joined by a link of 1 GB/s. A weight replicated on every
   // rank of node 1: the joint exchange sends each of the 4 replicas over the link, the
