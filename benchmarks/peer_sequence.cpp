@@ -54,7 +54,9 @@ peer_ops read_ops(const std::string& list) {
     else if (k == "all-reduce") out.steps.push_back(op::allreduce);
     else if (k == "reduce-scatter") out.steps.push_back(op::reducescatter);
     else if (k == "collective-permute") ++out.permutes;
-    else if (k != "dynamic-slice" && k != "sharded-to-unreduced" && !k.empty()) throw std::runtime_error("unknown peer op '" + k + "'");
+    // The peers' local ops take no step: the weak path's dynslices and partial steps do them.
+    else if (k != "dynamic-slice" && k != "sharded-to-unreduced" && k != "replicated-to-unreduced" && !k.empty())
+      throw std::runtime_error("unknown peer op '" + k + "'");
   }
   return out;
 }

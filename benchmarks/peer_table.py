@@ -5,7 +5,8 @@ For every case of tests/peers/cases.json (reshards translated from the public te
 partitioner, Shardy and PyTorch DTensor, see tests/peers/README.md) it runs `redist plan --json`
 and counts the plan's communicating steps: allgather, alltoall, allpermute, allreduce,
 reducescatter and exchange count one each, a dynslice is local and does not count. The peer's
-count is its list of collectives without the local ones (dynamic-slice). It prints, as Markdown:
+count is its list of collectives without the local ones (`local` in the file's collective_kinds:
+dynamic-slice, sharded-to-unreduced, replicated-to-unreduced). It prints, as Markdown:
 
   * one table with a row per peer: the cases, those whose peer count is exact (read from the
     test's CHECK lines or counters), and over the exact ones how many plans have fewer / the same /

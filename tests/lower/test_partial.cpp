@@ -121,8 +121,11 @@ TEST_CASE("partial: Shardy's sharded_to_unreduced is one padded step, nothing mo
     int concat_dim;
     std::uint64_t parts;
   };
-  // reshard_to_collectives.mlir: sharded_to_unreduced_1, _single_axis, _multiple_axes,
-  // _with_subaxis (one dimension each), in redist's notation (tests/peers/cases.json).
+  // Shardy's sharded_to_unreduced tests (one dimension each), in redist's notation, as an
+  // earlier version of reshard_to_collectives.mlir had them (sharded_to_unreduced_1,
+  // _single_axis, _multiple_axes, _with_subaxis, on these meshes). They now live in
+  // insert_explicit_reshards/unreduced.mlir (sharded_to_unreduced, _single_axis,
+  // _multiple_axes, _multiple_dims, _with_subaxis on {x: 4, y: 2, z: 4}: tests/peers/cases.json).
   const named cases[] = {
       {"{x: 6}", "[{x}24, 8]", "[24, 8] sum{x}", 0, 6},
       {"{x: 2, y: 2}", "[{y}16, {x}8]", "[{y}16, 8] sum{x}", 1, 2},

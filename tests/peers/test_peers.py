@@ -46,6 +46,7 @@ KINDS = {
     "collective-permute": "collective",
     "dynamic-slice": "local",
     "sharded-to-unreduced": "local",
+    "replicated-to-unreduced": "local",
 }
 NOTATIONS = ("redist", "jax", "dtensor", "xla", "shardy")
 # Notations whose `from` and `to` place their own meshes (XLA HloSharding text, Shardy's mesh then
