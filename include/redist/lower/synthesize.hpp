@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -174,6 +175,61 @@ inline program search_program(const device_mesh& m, const dist_type& a, const di
 }
 
 namespace detail {
+/// The most partial paths, lowered paths, edges on a path and paths through one weak node
+/// that clip_priced_program visits.
+inline constexpr std::size_t clip_paths = 20000, clip_lowered = 2000, clip_depth = 8, clip_through = 4;
+
+/// On uneven types, a collective program faster than `bound` seconds by predicted_seconds,
+/// if the weak paths hold one (nullopt: none found). The search prices an allgather or
+/// alltoall on padded tiles; where its blocks clip (redist/exchange.hpp padded_clips) the
+/// executor moves it in pieces, one call each, which only predicted_seconds prices, after
+/// the search: gathering the uneven axis first or last can differ by 2x there. So the weak
+/// paths are lowered and priced in the order of their edges' predicted time (on padded
+/// tiles, a lower bound where no steps fuse), until that passes the best program found:
+/// the clip_through fastest paths through each weak node (k shortest paths), within
+/// clip_paths partial paths, clip_lowered lowered ones and clip_depth edges.
+inline std::optional<program> clip_priced_program(const device_mesh& m, const dist_type& a, const dist_type& b,
+                                                  const synth_options& opt, const time_profile& P, double bound) {
+  const weak_problem p = make_weak_problem(m, a, b, opt.search()).get();
+  struct partial {
+    std::uint64_t ps;     // the edges' picoseconds
+    std::size_t order;    // ties: the earlier pushed first
+    shape at;
+    std::vector<weak_step> path;
+  };
+  auto later = [](const partial& x, const partial& y) { return x.ps != y.ps ? x.ps > y.ps : x.order > y.order; };
+  std::vector<partial> heap;
+  std::unordered_map<shape, std::size_t, shape_hash> through;  // paths taken from each node
+  std::size_t pushed = 0, lowered = 0;
+  heap.push_back({0, pushed++, p.source, {}});
+  std::optional<std::vector<weak_step>> best;
+  while (!heap.empty() && pushed < clip_paths && lowered < clip_lowered) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    partial cur = std::move(heap.back());
+    heap.pop_back();
+    if (static_cast<double>(cur.ps) * 1e-12 >= bound) break;
+    if (cur.at == p.target) {
+      ++lowered;
+      result<program> r = lower_and_fuse(m, a, b, p, cur.path, opt.element_bytes, false);
+      if (!r.ok()) continue;
+      if (const double t = detail::predicted_seconds(r.value, P, nullptr); t < bound) {
+        bound = t;
+        best = std::move(cur.path);
+      }
+      continue;
+    }
+    if (cur.path.size() >= clip_depth || ++through[cur.at] > clip_through) continue;
+    for_each_successor(p, cur.at, [&](const weak_edge& e, const shape& next, const path_cost& w) {
+      partial n{cur.ps > UINT64_MAX - w.time ? UINT64_MAX : cur.ps + w.time, pushed++, next, cur.path};
+      n.path.push_back(weak_step{e, next, w});
+      heap.push_back(std::move(n));
+      std::push_heap(heap.begin(), heap.end(), later);
+    });
+  }
+  if (!best) return std::nullopt;
+  return lower_and_fuse(m, a, b, p, *best, opt.element_bytes).get();  // annotated, as the search's
+}
+
 /// uneven_program, with its exchange's sizes in `sizes` (exchange_program).
 inline std::optional<program> uneven_program(const device_mesh& m, const dist_type& a, const dist_type& b,
                                               std::uint64_t element_bytes, exchange_plan& sizes) {
@@ -294,6 +350,19 @@ inline plan_choice choose_plan(const device_mesh& m, const dist_type& a, const d
   for (plan_candidate& k : c.candidates) {  // the exchange's sizes as its candidate was built
     detail::senders_by_node(k.prog, P);
     k.seconds = detail::predicted_seconds(k.prog, P, k.name == "exchange" ? &sizes : nullptr);
+  }
+  // An uneven collective program with clipped steps: the weak paths priced as they run.
+  if (uneven_at >= 0 && opt.goal == objective::time && !c.candidates.empty() && c.candidates[0].name == "collective") {
+    plan_candidate& k = c.candidates[0];
+    const box_states t = trace_states(k.prog);
+    bool clips = false;
+    for (std::size_t i = 0; i < k.prog.steps.size(); ++i) clips = clips || padded_clips(k.prog, i, t);
+    if (clips)
+      if (std::optional<program> q = detail::clip_priced_program(m, a, b, opt, P, k.seconds)) {
+        k.prog = std::move(*q);
+        detail::senders_by_node(k.prog, P);
+        k.seconds = detail::predicted_seconds(k.prog, P, nullptr);
+      }
   }
   for (std::size_t i = 1; i < c.candidates.size(); ++i)
     if (c.candidates[i].seconds < c.candidates[c.chosen].seconds) c.chosen = i;
