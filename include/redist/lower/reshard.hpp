@@ -74,7 +74,7 @@
 // (72 plans) the predicted time drops by up to 35% on 28 and rises on none; from FSDP
 // W/8 x TP 8 to replicas of TP 8 within 1-16 MiB, where only chunk by chunk runs, 512
 // ranks send 1.4-6.8x fewer messages in up to 8% more rounds, predicted 0.6-23% faster, and
-// rank 0's plan within 4 MiB takes 2.2-3.1x less time at 512-2048 ranks.
+// rank 0's plan within 4 MiB takes 2.2-2.7x less time at 512-2048 ranks.
 // Own programs under a budget (reshard_plan::chunks). An array with pending sums moves by its
 // own program (with one call per array, reshard_options::joint false, every array does),
 // whose executor holds scratch and pack buffers (runtime/executor.hpp, memory
