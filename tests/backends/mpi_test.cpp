@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -23,6 +24,15 @@
 #include "support/fuse_profile.hpp"
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REDIST_TEST_HAS_ASAN 1
+#endif
+#endif
+#if !defined(REDIST_TEST_HAS_ASAN)
+#define REDIST_TEST_HAS_ASAN 0
+#endif
 
 // A namespace of its own: the MPI test programs compile as one unit (mpi_main.cpp).
 namespace mpi_exchange_test {
@@ -316,6 +326,41 @@ void single_copy_cases(int me, const redist::mpi_backend& single, const redist::
     fail(me, "single copy is on, but the random exchanges read no piece that way");
 }
 
+/// The steady heap (mpi_options::steady_heap, on by default in `mpi` above): from the
+/// first backend a block of 24 MiB, which glibc's dynamic thresholds would mmap in a fresh
+/// process, comes from the heap and stays mapped once freed; for a reduction buffer of 48
+/// MiB the thresholds rise to 128 and 256 MiB: a block of 80 MiB comes from the heap, one of
+/// 200 MiB is still mmapped. Skipped where the environment tunes malloc, or where an
+/// allocator that replaces glibc's ignores mallopt (the sanitizers).
+void steady_heap_cases(int me) {
+#if defined(REDIST_MPI_GLIBC_MALLOC)
+  if (!redist::detail::steady_heap(0)) {
+#if !defined(__SANITIZE_ADDRESS__) && !REDIST_TEST_HAS_ASAN
+    if (!redist::detail::heap_tuned_by_environment())
+      fail(me, "steady heap: not set, and the environment tunes no malloc threshold");
+#endif
+    return;
+  }
+  static void* volatile sink = nullptr;  // each block escapes: the compiler keeps malloc and free
+  // Whether a block of `mib` MiB comes from the heap (not mmapped) and stays mapped once freed.
+  auto steady = [&](std::size_t mib) {
+    const struct mallinfo2 before = mallinfo2();
+    sink = std::malloc(mib << 20);
+    if (sink == nullptr) return false;
+    const struct mallinfo2 during = mallinfo2();
+    std::free(sink);
+    const struct mallinfo2 after = mallinfo2();
+    return during.hblkhd == before.hblkhd && after.arena >= during.arena;
+  };
+  if (!steady(24)) fail(me, "steady heap: a block of 24 MiB was mmapped or trimmed after a backend was made");
+  if (!redist::detail::steady_heap(std::size_t{48} << 20)) fail(me, "steady heap: not raised for 48 MiB");
+  if (!steady(80)) fail(me, "steady heap: a block of 80 MiB was mmapped or trimmed after raising for 48 MiB");
+  if (steady(200)) fail(me, "steady heap: a block of 200 MiB came from the heap (the threshold is 128 MiB)");
+#else
+  (void)me;
+#endif
+}
+
 /// backends_mpi_test exchange [problems] [uneven problems]
 int run(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -369,6 +414,7 @@ int run(int argc, char** argv) {
         else run_problem<std::int32_t>(packing, pt, tot, 48);
       }
       single_copy_cases(me, single, mixed, count + uneven);
+      steady_heap_cases(me);
       tot.uneven = tot.problems - even_problems;
       error_cases(mpi);
     } catch (const std::exception& e) {

@@ -27,6 +27,9 @@
 //   with MPI_SUM, MPI_MAX, MPI_MIN or MPI_PROD (bf16 and f16, runtime/half.hpp, and 8- and
 //   16-bit integers with user-defined operations: detail::mpi_reduce_op); avg as MPI_SUM,
 //   then the received block divided by the group size (runtime/backend.hpp reduce_finish).
+//   Open MPI allocates temporaries as large as the buffers in every such call; the backend
+//   sets glibc's thresholds so that they stay mapped between calls
+//   (mpi_options::steady_heap, detail::steady_heap).
 // - exchange (redist/exchange.hpp): MPI_Alltoallw over the duplicate with one subarray
 //   datatype (MPI_Type_create_subarray) per non-empty piece, so MPI reads and writes the
 //   pieces in place in the tiles, or, with mpi_options::exchange_in_place = false,
@@ -76,17 +79,24 @@
 #include <cerrno>
 #define REDIST_MPI_SINGLE_COPY 1
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#define REDIST_MPI_GLIBC_MALLOC 1
+#endif
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <complex>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <span>
@@ -181,6 +191,60 @@ MPI_Op mpi_reduce_op(reduction r) {
     return mpi_user_op<T, reduction::sum>();
   }
 }
+
+/// Whether the environment tunes glibc malloc's thresholds (MALLOC_MMAP_THRESHOLD_,
+/// MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, MALLOC_MMAP_MAX_, or those tunables in
+/// GLIBC_TUNABLES): then steady_heap leaves them as they are.
+inline bool heap_tuned_by_environment() {
+  for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"})
+    if (std::getenv(v) != nullptr) return true;
+  const char* t = std::getenv("GLIBC_TUNABLES");
+  if (t == nullptr) return false;
+  for (const char* k : {"glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold", "glibc.malloc.top_pad",
+                        "glibc.malloc.mmap_max"})
+    if (std::strstr(t, k) != nullptr) return true;
+  return false;
+}
+
+/// A steady heap for MPI's reductions (mpi_options::steady_heap): glibc's thresholds set so
+/// that MPI's temporaries for a reduction buffer of `bytes` come from the heap and stay
+/// mapped once freed; returns whether they are. Open MPI 4.1's reduce-scatter and
+/// all-reduce allocate temporaries as large as their buffers in every call (recursive
+/// halving: two) and free them; under glibc's dynamic thresholds each free could trim the
+/// heap (or unmap the block) and the next call fault its pages in again, so that whether a
+/// reduction ran at memory speed depended on what the process had allocated before
+/// (docs/benchmarks.md, "A steady heap for MPI's reductions"). The mmap threshold becomes
+/// the least power of two above twice `bytes`, at least 32 MiB (at most 1 GiB: mallopt takes
+/// an int), and the trim threshold twice that; 32 and 64 MiB are the most glibc's own dynamic
+/// thresholds reach. They only rise. Nothing where the environment tunes malloc
+/// (heap_tuned_by_environment) or without glibc; the sanitizers' allocators refuse them
+/// (then false), and one preloaded in glibc's place (jemalloc) does not read them.
+inline bool steady_heap(std::uint64_t bytes) {
+#if defined(REDIST_MPI_GLIBC_MALLOC)
+  static const bool tunable = !heap_tuned_by_environment();
+  static std::atomic<std::uint64_t> kept{0};  // the mmap threshold set so far
+  static std::atomic<bool> ignored{false};    // malloc is not glibc's
+  static std::mutex raising;
+  if (!tunable || ignored.load(std::memory_order_relaxed)) return false;
+  constexpr std::uint64_t least = std::uint64_t{32} << 20, most = std::uint64_t{1} << 30;
+  std::uint64_t want = least;
+  while (want <= 2 * std::min(bytes, most) && want < most) want *= 2;
+  if (const std::uint64_t k = kept.load(std::memory_order_acquire); want <= k) return 2 * bytes < k;
+  const std::lock_guard<std::mutex> lock(raising);
+  if (want > kept.load(std::memory_order_relaxed)) {
+    if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(want)) != 1 ||
+        mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min<std::uint64_t>(2 * want, INT_MAX))) != 1) {
+      ignored.store(true, std::memory_order_relaxed);
+      return false;
+    }
+    kept.store(want, std::memory_order_release);
+  }
+  return 2 * bytes < want;
+#else
+  (void)bytes;
+  return false;
+#endif
+}
 }  // namespace detail
 
 /// Element types the MPI backend can move.
@@ -223,6 +287,15 @@ struct mpi_options {
   /// For tests: treat consecutive groups of this many ranks of each node as separate
   /// nodes (0: the nodes MPI_COMM_TYPE_SHARED reports).
   std::uint64_t node_size = 0;
+  /// Keep the heap steady for MPI's reductions (detail::steady_heap): glibc's mmap and trim
+  /// thresholds, for the whole process, at 32 and 64 MiB from the first backend (the most
+  /// glibc's dynamic thresholds reach), raised before a reduction whose temporaries they
+  /// would not keep, unless the environment tunes malloc. Open MPI allocates and frees
+  /// temporaries as large as a reduction's buffers in every call; under glibc's dynamic
+  /// thresholds the next call could fault their pages in again, 2-3x slower, depending on
+  /// what the process had allocated before. The process then keeps the memory of those
+  /// temporaries mapped between calls. false: leave malloc as it is.
+  bool steady_heap = true;
 
   /// How exchanges move (backends/mpi_exchange.hpp), from the two flags above.
   [[nodiscard]] constexpr mpi_exchange exchange() const {
@@ -343,6 +416,7 @@ class mpi_backend {
     MPI_Comm_rank(comm_, &rank);
     size_ = static_cast<std::uint64_t>(size);
     me_ = static_cast<rank_t>(rank);
+    if (opt_.steady_heap) detail::steady_heap(0);
     if (opt_.exchange_single_copy && opt_.exchange_in_place) setup_single_copy();
   }
   mpi_backend(const mpi_backend&) = delete;
@@ -571,6 +645,7 @@ class mpi_backend {
       std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
       return;
     }
+    if (opt_.steady_heap) detail::steady_heap(count * sizeof(T));
     call(MPI_Allreduce(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), o, group_comm(g)), "MPI_Allreduce");
     finish(r, io.recv[me_], count, g.size());
   }
@@ -584,6 +659,7 @@ class mpi_backend {
       std::memcpy(io.recv[me_], io.send[me_], count * sizeof(T));
       return;
     }
+    if (opt_.steady_heap) detail::steady_heap(count * g.size() * sizeof(T));
     call(MPI_Reduce_scatter_block(io.send[me_], io.recv[me_], cnt, mpi_datatype<T>::get(), o, group_comm(g)),
          "MPI_Reduce_scatter_block");
     finish(r, io.recv[me_], count, g.size());
