@@ -326,21 +326,15 @@ void single_copy_cases(int me, const redist::mpi_backend& single, const redist::
     fail(me, "single copy is on, but the random exchanges read no piece that way");
 }
 
-/// The steady heap (mpi_options::steady_heap, on by default in `mpi` above): from the
-/// first backend a block of 24 MiB, which glibc's dynamic thresholds would mmap in a fresh
-/// process, comes from the heap and stays mapped once freed; for a reduction buffer of 48
-/// MiB the thresholds rise to 128 and 256 MiB: a block of 80 MiB comes from the heap, one of
-/// 200 MiB is still mmapped. Skipped where the environment tunes malloc, or where an
-/// allocator that replaces glibc's ignores mallopt (the sanitizers).
-void steady_heap_cases(int me) {
-#if defined(REDIST_MPI_GLIBC_MALLOC)
-  if (!redist::detail::steady_heap(0)) {
-#if !defined(__SANITIZE_ADDRESS__) && !REDIST_TEST_HAS_ASAN
-    if (!redist::detail::heap_tuned_by_environment())
-      fail(me, "steady heap: not set, and the environment tunes no malloc threshold");
-#endif
-    return;
-  }
+/// The steady heap (mpi_options::steady_heap, on by default): after an all-reduce of 20
+/// MiB through the backend its thresholds are 64 and 128 MiB, so a block of 40 MiB, which
+/// glibc's dynamic thresholds (at most 32 MiB) would mmap, comes from the heap and stays
+/// mapped once freed; for a reduction buffer of 48 MiB they rise to 128 and 256 MiB: a block
+/// of 80 MiB comes from the heap, one of 200 MiB is still mmapped. Skipped where the
+/// environment tunes malloc, or under AddressSanitizer, whose allocator refuses mallopt.
+void steady_heap_cases(int me, redist::mpi_backend& mpi) {
+#if defined(REDIST_MPI_GLIBC_MALLOC) && !defined(__SANITIZE_ADDRESS__) && !REDIST_TEST_HAS_ASAN
+  if (redist::detail::heap_tuned_by_environment()) return;
   static void* volatile sink = nullptr;  // each block escapes: the compiler keeps malloc and free
   // Whether a block of `mib` MiB comes from the heap (not mmapped) and stays mapped once freed.
   auto steady = [&](std::size_t mib) {
@@ -352,12 +346,26 @@ void steady_heap_cases(int me) {
     const struct mallinfo2 after = mallinfo2();
     return during.hblkhd == before.hblkhd && after.arena >= during.arena;
   };
-  if (!steady(24)) fail(me, "steady heap: a block of 24 MiB was mmapped or trimmed after a backend was made");
+  const std::uint64_t D = mpi.devices();
+  if (D > 1) {
+    const std::size_t n = std::size_t{5} << 20;  // 20 MiB of floats
+    std::vector<float> in(n, 1.0f), out(n, 0.0f);
+    std::vector<float*> send(D, nullptr), recv(D, nullptr);
+    send[mpi.rank()] = in.data();
+    recv[mpi.rank()] = out.data();
+    std::vector<redist::rank_t> all(D);
+    for (std::uint64_t r = 0; r < D; ++r) all[r] = static_cast<redist::rank_t>(r);
+    mpi.prepare_groups(all, D);
+    mpi.allreduce<float>(all, {send, recv}, n);
+    if (out[0] != static_cast<float>(D) || out[n - 1] != static_cast<float>(D)) fail(me, "steady heap: the all-reduce's sums");
+    if (!steady(40)) fail(me, "steady heap: a block of 40 MiB was mmapped or trimmed after an all-reduce of 20 MiB");
+  }
   if (!redist::detail::steady_heap(std::size_t{48} << 20)) fail(me, "steady heap: not raised for 48 MiB");
   if (!steady(80)) fail(me, "steady heap: a block of 80 MiB was mmapped or trimmed after raising for 48 MiB");
   if (steady(200)) fail(me, "steady heap: a block of 200 MiB came from the heap (the threshold is 128 MiB)");
 #else
   (void)me;
+  (void)mpi;
 #endif
 }
 
@@ -414,7 +422,7 @@ int run(int argc, char** argv) {
         else run_problem<std::int32_t>(packing, pt, tot, 48);
       }
       single_copy_cases(me, single, mixed, count + uneven);
-      steady_heap_cases(me);
+      steady_heap_cases(me, mpi);
       tot.uneven = tot.problems - even_problems;
       error_cases(mpi);
     } catch (const std::exception& e) {

@@ -287,11 +287,11 @@ struct mpi_options {
   /// For tests: treat consecutive groups of this many ranks of each node as separate
   /// nodes (0: the nodes MPI_COMM_TYPE_SHARED reports).
   std::uint64_t node_size = 0;
-  /// Keep the heap steady for MPI's reductions (detail::steady_heap): glibc's mmap and trim
-  /// thresholds, for the whole process, at 32 and 64 MiB from the first backend (the most
-  /// glibc's dynamic thresholds reach), raised before a reduction whose temporaries they
-  /// would not keep, unless the environment tunes malloc. Open MPI allocates and frees
-  /// temporaries as large as a reduction's buffers in every call; under glibc's dynamic
+  /// Keep the heap steady for MPI's reductions (detail::steady_heap): before each reduction,
+  /// glibc's mmap and trim thresholds, for the whole process, at least 32 and 64 MiB (the
+  /// most glibc's dynamic thresholds reach) and raised where they would not keep the
+  /// reduction's temporaries, unless the environment tunes malloc. Open MPI allocates and
+  /// frees temporaries as large as a reduction's buffers in every call; under glibc's dynamic
   /// thresholds the next call could fault their pages in again, 2-3x slower, depending on
   /// what the process had allocated before. The process then keeps the memory of those
   /// temporaries mapped between calls. false: leave malloc as it is.
@@ -416,7 +416,6 @@ class mpi_backend {
     MPI_Comm_rank(comm_, &rank);
     size_ = static_cast<std::uint64_t>(size);
     me_ = static_cast<rank_t>(rank);
-    if (opt_.steady_heap) detail::steady_heap(0);
     if (opt_.exchange_single_copy && opt_.exchange_in_place) setup_single_copy();
   }
   mpi_backend(const mpi_backend&) = delete;
