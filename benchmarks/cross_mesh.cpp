@@ -231,7 +231,7 @@ struct gather_scatter_baseline {
   std::vector<std::pair<std::uint64_t, box>> firsts;
   std::vector<box> T;
   std::vector<int> gcount, gdispl, scount, sdispl;
-  std::vector<float> staging, global, packed, recv;
+  redist::host_vector<float> staging, global, packed, recv;  // on huge pages, as the tiles
   box whole, tb;
   redist::extents se{}, te{}, ge{};
   bool sends = false, contiguous = true;

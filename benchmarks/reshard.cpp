@@ -161,7 +161,7 @@ struct gather_slice {
     std::uint64_t total = 0, e = 0;
   };
   std::vector<array_plan> arrays;
-  std::vector<std::byte> full, send;
+  host_vector<std::byte> full, send;  // on huge pages, as the tiles (runtime/huge_pages.hpp)
   std::vector<extents> src_ext, dst_ext;
 
   explicit gather_slice(const reshard_plan& p) {
@@ -338,7 +338,7 @@ void model_state(mpi_backend& mpi, mpi_backend& plain, int runs, std::uint64_t l
                              {"copy floor", {}}};
     std::uint64_t target_bytes = 0;
     for (const auto& o : t.out) target_bytes += o.size();
-    const std::vector<std::byte> floor_from(target_bytes, std::byte{1});
+    const host_vector<std::byte> floor_from(target_bytes, std::byte{1});
     auto copy_floor = [&] {
       const std::byte* at = floor_from.data();
       for (const auto& o : out) {
@@ -616,7 +616,7 @@ void casts(mpi_backend& mpi, int runs, std::uint64_t layers, std::uint64_t dim, 
     reshard_tiles tc = make_reshard_tiles(ec), ts = make_reshard_tiles(es);
     fill_reshard_sources(cast, ec.local_ranks(), tc);
     fill_reshard_sources(same, es.local_ranks(), ts);
-    std::vector<std::vector<std::byte>> bf;  // the engine's bf16 weights, converted from the f32 ones
+    std::vector<host_vector<std::byte>> bf;  // the engine's bf16 weights, converted from the f32 ones
     for (const auto& o : ts.out) bf.emplace_back(o.size() / 2);
     const auto c_in = tc.sources(), s_in = ts.sources();
     const auto c_out = tc.targets(), s_out = ts.targets();
@@ -688,7 +688,7 @@ void grid(mpi_backend& mpi, mpi_backend& alltoallw, int runs) {
       executor<double, mpi_backend> ew(alltoallw, x), ei(mpi, x), ep(packed, x);
       reshard_tiles t = make_reshard_tiles(er);
       fill_reshard_sources(rp, er.local_ranks(), t);
-      auto as_d = [&](std::vector<std::byte>& v, const placed_layout& l, bool src) {
+      auto as_d = [&](host_vector<std::byte>& v, const placed_layout& l, bool src) {
         const std::int64_t pos = l.pm.positions(8)[static_cast<std::size_t>(me)];
         std::span<double> s(reinterpret_cast<double*>(v.data()), v.size() / 8);
         (void)src;

@@ -29,6 +29,7 @@
 #include "redist/runtime/cast.hpp"
 #include "redist/runtime/darray.hpp"
 #include "redist/runtime/executor.hpp"
+#include "redist/runtime/huge_pages.hpp"
 #include "redist/runtime/pack.hpp"
 #include "redist/runtime/reshard_executor.hpp"
 #include "redist/backends/host.hpp"

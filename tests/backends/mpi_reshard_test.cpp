@@ -229,7 +229,7 @@ int run(int argc, char** argv) {
       redist::reshard_executor<redist::mpi_backend> ex(mpi, p);
       redist::reshard_tiles t = redist::make_reshard_tiles(ex);
       redist::fill_reshard_sources(p, ex.local_ranks(), t);
-      const std::vector<std::vector<std::byte>> before = t.out;
+      const auto before = t.out;
       try {
         ex.run(t.sources(), t.targets());
         fail("ranks with other own programs ran");

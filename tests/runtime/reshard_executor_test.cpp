@@ -158,7 +158,7 @@ TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
   REQUIRE(ex.target_bytes(0, 3) == 4 * 1 * 8);
   reshard_tiles t = make_reshard_tiles(ex);
   fill_reshard_sources(p, ex.local_ranks(), t);
-  const std::vector<std::vector<std::byte>> out = t.out;
+  const auto out = t.out;
   t.out[2].resize(8);  // rank 2's target tile
   REQUIRE_THROWS_WITH(ex.run(t.sources(), t.targets()),
                       "array 'w' on rank 2: the target tile has 8 bytes, expected 32");
@@ -203,7 +203,7 @@ TEST_CASE("bad tiles are refused before anything moves", "[reshard]") {
   reshard_executor<host_backend> refuses(host, bad);
   reshard_tiles v = make_reshard_tiles(refuses);
   fill_reshard_sources(bad, refuses.local_ranks(), v);
-  const std::vector<std::vector<std::byte>> before = v.out;
+  const auto before = v.out;
   REQUIRE_THROWS_WITH(refuses.run(v.sources(), v.targets()),
                       "array 'g': invalid program: step 0 (reducescatter): the groups must list every rank that "
                       "holds a tile exactly once (1 is listed twice)");
@@ -411,7 +411,7 @@ TEST_CASE("gradients: own all-reduces and reduce-scatters run as one call per ki
     reshard_executor<host_backend> eb(host, std::move(bad));
     reshard_tiles t = make_reshard_tiles(eb);
     fill_reshard_sources(p, eb.local_ranks(), t);
-    const std::vector<std::vector<std::byte>> before = t.out;
+    const auto before = t.out;
     REQUIRE_THROWS_WITH(eb.run(t.sources(), t.targets()), what);
     REQUIRE(t.out == before);
   };

@@ -65,7 +65,7 @@ inline std::string run_reshard_on_host(const reshard_plan& p) {
   reshard_executor<host_backend> ex(host, p);
   reshard_tiles t = make_reshard_tiles(ex);
   fill_reshard_sources(p, ex.local_ranks(), t);
-  const std::vector<std::vector<std::byte>> before = t.in;
+  const auto before = t.in;
   ex.run(t.sources(), t.targets());
   if (t.in != before) return "a source tile was written";
   if (ex.message_bytes() != 0) return "the host backend held message buffers";

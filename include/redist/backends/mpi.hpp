@@ -44,7 +44,9 @@
 //   (docs/benchmarks.md, "Single-copy exchanges on MPI"): the two speeds of issue 26. A
 //   copy by cross-memory attach needs no partner on a core. The constructor decides once,
 //   collectively: single copy is on where every rank could read a value from each rank
-//   of its node; otherwise every exchange is one MPI_Alltoallw.
+//   of its node; otherwise every exchange is one MPI_Alltoallw. The kernel pins the other
+//   rank's pages as it copies: tiles on transparent huge pages move 1.3-2.1x faster
+//   (runtime/huge_pages.hpp; redist's own tiles and buffers are placed there).
 // - message rounds (runtime/backend.hpp; the reshard executor's joint exchange): packed
 //   messages as MPI_Irecv / MPI_Isend of bytes; messages of pieces in place as one struct
 //   of subarray datatypes each. With single copy, a piece of at least 1 MiB between two

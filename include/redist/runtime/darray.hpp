@@ -1,8 +1,9 @@
 // redist/runtime/darray.hpp -- a distributed array as one device sees it: its local tile
 // (row-major, owned or borrowed memory) plus its distributed type and mesh.
 //
-//   local_tile<T>   extents + row-major storage (a std::vector<T> it owns, or a
-//                   std::span<T> it borrows); knows nothing about meshes.
+//   local_tile<T>   extents + row-major storage (owned: allocated on transparent huge
+//                   pages from 2 MiB on, runtime/huge_pages.hpp, or a std::vector<T> the
+//                   caller gave; or a std::span<T> it borrows); knows nothing about meshes.
 //   darray<T>       a local_tile<T> that is device `device()`'s tile of the distributed
 //                   type `type()` over mesh `mesh()` (default device map, DESIGN.md sec. 2).
 //
@@ -26,6 +27,7 @@
 #include "redist/core/mesh.hpp"
 #include "redist/core/offsets.hpp"
 #include "redist/program.hpp"
+#include "redist/runtime/huge_pages.hpp"
 
 namespace redist {
 
@@ -82,9 +84,10 @@ inline std::string extents_text(const extents& x) {
   return s + "]";
 }
 
-/// A row-major tile: extents plus storage, owned (a std::vector<T>) or borrowed (a
-/// std::span<T> the caller keeps alive). Copying an owned tile copies the data; copying a
-/// borrowed tile copies the view.
+/// A row-major tile: extents plus storage, owned (allocated here, on transparent huge pages
+/// from huge_page_bytes on, runtime/huge_pages.hpp; or a std::vector<T> the caller gave) or
+/// borrowed (a std::span<T> the caller keeps alive). Copying an owned tile copies the data;
+/// copying a borrowed tile copies the view.
 template <class T>
 class local_tile {
   static_assert(std::is_trivially_copyable_v<T>, "redist tiles hold trivially copyable elements");
@@ -96,22 +99,27 @@ class local_tile {
   /// An owned tile, value-initialized.
   explicit local_tile(const extents& x) : ext_(x), owned_(x.size()), data_(owned_.data()), size_(owned_.size()) {}
   /// An owned tile taking `data`, which must hold exactly x.size() elements.
-  local_tile(const extents& x, std::vector<T> data) : ext_(x), owned_(std::move(data)) {
-    check_size(owned_.size());
-    data_ = owned_.data();
-    size_ = owned_.size();
+  local_tile(const extents& x, std::vector<T> data) : ext_(x), given_(std::move(data)) {
+    check_size(given_.size());
+    data_ = given_.data();
+    size_ = given_.size();
   }
   /// A borrowed tile over `memory`, which must hold exactly x.size() elements.
   local_tile(const extents& x, std::span<T> memory) : ext_(x), data_(memory.data()), size_(memory.size()), borrowed_(true) {
     check_size(memory.size());
   }
 
-  local_tile(const local_tile& o) : ext_(o.ext_), owned_(o.owned_), borrowed_(o.borrowed_) {
-    data_ = borrowed_ ? o.data_ : owned_.data();
+  local_tile(const local_tile& o) : ext_(o.ext_), owned_(o.owned_), given_(o.given_), borrowed_(o.borrowed_) {
+    data_ = borrowed_ ? o.data_ : o.given_.empty() ? owned_.data() : given_.data();
     size_ = o.size_;
   }
   local_tile(local_tile&& o) noexcept
-      : ext_(o.ext_), owned_(std::move(o.owned_)), data_(o.data_), size_(o.size_), borrowed_(o.borrowed_) {
+      : ext_(o.ext_),
+        owned_(std::move(o.owned_)),
+        given_(std::move(o.given_)),
+        data_(o.data_),
+        size_(o.size_),
+        borrowed_(o.borrowed_) {
     o.release();
   }
   local_tile& operator=(const local_tile& o) {
@@ -121,6 +129,7 @@ class local_tile {
   local_tile& operator=(local_tile&& o) noexcept {
     ext_ = o.ext_;
     owned_ = std::move(o.owned_);
+    given_ = std::move(o.given_);
     data_ = o.data_;
     size_ = o.size_;
     borrowed_ = o.borrowed_;
@@ -157,13 +166,15 @@ class local_tile {
   }
   void release() noexcept {
     owned_.clear();
+    given_.clear();
     data_ = nullptr;
     size_ = 0;
     borrowed_ = false;
   }
 
   extents ext_{};
-  std::vector<T> owned_;
+  host_vector<T> owned_;  // allocated here
+  std::vector<T> given_;  // or taken from the caller
   T* data_ = nullptr;
   std::size_t size_ = 0;
   bool borrowed_ = false;

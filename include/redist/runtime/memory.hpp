@@ -78,17 +78,19 @@
 #include <vector>
 
 #include "redist/runtime/cast.hpp"
+#include "redist/runtime/huge_pages.hpp"
 #include "redist/runtime/pack.hpp"
 
 namespace redist {
 
-/// The default memory space: host memory, std::vector buffers, pack.hpp's copies.
+/// The default memory space: host memory (buffers on transparent huge pages from 2 MiB on,
+/// runtime/huge_pages.hpp: MPI and single copy move them faster), pack.hpp's copies.
 struct host_memory {
   static constexpr bool host_accessible = true;
 
   template <class T>
-  [[nodiscard]] std::vector<T> allocate(std::size_t n) const {
-    return std::vector<T>(n);
+  [[nodiscard]] host_vector<T> allocate(std::size_t n) const {
+    return host_vector<T>(n);
   }
   template <class T>
   void copy(T* dst, const T* src, std::size_t n) const {

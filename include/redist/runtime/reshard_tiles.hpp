@@ -38,9 +38,10 @@ namespace redist {
 
 inline constexpr std::uint64_t reshard_array_offset = 1000003;
 
-/// Source and target tiles of every array for ranks `local` (entry i * A + a).
+/// Source and target tiles of every array for ranks `local` (entry i * A + a), on
+/// transparent huge pages from 2 MiB on (runtime/huge_pages.hpp).
 struct reshard_tiles {
-  std::vector<std::vector<std::byte>> in, out;
+  std::vector<host_vector<std::byte>> in, out;
   [[nodiscard]] std::vector<std::span<const std::byte>> sources() const {
     return std::vector<std::span<const std::byte>>(in.begin(), in.end());
   }
