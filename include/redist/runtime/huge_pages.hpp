@@ -4,11 +4,11 @@
 // A single-copy exchange between the ranks of one node (backends/mpi.hpp) reads or writes
 // the other rank's tile by cross-memory attach, and the kernel pins that tile's pages as it
 // goes, page by page; Open MPI's own copies between processes (its CMA path for large
-// contiguous messages) do the same. On 4 KiB pages the pinning costs about as much as the
-// copy. The 2-D grid problems of float64 on 8 ranks of one node ran their single-copy exchange
-// 1.3-2.1x faster (geomean 1.5x and 1.7x over two runs) with the tiles on 2 MiB transparent
-// huge pages, and the packed exchange 1.5-1.6x (docs/benchmarks.md, "Tiles on huge pages");
-// the side that is read (or written) by the other rank is what counts.
+// contiguous messages) do the same. With the tiles on 2 MiB transparent huge pages instead of
+// 4 KiB pages, the 2-D grid problems of float64 on 8 ranks of one node ran their single-copy
+// exchange 1.3-2.1x faster (geomean 1.5x and 1.7x over two runs) and the packed exchange
+// 1.5-1.6x (docs/benchmarks.md, "Tiles on huge pages"); the page size of the tile the other
+// rank reads (or writes) is what counts.
 //
 // huge_page_allocator<T> (a standard allocator; host_vector<T> is a std::vector with it)
 // gives every allocation of at least huge_page_bytes a mapping of its own, starting on a
