@@ -25,15 +25,6 @@
 #include "support/memory_formula.hpp"
 #include "support/random_problems.hpp"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define REDIST_TEST_HAS_ASAN 1
-#endif
-#endif
-#if !defined(REDIST_TEST_HAS_ASAN)
-#define REDIST_TEST_HAS_ASAN 0
-#endif
-
 // A namespace of its own: the MPI test programs compile as one unit (mpi_main.cpp).
 namespace mpi_exchange_test {
 
@@ -333,8 +324,8 @@ void single_copy_cases(int me, const redist::mpi_backend& single, const redist::
 /// of 80 MiB comes from the heap, one of 200 MiB is still mmapped. Skipped where the
 /// environment tunes malloc, or under AddressSanitizer, whose allocator refuses mallopt.
 void steady_heap_cases(int me, redist::mpi_backend& mpi) {
-#if defined(REDIST_MPI_GLIBC_MALLOC) && !defined(__SANITIZE_ADDRESS__) && !REDIST_TEST_HAS_ASAN
-  if (redist::detail::heap_tuned_by_environment()) return;
+#if defined(REDIST_MPI_GLIBC_MALLOC)
+  if (redist::detail::address_sanitizer || redist::detail::heap_tuned_by_environment()) return;
   static void* volatile sink = nullptr;  // each block escapes: the compiler keeps malloc and free
   // Whether a block of `mib` MiB comes from the heap (not mmapped) and stays mapped once freed.
   auto steady = [&](std::size_t mib) {

@@ -86,6 +86,7 @@ TEST_CASE("huge_page_allocator: the library's own host tiles and buffers come fr
   CHECK(given.data() == at);
   const redist::darray<float> given_copy = given;
   CHECK(given_copy.data() != at);
+  CHECK(aligned(given_copy.data(), huge_page_bytes));  // a copy is allocated here
   CHECK(given_copy.data()[5] == 2.0f);
   auto buf = redist::host_memory{}.allocate<std::byte>(huge_page_bytes);
   CHECK(aligned(buf.data(), huge_page_bytes));

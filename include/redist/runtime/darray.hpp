@@ -109,8 +109,10 @@ class local_tile {
     check_size(memory.size());
   }
 
-  local_tile(const local_tile& o) : ext_(o.ext_), owned_(o.owned_), given_(o.given_), borrowed_(o.borrowed_) {
-    data_ = borrowed_ ? o.data_ : o.given_.empty() ? owned_.data() : given_.data();
+  /// A copy of an owned tile is allocated here, whichever memory the original owns.
+  local_tile(const local_tile& o) : ext_(o.ext_), borrowed_(o.borrowed_) {
+    if (!borrowed_) owned_.assign(o.data_, o.data_ + o.size_);
+    data_ = borrowed_ ? o.data_ : owned_.data();
     size_ = o.size_;
   }
   local_tile(local_tile&& o) noexcept

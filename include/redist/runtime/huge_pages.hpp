@@ -82,8 +82,7 @@ inline void* allocate_host(std::size_t bytes, std::size_t align) {
       const auto at = reinterpret_cast<std::uintptr_t>(m);
       const std::uintptr_t start = (at + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
       if (start > at) munmap(m, start - at);
-      if (const std::size_t tail = at + huge_page_bytes - start; tail > 0)
-        munmap(reinterpret_cast<void*>(start + len), tail);
+      munmap(reinterpret_cast<void*>(start + len), at + huge_page_bytes - start);  // at least a page
       p = reinterpret_cast<void*>(start);
     }
     // Advice only: where the kernel has no transparent huge pages this fails and the memory
