@@ -291,6 +291,15 @@ void single_copy_cases(int me, const redist::mpi_backend& single, const redist::
   if (w.how != how::write || w.plan.spans.size() != 1 || w.plan.local.size() != 16 || choose(strided, 32768).how != how::write ||
       choose(strided, 32784).how != how::mpi)
     fail(me, "single copy: strided rows into a contiguous tile are written");
+  // A layer's column block on 8 ranks, runs of 256 bytes (64 floats of 512-float rows) into
+  // a contiguous tile: at the default span cost (2 KiB, a run 128 bytes) the sender writes it
+  // (2 KiB + 64 x 128 + 16 KiB = 26 KiB, at most 32 KiB); at 8 KiB it went by MPI (56 KiB).
+  const std::uint64_t layer[] = {64, 512}, block[] = {64, 64};
+  const redist::detail::single_copy_piece cols64{layer, region(0, 64, 64, 64), block, region(0, 0, 64, 64)};
+  const auto by_default = choose(cols64, redist::mpi_options{}.single_copy_span_cost);
+  if (by_default.how != how::write || by_default.plan.spans.size() != 1 || by_default.plan.local.size() != 64 ||
+      choose(cols64, 8192).how != how::mpi)
+    fail(me, "single copy: runs of 256 bytes into a contiguous tile are written at the default span cost");
   if (single.single_copy() != mixed.single_copy())
     fail(me, "single copy: on for one backend and not the other");
   // Row blocks to column blocks on {x: D}: each piece is 8 runs of 4 KiB lying 4 KiB x D

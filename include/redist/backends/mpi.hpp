@@ -53,8 +53,8 @@
 //   ranks of one node (mpi_options::single_copy_min_bytes; smaller ones go through MPI at
 //   once, without the round trip that follows) waits while the two ranks swap where their
 //   pieces lie (MPI_Isend / MPI_Irecv); both then choose alike by a cost model (a span of
-//   the other tile costs 8 KiB of copying, mpi_options::single_copy_span_cost, since the
-//   kernel pins its pages span by span; a run of the acting rank's tile 512 bytes; a gap
+//   the other tile costs 2 KiB of copying, mpi_options::single_copy_span_cost, since the
+//   kernel pins its pages span by span; a run of the acting rank's tile 128 bytes; a gap
 //   read its bytes; MPI copies every byte twice) between the receiver reading it
 //   (process_vm_readv), the sender writing it (process_vm_writev) and MPI. The rank that
 //   copies moves all its pieces of a message in as few calls as 1024 iovecs a side allow,
@@ -275,11 +275,13 @@ struct mpi_options {
   /// A piece moves by single copy where spans x this + runs x this / 16 + the bytes it
   /// copies (gaps read between runs included) is at most twice its bytes (what MPI
   /// copies); a reader reads a gap of at most this many bytes (up to 64 KiB) rather than
-  /// open a span. Measured on 8 ranks of one node (docs/benchmarks.md): spans of 4 KiB
-  /// moved 1.5-1.7x slower than MPI_Alltoallw on a quiet node, of 16 KiB 0.90-1.18x its
-  /// time, whole pieces 1.5-2.2x faster. 0: every considered piece by single copy, no gap
-  /// read.
-  std::uint64_t single_copy_span_cost = 8192;
+  /// open a span. Measured on the development machine (docs/benchmarks.md, "The cost of a
+  /// span"): process_vm_readv spends 0.3-0.5 us on each span of 256 bytes to 4 KiB, what it
+  /// takes to copy 2-3 KiB from 4 KiB pages; on 8 ranks of one node, the 256 MiB model
+  /// state's joint exchange in place and its one call per array ran 1.09-1.19x faster in
+  /// geomean at 2 KiB than at 8 KiB (0.91x in the worst pair of runs), other exchanges as
+  /// fast. 0: every considered piece by single copy, no gap read.
+  std::uint64_t single_copy_span_cost = 2048;
   /// Only pieces of at least this many bytes are considered for single copy; a message
   /// with none goes through MPI at once, without the round trip in which the two ranks
   /// swap where their pieces lie (measured: that round trip, which waits for the peer to
