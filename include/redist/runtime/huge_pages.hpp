@@ -32,6 +32,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace redist {
@@ -56,8 +57,12 @@ inline constexpr bool address_sanitizer = false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 /// Whether huge_page_allocator maps an allocation of `bytes` itself.
 constexpr bool maps_itself(std::size_t bytes) { return bytes >= huge_page_bytes; }
-/// The length of its mapping: whole pages of 4 KiB.
-constexpr std::size_t mapped_length(std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+/// The length of its mapping: whole pages of the system's page size (4 KiB on x86-64, up to
+/// 64 KiB on aarch64), so that the tail unmapped after it starts on a page boundary.
+inline std::size_t mapped_length(std::size_t bytes) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
 #else
 constexpr bool maps_itself(std::size_t) { return false; }
 #endif
